@@ -1,0 +1,205 @@
+// Package client is the public Go client of sandboxd's v1 API over its Unix
+// socket. sandboxctl uses nothing else. API failures come back as
+// *api.Error (with its stable Code); a daemon that cannot be reached comes
+// back as ErrUnreachable.
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/sandboxd/sandboxd/api"
+)
+
+// DefaultSocket is where sandboxd listens unless configured otherwise.
+const DefaultSocket = "/run/sandboxd/sandboxd.sock"
+
+// ErrUnreachable means nothing answered on the socket.
+var ErrUnreachable = errors.New("sandboxd unreachable")
+
+// Client talks to one sandboxd.
+type Client struct {
+	socket string
+	http   *http.Client
+}
+
+// New returns a client for the daemon on socket (DefaultSocket if empty).
+func New(socket string) *Client {
+	if socket == "" {
+		socket = DefaultSocket
+	}
+	dialer := &net.Dialer{}
+	return &Client{
+		socket: socket,
+		http: &http.Client{Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				return dialer.DialContext(ctx, "unix", socket)
+			},
+			MaxIdleConnsPerHost: 16,
+		}},
+	}
+}
+
+// Socket is the socket this client dials.
+func (c *Client) Socket() string { return c.socket }
+
+func (c *Client) do(ctx context.Context, method, path string, body any, accept string) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://sandboxd"+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w at %s: %v (is it running? start it with `make run` or `sandboxd --config sandboxd.hcl`)", ErrUnreachable, c.socket, errors.Unwrap(err))
+	}
+	return resp, nil
+}
+
+// call sends body and decodes a JSON answer into out, or the error body.
+// okStatuses lists non-2xx statuses whose body is still out's type.
+func (c *Client) call(ctx context.Context, method, path string, body, out any, okStatuses ...int) error {
+	resp, err := c.do(ctx, method, path, body, "")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	ok := resp.StatusCode/100 == 2
+	for _, s := range okStatuses {
+		ok = ok || resp.StatusCode == s
+	}
+	if !ok {
+		return decodeError(resp)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("reading sandboxd's answer to %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+func decodeError(resp *http.Response) error {
+	var body api.ErrorBody
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err := json.Unmarshal(data, &body); err != nil || body.Error.Code == "" {
+		return &api.Error{Code: api.CodeInternal, Message: fmt.Sprintf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(data))}
+	}
+	return &body.Error
+}
+
+// Health returns the daemon's health; a degraded daemon is not an error.
+func (c *Client) Health(ctx context.Context) (*api.Health, error) {
+	var h api.Health
+	return &h, c.call(ctx, http.MethodGet, "/v1/health", nil, &h, http.StatusServiceUnavailable)
+}
+
+// Languages lists the languages and their pools.
+func (c *Client) Languages(ctx context.Context) ([]api.Language, error) {
+	var l api.LanguageList
+	return l.Languages, c.call(ctx, http.MethodGet, "/v1/languages", nil, &l)
+}
+
+// Plugins lists the plugins and their health.
+func (c *Client) Plugins(ctx context.Context) ([]api.Plugin, error) {
+	var l api.PluginList
+	return l.Plugins, c.call(ctx, http.MethodGet, "/v1/plugins", nil, &l)
+}
+
+// Stats returns the daemon's counters.
+func (c *Client) Stats(ctx context.Context) (*api.Stats, error) {
+	var s api.Stats
+	return &s, c.call(ctx, http.MethodGet, "/v1/stats", nil, &s)
+}
+
+// Executions lists recorded executions, newest first; language filters.
+func (c *Client) Executions(ctx context.Context, limit int, language string) ([]api.Execution, error) {
+	q := url.Values{}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if language != "" {
+		q.Set("language", language)
+	}
+	var l api.ExecutionList
+	return l.Executions, c.call(ctx, http.MethodGet, "/v1/executions?"+q.Encode(), nil, &l)
+}
+
+// Run runs a program and returns its result when it has finished.
+func (c *Client) Run(ctx context.Context, req api.RunRequest) (*api.RunResult, error) {
+	var res api.RunResult
+	return &res, c.call(ctx, http.MethodPost, "/v1/run", req, &res)
+}
+
+// RunStream runs a program and calls onEvent for each stdout and stderr
+// event as the program produces it; it returns the final result.
+func (c *Client) RunStream(ctx context.Context, req api.RunRequest, onEvent func(api.Event)) (*api.RunResult, error) {
+	resp, err := c.do(ctx, http.MethodPost, "/v1/run", req, api.ContentTypeNDJSON)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return nil, decodeError(resp)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	for sc.Scan() {
+		var ev api.Event
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			return nil, fmt.Errorf("reading sandboxd's stream: %w", err)
+		}
+		switch ev.Type {
+		case api.EventResult:
+			if ev.Result == nil {
+				return nil, errors.New("sandboxd sent a result event without a result")
+			}
+			return ev.Result, nil
+		case api.EventError:
+			if ev.Error == nil {
+				return nil, errors.New("sandboxd sent an error event without an error")
+			}
+			return nil, ev.Error
+		default:
+			onEvent(ev)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading sandboxd's stream: %w", err)
+	}
+	return nil, errors.New("sandboxd closed the stream before the result (did it stop?)")
+}
+
+// Decode returns the bytes of event or result data given its encoding.
+func Decode(data, encoding string) []byte {
+	if encoding == api.EncodingBase64 {
+		if b, err := base64.StdEncoding.DecodeString(data); err == nil {
+			return b
+		}
+	}
+	return []byte(data)
+}

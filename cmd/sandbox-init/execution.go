@@ -1,0 +1,232 @@
+package main
+
+import (
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sandboxd/sandboxd/runtime/supervisor"
+)
+
+// execution is one started process and everything it spawns.
+type execution struct {
+	s   *server
+	id  uint64
+	req supervisor.ExecRequest
+
+	started   time.Time
+	oomBefore int64
+	exited    chan unix.WaitStatus // the reaper delivers the main process's status
+
+	stdinW         *os.File // our end of the program's stdin, nil if /dev/null
+	stdinCh        chan []byte
+	stdinCloseOnce sync.Once
+	childEnds      []*os.File // the program's ends, closed once it started
+	outR, errR     *os.File
+
+	timedOut atomic.Bool
+	killed   atomic.Bool
+
+	usageMu sync.Mutex
+	userUS  int64
+	sysUS   int64
+	maxRSS  int64
+}
+
+func newExecution(s *server, id uint64, req supervisor.ExecRequest) *execution {
+	return &execution{s: s, id: id, req: req, exited: make(chan unix.WaitStatus, 1)}
+}
+
+// openPipes returns the child's stdin, stdout and stderr.
+func (e *execution) openPipes(withStdin bool) ([]uintptr, error) {
+	var stdin *os.File
+	if withStdin {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		stdin, e.stdinW = r, w
+		e.stdinCh = make(chan []byte, 1)
+		go e.writeStdin()
+	} else {
+		devnull, err := os.Open(os.DevNull)
+		if err != nil {
+			return nil, err
+		}
+		stdin = devnull
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		stdin.Close()
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		stdin.Close()
+		outR.Close()
+		outW.Close()
+		return nil, err
+	}
+	e.outR, e.errR = outR, errR
+	e.childEnds = []*os.File{stdin, outW, errW}
+	return []uintptr{stdin.Fd(), outW.Fd(), errW.Fd()}, nil
+}
+
+func (e *execution) closeChildEnds() {
+	for _, f := range e.childEnds {
+		f.Close()
+	}
+	e.childEnds = nil
+}
+
+// abort releases what openPipes made when the process never started.
+func (e *execution) abort() {
+	e.closeStdin()
+	e.outR.Close()
+	e.errR.Close()
+}
+
+// feed queues one stdin chunk. The host sends the next only after our ack,
+// so the queue never holds more than one chunk; a host that floods us
+// anyway loses the excess rather than blocking the protocol.
+func (e *execution) feed(data []byte) {
+	if e.stdinCh == nil {
+		return
+	}
+	select {
+	case e.stdinCh <- data:
+	default:
+	}
+}
+
+func (e *execution) closeStdin() {
+	e.stdinCloseOnce.Do(func() {
+		if e.stdinCh != nil {
+			close(e.stdinCh)
+		}
+	})
+}
+
+// writeStdin copies queued chunks into the program's stdin and acks each
+// one, even when the program has stopped reading (the data is dropped then).
+func (e *execution) writeStdin() {
+	broken := false
+	for data := range e.stdinCh {
+		if !broken {
+			if _, err := e.stdinW.Write(data); err != nil {
+				broken = true
+			}
+		}
+		e.s.send(supervisor.Message{Op: supervisor.OpStdinAck, ID: e.id})
+	}
+	e.stdinW.Close()
+}
+
+// pump streams one output pipe to the host, up to the output limit; past it
+// the bytes are counted and dropped, so the program never blocks on a pipe.
+func (e *execution) pump(stream string, r *os.File, total *int64, wg *sync.WaitGroup) {
+	defer wg.Done()
+	defer r.Close()
+	buf := make([]byte, 32<<10)
+	var sent int64
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			*total += int64(n)
+			if room := e.req.OutputLimit - sent; room > 0 {
+				chunk := buf[:min(int64(n), room)]
+				sent += int64(len(chunk))
+				e.s.send(supervisor.Message{Op: supervisor.OpOut, ID: e.id, Stream: stream, Data: chunk})
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// follow waits for the main process, enforces the deadline, collects the
+// output and reports the result.
+func (e *execution) follow() {
+	var outBytes, errBytes int64
+	var pumps sync.WaitGroup
+	pumps.Add(2)
+	go e.pump(supervisor.Stdout, e.outR, &outBytes, &pumps)
+	go e.pump(supervisor.Stderr, e.errR, &errBytes, &pumps)
+
+	timeout := time.Duration(e.req.TimeoutMS) * time.Millisecond
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+
+	survivors := 0
+	var ws unix.WaitStatus
+	select {
+	case ws = <-e.exited:
+	case <-deadline.C:
+		e.timedOut.Store(true)
+		survivors = e.s.killAll()
+		ws = <-e.exited
+	}
+	duration := time.Since(e.started)
+	e.closeStdin()
+
+	if e.req.KillOnExit || e.timedOut.Load() || e.killed.Load() {
+		if n := e.s.killAll(); n > survivors {
+			survivors = n
+		}
+	}
+	// With everything dead the pipes reach EOF at once. Processes left
+	// running on purpose (a session's background server) may hold them
+	// open: stop waiting for those after a moment.
+	pumped := make(chan struct{})
+	go func() { pumps.Wait(); close(pumped) }()
+	select {
+	case <-pumped:
+	case <-time.After(100 * time.Millisecond):
+		e.outR.Close()
+		e.errR.Close()
+		<-pumped
+	}
+
+	res := &supervisor.ExecResult{
+		ExitCode:    ws.ExitStatus(),
+		TimedOut:    e.timedOut.Load(),
+		StdoutBytes: outBytes,
+		StderrBytes: errBytes,
+		Truncated:   outBytes > e.req.OutputLimit || errBytes > e.req.OutputLimit,
+		DurationUS:  duration.Microseconds(),
+		Survivors:   survivors,
+	}
+	if ws.Signaled() {
+		res.ExitCode = 128 + int(ws.Signal())
+		res.Signal = unix.SignalName(ws.Signal())
+	}
+	if after := oomKills(); e.oomBefore >= 0 && after > e.oomBefore {
+		res.OOMKilled = true
+	}
+	e.usageMu.Lock()
+	res.UserUS, res.SysUS, res.MaxRSSBytes = e.userUS, e.sysUS, e.maxRSS
+	e.usageMu.Unlock()
+	e.s.finish(e, res)
+}
+
+// kill ends the execution now (the host gave up on it).
+func (e *execution) kill() {
+	e.killed.Store(true)
+	e.s.killAll()
+}
+
+// account adds a reaped process's resource use.
+func (e *execution) account(ru *unix.Rusage) {
+	e.usageMu.Lock()
+	defer e.usageMu.Unlock()
+	e.userUS += ru.Utime.Sec*1e6 + int64(ru.Utime.Usec)
+	e.sysUS += ru.Stime.Sec*1e6 + int64(ru.Stime.Usec)
+	e.maxRSS = max(e.maxRSS, ru.Maxrss*1024)
+}

@@ -1,0 +1,72 @@
+// Command sandbox-init is the supervisor that runs as PID 1 in every sandbox
+// container. It reaps zombies, starts executions on sandboxd's request,
+// streams their output, enforces their deadlines and reports what they used.
+//
+// It speaks the protocol of runtime/supervisor on its stdin and stdout,
+// which sandboxd attaches to through the Docker API. It is a static binary
+// bind-mounted read-only from the host (see runtime/docker), so it always
+// matches the daemon that speaks to it and needs no image rebuild.
+//
+// Why PID 1: in a PID namespace only init may kill(-1), which ends every
+// other process in the container in one call — the double-forked setsid
+// child that escapes process-group kills included — and signals sent to init
+// from inside the container are dropped unless init asks for them.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sandboxd/sandboxd/runtime/supervisor"
+)
+
+func main() {
+	if os.Getpid() != 1 {
+		// kill(-1) outside a PID namespace would end every process of the user.
+		fmt.Fprintln(os.Stderr, "sandbox-init: must run as PID 1 inside a sandbox container; sandboxd starts it")
+		os.Exit(2)
+	}
+	// Same-uid sandbox code must not read or write our file descriptors
+	// through /proc/1/fd, nor ptrace us.
+	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+	// Handle (and drop) the signals code in the container might send us.
+	// Notify rather than Ignore: ignored dispositions would be inherited by
+	// every program we start.
+	drop := make(chan os.Signal, 8)
+	signal.Notify(drop, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT,
+		unix.SIGUSR1, unix.SIGUSR2, unix.SIGPIPE, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU)
+	go func() {
+		for range drop {
+		}
+	}()
+
+	s := newServer(os.Stdout)
+	go s.reap()
+
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 64<<10), supervisor.MaxLine)
+	for in.Scan() {
+		if len(in.Bytes()) == 0 {
+			continue // the host's resync newline
+		}
+		var m supervisor.Message
+		if err := json.Unmarshal(in.Bytes(), &m); err != nil {
+			// A torn line after the host reattached: the next line resyncs.
+			fmt.Fprintf(os.Stderr, "sandbox-init: ignoring a malformed message: %v\n", err)
+			continue
+		}
+		s.handle(m)
+	}
+	// stdin closed: nobody can talk to us again.
+	if err := in.Err(); err != nil {
+		fmt.Fprintf(os.Stderr, "sandbox-init: reading stdin: %v\n", err)
+	}
+	s.killAll()
+	os.Exit(0)
+}

@@ -1,0 +1,261 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sandboxd/sandboxd/runtime/supervisor"
+)
+
+const workspace = "/workspace"
+
+// server holds the running executions. One reaper goroutine owns every
+// wait4 in the container, so no other code may wait for a child.
+type server struct {
+	outMu sync.Mutex
+	out   *json.Encoder
+
+	mu    sync.Mutex
+	execs map[uint64]*execution // by request id
+	byPID map[int]*execution    // main processes
+}
+
+func newServer(w io.Writer) *server {
+	return &server{
+		out:   json.NewEncoder(w),
+		execs: map[uint64]*execution{},
+		byPID: map[int]*execution{},
+	}
+}
+
+// send writes one message; messages are whole lines, never interleaved.
+func (s *server) send(m supervisor.Message) {
+	s.outMu.Lock()
+	defer s.outMu.Unlock()
+	_ = s.out.Encode(m)
+}
+
+func (s *server) handle(m supervisor.Message) {
+	switch m.Op {
+	case supervisor.OpHello:
+		s.send(supervisor.Message{Op: supervisor.OpHello, Nonce: m.Nonce, Version: supervisor.Version})
+	case supervisor.OpExec:
+		if m.Exec != nil {
+			s.start(m.ID, *m.Exec)
+		}
+	case supervisor.OpStdin, supervisor.OpStdinClose, supervisor.OpKill:
+		s.mu.Lock()
+		e := s.execs[m.ID]
+		s.mu.Unlock()
+		if e == nil {
+			return
+		}
+		switch m.Op {
+		case supervisor.OpStdin:
+			e.feed(m.Data)
+		case supervisor.OpStdinClose:
+			e.closeStdin()
+		case supervisor.OpKill:
+			e.kill()
+		}
+	}
+}
+
+// reap collects every child that exits: main processes of executions and
+// orphans re-parented to us alike.
+func (s *server) reap() {
+	sigchld := make(chan os.Signal, 1)
+	signal.Notify(sigchld, unix.SIGCHLD)
+	for range sigchld {
+		for {
+			var ws unix.WaitStatus
+			var ru unix.Rusage
+			pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, &ru)
+			if pid <= 0 || err != nil {
+				break
+			}
+			s.reaped(pid, ws, &ru)
+		}
+	}
+}
+
+func (s *server) reaped(pid int, ws unix.WaitStatus, ru *unix.Rusage) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Every process's usage counts toward the executions running now: in a
+	// one-shot container that is exactly the execution that started it.
+	for _, e := range s.execs {
+		e.account(ru)
+	}
+	if e := s.byPID[pid]; e != nil {
+		delete(s.byPID, pid)
+		e.exited <- ws
+	}
+}
+
+// start writes the files, starts the process and follows it to its end in
+// a goroutine. Failures to start are reported as an exit message.
+func (s *server) start(id uint64, req supervisor.ExecRequest) {
+	e := newExecution(s, id, req)
+	fail := func(code int, err error) {
+		s.send(supervisor.Message{Op: supervisor.OpExit, ID: id, Result: &supervisor.ExecResult{ExitCode: code, StartError: err.Error()}})
+	}
+	if len(req.Argv) == 0 {
+		fail(126, errors.New("empty argv"))
+		return
+	}
+	if err := writeFiles(req.Files); err != nil {
+		fail(126, err)
+		return
+	}
+	env := mergeEnv(os.Environ(), req.Env)
+	dir := req.Dir
+	if dir == "" {
+		dir = workspace
+	}
+	argv0, err := lookPath(req.Argv[0], dir, envValue(env, "PATH"))
+	if err != nil {
+		fail(127, err)
+		return
+	}
+	files, err := e.openPipes(req.Stdin)
+	if err != nil {
+		fail(126, err)
+		return
+	}
+	s.mu.Lock()
+	e.oomBefore = oomKills()
+	e.started = time.Now()
+	pid, err := syscall.ForkExec(argv0, req.Argv, &syscall.ProcAttr{
+		Dir:   dir,
+		Env:   env,
+		Files: files,
+		Sys:   &syscall.SysProcAttr{Setpgid: true},
+	})
+	if err == nil {
+		s.execs[id] = e
+		s.byPID[pid] = e
+	}
+	s.mu.Unlock()
+	e.closeChildEnds()
+	if err != nil {
+		e.abort()
+		fail(126, err)
+		return
+	}
+	// Let the kernel pick this execution's processes first when memory runs
+	// out, so the supervisor survives a memory bomb. Children inherit it.
+	_ = os.WriteFile("/proc/"+itoa(pid)+"/oom_score_adj", []byte("1000"), 0)
+	go e.follow()
+}
+
+func (s *server) finish(e *execution, res *supervisor.ExecResult) {
+	s.mu.Lock()
+	delete(s.execs, e.id)
+	s.mu.Unlock()
+	s.send(supervisor.Message{Op: supervisor.OpExit, ID: e.id, Result: res})
+}
+
+// killAll ends every process in the container but us, and keeps at it while
+// a fork bomb races the kill. It returns how many processes survived ~1 s.
+func (s *server) killAll() int {
+	deadline := time.Now().Add(900 * time.Millisecond)
+	for {
+		_ = unix.Kill(-1, unix.SIGKILL)
+		n := countProcesses()
+		if n == 0 || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// countProcesses counts live processes other than PID 1 (zombies excluded:
+// they are dead and the reaper collects them).
+func countProcesses() int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, ent := range entries {
+		name := ent.Name()
+		if name == "1" || name[0] < '0' || name[0] > '9' {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + name + "/stat")
+		if err != nil {
+			continue // gone already
+		}
+		// The state follows the parenthesised command name.
+		if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+			continue
+		}
+		n++
+	}
+	return n
+}
+
+// oomKills reads the container's count of OOM kills from its memory cgroup
+// (v2 memory.events, v1 memory.oom_control); -1 when neither is readable.
+func oomKills() int64 {
+	for _, f := range []string{"/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
+				return atoi64(v)
+			}
+		}
+	}
+	return -1
+}
+
+// writeFiles writes the request's files under the workspace; os.Root keeps
+// every path, and every link met on the way, inside it.
+func writeFiles(files []supervisor.File) error {
+	if len(files) == 0 {
+		return nil
+	}
+	root, err := os.OpenRoot(workspace)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	for _, f := range files {
+		name := filepath.Clean(strings.TrimPrefix(f.Path, "/workspace/"))
+		if dir := filepath.Dir(name); dir != "." {
+			if err := root.MkdirAll(dir, 0o755); err != nil {
+				return err
+			}
+		}
+		mode := os.FileMode(f.Mode & 0o777)
+		if mode == 0 {
+			mode = 0o644
+		}
+		w, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(f.Data)
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

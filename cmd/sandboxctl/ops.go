@@ -1,0 +1,210 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+func table(header string, rows func(w *tabwriter.Writer)) {
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, header)
+	rows(w)
+	w.Flush()
+}
+
+func newStatusCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show whether sandboxd is healthy (exit 0 only if it is)",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h, err := g.client().Health(cmd.Context())
+			if err != nil {
+				return apiFailure(err)
+			}
+			if asJSON {
+				_ = printJSON(h)
+			} else {
+				fmt.Printf("sandboxd %s: %s (up %s)\n", h.Version, h.Status, time.Duration(h.Uptime).Round(time.Second))
+				if h.Docker.OK {
+					fmt.Printf("docker:   %s (API %s, runtime %s)\n", h.Docker.Version, h.Docker.APIVersion, h.Docker.Runtime)
+				} else {
+					fmt.Printf("docker:   unavailable: %s\n", h.Docker.Error)
+				}
+				for _, p := range h.Plugins {
+					state := "running"
+					if !p.Running {
+						state = "idle"
+					}
+					if p.LastError != "" {
+						state += ", last error: " + p.LastError
+					}
+					fmt.Printf("plugin:   %s/%s %s (%s)\n", p.Kind, p.Name, p.Version, state)
+				}
+				for _, p := range h.Problems {
+					fmt.Println("problem: ", p)
+				}
+			}
+			if h.Status != "ok" {
+				return &exitError{code: exitUnhealthy}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newLanguagesCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "languages",
+		Short: "List languages, their images and pools",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			langs, err := g.client().Languages(cmd.Context())
+			if err != nil {
+				return apiFailure(err)
+			}
+			if asJSON {
+				return printJSON(langs)
+			}
+			table("NAME\tALIASES\tEXTENSIONS\tIMAGE\tIDLE/BUSY/TARGET\tSTATUS", func(w *tabwriter.Writer) {
+				for _, l := range langs {
+					status := "ready"
+					if l.Error != "" {
+						status = l.Error
+					}
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d/%d/%d\t%s\n", l.Name, strings.Join(l.Aliases, ","),
+						strings.Join(l.Extensions, ","), l.Image, l.Pool.Idle, l.Pool.Busy, l.Pool.Target, status)
+				}
+			})
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newPoolsCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "pools",
+		Short: "Show warm pool figures per language",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			langs, err := g.client().Languages(cmd.Context())
+			if err != nil {
+				return apiFailure(err)
+			}
+			if asJSON {
+				pools := map[string]any{}
+				for _, l := range langs {
+					pools[l.Name] = l.Pool
+				}
+				return printJSON(pools)
+			}
+			table("LANGUAGE\tIDLE\tBUSY\tSTARTING\tTARGET\tMAX\tHITS\tMISSES\tCREATED\tDESTROYED\tFAILURES\tLAST ERROR", func(w *tabwriter.Writer) {
+				for _, l := range langs {
+					p := l.Pool
+					fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", l.Name, p.Idle, p.Busy, p.Starting,
+						p.Target, p.Max, p.Hits, p.Misses, p.Created, p.Destroyed, p.Failures, p.LastError)
+				}
+			})
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newPluginsCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "plugins",
+		Short: "List plugins and their health",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			list, err := g.client().Plugins(cmd.Context())
+			if err != nil {
+				return apiFailure(err)
+			}
+			if asJSON {
+				return printJSON(list)
+			}
+			table("KIND\tNAME\tVERSION\tRUNNING\tRESTARTS\tLAST ERROR\tPATH", func(w *tabwriter.Writer) {
+				for _, p := range list {
+					fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%d\t%s\t%s\n", p.Kind, p.Name, p.Version, p.Running, p.Restarts, p.LastError, p.Path)
+				}
+			})
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newHistoryCmd(g *globals) *cobra.Command {
+	var (
+		asJSON bool
+		limit  int
+		lang   string
+	)
+	cmd := &cobra.Command{
+		Use:   "history",
+		Short: "List recent executions, newest first",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			list, err := g.client().Executions(cmd.Context(), limit, lang)
+			if err != nil {
+				return apiFailure(err)
+			}
+			if asJSON {
+				return printJSON(list)
+			}
+			table("ID\tSTARTED\tLANGUAGE\tEXIT\tDURATION\tOUTCOME", func(w *tabwriter.Writer) {
+				for _, e := range list {
+					var flags []string
+					if e.TimedOut {
+						flags = append(flags, "timed out")
+					}
+					if e.OOMKilled {
+						flags = append(flags, "out of memory")
+					}
+					if e.Truncated {
+						flags = append(flags, "truncated")
+					}
+					if e.Error != "" {
+						flags = append(flags, "not started: "+e.Error)
+					}
+					outcome := strings.Join(flags, ", ")
+					if outcome == "" {
+						outcome = "exited"
+					}
+					fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%.1fms\t%s\n", e.ID, e.StartedAt.Local().Format("2006-01-02 15:04:05"),
+						e.Language, e.ExitCode, e.Timings.TotalMS, outcome)
+				}
+			})
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().IntVar(&limit, "limit", 20, "how many")
+	cmd.Flags().StringVar(&lang, "lang", "", "only this language")
+	return cmd
+}
+
+func newStatsCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "stats",
+		Short: "Print the daemon's counters as JSON",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := g.client().Stats(cmd.Context())
+			if err != nil {
+				return apiFailure(err)
+			}
+			return printJSON(s)
+		},
+	}
+}

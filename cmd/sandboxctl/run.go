@@ -1,0 +1,166 @@
+package main
+
+import (
+	"encoding/base64"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/client"
+)
+
+// maxInput bounds what sandboxctl reads from a file or stdin.
+const maxInput = 48 << 20
+
+func newRunCmd(g *globals) *cobra.Command {
+	var (
+		lang, stdinPath, memory string
+		timeout                 time.Duration
+		asJSON                  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "run [flags] FILE|- [-- ARGS...]",
+		Short: "Run a program once in a fresh sandbox",
+		Long: `Run a program once in a fresh sandbox and stream its output.
+
+The language comes from the file's extension unless --lang is given.
+The exit code is the program's; 124 on timeout, 137 when killed for memory,
+125 when sandboxctl or sandboxd failed.`,
+		Example: `  sandboxctl run hello.py
+  echo 'console.log(1)' | sandboxctl run --lang node -
+  sandboxctl run --stdin input.txt --timeout 2s --memory 128m main.py -- arg1 arg2`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if dash := cmd.ArgsLenAtDash(); dash >= 0 && dash != 1 || dash < 0 && len(args) != 1 {
+				return fail("run takes one FILE (or - for stdin), then -- and the program's arguments")
+			}
+			file := args[0]
+			req := api.RunRequest{Language: lang, Args: args[1:]}
+			if req.Language == "" {
+				ext := strings.TrimPrefix(filepath.Ext(file), ".")
+				if file == "-" || ext == "" {
+					return fail("cannot tell the language of %q: use --lang (see `sandboxctl languages`)", file)
+				}
+				req.Language = ext
+			}
+			code, err := readInput(file)
+			if err != nil {
+				return err
+			}
+			if file == "-" {
+				req.Code = string(code)
+				if !utf8.Valid(code) {
+					return fail("the program on stdin is not UTF-8 text")
+				}
+			} else {
+				f := api.File{Path: filepath.Base(file), Content: string(code)}
+				if !utf8.Valid(code) {
+					f.Content, f.Encoding = base64.StdEncoding.EncodeToString(code), api.EncodingBase64
+				}
+				req.Files, req.Entry = []api.File{f}, f.Path
+			}
+			if stdinPath != "" {
+				if stdinPath == "-" && file == "-" {
+					return fail("the program already comes from stdin: give --stdin a file")
+				}
+				in, err := readInput(stdinPath)
+				if err != nil {
+					return err
+				}
+				req.Stdin = string(in)
+				if !utf8.Valid(in) {
+					req.Stdin, req.StdinEncoding = base64.StdEncoding.EncodeToString(in), api.EncodingBase64
+				}
+			}
+			req.Timeout = api.Duration(timeout)
+			if memory != "" {
+				n, err := api.ParseByteSize(memory)
+				if err != nil {
+					return fail("--memory: %v", err)
+				}
+				req.Limits = &api.Limits{Memory: api.ByteSize(n)}
+			}
+			return runProgram(cmd, g.client(), req, asJSON)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&lang, "lang", "", "language (default: from the file extension)")
+	f.StringVar(&stdinPath, "stdin", "", "file to feed the program's stdin, or - for ours")
+	f.DurationVar(&timeout, "timeout", 0, "deadline, e.g. 2s (default: the daemon's)")
+	f.StringVar(&memory, "memory", "", "memory limit, e.g. 128m (default: the daemon's)")
+	f.BoolVar(&asJSON, "json", false, "print the result as JSON instead of streaming the output")
+	return cmd
+}
+
+func readInput(name string) ([]byte, error) {
+	var r io.Reader = os.Stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, fail("%v", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	data, err := io.ReadAll(io.LimitReader(r, maxInput+1))
+	if err != nil {
+		return nil, fail("reading %s: %v", name, err)
+	}
+	if len(data) > maxInput {
+		return nil, fail("%s is over %s", name, api.ByteSize(maxInput))
+	}
+	return data, nil
+}
+
+func runProgram(cmd *cobra.Command, c *client.Client, req api.RunRequest, asJSON bool) error {
+	ctx := cmd.Context()
+	var res *api.RunResult
+	var err error
+	if asJSON {
+		res, err = c.Run(ctx, req)
+	} else {
+		res, err = c.RunStream(ctx, req, func(ev api.Event) {
+			w := os.Stdout
+			if ev.Type == api.EventStderr {
+				w = os.Stderr
+			}
+			_, _ = w.Write(client.Decode(ev.Data, ev.Encoding))
+		})
+	}
+	if err != nil {
+		return apiFailure(err)
+	}
+	if asJSON {
+		if err := printJSON(res); err != nil {
+			return err
+		}
+	}
+	return resultExit(res)
+}
+
+// resultExit maps a result to sandboxctl's exit code, saying why on stderr
+// when the program did not simply exit.
+func resultExit(res *api.RunResult) error {
+	switch {
+	case res.TimedOut:
+		return &exitError{code: exitTimeout, msg: fmt.Sprintf("timed out after %.0f ms; everything it started was killed", res.DurationMS)}
+	case res.OOMKilled:
+		return &exitError{code: exitOOM, msg: "killed: out of memory (raise --memory up to the daemon's ceiling)"}
+	case res.Error != "":
+		return &exitError{code: res.ExitCode, msg: "the program could not start: " + res.Error}
+	}
+	if res.Truncated {
+		fmt.Fprintf(os.Stderr, "sandboxctl: output truncated (stdout %s, stderr %s produced)\n",
+			api.ByteSize(res.StdoutBytes), api.ByteSize(res.StderrBytes))
+	}
+	if res.ExitCode != 0 {
+		return &exitError{code: res.ExitCode}
+	}
+	return nil
+}

@@ -1,0 +1,121 @@
+// Command sandboxd is the sandbox daemon: it reads sandboxd.hcl, opens its
+// state, serves the v1 API on a Unix socket and runs programs in warm Docker
+// containers. SIGTERM or SIGINT drain it: running executions finish or hit
+// their deadlines, its containers are removed, the socket file goes.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/sandboxd/sandboxd/config"
+	"github.com/sandboxd/sandboxd/internal/server"
+	"github.com/sandboxd/sandboxd/internal/service"
+	"github.com/sandboxd/sandboxd/runtime/docker"
+	"github.com/sandboxd/sandboxd/state"
+)
+
+// drainTimeout bounds shutdown: executions past it are killed with their
+// containers.
+const drainTimeout = 60 * time.Second
+
+func main() {
+	configPath := flag.String("config", "sandboxd.hcl", "configuration file")
+	socket := flag.String("socket", "", "Unix socket to serve on (overrides the file)")
+	stateDir := flag.String("state-dir", "", "state directory (overrides the file)")
+	logLevel := flag.String("log-level", "info", "trace, debug, info, warn or error")
+	logJSON := flag.Bool("log-json", false, "log JSON lines")
+	validate := flag.Bool("validate", false, "check the configuration and exit")
+	version := flag.Bool("version", false, "print the version and exit")
+	flag.Parse()
+	if *version {
+		fmt.Println("sandboxd", service.Version)
+		return
+	}
+	log := hclog.New(&hclog.LoggerOptions{
+		Name: "sandboxd", Level: hclog.LevelFromString(*logLevel), JSONFormat: *logJSON, Output: os.Stderr,
+	})
+	cfg, err := config.Load(*configPath)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sandboxd: configuration is invalid:\n%v\n", err)
+		os.Exit(2)
+	}
+	if *socket != "" {
+		cfg.Socket = *socket
+	}
+	if *stateDir != "" {
+		cfg.StateDir = *stateDir
+	}
+	if *validate {
+		fmt.Printf("%s is valid: %d languages\n", cfg.Path, len(cfg.Languages))
+		return
+	}
+	if err := run(cfg, log); err != nil {
+		log.Error("sandboxd stopped", "error", err)
+		fmt.Fprintf(os.Stderr, "sandboxd: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(cfg *config.Config, log hclog.Logger) error {
+	if _, err := os.Stat(cfg.Supervisor); err != nil {
+		return fmt.Errorf("sandbox supervisor %s: %w (build it with `make`, or set supervisor in %s)", cfg.Supervisor, err, cfg.Path)
+	}
+	store, err := state.Open(cfg.StateDir)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	ln, err := server.Listen(cfg.Socket)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+
+	rt, err := docker.New(docker.Options{
+		Host: cfg.Docker.Host, Runtime: cfg.Docker.Runtime, Supervisor: cfg.Supervisor,
+		Instance: store.Instance(), Labels: cfg.Docker.Labels, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	svc, err := service.New(ctx, cfg, rt, store, log)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: server.New(svc, log), ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info("sandboxd ready", "socket", cfg.Socket, "state_dir", cfg.StateDir, "instance", store.Instance(), "languages", len(cfg.Languages))
+
+	select {
+	case <-ctx.Done():
+		log.Info("draining: finishing running executions")
+	case err := <-serveErr:
+		if !errors.Is(err, http.ErrServerClosed) {
+			log.Error("serving failed", "error", err)
+		}
+	}
+	stop() // a second signal kills at once
+	drainCtx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	// Service first (refuses new runs, waits for running ones, removes
+	// containers), then the server, whose handlers are done by then.
+	svc.Close(drainCtx)
+	_ = srv.Shutdown(drainCtx)
+	log.Info("sandboxd stopped cleanly")
+	return nil
+}

@@ -1,0 +1,352 @@
+// Package config reads sandboxd.hcl. It decodes strictly (an unknown
+// attribute or block is an error), fills defaults from one place
+// (Builtin), validates, and reports every problem with the file, line and
+// field, and what is accepted. It owns nothing at run time.
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/sandboxd/sandboxd/api"
+)
+
+// Config is a validated configuration with every default filled in.
+type Config struct {
+	Path       string // the file it came from
+	Socket     string
+	StateDir   string
+	PluginDir  string
+	Supervisor string // host path of sandbox-init
+	Docker     Docker
+	Defaults   Limits
+	Languages  []Language
+}
+
+// Docker is the engine section.
+type Docker struct {
+	Host    string
+	Runtime string
+	Labels  map[string]string
+}
+
+// Limits are resource ceilings: a request may lower them, never raise them.
+type Limits struct {
+	Timeout     time.Duration
+	Memory      int64
+	CPUs        float64
+	Pids        int64
+	Disk        int64
+	Network     string
+	OutputLimit int64
+}
+
+// Pool sizes a language's warm pool.
+type Pool struct {
+	MinIdle      int
+	Max          int
+	QueueTimeout time.Duration
+}
+
+// Language is one language block.
+type Language struct {
+	Name   string
+	Plugin string
+	Image  string // empty: the plugin's default image
+	Pool   Pool
+	Limits Limits
+}
+
+// Builtin returns the defaults of every setting the file may leave out.
+func Builtin() Config {
+	return Config{
+		Socket:    "/run/sandboxd/sandboxd.sock",
+		StateDir:  "/var/lib/sandboxd",
+		PluginDir: "bin/plugins",
+		Docker:    Docker{Runtime: "runc"},
+		Defaults: Limits{
+			Timeout:     30 * time.Second,
+			Memory:      256 << 20,
+			CPUs:        1,
+			Pids:        128,
+			Disk:        256 << 20,
+			Network:     "none",
+			OutputLimit: 1 << 20,
+		},
+	}
+}
+
+func defaultPool() Pool { return Pool{MinIdle: 2, Max: 16, QueueTimeout: 5 * time.Second} }
+
+// The file's shape, as gohcl decodes it. Every field is optional so that
+// Builtin supplies what is missing; Body fields keep ranges for errors.
+type fileSchema struct {
+	Socket     *string          `hcl:"socket,optional"`
+	StateDir   *string          `hcl:"state_dir,optional"`
+	PluginDir  *string          `hcl:"plugin_dir,optional"`
+	Supervisor *string          `hcl:"supervisor,optional"`
+	Docker     *dockerSchema    `hcl:"docker,block"`
+	Defaults   *limitsSchema    `hcl:"defaults,block"`
+	Languages  []languageSchema `hcl:"language,block"`
+	Body       hcl.Body         `hcl:",body"`
+}
+
+type dockerSchema struct {
+	Host    *string           `hcl:"host,optional"`
+	Runtime *string           `hcl:"runtime,optional"`
+	Labels  map[string]string `hcl:"labels,optional"`
+}
+
+type limitsSchema struct {
+	Timeout     *string  `hcl:"timeout,optional"`
+	Memory      *string  `hcl:"memory,optional"`
+	CPUs        *float64 `hcl:"cpus,optional"`
+	Pids        *int64   `hcl:"pids,optional"`
+	Disk        *string  `hcl:"disk,optional"`
+	Network     *string  `hcl:"network,optional"`
+	OutputLimit *string  `hcl:"output_limit,optional"`
+	Body        hcl.Body `hcl:",body"`
+}
+
+type poolSchema struct {
+	MinIdle      *int     `hcl:"min_idle,optional"`
+	Max          *int     `hcl:"max,optional"`
+	QueueTimeout *string  `hcl:"queue_timeout,optional"`
+	Body         hcl.Body `hcl:",body"`
+}
+
+type languageSchema struct {
+	Name   string        `hcl:"name,label"`
+	Plugin *string       `hcl:"plugin,optional"`
+	Image  *string       `hcl:"image,optional"`
+	Pool   *poolSchema   `hcl:"pool,block"`
+	Limits *limitsSchema `hcl:"limits,block"`
+	Body   hcl.Body      `hcl:",body"`
+}
+
+// Load reads, decodes and validates a configuration file. Relative paths in
+// it are taken relative to the file's directory.
+func Load(path string) (*Config, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	return Parse(path, src)
+}
+
+// Parse is Load for bytes already read; path names them in errors.
+func Parse(path string, src []byte) (*Config, error) {
+	parser := hclparse.NewParser()
+	file, diags := parser.ParseHCL(src, path)
+	if diags.HasErrors() {
+		return nil, &Error{diags}
+	}
+	var fs fileSchema
+	if diags := gohcl.DecodeBody(file.Body, nil, &fs); diags.HasErrors() {
+		return nil, &Error{diags}
+	}
+	v := &validator{}
+	cfg := v.build(path, &fs)
+	if v.diags.HasErrors() {
+		return nil, &Error{v.diags}
+	}
+	return cfg, nil
+}
+
+// Error is a set of configuration problems, one per line as
+// "file:line,col: field: problem; what is accepted".
+type Error struct{ Diags hcl.Diagnostics }
+
+func (e *Error) Error() string {
+	var lines []string
+	for _, d := range e.Diags {
+		where := ""
+		if d.Subject != nil {
+			where = fmt.Sprintf("%s:%d,%d: ", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column)
+		}
+		msg := d.Summary
+		if d.Detail != "" {
+			msg += "; " + d.Detail
+		}
+		lines = append(lines, where+msg)
+	}
+	return strings.Join(lines, "\n")
+}
+
+type validator struct{ diags hcl.Diagnostics }
+
+// fail records a problem with the attribute name of body.
+func (v *validator) fail(body hcl.Body, name, problem, accepted string) {
+	rng := body.MissingItemRange()
+	if sb, ok := body.(*hclsyntax.Body); ok {
+		if a, ok := sb.Attributes[name]; ok {
+			rng = a.SrcRange
+		} else if len(sb.Blocks) > 0 {
+			for _, b := range sb.Blocks {
+				if b.Type == name {
+					rng = b.DefRange()
+					break
+				}
+			}
+		}
+	}
+	v.diags = append(v.diags, &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  fmt.Sprintf("%q %s", name, problem),
+		Detail:   accepted,
+		Subject:  &rng,
+	})
+}
+
+func (v *validator) build(path string, fs *fileSchema) *Config {
+	cfg := Builtin()
+	cfg.Path = path
+	base := filepath.Dir(path)
+	abs := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		if a, err := filepath.Abs(filepath.Join(base, p)); err == nil {
+			return a
+		}
+		return p
+	}
+	setString(&cfg.Socket, fs.Socket)
+	setString(&cfg.StateDir, fs.StateDir)
+	setString(&cfg.PluginDir, fs.PluginDir)
+	setString(&cfg.Supervisor, fs.Supervisor)
+	cfg.Socket, cfg.StateDir, cfg.PluginDir = abs(cfg.Socket), abs(cfg.StateDir), abs(cfg.PluginDir)
+	cfg.Supervisor = abs(cfg.Supervisor)
+	if cfg.Supervisor == "" {
+		// sandbox-init is built next to sandboxd.
+		if exe, err := os.Executable(); err == nil {
+			cfg.Supervisor = filepath.Join(filepath.Dir(exe), "sandbox-init")
+		}
+	}
+	if d := fs.Docker; d != nil {
+		setString(&cfg.Docker.Host, d.Host)
+		setString(&cfg.Docker.Runtime, d.Runtime)
+		cfg.Docker.Labels = d.Labels
+	}
+	if fs.Defaults != nil {
+		cfg.Defaults = v.limits(fs.Defaults, cfg.Defaults)
+	}
+
+	seen := map[string]bool{}
+	for _, ls := range fs.Languages {
+		if seen[ls.Name] {
+			v.diags = append(v.diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError, Summary: fmt.Sprintf("language %q is defined twice", ls.Name),
+				Detail: "each language block needs a name of its own", Subject: ptr(ls.Body.MissingItemRange()),
+			})
+			continue
+		}
+		seen[ls.Name] = true
+		lang := Language{Name: ls.Name, Plugin: ls.Name, Pool: defaultPool(), Limits: cfg.Defaults}
+		setString(&lang.Plugin, ls.Plugin)
+		setString(&lang.Image, ls.Image)
+		if ls.Pool != nil {
+			lang.Pool = v.pool(ls.Pool, lang.Pool)
+		}
+		if ls.Limits != nil {
+			lang.Limits = v.limits(ls.Limits, cfg.Defaults)
+		}
+		cfg.Languages = append(cfg.Languages, lang)
+	}
+	if len(cfg.Languages) == 0 {
+		v.diags = append(v.diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError, Summary: "no language blocks",
+			Detail:   `add at least one, e.g. language "python" { image = "sandboxd/python:latest" }`,
+			Subject:  ptr(fs.Body.MissingItemRange()),
+		})
+	}
+	return &cfg
+}
+
+func (v *validator) pool(ps *poolSchema, p Pool) Pool {
+	if ps.MinIdle != nil {
+		p.MinIdle = *ps.MinIdle
+		if p.MinIdle < 0 || p.MinIdle > 256 {
+			v.fail(ps.Body, "min_idle", fmt.Sprintf("is %d", p.MinIdle), "a number of warm containers from 0 to 256")
+		}
+	}
+	if ps.Max != nil {
+		p.Max = *ps.Max
+		if p.Max < 1 || p.Max > 1024 {
+			v.fail(ps.Body, "max", fmt.Sprintf("is %d", p.Max), "a number of containers from 1 to 1024")
+		}
+	}
+	if p.MinIdle > p.Max {
+		v.fail(ps.Body, "min_idle", fmt.Sprintf("(%d) is above max (%d)", p.MinIdle, p.Max), "min_idle must not exceed max")
+	}
+	if ps.QueueTimeout != nil {
+		p.QueueTimeout = v.duration(ps.Body, "queue_timeout", *ps.QueueTimeout, 0, 10*time.Minute)
+	}
+	return p
+}
+
+func (v *validator) limits(ls *limitsSchema, l Limits) Limits {
+	if ls.Timeout != nil {
+		l.Timeout = v.duration(ls.Body, "timeout", *ls.Timeout, time.Millisecond, 24*time.Hour)
+	}
+	if ls.Memory != nil {
+		l.Memory = v.size(ls.Body, "memory", *ls.Memory, 16<<20)
+	}
+	if ls.CPUs != nil {
+		l.CPUs = *ls.CPUs
+		if l.CPUs < 0.01 || l.CPUs > 1024 {
+			v.fail(ls.Body, "cpus", fmt.Sprintf("is %g", l.CPUs), "a number of cores such as 0.5 or 2")
+		}
+	}
+	if ls.Pids != nil {
+		l.Pids = *ls.Pids
+		if l.Pids < 8 || l.Pids > 1<<20 {
+			v.fail(ls.Body, "pids", fmt.Sprintf("is %d", l.Pids), "a process count of at least 8")
+		}
+	}
+	if ls.Disk != nil {
+		l.Disk = v.size(ls.Body, "disk", *ls.Disk, 1<<20)
+	}
+	if ls.OutputLimit != nil {
+		l.OutputLimit = v.size(ls.Body, "output_limit", *ls.OutputLimit, 1)
+	}
+	if ls.Network != nil {
+		l.Network = *ls.Network
+		if l.Network != "none" {
+			v.fail(ls.Body, "network", fmt.Sprintf("is %q", l.Network), `only "none" is supported: sandboxes have no network`)
+		}
+	}
+	return l
+}
+
+func (v *validator) duration(body hcl.Body, name, s string, lo, hi time.Duration) time.Duration {
+	d, err := time.ParseDuration(s)
+	if err != nil || d < lo || d > hi {
+		v.fail(body, name, fmt.Sprintf("is %q", s), fmt.Sprintf("a duration such as \"30s\" or \"2m\", from %s to %s", lo, hi))
+	}
+	return d
+}
+
+func (v *validator) size(body hcl.Body, name, s string, lo int64) int64 {
+	n, err := api.ParseByteSize(s)
+	if err != nil || n < lo {
+		v.fail(body, name, fmt.Sprintf("is %q", s), fmt.Sprintf("a size such as \"256MiB\" or \"1g\", at least %s", api.ByteSize(lo)))
+	}
+	return n
+}
+
+func setString(dst *string, src *string) {
+	if src != nil {
+		*dst = *src
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Builds sandboxd's images offline: a Debian base from debootstrap, imported
+# with `docker import`, then one image per language directory under images/
+# (FROM that base through the BASE build argument, so the same Dockerfile
+# builds on an official image elsewhere).
+#
+# Usage: images/build.sh [LANGUAGE...]   (default: every language directory)
+# Idempotent: an image that exists is kept unless FORCE=1; `docker build`
+# layer caching makes rebuilds cheap.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+base=${SANDBOXD_BASE_IMAGE:-sandboxd/base:bookworm}
+mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+say() { printf 'images: %s\n' "$*" >&2; }
+have() { docker image inspect "$1" >/dev/null 2>&1; }
+
+if [ "${FORCE:-0}" = 1 ] || ! have "$base"; then
+	rootfs=$(mktemp -d /var/tmp/sandboxd-rootfs.XXXXXX)
+	trap 'rm -rf "$rootfs"' EXIT
+	say "debootstrap bookworm (minbase) into $rootfs ..."
+	debootstrap --variant=minbase bookworm "$rootfs" "$mirror" >"$rootfs.log" 2>&1 ||
+		{ tail -n 20 "$rootfs.log" >&2; exit 1; }
+	rm -f "$rootfs.log"
+	rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+	say "importing $base"
+	tar -C "$rootfs" -c . | docker import - "$base" >/dev/null
+	rm -rf "$rootfs"
+	trap - EXIT
+else
+	say "$base present"
+fi
+
+langs=("$@")
+if [ ${#langs[@]} -eq 0 ]; then
+	for d in "$here"/*/; do [ -f "$d/Dockerfile" ] && langs+=("$(basename "$d")"); done
+fi
+for lang in "${langs[@]}"; do
+	[ -f "$here/$lang/Dockerfile" ] || { say "no images/$lang/Dockerfile"; exit 1; }
+	tag="sandboxd/$lang:latest"
+	if [ "${FORCE:-0}" != 1 ] && have "$tag"; then
+		say "$tag present"
+		continue
+	fi
+	say "building $tag ..."
+	start=$(date +%s)
+	docker build --network host --build-arg "BASE=$base" -t "$tag" "$here/$lang" 2>&1 |
+		sed -u 's/^/  /' | grep --line-buffered -E '^  (Step|Successfully|E:|error)' || true
+	have "$tag" || { say "building $tag failed; rerun: docker build --network host --build-arg BASE=$base images/$lang"; exit 1; }
+	say "$tag built in $(( $(date +%s) - start ))s"
+done

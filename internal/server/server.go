@@ -1,0 +1,245 @@
+// Package server is sandboxd's HTTP/JSON API (v1) on its Unix socket. It
+// decodes requests strictly, maps service errors to statuses and the
+// stable error body, and streams NDJSON events. It owns no state: all of it
+// lives in internal/service.
+package server
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/service"
+)
+
+// maxBody bounds a request body: code, files and stdin together.
+const maxBody = 64 << 20
+
+// New returns the API handler.
+func New(svc *service.Service, log hclog.Logger) http.Handler {
+	h := &handler{svc: svc, log: log.Named("api")}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/health", h.health)
+	mux.HandleFunc("GET /v1/languages", h.languages)
+	mux.HandleFunc("GET /v1/pools", h.pools)
+	mux.HandleFunc("GET /v1/plugins", h.plugins)
+	mux.HandleFunc("GET /v1/stats", h.stats)
+	mux.HandleFunc("GET /v1/executions", h.executions)
+	mux.HandleFunc("POST /v1/run", h.run)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no endpoint %s %s; see /v1/health, /v1/languages, /v1/run", r.Method, r.URL.Path)})
+	})
+	return h.recover(mux)
+}
+
+type handler struct {
+	svc *service.Service
+	log hclog.Logger
+}
+
+// recover turns a panic in a handler into a 500 for that request only.
+func (h *handler) recover(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				h.log.Error("handler panicked", "method", r.Method, "path", r.URL.Path, "panic", v)
+				writeError(w, &api.Error{Code: api.CodeInternal, Message: "internal error; see sandboxd's log"})
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (h *handler) health(w http.ResponseWriter, r *http.Request) {
+	hl := h.svc.Health(r.Context())
+	status := http.StatusOK
+	if hl.Status != "ok" {
+		status = http.StatusServiceUnavailable
+	}
+	writeJSON(w, status, hl)
+}
+
+func (h *handler) languages(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, api.LanguageList{Languages: h.svc.Languages(r.Context())})
+}
+
+func (h *handler) pools(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, h.svc.Stats().Pools)
+}
+
+func (h *handler) plugins(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, api.PluginList{Plugins: h.svc.Plugins()})
+}
+
+func (h *handler) stats(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, h.svc.Stats())
+}
+
+func (h *handler) executions(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit := 100
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 1000 {
+			writeError(w, &api.Error{Code: api.CodeInvalidRequest, Message: "limit is a number from 1 to 1000"})
+			return
+		}
+		limit = n
+	}
+	list, err := h.svc.Executions(limit, q.Get("language"), q.Get("before"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.ExecutionList{Executions: list})
+}
+
+func (h *handler) run(w http.ResponseWriter, r *http.Request) {
+	var req api.RunRequest
+	if err := decode(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if !wantsStream(r) {
+		res, err := h.svc.Run(r.Context(), req, nil)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, res)
+		return
+	}
+	st := newStream(w)
+	res, err := h.svc.Run(r.Context(), req, st.output)
+	if err != nil {
+		st.finish(api.Event{Type: api.EventError, Error: err})
+		return
+	}
+	st.finish(api.Event{Type: api.EventResult, Result: res})
+}
+
+func wantsStream(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), api.ContentTypeNDJSON)
+}
+
+// decode reads a JSON body strictly: unknown fields and trailing data are
+// errors that say which.
+func decode(w http.ResponseWriter, r *http.Request, v any) *api.Error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooBig):
+			return &api.Error{Code: api.CodeInvalidRequest, Message: fmt.Sprintf("request body over %d bytes", maxBody)}
+		case errors.Is(err, io.EOF):
+			return &api.Error{Code: api.CodeInvalidRequest, Message: "empty body: send a JSON object"}
+		}
+		return &api.Error{Code: api.CodeInvalidRequest, Message: "malformed JSON: " + err.Error()}
+	}
+	if dec.More() {
+		return &api.Error{Code: api.CodeInvalidRequest, Message: "malformed JSON: data after the object"}
+	}
+	return nil
+}
+
+var statusOf = map[string]int{
+	api.CodeInvalidRequest:     http.StatusBadRequest,
+	api.CodeUnknownLanguage:    http.StatusBadRequest,
+	api.CodeNotFound:           http.StatusNotFound,
+	api.CodePolicyDenied:       http.StatusForbidden,
+	api.CodePoolExhausted:      http.StatusTooManyRequests,
+	api.CodeRuntimeUnavailable: http.StatusServiceUnavailable,
+	api.CodeImageMissing:       http.StatusServiceUnavailable,
+	api.CodePluginUnavailable:  http.StatusServiceUnavailable,
+	api.CodeShuttingDown:       http.StatusServiceUnavailable,
+}
+
+func writeError(w http.ResponseWriter, e *api.Error) {
+	status, ok := statusOf[e.Code]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	writeJSON(w, status, api.ErrorBody{Error: *e})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// stream writes NDJSON events, flushing each. Output chunks that end inside
+// a UTF-8 sequence keep the tail for the next chunk, so text stays text;
+// bytes that are not UTF-8 at all go out as base64.
+type stream struct {
+	mu   sync.Mutex
+	w    http.ResponseWriter
+	enc  *json.Encoder
+	rc   *http.ResponseController
+	tail map[string][]byte
+}
+
+func newStream(w http.ResponseWriter) *stream {
+	w.Header().Set("Content-Type", api.ContentTypeNDJSON)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	return &stream{w: w, enc: json.NewEncoder(w), rc: http.NewResponseController(w), tail: map[string][]byte{}}
+}
+
+func (s *stream) output(streamName string, data []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	buf := append(s.tail[streamName], data...)
+	cut := len(buf)
+	// Hold back at most 3 bytes of an unfinished rune.
+	for i := len(buf) - 1; i >= 0 && i >= len(buf)-3; i-- {
+		if utf8.RuneStart(buf[i]) {
+			if !utf8.FullRune(buf[i:]) {
+				cut = i
+			}
+			break
+		}
+	}
+	s.tail[streamName] = append([]byte(nil), buf[cut:]...)
+	s.emitLocked(streamName, buf[:cut])
+}
+
+func (s *stream) emitLocked(streamName string, data []byte) {
+	if len(data) == 0 {
+		return
+	}
+	ev := api.Event{Type: streamName, Data: string(data)}
+	if !utf8.Valid(data) {
+		ev.Data, ev.Encoding = base64.StdEncoding.EncodeToString(data), api.EncodingBase64
+	}
+	_ = s.enc.Encode(ev)
+	_ = s.rc.Flush()
+}
+
+// finish flushes held-back bytes and writes the final event.
+func (s *stream) finish(ev api.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, name := range []string{api.EventStdout, api.EventStderr} {
+		s.emitLocked(name, s.tail[name])
+		delete(s.tail, name)
+	}
+	_ = s.enc.Encode(ev)
+	_ = s.rc.Flush()
+}

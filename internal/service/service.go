@@ -1,0 +1,329 @@
+// Package service is what sandboxd does, independent of HTTP: it resolves
+// languages, asks language plugins for plans, takes warm containers from
+// the pools, runs plans through the supervisor, and records executions.
+//
+// It owns the languages (plugin + pool per configured language) and the
+// in-flight executions. It does not speak HTTP (internal/server does) nor
+// Docker (runtime does).
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/config"
+	"github.com/sandboxd/sandboxd/plugins"
+	"github.com/sandboxd/sandboxd/plugins/language"
+	"github.com/sandboxd/sandboxd/pool"
+	"github.com/sandboxd/sandboxd/runtime"
+	"github.com/sandboxd/sandboxd/state"
+)
+
+// Version is sandboxd's version, set at build time.
+var Version = "dev"
+
+// pluginCallTimeout bounds every call to a language plugin.
+const pluginCallTimeout = 5 * time.Second
+
+// Service is the running daemon minus its socket.
+type Service struct {
+	cfg     *config.Config
+	rt      runtime.Runtime
+	store   *state.Store
+	log     hclog.Logger
+	started time.Time
+
+	langs  []*lang          // in config order
+	lookup map[string]*lang // name, alias or extension -> language
+
+	draining   atomic.Bool
+	inflight   sync.WaitGroup
+	inflightN  atomic.Int64
+	executions atomic.Uint64
+	outcomesMu sync.Mutex
+	outcomes   map[string]uint64
+	records    sync.WaitGroup
+}
+
+// lang is one configured language.
+type lang struct {
+	cfg    config.Language
+	plugin plugins.Language
+	info   language.Info
+	image  string
+	pool   *pool.Pool[*runtime.Sandbox]
+}
+
+// New starts the language plugins, removes containers a previous run of
+// this daemon left behind, and starts the warm pools.
+func New(ctx context.Context, cfg *config.Config, rt runtime.Runtime, store *state.Store, log hclog.Logger) (*Service, error) {
+	s := &Service{cfg: cfg, rt: rt, store: store, log: log, started: time.Now(),
+		lookup: map[string]*lang{}, outcomes: map[string]uint64{}}
+	if _, err := rt.Ping(ctx); err != nil {
+		return nil, err
+	}
+	for _, lc := range cfg.Languages {
+		l, err := s.loadLanguage(ctx, lc)
+		if err != nil {
+			s.closePlugins()
+			return nil, err
+		}
+		s.langs = append(s.langs, l)
+	}
+	if err := s.reconcile(ctx); err != nil {
+		s.closePlugins()
+		return nil, err
+	}
+	starts := make(chan struct{}, 2) // concurrent background creates: one per core here
+	for _, l := range s.langs {
+		s.startPool(l, starts)
+	}
+	return s, nil
+}
+
+func (s *Service) loadLanguage(ctx context.Context, lc config.Language) (*lang, error) {
+	proc, err := plugins.NewProcess(s.cfg.PluginDir, plugins.KindLanguage, lc.Plugin, pluginCallTimeout, s.log)
+	if err != nil {
+		return nil, fmt.Errorf("language %q: %w", lc.Name, err)
+	}
+	l := &lang{cfg: lc, plugin: plugins.Language{Process: proc}}
+	if l.info, err = l.plugin.Info(ctx); err != nil {
+		proc.Close()
+		return nil, fmt.Errorf("language %q: %w", lc.Name, err)
+	}
+	l.image = lc.Image
+	if l.image == "" {
+		l.image = l.info.DefaultImage
+	}
+	if l.image == "" {
+		proc.Close()
+		return nil, fmt.Errorf("language %q: no image: set image in its block of %s", lc.Name, s.cfg.Path)
+	}
+	keys := append([]string{lc.Name, l.info.Name}, l.info.Aliases...)
+	keys = append(keys, l.info.Extensions...)
+	for _, k := range keys {
+		k = strings.ToLower(strings.TrimPrefix(k, "."))
+		if other, ok := s.lookup[k]; ok && other.cfg.Name != lc.Name {
+			s.log.Warn("language name claimed twice; the first block keeps it", "name", k, "kept", other.cfg.Name, "ignored", lc.Name)
+			continue
+		}
+		s.lookup[k] = l
+	}
+	if ok, err := s.rt.ImageExists(ctx, l.image); err == nil && !ok {
+		s.log.Error("image missing: runs of this language fail until it is built", "language", lc.Name, "image", l.image, "build", "make images")
+	}
+	return l, nil
+}
+
+func (s *Service) startPool(l *lang, starts chan struct{}) {
+	spec := runtime.Spec{
+		Language: l.cfg.Name,
+		Image:    l.image,
+		Limits:   runtimeLimits(l.cfg.Limits),
+	}
+	l.pool = pool.New(pool.Options{
+		Name: l.cfg.Name, MinIdle: l.cfg.Pool.MinIdle, Max: l.cfg.Pool.Max,
+		QueueTimeout: l.cfg.Pool.QueueTimeout, Starts: starts, Logger: s.log,
+	}, pool.Hooks[*runtime.Sandbox]{
+		Create: func(ctx context.Context) (*runtime.Sandbox, error) { return s.rt.Create(ctx, spec) },
+		Destroy: func(sb *runtime.Sandbox) {
+			if err := s.rt.Remove(context.Background(), sb.ID); err != nil {
+				s.log.Warn("removing a sandbox failed", "container_id", sb.ID[:12], "error", err)
+			}
+		},
+		Alive: func(sb *runtime.Sandbox) bool { return sb.Alive() },
+	})
+}
+
+// reconcile removes containers labelled as this daemon's that no session
+// of its state claims (all of them, until sessions exist).
+func (s *Service) reconcile(ctx context.Context) error {
+	list, err := s.rt.List(ctx)
+	if err != nil {
+		return err
+	}
+	for _, c := range list {
+		s.log.Info("removing a container left by an earlier run", "container_id", c.ID[:12], "language", c.Language)
+		if err := s.rt.Remove(ctx, c.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func runtimeLimits(l config.Limits) runtime.Limits {
+	return runtime.Limits{Memory: l.Memory, CPUs: l.CPUs, Pids: l.Pids, Disk: l.Disk}
+}
+
+// Close drains: new requests are refused, running executions finish (or
+// hit their deadlines), pools destroy their containers, and anything still
+// labelled as ours is removed.
+func (s *Service) Close(ctx context.Context) {
+	s.draining.Store(true)
+	done := make(chan struct{})
+	go func() { s.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.log.Warn("shutdown deadline reached with executions still running")
+	}
+	var wg sync.WaitGroup
+	for _, l := range s.langs {
+		wg.Add(1)
+		go func(l *lang) { defer wg.Done(); l.pool.Close(ctx) }(l)
+	}
+	wg.Wait()
+	s.records.Wait()
+	if err := s.reconcile(context.Background()); err != nil {
+		s.log.Warn("final cleanup failed", "error", err)
+	}
+	s.closePlugins()
+}
+
+func (s *Service) closePlugins() {
+	for _, l := range s.langs {
+		l.plugin.Close()
+	}
+}
+
+// resolve finds a language by name, alias or extension.
+func (s *Service) resolve(name string) (*lang, *api.Error) {
+	if name == "" {
+		return nil, apiErr(api.CodeInvalidRequest, "language is required; one of: %s", s.languageNames())
+	}
+	l, ok := s.lookup[strings.ToLower(strings.TrimPrefix(name, "."))]
+	if !ok {
+		return nil, apiErr(api.CodeUnknownLanguage, "no language %q; available: %s", name, s.languageNames())
+	}
+	return l, nil
+}
+
+func (s *Service) languageNames() string {
+	names := make([]string, len(s.langs))
+	for i, l := range s.langs {
+		names[i] = l.cfg.Name
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+// Languages lists the configured languages with their pool figures.
+func (s *Service) Languages(ctx context.Context) []api.Language {
+	out := make([]api.Language, 0, len(s.langs))
+	for _, l := range s.langs {
+		present, err := s.rt.ImageExists(ctx, l.image)
+		entry := api.Language{
+			Name: l.cfg.Name, DisplayName: l.info.DisplayName,
+			Aliases: l.info.Aliases, Extensions: l.info.Extensions,
+			Image: l.image, ImagePresent: present, Plugin: l.cfg.Plugin,
+			Limits: apiLimits(l.cfg.Limits), Pool: l.pool.Stats(),
+		}
+		if err != nil {
+			entry.Error = err.Error()
+		} else if !present {
+			entry.Error = fmt.Sprintf("image %s is missing: build it with `make images`", l.image)
+		}
+		out = append(out, entry)
+	}
+	return out
+}
+
+// Plugins reports every plugin's health.
+func (s *Service) Plugins() []api.Plugin {
+	out := make([]api.Plugin, 0, len(s.langs))
+	for _, l := range s.langs {
+		h := l.plugin.Health()
+		out = append(out, api.Plugin{
+			Kind: string(h.Kind), Name: h.Name, Path: h.Path, Version: l.info.Version,
+			Running: h.Running, Restarts: h.Restarts, LastError: h.LastError, RetryAt: h.RetryAt,
+		})
+	}
+	return out
+}
+
+// Health checks the engine and the plugins.
+func (s *Service) Health(ctx context.Context) api.Health {
+	h := api.Health{Status: "ok", Version: Version, Uptime: api.Duration(time.Since(s.started)), Plugins: s.Plugins()}
+	if info, err := s.rt.Ping(ctx); err != nil {
+		h.Docker = api.DockerHealth{Error: err.Error()}
+		h.Problems = append(h.Problems, "docker: "+err.Error())
+	} else {
+		h.Docker = api.DockerHealth{OK: true, Version: info.Version, APIVersion: info.APIVersion, Runtime: info.Runtime}
+	}
+	for _, p := range h.Plugins {
+		if !p.RetryAt.IsZero() {
+			h.Problems = append(h.Problems, fmt.Sprintf("plugin %s: %s", p.Name, p.LastError))
+		}
+	}
+	if s.draining.Load() {
+		h.Problems = append(h.Problems, "shutting down")
+	}
+	if len(h.Problems) > 0 {
+		h.Status = "degraded"
+	}
+	return h
+}
+
+// Stats reports counters since start.
+func (s *Service) Stats() api.Stats {
+	st := api.Stats{
+		Uptime: api.Duration(time.Since(s.started)), Executions: s.executions.Load(),
+		InFlight: s.inflightN.Load(), Outcomes: map[string]uint64{}, Pools: map[string]api.PoolStats{},
+	}
+	s.outcomesMu.Lock()
+	for k, v := range s.outcomes {
+		st.Outcomes[k] = v
+	}
+	s.outcomesMu.Unlock()
+	for _, l := range s.langs {
+		st.Pools[l.cfg.Name] = l.pool.Stats()
+	}
+	return st
+}
+
+// Executions lists recorded executions, newest first.
+func (s *Service) Executions(limit int, language, before string) ([]api.Execution, *api.Error) {
+	if limit <= 0 || limit > 1000 {
+		limit = 100
+	}
+	list, err := s.store.Executions(limit, language, before)
+	if err != nil {
+		return nil, apiErr(api.CodeInvalidRequest, "%v", err)
+	}
+	return list, nil
+}
+
+func apiErr(code, format string, args ...any) *api.Error {
+	return &api.Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// errorFor maps internal errors to API errors.
+func errorFor(err error) *api.Error {
+	var ae *api.Error
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.Is(err, language.ErrInvalidProgram):
+		return apiErr(api.CodeInvalidRequest, "%v", err)
+	case errors.Is(err, plugins.ErrUnavailable):
+		return apiErr(api.CodePluginUnavailable, "%v", err)
+	case errors.Is(err, pool.ErrExhausted):
+		return apiErr(api.CodePoolExhausted, "%v", err)
+	case errors.Is(err, pool.ErrClosed):
+		return apiErr(api.CodeShuttingDown, "sandboxd is shutting down; retry against the next instance")
+	case errors.Is(err, runtime.ErrImageMissing):
+		return apiErr(api.CodeImageMissing, "%v", err)
+	case errors.Is(err, runtime.ErrUnavailable):
+		return apiErr(api.CodeRuntimeUnavailable, "%v", err)
+	}
+	return apiErr(api.CodeInternal, "%v", err)
+}

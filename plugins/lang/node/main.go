@@ -1,0 +1,23 @@
+// Command sandbox-lang-node is the Node.js language plugin.
+package main
+
+import (
+	"github.com/sandboxd/sandboxd/plugins"
+	"github.com/sandboxd/sandboxd/plugins/language"
+)
+
+func main() {
+	plugins.Serve(&language.Interpreted{
+		Meta: language.Info{
+			Name:           "node",
+			DisplayName:    "Node.js",
+			Version:        "1.0.0",
+			Extensions:     []string{"js", "mjs", "cjs"},
+			Aliases:        []string{"js", "javascript", "nodejs"},
+			DefaultImage:   "sandboxd/node:latest",
+			VersionCommand: []string{"node", "--version"},
+		},
+		MainFile:    "main.js",
+		Interpreter: []string{"node"},
+	})
+}

@@ -1,0 +1,25 @@
+// Command sandbox-lang-python is the Python language plugin.
+package main
+
+import (
+	"github.com/sandboxd/sandboxd/plugins"
+	"github.com/sandboxd/sandboxd/plugins/language"
+)
+
+func main() {
+	plugins.Serve(&language.Interpreted{
+		Meta: language.Info{
+			Name:           "python",
+			DisplayName:    "Python 3",
+			Version:        "1.0.0",
+			Extensions:     []string{"py"},
+			Aliases:        []string{"py", "python3"},
+			DefaultImage:   "sandboxd/python:latest",
+			VersionCommand: []string{"python3", "--version"},
+		},
+		MainFile:    "main.py",
+		Interpreter: []string{"python3"},
+		// Unbuffered, so output streams as it is printed.
+		Env: map[string]string{"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"},
+	})
+}

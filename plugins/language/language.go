@@ -1,0 +1,73 @@
+// Package language is the contract between sandboxd and a language plugin.
+//
+// A language plugin describes how to run a program in one language: which
+// files to write into the sandbox, which steps to run (compile, then run),
+// with what environment, and in which image by default. It never touches
+// Docker and holds no state; the daemon alone owns containers. Plugin authors
+// implement Language (or fill in an Interpreted) and call plugins.Serve.
+//
+// The Go interface is the contract; proto/ mirrors it, and the unexported
+// gRPC shims in client.go and server.go translate between the two.
+package language
+
+import (
+	"context"
+	"errors"
+)
+
+// Language is what a language plugin implements.
+type Language interface {
+	// Info describes the language: its name, the extensions and aliases it
+	// answers to, and its default image.
+	Info(ctx context.Context) (Info, error)
+	// Plan turns a program into files and steps. It must not run anything.
+	Plan(ctx context.Context, req PlanRequest) (Plan, error)
+}
+
+// Info describes a language.
+type Info struct {
+	Name           string   // canonical name, e.g. "python"
+	DisplayName    string   // e.g. "Python 3"
+	Version        string   // plugin's own version
+	Extensions     []string // without the dot, e.g. "py"
+	Aliases        []string // other names a request may use, e.g. "py", "python3"
+	DefaultImage   string   // image used when the operator's config names none
+	VersionCommand []string // argv that prints the runtime's version inside the image
+}
+
+// File is a file to write into the sandbox workspace. Path is relative to
+// the workspace; Mode 0 means 0644.
+type File struct {
+	Path    string
+	Content []byte
+	Mode    uint32
+}
+
+// PlanRequest is the program as the client sent it: either Code (a single
+// source text) or Files with an optional Entry naming the file to run.
+type PlanRequest struct {
+	Code  string
+	Files []File
+	Entry string
+	Args  []string
+}
+
+// Step is one command of a plan, run in the workspace. Name is "compile" or
+// "run" for the steps sandboxd reports apart.
+type Step struct {
+	Name string
+	Argv []string
+}
+
+// Plan is what the sandbox does with a program: write Files, then run Steps
+// in order, stopping at the first that fails.
+type Plan struct {
+	Files []File
+	Steps []Step
+	Env   map[string]string
+}
+
+// ErrInvalidProgram wraps errors that are the client's fault (no code, no
+// entry point, a file name the language cannot use). The daemon reports them
+// as invalid_request; any other plugin error is the plugin's fault.
+var ErrInvalidProgram = errors.New("invalid program")

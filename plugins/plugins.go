@@ -1,0 +1,67 @@
+// Package plugins is sandboxd's plugin SDK and host-side loader, built on
+// hashicorp/go-plugin over gRPC.
+//
+// Plugin authors write one call, Serve(impl), in their main function. The
+// daemon finds plugin binaries in plugin_dir by name (sandbox-lang-<name>),
+// starts them on first use, gives every call a deadline, and restarts a
+// plugin that crashed or hung with exponential backoff. A plugin's failure is
+// an error for the request that hit it, never a daemon crash.
+//
+// This package owns plugin processes; it knows nothing of containers.
+package plugins
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+
+	"github.com/sandboxd/sandboxd/plugins/language"
+)
+
+// Handshake is shared by sandboxd and every plugin. Bump ProtocolVersion when
+// the gRPC contract changes incompatibly.
+var Handshake = plugin.HandshakeConfig{
+	ProtocolVersion:  1,
+	MagicCookieKey:   "SANDBOXD_PLUGIN",
+	MagicCookieValue: "3c5d7e0b-language-and-policy-plugins",
+}
+
+// Kind is a plugin type; it also names the binary prefix.
+type Kind string
+
+const (
+	// KindLanguage plugins describe languages (plugins/language).
+	KindLanguage Kind = "lang"
+)
+
+// BinaryName is the file name of a plugin of this kind in plugin_dir.
+func (k Kind) BinaryName(name string) string { return "sandbox-" + string(k) + "-" + name }
+
+// pluginSet is the go-plugin map for both sides: the host dispenses by kind.
+func pluginSet(impl language.Language) plugin.PluginSet {
+	return plugin.PluginSet{language.PluginName: &language.Plugin{Impl: impl}}
+}
+
+// Serve runs a plugin. It is the whole main function of a plugin binary:
+//
+//	func main() { plugins.Serve(&language.Interpreted{...}) }
+//
+// Started by hand rather than by sandboxd, it says so and exits 1.
+func Serve(impl language.Language) {
+	if os.Getenv(Handshake.MagicCookieKey) != Handshake.MagicCookieValue {
+		fmt.Fprintln(os.Stderr, "this is a sandboxd plugin: put it in sandboxd's plugin_dir; sandboxd starts it when needed")
+		os.Exit(1)
+	}
+	plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig: Handshake,
+		Plugins:         pluginSet(impl),
+		GRPCServer:      plugin.DefaultGRPCServer,
+		Logger: hclog.New(&hclog.LoggerOptions{
+			Level:      hclog.Info,
+			Output:     os.Stderr,
+			JSONFormat: true,
+		}),
+	})
+}

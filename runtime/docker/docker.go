@@ -1,0 +1,300 @@
+// Package docker implements runtime.Runtime with the Docker Go SDK.
+//
+// Every container is built to the hardening list of DESIGN.md: a non-root
+// uid that is no host user's, read-only root filesystem, all capabilities
+// dropped, no-new-privileges, Docker's default seccomp profile with io_uring
+// removed, memory without swap, cpu, pids and ulimits, size-limited tmpfs
+// for /workspace and /tmp, network none, no log capture, and the supervisor
+// (sandbox-init) bind-mounted read-only as PID 1.
+//
+// The supervisor is mounted from the host rather than baked into images so
+// that it always speaks the protocol of the daemon that started it, and a
+// daemon upgrade needs no image rebuild. The channel to it is the
+// container's attached stdio (see runtime/supervisor for why).
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/errdefs"
+	"github.com/docker/docker/pkg/stdcopy"
+	"github.com/docker/go-units"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/sandboxd/sandboxd/runtime"
+	"github.com/sandboxd/sandboxd/runtime/supervisor"
+)
+
+// Options configure the Docker runtime.
+type Options struct {
+	Host       string            // e.g. unix:///var/run/docker.sock; empty: environment
+	Runtime    string            // OCI runtime, e.g. runc or runsc
+	Supervisor string            // host path of the sandbox-init binary
+	Instance   string            // value of io.sandboxd.instance
+	Labels     map[string]string // operator labels, set first
+	Logger     hclog.Logger
+}
+
+// callTimeout bounds every ordinary engine call.
+const callTimeout = 30 * time.Second
+
+// Docker is a runtime.Runtime backed by a Docker engine.
+type Docker struct {
+	cli     *client.Client
+	opts    Options
+	seccomp string
+	logger  hclog.Logger
+
+	mu      sync.Mutex
+	attachs map[string]io.Closer // open attach streams by container id
+}
+
+var _ runtime.Runtime = (*Docker)(nil)
+
+// New connects to the engine, negotiating the API version so that both
+// Debian's 20.10 (API 1.41) and newer engines work.
+func New(opts Options) (*Docker, error) {
+	clientOpts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+	if opts.Host != "" {
+		clientOpts = append(clientOpts, client.WithHost(opts.Host))
+	}
+	cli, err := client.NewClientWithOpts(clientOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("docker client for %q: %w", opts.Host, err)
+	}
+	profile, err := seccompProfile()
+	if err != nil {
+		return nil, err
+	}
+	return &Docker{cli: cli, opts: opts, seccomp: profile, logger: opts.Logger.Named("docker"), attachs: map[string]io.Closer{}}, nil
+}
+
+// Ping implements runtime.Runtime.
+func (d *Docker) Ping(ctx context.Context) (runtime.EngineInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	v, err := d.cli.ServerVersion(ctx)
+	if err != nil {
+		return runtime.EngineInfo{}, fmt.Errorf("%w at %s: %v (start it with scripts/docker-engine.sh)", runtime.ErrUnavailable, d.cli.DaemonHost(), err)
+	}
+	rt := d.opts.Runtime
+	if rt == "" {
+		rt = "runc"
+	}
+	return runtime.EngineInfo{Version: v.Version, APIVersion: d.cli.ClientVersion(), Runtime: rt}, nil
+}
+
+// ImageExists implements runtime.Runtime.
+func (d *Docker) ImageExists(ctx context.Context, image string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	_, err := d.cli.ImageInspect(ctx, image)
+	if errdefs.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Create implements runtime.Runtime: create, attach, start, hello.
+func (d *Docker) Create(ctx context.Context, spec runtime.Spec) (sb *runtime.Sandbox, err error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	cfg, hostCfg := d.containerConfig(spec)
+	created, err := d.cli.ContainerCreate(ctx, cfg, hostCfg, nil, nil, "")
+	if err != nil {
+		if errdefs.IsNotFound(err) {
+			return nil, fmt.Errorf("%w: %s (build it with `make images` or `images/build.sh %s`)", runtime.ErrImageMissing, spec.Image, spec.Language)
+		}
+		return nil, d.engineError("creating a container", err)
+	}
+	id := created.ID
+	defer func() {
+		if err != nil {
+			_ = d.Remove(context.Background(), id)
+		}
+	}()
+	// Attach before start, on a context that outlives this call: the stream
+	// is the supervisor channel for the container's whole life.
+	att, err := d.cli.ContainerAttach(context.Background(), id, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	if err != nil {
+		return nil, d.engineError("attaching to a container", err)
+	}
+	d.mu.Lock()
+	d.attachs[id] = att.Conn
+	d.mu.Unlock()
+
+	if err := d.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		return nil, d.engineError("starting a container", err)
+	}
+	stdout, stdoutW := io.Pipe()
+	go func() {
+		// The supervisor's stderr is its own diagnostics: log a bounded amount.
+		_, err := stdcopy.StdCopy(stdoutW, &limitedLog{logger: d.logger.With("container_id", short(id)), left: 64 << 10}, att.Reader)
+		stdoutW.CloseWithError(err)
+	}()
+	sb = &runtime.Sandbox{ID: id, Language: spec.Language, Created: time.Now(), Conn: supervisor.NewConn(stdout, att.Conn)}
+	if err := sb.Hello(ctx); err != nil {
+		return nil, fmt.Errorf("sandbox supervisor did not start: %w", err)
+	}
+	return sb, nil
+}
+
+func (d *Docker) containerConfig(spec runtime.Spec) (*container.Config, *container.HostConfig) {
+	labels := map[string]string{}
+	for k, v := range d.opts.Labels {
+		labels[k] = v
+	}
+	for k, v := range spec.Labels {
+		labels[k] = v
+	}
+	// Mandatory labels last: nothing above can override them.
+	labels[runtime.LabelManaged] = "true"
+	labels[runtime.LabelInstance] = d.opts.Instance
+	labels[runtime.LabelLanguage] = spec.Language
+
+	user := fmt.Sprintf("%d:%d", runtime.UID, runtime.GID)
+	env := append([]string{"HOME=" + runtime.Workspace, "LANG=C.UTF-8", "TMPDIR=/tmp"}, spec.Env...)
+	cfg := &container.Config{
+		Image:        spec.Image,
+		User:         user,
+		Entrypoint:   []string{runtime.SupervisorPath},
+		Cmd:          []string{},
+		WorkingDir:   runtime.Workspace,
+		Env:          env,
+		Labels:       labels,
+		Hostname:     "sandbox",
+		AttachStdin:  true,
+		AttachStdout: true,
+		AttachStderr: true,
+		OpenStdin:    true,
+		StdinOnce:    false,
+		Tty:          false,
+	}
+	pids := spec.Limits.Pids
+	init := false
+	tmpfs := func(size int64, mode string) string {
+		return fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,uid=%d,gid=%d,mode=%s", size, runtime.UID, runtime.GID, mode)
+	}
+	hostCfg := &container.HostConfig{
+		NetworkMode:    "none",
+		ReadonlyRootfs: true,
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges", "seccomp=" + d.seccomp},
+		LogConfig:      container.LogConfig{Type: "none"},
+		Runtime:        d.opts.Runtime,
+		Init:           &init, // the supervisor is PID 1 and reaps
+		Tmpfs: map[string]string{
+			runtime.Workspace: tmpfs(spec.Limits.Disk, "0755"),
+			"/tmp":            tmpfs(spec.Limits.Disk, "1777"),
+		},
+		Mounts: []mount.Mount{{
+			Type: mount.TypeBind, Source: d.opts.Supervisor, Target: runtime.SupervisorPath, ReadOnly: true,
+		}},
+		ShmSize: 64 << 20,
+		Resources: container.Resources{
+			Memory:     spec.Limits.Memory,
+			MemorySwap: spec.Limits.Memory, // equal: no swap
+			NanoCPUs:   int64(spec.Limits.CPUs * 1e9),
+			PidsLimit:  &pids,
+			Ulimits: []*units.Ulimit{
+				{Name: "nofile", Soft: 1024, Hard: 1024},
+				// RLIMIT_NPROC counts per uid across the host: it caps all
+				// sandboxes together, while pids caps each container.
+				{Name: "nproc", Soft: 8192, Hard: 8192},
+				{Name: "core", Soft: 0, Hard: 0},
+			},
+		},
+	}
+	return cfg, hostCfg
+}
+
+// Update implements runtime.Runtime.
+func (d *Docker) Update(ctx context.Context, id string, l runtime.Limits) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	pids := l.Pids
+	_, err := d.cli.ContainerUpdate(ctx, id, container.UpdateConfig{Resources: container.Resources{
+		Memory: l.Memory, MemorySwap: l.Memory, NanoCPUs: int64(l.CPUs * 1e9), PidsLimit: &pids,
+	}})
+	if err != nil {
+		return d.engineError("updating the limits of container "+short(id), err)
+	}
+	return nil
+}
+
+// Remove implements runtime.Runtime.
+func (d *Docker) Remove(ctx context.Context, id string) error {
+	d.mu.Lock()
+	att := d.attachs[id]
+	delete(d.attachs, id)
+	d.mu.Unlock()
+	if att != nil {
+		att.Close()
+	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	err := d.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && !errdefs.IsNotFound(err) && !strings.Contains(err.Error(), "is already in progress") {
+		return d.engineError("removing container "+short(id), err)
+	}
+	return nil
+}
+
+// List implements runtime.Runtime.
+func (d *Docker) List(ctx context.Context) ([]runtime.Container, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	args := filters.NewArgs(
+		filters.Arg("label", runtime.LabelManaged+"=true"),
+		filters.Arg("label", runtime.LabelInstance+"="+d.opts.Instance),
+	)
+	list, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: args})
+	if err != nil {
+		return nil, d.engineError("listing containers", err)
+	}
+	out := make([]runtime.Container, len(list))
+	for i, c := range list {
+		out[i] = runtime.Container{
+			ID: c.ID, Labels: c.Labels, Created: time.Unix(c.Created, 0),
+			Running: c.State == "running", Language: c.Labels[runtime.LabelLanguage],
+		}
+	}
+	return out, nil
+}
+
+// Close implements runtime.Runtime.
+func (d *Docker) Close() error { return d.cli.Close() }
+
+func (d *Docker) engineError(what string, err error) error {
+	if client.IsErrConnectionFailed(err) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %s: %v", runtime.ErrUnavailable, what, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+func short(id string) string { return id[:min(12, len(id))] }
+
+// limitedLog logs the supervisor's stderr lines up to a byte budget.
+type limitedLog struct {
+	logger hclog.Logger
+	left   int
+}
+
+func (l *limitedLog) Write(p []byte) (int, error) {
+	if l.left > 0 {
+		msg := strings.TrimSpace(string(p[:min(len(p), l.left)]))
+		l.left -= len(p)
+		l.logger.Warn("supervisor says", "message", msg)
+	}
+	return len(p), nil
+}

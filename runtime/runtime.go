@@ -1,0 +1,111 @@
+// Package runtime is sandboxd's view of a container engine: create a
+// hardened sandbox container whose supervisor answers, remove it, list the
+// ones sandboxd owns. The Docker implementation lives in runtime/docker; the
+// conversation with the supervisor inside lives in runtime/supervisor.
+//
+// This package owns container lifecycles and labels. It knows nothing of
+// languages, pools or requests.
+package runtime
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/sandboxd/sandboxd/runtime/supervisor"
+)
+
+// Labels every sandbox container carries. They are set after any operator
+// labels, so they cannot be overridden.
+const (
+	LabelManaged  = "io.sandboxd.managed"
+	LabelInstance = "io.sandboxd.instance" // which sandboxd (state dir) owns it
+	LabelLanguage = "io.sandboxd.language"
+	LabelSession  = "io.sandboxd.session"
+)
+
+// Fixed places inside every sandbox.
+const (
+	Workspace      = "/workspace"
+	SupervisorPath = "/.sandboxd/init"
+	// UID and GID of sandbox processes: no host user's, never root.
+	UID = 100000
+	GID = 100000
+)
+
+// ErrImageMissing means the sandbox image is not on the engine.
+var ErrImageMissing = errors.New("image not found")
+
+// ErrUnavailable means the engine could not be reached.
+var ErrUnavailable = errors.New("container engine unavailable")
+
+// Limits are the resources of one sandbox container.
+type Limits struct {
+	Memory int64   // bytes, no swap on top
+	CPUs   float64 // cores
+	Pids   int64
+	Disk   int64 // bytes of /workspace and of /tmp each (tmpfs)
+}
+
+// Spec describes a sandbox to create.
+type Spec struct {
+	Language string
+	Image    string
+	Limits   Limits
+	Env      []string          // KEY=VALUE set at create time
+	Labels   map[string]string // extra labels (operator's, session id)
+}
+
+// Sandbox is a started container whose supervisor answered hello.
+type Sandbox struct {
+	ID       string
+	Language string
+	Created  time.Time
+	*supervisor.Conn
+}
+
+// Alive reports whether the supervisor still answers.
+func (s *Sandbox) Alive() bool {
+	select {
+	case <-s.Done():
+		return false
+	default:
+		return true
+	}
+}
+
+// Container is a sandbox container as the engine lists it.
+type Container struct {
+	ID       string
+	Labels   map[string]string
+	Created  time.Time
+	Running  bool
+	Language string
+}
+
+// EngineInfo describes the engine for health reports.
+type EngineInfo struct {
+	Version    string `json:"version"`
+	APIVersion string `json:"api_version"`
+	Runtime    string `json:"runtime"`
+}
+
+// Runtime creates and removes sandbox containers.
+type Runtime interface {
+	// Create starts a sandbox and returns once its supervisor answers.
+	Create(ctx context.Context, spec Spec) (*Sandbox, error)
+	// Update lowers a running sandbox's memory, cpu and pids limits (a
+	// request asked for less than the warm container has).
+	Update(ctx context.Context, id string, limits Limits) error
+	// Remove force-removes a container and drops its connection; removing
+	// one that is gone is not an error.
+	Remove(ctx context.Context, id string) error
+	// List returns the containers this sandboxd instance owns.
+	List(ctx context.Context) ([]Container, error)
+	// Ping checks the engine.
+	Ping(ctx context.Context) (EngineInfo, error)
+	// ImageExists tells whether an image is present.
+	ImageExists(ctx context.Context, image string) (bool, error)
+	// Close releases the engine client.
+	Close() error
+}

@@ -1,0 +1,112 @@
+// Package supervisor is the conversation between sandboxd and sandbox-init,
+// the supervisor that runs as PID 1 in every sandbox container.
+//
+// # Channel
+//
+// sandboxd talks to the supervisor over the container's own stdio, attached
+// once through the Docker API when the container is created: newline-framed
+// JSON messages on the supervisor's stdin and stdout. No `docker exec` is
+// paid per execution, nothing is mounted from the host but the supervisor
+// binary itself, and the same channel works with a remote Docker engine
+// (DOCKER_HOST=tcp:// or ssh://), where a Unix socket in a host directory
+// would not. The costs: bytes travel through dockerd and the container shim
+// (a few hundred microseconds per message here), the attach stream is one
+// per container, and binary data is base64 inside JSON (a third bigger, but
+// output is capped). A host directory with a Unix socket would be slightly
+// faster locally, but it puts a sandbox-writable path on the host and does
+// not work remotely.
+//
+// # Trust
+//
+// The supervisor runs beside the code it runs, so everything it says is
+// untrusted: Conn bounds line sizes, ignores unknown ids, enforces output
+// caps itself and treats any protocol violation as a dead container.
+//
+// # Messages
+//
+// host -> supervisor: hello, exec, stdin, stdin_close, kill.
+// supervisor -> host: hello, stdin_ack, out, exit.
+package supervisor
+
+// Version is the protocol version; hello exchanges it.
+const Version = 1
+
+// Message ops.
+const (
+	OpHello      = "hello"
+	OpExec       = "exec"
+	OpStdin      = "stdin"
+	OpStdinClose = "stdin_close"
+	OpStdinAck   = "stdin_ack"
+	OpKill       = "kill"
+	OpOut        = "out"
+	OpExit       = "exit"
+)
+
+// Streams of OpOut.
+const (
+	Stdout = "stdout"
+	Stderr = "stderr"
+)
+
+// MaxLine bounds one message on the wire, in either direction.
+const MaxLine = 64 << 20
+
+// StdinChunk is the largest stdin payload per message; the host waits for a
+// stdin_ack before sending the next, so a program that never reads its stdin
+// costs the supervisor one chunk of memory, not the whole input.
+const StdinChunk = 64 << 10
+
+// Message is one line of the protocol. Fields are set according to Op.
+type Message struct {
+	Op      string       `json:"op"`
+	ID      uint64       `json:"id,omitempty"`
+	Nonce   string       `json:"nonce,omitempty"`
+	Version int          `json:"version,omitempty"`
+	Exec    *ExecRequest `json:"exec,omitempty"`
+	Stream  string       `json:"stream,omitempty"`
+	Data    []byte       `json:"data,omitempty"`
+	Result  *ExecResult  `json:"result,omitempty"`
+}
+
+// File is written into the workspace before the execution starts.
+type File struct {
+	Path string `json:"path"`
+	Data []byte `json:"data"`
+	Mode uint32 `json:"mode,omitempty"`
+}
+
+// ExecRequest starts one process.
+type ExecRequest struct {
+	Argv        []string `json:"argv"`
+	Dir         string   `json:"dir,omitempty"` // default /workspace
+	Env         []string `json:"env,omitempty"` // KEY=VALUE, the whole environment
+	Files       []File   `json:"files,omitempty"`
+	Stdin       bool     `json:"stdin,omitempty"` // stdin messages follow; otherwise /dev/null
+	TimeoutMS   int64    `json:"timeout_ms"`
+	OutputLimit int64    `json:"output_limit"` // per stream
+	// KillOnExit ends every other process in the container when the main
+	// process exits (one-shot runs). Deadlines always do.
+	KillOnExit bool `json:"kill_on_exit,omitempty"`
+}
+
+// ExecResult is how an execution ended and what it used.
+type ExecResult struct {
+	ExitCode    int    `json:"exit_code"`
+	Signal      string `json:"signal,omitempty"`
+	TimedOut    bool   `json:"timed_out,omitempty"`
+	OOMKilled   bool   `json:"oom_killed,omitempty"`
+	StdoutBytes int64  `json:"stdout_bytes"`
+	StderrBytes int64  `json:"stderr_bytes"`
+	Truncated   bool   `json:"truncated,omitempty"`
+	DurationUS  int64  `json:"duration_us"`
+	UserUS      int64  `json:"user_us"`
+	SysUS       int64  `json:"sys_us"`
+	MaxRSSBytes int64  `json:"max_rss_bytes"`
+	// Survivors counts processes still alive after the kill; the host must
+	// then destroy the container.
+	Survivors int `json:"survivors,omitempty"`
+	// StartError is set when the process could not be started at all
+	// (no such program, bad file): the host reports it like a failed exec.
+	StartError string `json:"start_error,omitempty"`
+}

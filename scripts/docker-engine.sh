@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Makes sure a Docker engine answers on this machine.
+#
+# If `docker info` already works (local socket or DOCKER_HOST), nothing is
+# touched. Otherwise docker.io and debootstrap are installed from Debian's
+# packages when missing, and dockerd is started with the network rules this
+# project lives by: no bridge, no iptables, no masquerading. Sandboxes use
+# network "none"; nothing here opens a route to a container.
+set -euo pipefail
+
+log=${SANDBOXD_DOCKERD_LOG:-/var/log/sandboxd-dockerd.log}
+say() { printf 'docker-engine: %s\n' "$*" >&2; }
+
+if docker info >/dev/null 2>&1; then
+	say "engine answers: $(docker version --format '{{.Server.Version}} (API {{.Server.APIVersion}})')"
+	exit 0
+fi
+
+if ! command -v dockerd >/dev/null 2>&1 || ! command -v debootstrap >/dev/null 2>&1; then
+	[ "$(id -u)" = 0 ] || { say "docker.io is not installed; run this script as root to install it"; exit 1; }
+	say "installing docker.io and debootstrap from Debian's packages"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	# policy-rc.d keeps the package from trying to start a service manager we do not have.
+	printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+	apt-get install -y -qq --no-install-recommends docker.io debootstrap ca-certificates >/dev/null
+	rm -f /usr/sbin/policy-rc.d
+fi
+
+if [ -S /var/run/docker.sock ] && ! docker info >/dev/null 2>&1; then
+	say "removing a stale /var/run/docker.sock"
+	rm -f /var/run/docker.sock
+fi
+
+say "starting dockerd (log: $log)"
+nohup dockerd --bridge=none --iptables=false --ip-masq=false >>"$log" 2>&1 </dev/null &
+echo $! >/var/run/sandboxd-dockerd.pid
+for _ in $(seq 1 60); do
+	if docker info >/dev/null 2>&1; then
+		say "engine up: $(docker version --format '{{.Server.Version}} (API {{.Server.APIVersion}})')"
+		exit 0
+	fi
+	sleep 0.5
+done
+say "dockerd did not answer within 30s; last lines of $log:"
+tail -n 20 "$log" >&2
+exit 1

@@ -1,0 +1,202 @@
+// Package state is sandboxd's persistent store, a bbolt file in state_dir.
+// It owns the schema and every read and write of it; it knows nothing of
+// containers or HTTP.
+//
+// Bucket tree:
+//
+//	meta/
+//	  version   -> "1"            schema version
+//	  instance  -> "3f9c..."      this daemon's id, the io.sandboxd.instance label
+//	executions/
+//	  <id>      -> executionEntry (JSON)   ids sort by start time
+//
+// Values are wrapped in entry structs so fields can be added later. The file
+// lock doubles as the "one daemon per state dir" guard.
+package state
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/sandboxd/sandboxd/api"
+)
+
+// SchemaVersion is the layout this code reads and writes.
+const SchemaVersion = 1
+
+// FileName is the database's name inside state_dir.
+const FileName = "sandboxd.db"
+
+// MaxExecutions bounds the history; the oldest records go first.
+const MaxExecutions = 50000
+
+var (
+	bucketMeta       = []byte("meta")
+	bucketExecutions = []byte("executions")
+	keyVersion       = []byte("version")
+	keyInstance      = []byte("instance")
+)
+
+// ErrLocked means another process holds the state file.
+var ErrLocked = errors.New("state dir in use")
+
+// Store is the open database.
+type Store struct {
+	db       *bolt.DB
+	instance string
+}
+
+type executionEntry struct {
+	V         int           `json:"v"`
+	Execution api.Execution `json:"execution"`
+}
+
+// Open opens (or creates) the store in dir. It fails at once, with a message
+// saying what to do, when another sandboxd uses the same dir.
+func Open(dir string) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating state_dir: %w", err)
+	}
+	path := filepath.Join(dir, FileName)
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("%w: %s is locked by another sandboxd; stop it, or give this one another --state-dir", ErrLocked, path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	s := &Store{db: db}
+	if err := s.init(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
+
+func (s *Store) init() error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+		if err != nil {
+			return err
+		}
+		if v := meta.Get(keyVersion); v != nil {
+			n, err := strconv.Atoi(string(v))
+			if err != nil || n > SchemaVersion {
+				return fmt.Errorf("written by a newer sandboxd (schema %s, this one reads %d): upgrade sandboxd or use another --state-dir", v, SchemaVersion)
+			}
+		} else if err := meta.Put(keyVersion, []byte(strconv.Itoa(SchemaVersion))); err != nil {
+			return err
+		}
+		if id := meta.Get(keyInstance); id != nil {
+			s.instance = string(id)
+		} else {
+			s.instance = randomHex(8)
+			if err := meta.Put(keyInstance, []byte(s.instance)); err != nil {
+				return err
+			}
+		}
+		_, err = tx.CreateBucketIfNotExists(bucketExecutions)
+		return err
+	})
+}
+
+// Instance is this state dir's daemon id.
+func (s *Store) Instance() string { return s.instance }
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// NewID returns an execution id that sorts by time.
+func NewID(t time.Time) string {
+	var b [12]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(t.UnixNano()))
+	_, _ = rand.Read(b[8:])
+	return hex.EncodeToString(b[:])
+}
+
+// RecordExecution stores one execution. Concurrent callers are batched into
+// one transaction (and one fsync).
+func (s *Store) RecordExecution(e api.Execution) error {
+	key, err := hex.DecodeString(e.ID)
+	if err != nil || len(key) != 12 {
+		return fmt.Errorf("execution id %q was not made by NewID", e.ID)
+	}
+	val, err := json.Marshal(executionEntry{V: 1, Execution: e})
+	if err != nil {
+		return err
+	}
+	return s.db.Batch(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketExecutions)
+		if err := b.Put(key, val); err != nil {
+			return err
+		}
+		// Keep the history bounded, checking every thousandth insert (a
+		// count walks the bucket): drop the oldest beyond the cap.
+		if seq, err := b.NextSequence(); err != nil || seq%1000 != 0 {
+			return err
+		}
+		for extra := b.Stats().KeyN - MaxExecutions; extra > 0; extra-- {
+			k, _ := b.Cursor().First()
+			if k == nil {
+				break
+			}
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Executions lists up to limit executions, newest first, optionally only
+// those of one language, started before the execution id before (paging).
+func (s *Store) Executions(limit int, language, before string) ([]api.Execution, error) {
+	out := []api.Execution{}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketExecutions).Cursor()
+		var k, v []byte
+		if before != "" {
+			key, err := hex.DecodeString(before)
+			if err != nil {
+				return fmt.Errorf("before %q is not an execution id", before)
+			}
+			k, v = c.Seek(key)
+			if k == nil {
+				k, v = c.Last()
+			}
+			for k != nil && bytes.Compare(k, key) >= 0 {
+				k, v = c.Prev()
+			}
+		} else {
+			k, v = c.Last()
+		}
+		for ; k != nil && len(out) < limit; k, v = c.Prev() {
+			var e executionEntry
+			if err := json.Unmarshal(v, &e); err != nil {
+				continue // a damaged record is skipped, not fatal
+			}
+			if language == "" || e.Execution.Language == language {
+				out = append(out, e.Execution)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
