@@ -264,8 +264,8 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 	if len(cfg.Languages) == 0 {
 		v.diags = append(v.diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError, Summary: "no language blocks",
-			Detail:   `add at least one, e.g. language "python" { image = "sandboxd/python:latest" }`,
-			Subject:  ptr(fs.Body.MissingItemRange()),
+			Detail:  `add at least one, e.g. language "python" { image = "sandboxd/python:latest" }`,
+			Subject: ptr(fs.Body.MissingItemRange()),
 		})
 	}
 	return &cfg

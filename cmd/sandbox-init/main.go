@@ -19,6 +19,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -46,6 +48,7 @@ func main() {
 		}
 	}()
 
+	reserveThreads(supervisor.ReservedThreads)
 	s := newServer(os.Stdout)
 	go s.reap()
 
@@ -69,4 +72,23 @@ func main() {
 	}
 	s.killAll()
 	os.Exit(0)
+}
+
+// reserveThreads makes the Go runtime start n OS threads now. A fork bomb
+// fills the container's pids limit, and the runtime aborts when it cannot
+// create a thread it needs; idle threads are parked and reused, never
+// given back, so a reserve made at start carries the supervisor through.
+// Each goroutine pins its own thread while it sleeps, forcing a new one.
+func reserveThreads(n int) {
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread() // unlocked, the thread stays in the pool
+			_ = unix.Nanosleep(&unix.Timespec{Nsec: 10e6}, nil)
+		}()
+	}
+	wg.Wait()
 }

@@ -180,7 +180,7 @@ func (d *Docker) containerConfig(spec runtime.Spec) (*container.Config, *contain
 		StdinOnce:    false,
 		Tty:          false,
 	}
-	pids := spec.Limits.Pids
+	pids := spec.Limits.Pids + supervisor.ReservedThreads
 	init := false
 	tmpfs := func(size int64, mode string) string {
 		return fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,uid=%d,gid=%d,mode=%s", size, runtime.UID, runtime.GID, mode)
@@ -222,7 +222,7 @@ func (d *Docker) containerConfig(spec runtime.Spec) (*container.Config, *contain
 func (d *Docker) Update(ctx context.Context, id string, l runtime.Limits) error {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	pids := l.Pids
+	pids := l.Pids + supervisor.ReservedThreads
 	_, err := d.cli.ContainerUpdate(ctx, id, container.UpdateConfig{Resources: container.Resources{
 		Memory: l.Memory, MemorySwap: l.Memory, NanoCPUs: int64(l.CPUs * 1e9), PidsLimit: &pids,
 	}})

@@ -31,6 +31,12 @@ package supervisor
 // Version is the protocol version; hello exchanges it.
 const Version = 1
 
+// ReservedThreads is how many OS threads the supervisor starts up front so
+// that it never needs a new one once the code it runs has used up the pids
+// limit. The container's pids limit is raised by as much, so the code still
+// gets the limit it was given.
+const ReservedThreads = 24
+
 // Message ops.
 const (
 	OpHello      = "hello"

@@ -1,0 +1,141 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandboxd/sandboxd/internal/testutil"
+)
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// sandboxd runs the daemon binary with args and returns its output and code.
+func sandboxd(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(testutil.Binaries(t), "sandboxd"), args...)
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), code
+}
+
+func TestSecondDaemonRefused(t *testing.T) {
+	d := testutil.StartDaemon(t, testutil.Options{})
+	// Same socket, another state dir.
+	cfg := strings.Replace(readFile(t, d.Config), d.StateDir, t.TempDir(), 1)
+	out, code := sandboxd(t, "--config", writeFile(t, "a.hcl", cfg))
+	if code == 0 || !strings.Contains(out, "another sandboxd answers on "+d.Socket) {
+		t.Fatalf("same socket: code %d\n%s", code, out)
+	}
+	// Same state dir, another socket.
+	out, code = sandboxd(t, "--config", d.Config, "--socket", filepath.Join(filepath.Dir(d.Socket), "other.sock"))
+	if code == 0 || !strings.Contains(out, "locked by another sandboxd") {
+		t.Fatalf("same state dir: code %d\n%s", code, out)
+	}
+	// The first one is unharmed.
+	if out, _, code := d.Ctl("", "status"); code != 0 {
+		t.Fatalf("first daemon unhealthy: %s", out)
+	}
+}
+
+func TestKilledDaemonLeavesNoOrphans(t *testing.T) {
+	d := testutil.StartDaemon(t, testutil.Options{})
+	label := testutil.TestLabel + "=" + d.RunID
+	waitFor(t, "warm containers", func() bool { return len(testutil.Containers(t, label)) >= 2 })
+	before := testutil.Containers(t, label)
+	d.Kill()
+	// The stale socket file stays behind after SIGKILL.
+	if _, err := os.Stat(d.Socket); err != nil {
+		t.Fatalf("expected a stale socket: %v", err)
+	}
+	d.Restart()
+	for _, id := range before {
+		if err := exec.Command("docker", "inspect", id).Run(); err == nil {
+			t.Errorf("container %s from the killed daemon still exists", id[:12])
+		}
+	}
+	if out, _, code := d.Ctl("", "run", writeFile(t, "a.py", "print('after restart')")); code != 0 || out != "after restart\n" {
+		t.Fatalf("after restart: %d %q", code, out)
+	}
+}
+
+func TestSigtermDrainsAndCleansUp(t *testing.T) {
+	d := testutil.StartDaemon(t, testutil.Options{})
+	waitFor(t, "warm containers", func() bool { return len(testutil.Containers(t, testutil.TestLabel+"="+d.RunID)) >= 2 })
+	// A run in flight when SIGTERM arrives still completes.
+	type result struct {
+		out  string
+		code int
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, _, code := d.Ctl("", "run", writeFile(t, "slow.py", "import time\ntime.sleep(1.5)\nprint('finished')\n"))
+		done <- result{out, code}
+	}()
+	time.Sleep(700 * time.Millisecond)
+	d.Stop()
+	r := <-done
+	if r.code != 0 || r.out != "finished\n" {
+		t.Fatalf("in-flight run: %d %q", r.code, r.out)
+	}
+	if err := d.Wait(); err != nil {
+		t.Fatalf("sandboxd exited with %v\n%s", err, d.Logs())
+	}
+	if ids := testutil.Containers(t, testutil.TestLabel+"="+d.RunID); len(ids) != 0 {
+		t.Fatalf("%d containers left after SIGTERM", len(ids))
+	}
+	if _, err := os.Stat(d.Socket); !os.IsNotExist(err) {
+		t.Fatalf("socket file left behind: %v", err)
+	}
+}
+
+func TestConfigErrorsNameFileLineAndField(t *testing.T) {
+	for _, tc := range []struct{ hcl, want string }{
+		{`bogus = 1` + "\n" + `language "python" {}`, `x.hcl:1,1: Unsupported argument; An argument named "bogus"`},
+		{"defaults {\n  memory = \"lots\"\n}\nlanguage \"python\" {}", `x.hcl:2,3: "memory" is "lots"`},
+		{"language \"python\" {\n  pool {\n    min_idle = 9\n    max = 2\n  }\n}", `x.hcl:3,5: "min_idle" (9) is above max (2)`},
+		{"defaults {\n  network = \"host\"\n}\nlanguage \"python\" {}", `only "none" is supported`},
+		{`socket = "/tmp/x.sock"`, `no language blocks`},
+		{`language "python" {`, `x.hcl:1,`},
+	} {
+		dir := t.TempDir()
+		p := filepath.Join(dir, "x.hcl")
+		if err := os.WriteFile(p, []byte(tc.hcl), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, code := sandboxd(t, "--config", p, "--validate")
+		if code != 2 || !strings.Contains(out, tc.want) {
+			t.Errorf("config %q: code %d, want %q in:\n%s", tc.hcl, code, tc.want, out)
+		}
+	}
+	out, code := sandboxd(t, "--config", "../sandboxd.hcl", "--validate")
+	if code != 0 {
+		t.Fatalf("the shipped sandboxd.hcl is invalid:\n%s", out)
+	}
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -1,0 +1,162 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/testutil"
+)
+
+// TestHardening checks the container from the inside, as the code we run
+// sees it.
+func TestHardening(t *testing.T) {
+	d := testutil.StartDaemon(t, testutil.Options{})
+	res := run(t, d.Client(), api.RunRequest{Language: "python", Code: `
+import os, ctypes, socket
+def status(key):
+    for line in open('/proc/self/status'):
+        if line.startswith(key + ':'):
+            return line.split()[1]
+print('uid', os.getuid(), os.getgid())
+print('capeff', status('CapEff'), 'capbnd', status('CapBnd'))
+print('nonewprivs', status('NoNewPrivs'), 'seccomp', status('Seccomp'))
+try:
+    open('/etc/evil', 'w'); print('rootfs writable')
+except OSError as e:
+    print('rootfs', e.errno == 30 and 'read-only' or e)
+print('pid1', open('/proc/1/cmdline').read().split('\0')[0])
+print('ifaces', sorted(n for _, n in socket.if_nameindex()))
+libc = ctypes.CDLL(None, use_errno=True)
+r = libc.syscall(425, 8, ctypes.create_string_buffer(120))  # io_uring_setup
+print('io_uring', r, ctypes.get_errno())
+print('workspace', os.getcwd(), oct(os.stat('.').st_mode & 0o777))
+mounts = {l.split()[1]: l.split()[3] for l in open('/proc/mounts')}
+print('ws_opts', 'nosuid' in mounts['/workspace'] and 'nodev' in mounts['/workspace'])
+print('docker_sock', os.path.exists('/var/run/docker.sock'))
+print('env', sorted(k for k in os.environ if k.startswith(('SANDBOXD', 'DOCKER', 'CI'))))
+`})
+	want := []string{
+		"uid 100000 100000",
+		"capeff 0000000000000000 capbnd 0000000000000000",
+		"nonewprivs 1 seccomp 2",
+		"rootfs read-only",
+		"pid1 /.sandboxd/init",
+		"ifaces ['lo']",
+		"io_uring -1 1", // EPERM
+		"workspace /workspace",
+		"ws_opts True",
+		"docker_sock False",
+		"env []",
+	}
+	for _, w := range want {
+		if !strings.Contains(res.Stdout, w) {
+			t.Errorf("want %q in:\n%s\nstderr: %s", w, res.Stdout, res.Stderr)
+		}
+	}
+}
+
+// TestHostilePrograms runs programs written to break the limits. Each must
+// come back within its deadline plus a second, say what happened, and leave
+// the daemon healthy; a well-behaved run beside them is unharmed.
+func TestHostilePrograms(t *testing.T) {
+	d := testutil.StartDaemon(t, testutil.Options{Languages: `
+language "python" {
+  image = "sandboxd/python:latest"
+  pool {
+    min_idle = 3
+    max      = 12
+  }
+}
+language "node" {
+  image = "sandboxd/node:latest"
+  pool {
+    min_idle = 0
+    max      = 2
+  }
+}`})
+	c := d.Client()
+	const deadline = 2 * time.Second
+	cases := []struct {
+		name  string
+		code  string
+		check func(r *api.RunResult) string
+	}{
+		{"fork bomb", "import os\nwhile True:\n    try: os.fork()\n    except OSError: pass\n", timedOut},
+		{"shell fork bomb", "import os\nos.execvp('sh', ['sh', '-c', 'b(){ b|b & }; b; sleep 100'])\n", contained},
+		{"sleep forever", "import time\ntime.sleep(10**6)\n", timedOut},
+		{"threads busy loop", "import threading\ndef spin():\n    while True: pass\nfor _ in range(8):\n    threading.Thread(target=spin).start()\n", timedOut},
+		{"SIGTERM ignorer", "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True: time.sleep(1)\n", timedOut},
+		{"setsid grandchild outlives its parent", "import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        time.sleep(10**6)\n    os._exit(0)\nprint('parent done')\n",
+			func(r *api.RunResult) string {
+				if r.ExitCode != 0 || r.TimedOut || r.Stdout != "parent done\n" {
+					return "parent should exit 0 at once"
+				}
+				return ""
+			}},
+		{"memory bomb in a child", "import os\npid = os.fork()\nif pid == 0:\n    x = bytearray(1 << 30)\n    os._exit(0)\nos.waitpid(pid, 0)\nprint('parent fine')\n",
+			func(r *api.RunResult) string {
+				if !r.OOMKilled || r.ExitCode != 0 {
+					return "a child's OOM kill must be reported while the parent exits 0"
+				}
+				return ""
+			}},
+		{"stderr flood", "import sys\nwhile True: sys.stderr.write('e' * 65536)\n",
+			func(r *api.RunResult) string {
+				if !r.Truncated || !r.TimedOut || int64(len(r.Stderr)) > 1<<20 {
+					return "stderr must be capped at output_limit and flagged"
+				}
+				return ""
+			}},
+		{"closes stdout and keeps running", "import os, time\nprint('bye', flush=True)\nos.close(1)\nos.close(2)\ntime.sleep(10**6)\n", timedOut},
+		{"zombie army", "import os, time\nfor _ in range(100):\n    if os.fork() == 0: os._exit(0)\ntime.sleep(10**6)\n", timedOut},
+	}
+	var wg sync.WaitGroup
+	for _, tc := range cases {
+		wg.Add(1)
+		t.Run(tc.name, func(t *testing.T) {
+			defer wg.Done()
+			t.Parallel()
+			start := time.Now()
+			res, err := c.Run(context.Background(), api.RunRequest{Language: "python", Code: tc.code, Timeout: api.Duration(deadline)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if el := time.Since(start) - time.Duration(res.Timings.QueueMS*float64(time.Millisecond)); el > deadline+time.Second {
+				t.Errorf("came back after %s (deadline %s)", el, deadline)
+			}
+			if why := tc.check(res); why != "" {
+				t.Errorf("%s: exit %d timed_out %v oom %v truncated %v stdout %.200q stderr %.200q",
+					why, res.ExitCode, res.TimedOut, res.OOMKilled, res.Truncated, res.Stdout, res.Stderr)
+			}
+		})
+	}
+	// A well-behaved run while the hostile ones run.
+	t.Run("neighbour unharmed", func(t *testing.T) {
+		t.Parallel()
+		res := run(t, c, api.RunRequest{Language: "node", Code: "let s=0; for (let i=0;i<1e6;i++) s+=i; console.log(s)"})
+		if res.ExitCode != 0 || res.Stdout != "499999500000\n" {
+			t.Fatalf("neighbour: %d %q %q", res.ExitCode, res.Stdout, res.Stderr)
+		}
+	})
+	t.Cleanup(func() {
+		wg.Wait()
+		if out, _, code := d.Ctl("", "status"); code != 0 {
+			t.Errorf("daemon unhealthy after the hostile programs: %s", out)
+		}
+	})
+}
+
+func timedOut(r *api.RunResult) string {
+	if !r.TimedOut || r.ExitCode != 137 {
+		return "must time out, killed"
+	}
+	return ""
+}
+
+// contained accepts any ending: the pids limit may stop a bomb before the
+// deadline does. The timing check and the daemon's health are what count.
+func contained(*api.RunResult) string { return "" }

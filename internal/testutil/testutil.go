@@ -1,0 +1,316 @@
+// Package testutil starts real sandboxd daemons for end-to-end tests: it
+// builds the binaries once per test process, writes a throwaway config,
+// starts the daemon on a temporary socket and state dir, and removes every
+// container the test's daemons created (by label) when the test ends, even
+// when it fails.
+//
+// Docker is required: without an engine a test skips, except with CI=true,
+// where it fails.
+package testutil
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sandboxd/sandboxd/client"
+)
+
+// TestLabel marks every container a test daemon creates.
+const TestLabel = "io.sandboxd.test-run"
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+// Binaries builds sandboxd, sandboxctl, sandbox-init and the shipped plugins
+// into a directory shared by the whole test process, and returns it.
+func Binaries(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		root := repoRoot()
+		binDir, buildErr = os.MkdirTemp("", "sandboxd-test-bin-")
+		if buildErr != nil {
+			return
+		}
+		targets := map[string]string{
+			"sandboxd":                    "./cmd/sandboxd",
+			"sandboxctl":                  "./cmd/sandboxctl",
+			"sandbox-init":                "./cmd/sandbox-init",
+			"plugins/sandbox-lang-python": "./plugins/lang/python",
+			"plugins/sandbox-lang-node":   "./plugins/lang/node",
+		}
+		for out, pkg := range targets {
+			cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, out), pkg)
+			cmd.Dir = root
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if b, err := cmd.CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+				return
+			}
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binDir
+}
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// RequireDocker skips the test without a Docker engine, or fails it when
+// CI=true: an end-to-end test must never pass without the real engine.
+func RequireDocker(t testing.TB, images ...string) {
+	t.Helper()
+	out, err := exec.Command("docker", "version", "--format", "{{.Server.Version}}").CombinedOutput()
+	if err != nil {
+		missing(t, fmt.Sprintf("no Docker engine answers (%v: %s); run scripts/docker-engine.sh", err, strings.TrimSpace(string(out))))
+		return
+	}
+	for _, img := range images {
+		if err := exec.Command("docker", "image", "inspect", img).Run(); err != nil {
+			missing(t, fmt.Sprintf("image %s is missing; run `make images`", img))
+			return
+		}
+	}
+}
+
+func missing(t testing.TB, why string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("CI=true and %s", why)
+	}
+	t.Skip(why)
+}
+
+// Daemon is a running sandboxd.
+type Daemon struct {
+	Socket   string
+	StateDir string
+	Config   string
+	Bin      string
+	Log      *os.File
+	RunID    string
+	cmd      *exec.Cmd
+	done     chan error
+	t        testing.TB
+}
+
+// Options shape a test daemon's config.
+type Options struct {
+	// Languages is the HCL of the language blocks; default: python and node
+	// with one warm container each.
+	Languages string
+	// Defaults is the body of the defaults block; default: timeout 10s.
+	Defaults string
+	// StateDir and Socket reuse paths (restart tests); default: fresh.
+	StateDir, Socket string
+	// RunID reuses a label value across restarts; default: fresh.
+	RunID string
+}
+
+// DefaultLanguages is the language HCL of Options.
+const DefaultLanguages = `
+language "python" {
+  image = "sandboxd/python:latest"
+  pool {
+    min_idle = 1
+    max      = 6
+  }
+}
+language "node" {
+  image = "sandboxd/node:latest"
+  pool {
+    min_idle = 1
+    max      = 4
+  }
+}
+`
+
+// StartDaemon writes a config and starts sandboxd; it returns once the
+// daemon answers /v1/health. Cleanup stops it and removes its containers.
+func StartDaemon(t testing.TB, opts Options) *Daemon {
+	t.Helper()
+	RequireDocker(t, "sandboxd/python:latest", "sandboxd/node:latest")
+	bin := Binaries(t)
+	dir := t.TempDir()
+	if opts.StateDir == "" {
+		opts.StateDir = filepath.Join(dir, "state")
+	}
+	if opts.Socket == "" {
+		// Unix socket paths are short: keep it out of the long TempDir.
+		f, err := os.MkdirTemp("/tmp", "sbx-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(f) })
+		opts.Socket = filepath.Join(f, "s.sock")
+	}
+	if opts.RunID == "" {
+		opts.RunID = fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano())
+	}
+	if opts.Languages == "" {
+		opts.Languages = DefaultLanguages
+	}
+	if opts.Defaults == "" {
+		opts.Defaults = `timeout = "10s"`
+	}
+	cfg := fmt.Sprintf(`
+socket     = %q
+state_dir  = %q
+plugin_dir = %q
+supervisor = %q
+docker {
+  labels = { %q = %q }
+}
+defaults {
+  %s
+}
+%s
+`, opts.Socket, opts.StateDir, filepath.Join(bin, "plugins"), filepath.Join(bin, "sandbox-init"),
+		TestLabel, opts.RunID, opts.Defaults, opts.Languages)
+	cfgPath := filepath.Join(dir, "sandboxd.hcl")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log, err := os.CreateTemp(dir, "sandboxd-*.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Daemon{Socket: opts.Socket, StateDir: opts.StateDir, Config: cfgPath, Bin: bin, Log: log, RunID: opts.RunID, t: t}
+	t.Cleanup(func() { RemoveTestContainers(t, opts.RunID) })
+	d.start()
+	t.Cleanup(func() {
+		d.Stop()
+		if t.Failed() {
+			t.Logf("sandboxd log:\n%s", d.Logs())
+		}
+	})
+	return d
+}
+
+func (d *Daemon) start() {
+	d.t.Helper()
+	d.cmd = exec.Command(filepath.Join(d.Bin, "sandboxd"), "--config", d.Config, "--log-level", "debug")
+	d.cmd.Stdout, d.cmd.Stderr = d.Log, d.Log
+	if err := d.cmd.Start(); err != nil {
+		d.t.Fatal(err)
+	}
+	d.done = make(chan error, 1)
+	go func() { d.done <- d.cmd.Wait() }()
+	c := d.Client()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		h, err := c.Health(ctx)
+		cancel()
+		if err == nil && h.Status == "ok" {
+			return
+		}
+		select {
+		case err := <-d.done:
+			d.done <- err
+			d.t.Fatalf("sandboxd exited during start (%v):\n%s", err, d.Logs())
+		default:
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("sandboxd did not become healthy in 30s (last: %v):\n%s", err, d.Logs())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Client returns a client for this daemon.
+func (d *Daemon) Client() *client.Client { return client.New(d.Socket) }
+
+// Logs returns the daemon's log so far.
+func (d *Daemon) Logs() string {
+	b, _ := os.ReadFile(d.Log.Name())
+	return string(b)
+}
+
+// Ctl runs sandboxctl against this daemon and returns stdout, stderr and the
+// exit code.
+func (d *Daemon) Ctl(stdin string, args ...string) (string, string, int) {
+	d.t.Helper()
+	cmd := exec.Command(filepath.Join(d.Bin, "sandboxctl"), append([]string{"--socket", d.Socket}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		d.t.Fatalf("sandboxctl: %v", err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// Stop sends SIGTERM and waits for the daemon to drain.
+func (d *Daemon) Stop() { d.signal(syscall.SIGTERM, 90*time.Second) }
+
+// Kill sends SIGKILL, as a crash would.
+func (d *Daemon) Kill() { d.signal(syscall.SIGKILL, 10*time.Second) }
+
+// Restart starts the daemon again with the same config.
+func (d *Daemon) Restart() { d.start() }
+
+// Wait returns the daemon's exit error once it has exited.
+func (d *Daemon) Wait() error {
+	err := <-d.done
+	d.done <- err
+	return err
+}
+
+func (d *Daemon) signal(sig syscall.Signal, wait time.Duration) {
+	if d.cmd == nil || d.cmd.Process == nil {
+		return
+	}
+	select {
+	case err := <-d.done:
+		d.done <- err
+		return
+	default:
+	}
+	_ = d.cmd.Process.Signal(sig)
+	select {
+	case err := <-d.done:
+		d.done <- err
+	case <-time.After(wait):
+		_ = d.cmd.Process.Kill()
+		d.t.Errorf("sandboxd did not exit within %s of %v", wait, sig)
+	}
+}
+
+// Containers lists the ids of containers (running or not) with a label.
+func Containers(t testing.TB, label string) []string {
+	t.Helper()
+	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label="+label).Output()
+	if err != nil {
+		t.Fatalf("docker ps: %v", err)
+	}
+	return strings.Fields(string(out))
+}
+
+// RemoveTestContainers force-removes every container of a test run.
+func RemoveTestContainers(t testing.TB, runID string) {
+	ids := Containers(t, TestLabel+"="+runID)
+	if len(ids) == 0 {
+		return
+	}
+	_ = exec.Command("docker", append([]string{"rm", "-f"}, ids...)...).Run()
+}
