@@ -170,6 +170,7 @@ type PoolStats struct {
 	Idle      int    `json:"idle"`
 	Busy      int    `json:"busy"`
 	Starting  int    `json:"starting"`
+	Removing  int    `json:"removing"`
 	Target    int    `json:"target"` // min_idle
 	Max       int    `json:"max"`
 	Hits      uint64 `json:"hits"`   // runs served by a warm container

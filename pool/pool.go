@@ -109,7 +109,12 @@ func (p *Pool[T]) Acquire(ctx context.Context) (T, error) {
 			}
 			p.busy++
 			p.stats.Hits++
-			p.fillLocked()
+			// Refill when the item is released, so that creating its
+			// replacement does not compete for CPU with the run it serves;
+			// at once only when the pool has run dry.
+			if len(p.idle) == 0 {
+				p.fillLocked()
+			}
 			p.mu.Unlock()
 			return item, nil
 		}
@@ -240,7 +245,7 @@ func (p *Pool[T]) Stats() api.PoolStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := p.stats
-	s.Idle, s.Busy, s.Starting = len(p.idle), p.busy, p.starting
+	s.Idle, s.Busy, s.Starting, s.Removing = len(p.idle), p.busy, p.starting, p.removing
 	s.Target, s.Max = p.opts.MinIdle, p.opts.Max
 	return s
 }

@@ -1,0 +1,289 @@
+// Command bench measures sandboxd against its baselines in one run and
+// prints a markdown table: p50/p95 of python print(1) and node
+// console.log(1) through `sandboxctl run`, through the API alone, through
+// `docker run --rm` and `docker exec` on the same image, and the bare
+// interpreter started inside a running container. It starts its own daemon
+// from -bin; run it through `make bench`.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/client"
+)
+
+type language struct {
+	name, image, ext, code string
+	interp                 []string // argv of the bare interpreter for the code
+}
+
+var languages = []language{
+	{"python", "sandboxd/python:latest", "py", "print(1)", []string{"python3", "-c", "print(1)"}},
+	{"node", "sandboxd/node:latest", "js", "console.log(1)", []string{"node", "-e", "console.log(1)"}},
+}
+
+func main() {
+	bin := flag.String("bin", "bin", "directory with sandboxd, sandboxctl, sandbox-init and plugins/")
+	n := flag.Int("n", 40, "iterations per sandboxd measurement")
+	nDocker := flag.Int("n-docker", 15, "iterations per docker baseline")
+	flag.Parse()
+	if err := run(*bin, *n, *nDocker); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(bin string, n, nDocker int) error {
+	bin, _ = filepath.Abs(bin)
+	d, err := startDaemon(bin)
+	if err != nil {
+		return err
+	}
+	defer d.stop()
+	c := client.New(d.socket)
+	fmt.Printf("# sandboxd benchmark (%s, %d cores)\n\n", time.Now().UTC().Format("2006-01-02"), numCPU())
+	fmt.Println("| language | path | p50 ms | p95 ms | vs docker run --rm | vs docker exec |")
+	fmt.Println("|---|---|---|---|---|---|")
+	for _, l := range languages {
+		prog := filepath.Join(d.dir, "hello."+l.ext)
+		if err := os.WriteFile(prog, []byte(l.code+"\n"), 0o644); err != nil {
+			return err
+		}
+		quiet := func() error { waitQuiet(c, l.name); return nil }
+		ctl := measure(n, quiet, func() error {
+			out, err := exec.Command(filepath.Join(bin, "sandboxctl"), "--socket", d.socket, "run", prog).Output()
+			return check(out, err)
+		})
+		apiRun := func() error {
+			res, err := c.Run(context.Background(), api.RunRequest{Language: l.name, Code: l.code})
+			if err == nil && res.Stdout != "1\n" {
+				err = fmt.Errorf("unexpected output %q", res.Stdout)
+			}
+			return err
+		}
+		apiOnly := measure(n, quiet, apiRun)
+		// Back to back: each run's container removal and its replacement's
+		// creation overlap the next run on these 2 cores.
+		backToBack := measure(n, func() error { waitWarm(c, l.name); return nil }, apiRun)
+		dockerRun := measure(nDocker, nil, func() error {
+			out, err := exec.Command("docker", append([]string{"run", "--rm", "--network", "none", "--log-driver", "none", l.image}, l.interp...)...).Output()
+			return check(out, err)
+		})
+		ctr, err := exec.Command("docker", "run", "-d", "--rm", "--network", "none", "--label", "io.sandboxd.bench=1", "--entrypoint", "sleep", l.image, "600").Output()
+		if err != nil {
+			return fmt.Errorf("starting a baseline container: %v", err)
+		}
+		id := strings.TrimSpace(string(ctr))
+		dockerExec := measure(n, nil, func() error {
+			out, err := exec.Command("docker", append([]string{"exec", id}, l.interp...)...).Output()
+			return check(out, err)
+		})
+		bare, err := bareInterpreter(id, l, n)
+		_ = exec.Command("docker", "rm", "-f", id).Run()
+		if err != nil {
+			return err
+		}
+		rows := []struct {
+			name string
+			s    stats
+		}{
+			{"`sandboxctl run` (whole CLI process)", ctl},
+			{"sandboxd API (`POST /v1/run`)", apiOnly},
+			{"sandboxd API, back to back (pool churning)", backToBack},
+			{"`docker run --rm`", dockerRun},
+			{"`docker exec` (CLI) into a running container", dockerExec},
+			{"bare interpreter inside a running container", bare},
+		}
+		for _, r := range rows {
+			fmt.Printf("| %s | %s | %.1f | %.1f | %s | %s |\n", l.name, r.name, r.s.p50, r.s.p95,
+				ratio(r.s.p50, dockerRun.p50), ratio(r.s.p50, dockerExec.p50))
+		}
+	}
+	st, err := c.Stats(context.Background())
+	if err == nil {
+		for name, p := range st.Pools {
+			fmt.Printf("\npool %s: %d hits, %d misses", name, p.Hits, p.Misses)
+		}
+		fmt.Println()
+	}
+	return nil
+}
+
+// bareInterpreter times the interpreter started by a loop inside the
+// container itself: the floor any sandbox can reach.
+func bareInterpreter(id string, l language, n int) (stats, error) {
+	script := fmt.Sprintf(`i=0; while [ $i -lt %d ]; do s=$(date +%%s%%N); %s >/dev/null; e=$(date +%%s%%N); echo $(( (e-s)/1000 )); i=$((i+1)); done`,
+		n, strings.Join(quote(l.interp), " "))
+	out, err := exec.Command("docker", "exec", id, "sh", "-c", script).Output()
+	if err != nil {
+		return stats{}, fmt.Errorf("timing the bare interpreter: %v", err)
+	}
+	var samples []float64
+	for _, f := range strings.Fields(string(out)) {
+		us, err := strconv.ParseFloat(f, 64)
+		if err == nil {
+			samples = append(samples, us/1000)
+		}
+	}
+	return summarize(samples), nil
+}
+
+func quote(argv []string) []string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return out
+}
+
+// waitWarm waits (untimed) until the language's pool has a warm container.
+func waitWarm(c *client.Client, name string) {
+	waitPool(c, name, func(p api.PoolStats) bool { return p.Idle > 0 })
+}
+
+// waitQuiet waits (untimed) until the pool is full and no container is
+// being created or removed: the latency of a request on a calm host.
+func waitQuiet(c *client.Client, name string) {
+	waitPool(c, name, func(p api.PoolStats) bool { return p.Idle >= p.Target && p.Starting == 0 && p.Removing == 0 })
+}
+
+func waitPool(c *client.Client, name string, ready func(api.PoolStats) bool) {
+	for i := 0; i < 500; i++ {
+		langs, err := c.Languages(context.Background())
+		if err == nil {
+			for _, l := range langs {
+				if l.Name == name && ready(l.Pool) {
+					return
+				}
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+type stats struct{ p50, p95 float64 }
+
+// measure runs prepare (untimed) then op (timed) n times, after one
+// untimed warm-up.
+func measure(n int, prepare, op func() error) stats {
+	var samples []float64
+	for i := 0; i <= n; i++ {
+		if prepare != nil {
+			_ = prepare()
+		}
+		start := time.Now()
+		if err := op(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: sample failed:", err)
+			continue
+		}
+		if i > 0 {
+			samples = append(samples, float64(time.Since(start).Microseconds())/1000)
+		}
+	}
+	return summarize(samples)
+}
+
+func summarize(samples []float64) stats {
+	if len(samples) == 0 {
+		return stats{}
+	}
+	sort.Float64s(samples)
+	at := func(q float64) float64 { return samples[min(len(samples)-1, int(q*float64(len(samples))))] }
+	return stats{p50: at(0.5), p95: at(0.95)}
+}
+
+func ratio(x, base float64) string {
+	if base == 0 || x == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", x/base)
+}
+
+func check(out []byte, err error) error {
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(string(out)) != "1" {
+		return fmt.Errorf("unexpected output %q", out)
+	}
+	return nil
+}
+
+func numCPU() int {
+	out, err := exec.Command("nproc").Output()
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(out)))
+	return n
+}
+
+type daemon struct {
+	dir, socket string
+	cmd         *exec.Cmd
+}
+
+func startDaemon(bin string) (*daemon, error) {
+	dir, err := os.MkdirTemp("/tmp", "sandboxd-bench-")
+	if err != nil {
+		return nil, err
+	}
+	d := &daemon{dir: dir, socket: filepath.Join(dir, "s.sock")}
+	cfg := fmt.Sprintf(`
+socket     = %q
+state_dir  = %q
+plugin_dir = %q
+supervisor = %q
+language "python" {
+  image = "sandboxd/python:latest"
+  pool {
+    min_idle = 2
+    max      = 8
+  }
+}
+language "node" {
+  image = "sandboxd/node:latest"
+  pool {
+    min_idle = 2
+    max      = 8
+  }
+}
+`, d.socket, filepath.Join(dir, "state"), filepath.Join(bin, "plugins"), filepath.Join(bin, "sandbox-init"))
+	if err := os.WriteFile(filepath.Join(dir, "sandboxd.hcl"), []byte(cfg), 0o644); err != nil {
+		return nil, err
+	}
+	logf, err := os.Create(filepath.Join(dir, "sandboxd.log"))
+	if err != nil {
+		return nil, err
+	}
+	d.cmd = exec.Command(filepath.Join(bin, "sandboxd"), "--config", filepath.Join(dir, "sandboxd.hcl"))
+	d.cmd.Stdout, d.cmd.Stderr = logf, logf
+	if err := d.cmd.Start(); err != nil {
+		return nil, err
+	}
+	c := client.New(d.socket)
+	for i := 0; i < 300; i++ {
+		if h, err := c.Health(context.Background()); err == nil && h.Status == "ok" {
+			return d, nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	d.stop()
+	return nil, fmt.Errorf("sandboxd did not start; see %s", logf.Name())
+}
+
+func (d *daemon) stop() {
+	_ = d.cmd.Process.Signal(os.Interrupt)
+	_ = d.cmd.Wait()
+	os.RemoveAll(d.dir)
+}
