@@ -1,0 +1,65 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefaultsFillWhatTheFileLeavesOut(t *testing.T) {
+	cfg, err := Parse("/etc/sandboxd/x.hcl", []byte(`
+plugin_dir = "plugins"
+language "python" {}
+language "node" {
+  image = "img"
+  limits {
+    memory = "1g"
+  }
+  pool {
+    min_idle = 0
+    max = 3
+  }
+}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := Builtin()
+	if cfg.Socket != b.Socket || cfg.Defaults != b.Defaults || cfg.PluginDir != "/etc/sandboxd/plugins" {
+		t.Fatalf("socket %q defaults %+v plugin_dir %q", cfg.Socket, cfg.Defaults, cfg.PluginDir)
+	}
+	py, node := cfg.Languages[0], cfg.Languages[1]
+	if py.Plugin != "python" || py.Pool != defaultPool() || py.Limits != b.Defaults {
+		t.Fatalf("python: %+v", py)
+	}
+	if node.Limits.Memory != 1<<30 || node.Limits.Timeout != 30*time.Second || node.Pool.Max != 3 || node.Pool.MinIdle != 0 {
+		t.Fatalf("node: %+v", node)
+	}
+}
+
+func TestErrorsNameFileLineAndField(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{"nope = 1\nlanguage \"a\" {}", `f.hcl:1,1: Unsupported argument`},
+		{"defaults {\n  timeout = \"soon\"\n}\nlanguage \"a\" {}", `f.hcl:2,3: "timeout" is "soon"`},
+		{"defaults {\n  cpus = 0\n}\nlanguage \"a\" {}", `f.hcl:2,3: "cpus" is 0`},
+		{"defaults {\n  pids = 2\n}\nlanguage \"a\" {}", `"pids" is 2; a process count of at least 8`},
+		{"language \"a\" {}\nlanguage \"a\" {}", `language "a" is defined twice`},
+		{"language \"a\" {\n  pool {\n    max = 0\n  }\n}", `f.hcl:3,5: "max" is 0`},
+		{"language \"a\" {\n  colour = 1\n}", `f.hcl:2,3: Unsupported argument`},
+		{"", "no language blocks"},
+	} {
+		_, err := Parse("f.hcl", []byte(tc.src))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: want %q, got %v", tc.src, tc.want, err)
+		}
+	}
+}
+
+func TestShippedConfigIsValid(t *testing.T) {
+	cfg, err := Load("../sandboxd.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Languages) < 2 || cfg.Defaults.Network != "none" {
+		t.Fatalf("%+v", cfg)
+	}
+}

@@ -1,0 +1,77 @@
+package language
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/hashicorp/go-plugin"
+)
+
+var python = &Interpreted{
+	Meta:        Info{Name: "python", Extensions: []string{"py"}, Aliases: []string{"py"}, DefaultImage: "img", VersionCommand: []string{"python3", "--version"}},
+	MainFile:    "main.py",
+	Interpreter: []string{"python3"},
+	Env:         map[string]string{"PYTHONUNBUFFERED": "1"},
+}
+
+// dial serves impl over real gRPC in-process and returns the host's view.
+func dial(t *testing.T, impl Language) Language {
+	t.Helper()
+	client, _ := plugin.TestPluginGRPCConn(t, false, map[string]plugin.Plugin{PluginName: &Plugin{Impl: impl}})
+	t.Cleanup(func() { client.Close() })
+	raw, err := client.Dispense(PluginName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw.(Language)
+}
+
+func TestShimsRoundTrip(t *testing.T) {
+	l := dial(t, python)
+	info, err := l.Info(context.Background())
+	if err != nil || !reflect.DeepEqual(info, python.Meta) {
+		t.Fatalf("info %+v, %v", info, err)
+	}
+	plan, err := l.Plan(context.Background(), PlanRequest{
+		Files: []File{{Path: "app.py", Content: []byte{0xff, 0}}, {Path: "lib.py", Content: []byte("x"), Mode: 0o600}},
+		Entry: "app.py", Args: []string{"a"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(plan.Steps, []Step{{Name: "run", Argv: []string{"python3", "app.py", "a"}}}) ||
+		!reflect.DeepEqual(plan.Files[0].Content, []byte{0xff, 0}) || plan.Files[1].Mode != 0o600 || plan.Env["PYTHONUNBUFFERED"] != "1" {
+		t.Fatalf("plan %+v", plan)
+	}
+}
+
+func TestInvalidProgramKeepsItsMeaningAcrossGRPC(t *testing.T) {
+	l := dial(t, python)
+	for _, req := range []PlanRequest{
+		{},
+		{Files: []File{{Path: "a.py"}, {Path: "b.py"}}},
+		{Files: []File{{Path: "a.py"}}, Entry: "missing.py"},
+	} {
+		_, err := l.Plan(context.Background(), req)
+		if !errors.Is(err, ErrInvalidProgram) {
+			t.Errorf("%+v: want ErrInvalidProgram, got %v", req, err)
+		}
+	}
+}
+
+func TestInterpretedPlans(t *testing.T) {
+	plan, err := python.Plan(context.Background(), PlanRequest{Code: "print(1)"})
+	if err != nil || plan.Steps[0].Argv[1] != "main.py" || string(plan.Files[0].Content) != "print(1)" {
+		t.Fatalf("code: %+v %v", plan, err)
+	}
+	plan, err = python.Plan(context.Background(), PlanRequest{Files: []File{{Path: "./solo.py"}}})
+	if err != nil || plan.Steps[0].Argv[1] != "./solo.py" {
+		t.Fatalf("single file: %+v %v", plan, err)
+	}
+	plan, err = python.Plan(context.Background(), PlanRequest{Code: "import lib", Files: []File{{Path: "lib.py"}}})
+	if err != nil || plan.Steps[0].Argv[1] != "main.py" || len(plan.Files) != 2 {
+		t.Fatalf("code with companions: %+v %v", plan, err)
+	}
+}

@@ -1,0 +1,138 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// fake items: ints, with counters of creations and destructions.
+type fake struct {
+	created, destroyed atomic.Int64
+	fail               atomic.Bool
+	dead               sync.Map
+}
+
+func (f *fake) hooks() Hooks[int] {
+	return Hooks[int]{
+		Create: func(context.Context) (int, error) {
+			if f.fail.Load() {
+				return 0, errors.New("engine down")
+			}
+			return int(f.created.Add(1)), nil
+		},
+		Destroy: func(int) { f.destroyed.Add(1) },
+		Alive: func(i int) bool {
+			_, dead := f.dead.Load(i)
+			return !dead
+		},
+	}
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for i := 0; i < 200; i++ {
+		if cond() {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("never: %s", what)
+}
+
+func TestFillsToMinIdleAndNeverReuses(t *testing.T) {
+	f := &fake{}
+	p := New(Options{Name: "x", MinIdle: 2, Max: 4, QueueTimeout: time.Second}, f.hooks())
+	eventually(t, "2 idle", func() bool { return p.Stats().Idle == 2 })
+
+	a, err := p.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := p.Stats(); s.Hits != 1 || s.Busy != 1 || s.Idle != 1 || s.Starting != 0 {
+		t.Fatalf("after acquire: %+v (refill waits for the release)", s)
+	}
+	p.Release(a)
+	eventually(t, "refilled after release", func() bool { s := p.Stats(); return s.Idle == 2 && s.Destroyed == 1 })
+	b, _ := p.Acquire(context.Background())
+	if b == a {
+		t.Fatal("an item was handed out twice")
+	}
+	p.Release(b)
+	p.Close(context.Background())
+	if f.created.Load() != f.destroyed.Load() {
+		t.Fatalf("created %d, destroyed %d after Close", f.created.Load(), f.destroyed.Load())
+	}
+}
+
+func TestRefillsAtOnceWhenDry(t *testing.T) {
+	f := &fake{}
+	p := New(Options{Name: "x", MinIdle: 1, Max: 4, QueueTimeout: time.Second}, f.hooks())
+	eventually(t, "1 idle", func() bool { return p.Stats().Idle == 1 })
+	a, _ := p.Acquire(context.Background())
+	eventually(t, "refill while busy", func() bool { return p.Stats().Idle == 1 })
+	p.Release(a)
+	p.Close(context.Background())
+}
+
+func TestExhaustedAfterQueueTimeoutAndQueuedCallerServed(t *testing.T) {
+	f := &fake{}
+	p := New(Options{Name: "x", MinIdle: 0, Max: 1, QueueTimeout: 50 * time.Millisecond}, f.hooks())
+	a, err := p.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Acquire(context.Background()); !errors.Is(err, ErrExhausted) {
+		t.Fatalf("want ErrExhausted, got %v", err)
+	}
+	// A caller that queues gets a container once the busy one is released.
+	p2 := New(Options{Name: "y", MinIdle: 0, Max: 1, QueueTimeout: 2 * time.Second}, f.hooks())
+	b, _ := p2.Acquire(context.Background())
+	got := make(chan error, 1)
+	go func() {
+		c, err := p2.Acquire(context.Background())
+		if err == nil {
+			p2.Release(c)
+		}
+		got <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	p2.Release(b)
+	if err := <-got; err != nil {
+		t.Fatalf("queued caller: %v", err)
+	}
+	p.Release(a)
+	p.Close(context.Background())
+	p2.Close(context.Background())
+}
+
+func TestDeadIdleItemsAreSkipped(t *testing.T) {
+	f := &fake{}
+	p := New(Options{Name: "x", MinIdle: 1, Max: 2, QueueTimeout: time.Second}, f.hooks())
+	eventually(t, "1 idle", func() bool { return p.Stats().Idle == 1 })
+	f.dead.Store(1, true)
+	a, err := p.Acquire(context.Background())
+	if err != nil || a == 1 {
+		t.Fatalf("got %d, %v: a dead item was handed out", a, err)
+	}
+	p.Release(a)
+	p.Close(context.Background())
+}
+
+func TestCreateFailuresBackOffAndReport(t *testing.T) {
+	f := &fake{}
+	f.fail.Store(true)
+	p := New(Options{Name: "x", MinIdle: 2, Max: 2, QueueTimeout: time.Second}, f.hooks())
+	eventually(t, "a failure", func() bool { return p.Stats().Failures > 0 })
+	time.Sleep(100 * time.Millisecond)
+	if s := p.Stats(); s.Failures > 2 || s.LastError != "engine down" {
+		t.Fatalf("no backoff or no error: %+v", s)
+	}
+	if _, err := p.Acquire(context.Background()); err == nil {
+		t.Fatal("acquire succeeded with a failing engine")
+	}
+	p.Close(context.Background())
+}

@@ -1,0 +1,143 @@
+package supervisor
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fakeSupervisor answers on the other end of pipes with scripted replies.
+type fakeSupervisor struct {
+	in  *bufio.Scanner // what the host sent
+	out io.WriteCloser // what we say
+}
+
+func newPair(t *testing.T) (*Conn, *fakeSupervisor) {
+	hostR, supW := io.Pipe()
+	supR, hostW := io.Pipe()
+	t.Cleanup(func() { supW.Close(); hostW.Close() })
+	sc := bufio.NewScanner(supR)
+	sc.Buffer(make([]byte, 1<<20), MaxLine)
+	return NewConn(hostR, hostW), &fakeSupervisor{in: sc, out: supW}
+}
+
+func (f *fakeSupervisor) next(t *testing.T) Message {
+	t.Helper()
+	for f.in.Scan() {
+		if len(f.in.Bytes()) == 0 {
+			continue
+		}
+		var m Message
+		if err := json.Unmarshal(f.in.Bytes(), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	t.Fatal("host closed")
+	return Message{}
+}
+
+func (f *fakeSupervisor) say(m Message) {
+	b, _ := json.Marshal(m)
+	_, _ = f.out.Write(append(b, '\n'))
+}
+
+func TestHelloChecksNonceAndVersion(t *testing.T) {
+	c, f := newPair(t)
+	go func() {
+		m := f.next(t)
+		f.say(Message{Op: OpHello, Nonce: "stale", Version: Version}) // from an old connection: ignored
+		f.say(Message{Op: OpHello, Nonce: m.Nonce, Version: Version})
+	}()
+	if err := c.Hello(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c2, f2 := newPair(t)
+	go func() { m := f2.next(t); f2.say(Message{Op: OpHello, Nonce: m.Nonce, Version: 99}) }()
+	if err := c2.Hello(context.Background()); !errors.Is(err, ErrDead) {
+		t.Fatalf("wrong version accepted: %v", err)
+	}
+}
+
+func TestExecEnforcesOutputLimitItself(t *testing.T) {
+	c, f := newPair(t)
+	go func() {
+		m := f.next(t)
+		// A supervisor that ignores the limit, and chatter for other ids.
+		f.say(Message{Op: OpOut, ID: m.ID, Stream: Stdout, Data: []byte(strings.Repeat("x", 100))})
+		f.say(Message{Op: OpOut, ID: m.ID + 7, Stream: Stdout, Data: []byte("not yours")})
+		f.say(Message{Op: OpOut, ID: m.ID, Stream: Stderr, Data: []byte("e")})
+		f.say(Message{Op: OpExit, ID: m.ID, Result: &ExecResult{ExitCode: 3}})
+	}()
+	var got [2]strings.Builder
+	res, err := c.Exec(context.Background(), ExecRequest{Argv: []string{"x"}, OutputLimit: 10, TimeoutMS: 1000}, nil,
+		func(stream string, data []byte) {
+			if stream == Stdout {
+				got[0].Write(data)
+			} else {
+				got[1].Write(data)
+			}
+		})
+	if err != nil || res.ExitCode != 3 || got[0].String() != strings.Repeat("x", 10) || got[1].String() != "e" {
+		t.Fatalf("res %+v err %v stdout %q stderr %q", res, err, got[0].String(), got[1].String())
+	}
+}
+
+func TestProtocolViolationsKillTheConnection(t *testing.T) {
+	for _, bad := range []string{
+		"not json\n",
+		`{"op":"out","id":1,"stream":"fd3","data":"eA=="}` + "\n",
+		`{"op":"exit","id":1}` + "\n",
+		`{"op":"launch-missiles","id":1}` + "\n",
+	} {
+		c, f := newPair(t)
+		go func() { f.next(t); _, _ = f.out.Write([]byte(bad)) }()
+		_, err := c.Exec(context.Background(), ExecRequest{Argv: []string{"x"}, TimeoutMS: 1000}, nil, nil)
+		if !errors.Is(err, ErrDead) {
+			t.Errorf("%q: want ErrDead, got %v", bad, err)
+		}
+	}
+}
+
+func TestStdinIsFlowControlled(t *testing.T) {
+	c, f := newPair(t)
+	input := strings.Repeat("y", 3*StdinChunk+5)
+	done := make(chan string)
+	go func() {
+		m := f.next(t)
+		var got strings.Builder
+		for {
+			in := f.next(t)
+			if in.Op == OpStdinClose {
+				break
+			}
+			got.Write(in.Data)
+			f.say(Message{Op: OpStdinAck, ID: m.ID})
+		}
+		f.say(Message{Op: OpExit, ID: m.ID, Result: &ExecResult{}})
+		done <- got.String()
+	}()
+	if _, err := c.Exec(context.Background(), ExecRequest{Argv: []string{"x"}, TimeoutMS: 5000}, strings.NewReader(input), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-done; got != input {
+		t.Fatalf("stdin arrived as %d bytes, want %d", len(got), len(input))
+	}
+}
+
+func TestSilentSupervisorIsDeclaredDead(t *testing.T) {
+	c, f := newPair(t)
+	go func() { f.next(t); f.next(t) }() // reads exec and kill, never answers
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := c.Exec(ctx, ExecRequest{Argv: []string{"x"}, TimeoutMS: 60000}, nil, nil)
+	if !errors.Is(err, ErrDead) || time.Since(start) > killGrace+time.Second {
+		t.Fatalf("err %v after %s", err, time.Since(start))
+	}
+}
