@@ -1,10 +1,13 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -138,4 +141,52 @@ func readFile(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestCrashedPluginIsRestarted kills the python plugin under the daemon:
+// the daemon stays up and the plugin comes back for the next requests.
+func TestCrashedPluginIsRestarted(t *testing.T) {
+	d := testutil.StartDaemon(t, testutil.Options{})
+	pid := pluginPID(t, d.PID(), "sandbox-lang-python")
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var out string
+	var code int
+	waitFor(t, "a run after the plugin crash", func() bool {
+		out, _, code = d.Ctl("", "run", writeFile(t, "a.py", "print('back')"))
+		return code == 0
+	})
+	if out != "back\n" {
+		t.Fatalf("stdout %q", out)
+	}
+	if pluginPID(t, d.PID(), "sandbox-lang-python") == pid {
+		t.Fatal("the same plugin process answered after SIGKILL")
+	}
+	list, _, _ := d.Ctl("", "plugins")
+	if !strings.Contains(list, "sandbox-lang-python") {
+		t.Fatalf("plugins: %s", list)
+	}
+	if out, _, code := d.Ctl("", "status"); code != 0 {
+		t.Fatalf("status after restart: %s", out)
+	}
+}
+
+// pluginPID finds a plugin process among the daemon's children.
+func pluginPID(t *testing.T, daemon int, name string) int {
+	t.Helper()
+	// Each thread lists the children it forked; Go forks from any thread.
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", daemon))
+	var children []string
+	for _, task := range tasks {
+		children = append(children, strings.Fields(readFile(t, task))...)
+	}
+	for _, f := range children {
+		pid, _ := strconv.Atoi(f)
+		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && filepath.Base(exe) == name {
+			return pid
+		}
+	}
+	t.Fatalf("no %s process under sandboxd %d", name, daemon)
+	return 0
 }

@@ -233,6 +233,9 @@ func (d *Daemon) start() {
 	}
 }
 
+// PID is the daemon's process id.
+func (d *Daemon) PID() int { return d.cmd.Process.Pid }
+
 // Client returns a client for this daemon.
 func (d *Daemon) Client() *client.Client { return client.New(d.Socket) }
 
