@@ -27,10 +27,26 @@ if ! command -v dockerd >/dev/null 2>&1 || ! command -v debootstrap >/dev/null 2
 	rm -f /usr/sbin/policy-rc.d
 fi
 
-if [ -S /var/run/docker.sock ] && ! docker info >/dev/null 2>&1; then
-	say "removing a stale /var/run/docker.sock"
-	rm -f /var/run/docker.sock
+# A dockerd that is still starting or shutting down owns the pid file: wait
+# for it. Files left by one that died (a machine's previous session) go.
+running_dockerd() {
+	local pid
+	pid=$(cat /var/run/docker.pid 2>/dev/null) || return 1
+	[ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = dockerd ]
+}
+for _ in $(seq 1 60); do
+	running_dockerd || break
+	if docker info >/dev/null 2>&1; then
+		say "engine answers"
+		exit 0
+	fi
+	sleep 0.5
+done
+if running_dockerd; then
+	say "dockerd $(cat /var/run/docker.pid) runs but does not answer; stop it, then run this again"
+	exit 1
 fi
+rm -f /var/run/docker.pid /var/run/docker.sock
 
 say "starting dockerd (log: $log)"
 nohup dockerd --bridge=none --iptables=false --ip-masq=false >>"$log" 2>&1 </dev/null &
