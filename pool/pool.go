@@ -225,15 +225,7 @@ func (p *Pool[T]) createIdle() {
 	p.failures = 0
 	p.stats.Created++
 	if p.closed {
-		p.removing++
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			p.hooks.Destroy(item)
-			p.mu.Lock()
-			p.removing--
-			p.mu.Unlock()
-		}()
+		p.destroyLocked(item)
 		return
 	}
 	p.stats.LastError = ""
