@@ -186,6 +186,16 @@ func TestOneShot(t *testing.T) {
 			t.Fatalf("exit %d, stdout %q, stderr %q", res.ExitCode, res.Stdout, res.Stderr)
 		}
 	})
+	t.Run("preinstalled packages", func(t *testing.T) {
+		res := run(t, c, api.RunRequest{Language: "python", Code: "import numpy, pandas, requests\nprint(int(numpy.arange(4).sum()), len(pandas.DataFrame({'a': [1, 2]})))\n"})
+		if res.ExitCode != 0 || res.Stdout != "6 2\n" {
+			t.Fatalf("python: %d %q %q", res.ExitCode, res.Stdout, res.Stderr)
+		}
+		res = run(t, c, api.RunRequest{Language: "node", Code: "const ts = require('/usr/share/nodejs/typescript'); console.log(ts.transpile('let x: number = 1'))"})
+		if res.ExitCode != 0 || !strings.Contains(res.Stdout, "var x = 1;") {
+			t.Fatalf("node: %d %q %q", res.ExitCode, res.Stdout, res.Stderr)
+		}
+	})
 	t.Run("history records executions", func(t *testing.T) {
 		res := run(t, c, api.RunRequest{Language: "node", Code: "process.exit(7)"})
 		var found bool
