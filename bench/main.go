@@ -159,13 +159,8 @@ func waitQuiet(c *client.Client, name string) {
 
 func waitPool(c *client.Client, name string, ready func(api.PoolStats) bool) {
 	for i := 0; i < 500; i++ {
-		langs, err := c.Languages(context.Background())
-		if err == nil {
-			for _, l := range langs {
-				if l.Name == name && ready(l.Pool) {
-					return
-				}
-			}
+		if pools, err := c.Pools(context.Background()); err == nil && ready(pools[name]) {
+			return
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

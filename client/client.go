@@ -124,6 +124,12 @@ func (c *Client) Languages(ctx context.Context) ([]api.Language, error) {
 	return l.Languages, c.call(ctx, http.MethodGet, "/v1/languages", nil, &l)
 }
 
+// Pools returns each language's warm pool figures (no engine calls).
+func (c *Client) Pools(ctx context.Context) (map[string]api.PoolStats, error) {
+	var p map[string]api.PoolStats
+	return p, c.call(ctx, http.MethodGet, "/v1/pools", nil, &p)
+}
+
 // Plugins lists the plugins and their health.
 func (c *Client) Plugins(ctx context.Context) ([]api.Plugin, error) {
 	var l api.PluginList

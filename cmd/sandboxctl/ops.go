@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -96,22 +97,23 @@ func newPoolsCmd(g *globals) *cobra.Command {
 		Use:   "pools",
 		Short: "Show warm pool figures per language",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			langs, err := g.client().Languages(cmd.Context())
+			pools, err := g.client().Pools(cmd.Context())
 			if err != nil {
 				return apiFailure(err)
 			}
 			if asJSON {
-				pools := map[string]any{}
-				for _, l := range langs {
-					pools[l.Name] = l.Pool
-				}
 				return printJSON(pools)
 			}
-			table("LANGUAGE\tIDLE\tBUSY\tSTARTING\tTARGET\tMAX\tHITS\tMISSES\tCREATED\tDESTROYED\tFAILURES\tLAST ERROR", func(w *tabwriter.Writer) {
-				for _, l := range langs {
-					p := l.Pool
-					fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", l.Name, p.Idle, p.Busy, p.Starting,
-						p.Target, p.Max, p.Hits, p.Misses, p.Created, p.Destroyed, p.Failures, p.LastError)
+			names := make([]string, 0, len(pools))
+			for name := range pools {
+				names = append(names, name)
+			}
+			sort.Strings(names)
+			table("LANGUAGE\tIDLE\tBUSY\tSTARTING\tREMOVING\tTARGET\tMAX\tHITS\tMISSES\tCREATED\tDESTROYED\tFAILURES\tLAST ERROR", func(w *tabwriter.Writer) {
+				for _, name := range names {
+					p := pools[name]
+					fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", name, p.Idle, p.Busy, p.Starting,
+						p.Removing, p.Target, p.Max, p.Hits, p.Misses, p.Created, p.Destroyed, p.Failures, p.LastError)
 				}
 			})
 			return nil

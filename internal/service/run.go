@@ -338,55 +338,49 @@ func decodeBytes(s, encoding string) ([]byte, error) {
 // effectiveLimits applies the request's limits under the language's
 // ceilings: lower is fine, higher is an error that names the ceiling.
 func effectiveLimits(lc config.Language, req api.RunRequest) (config.Limits, *api.Error) {
-	ceil := lc.Limits
-	eff := ceil
+	eff := lc.Limits
 	var rl api.Limits
 	if req.Limits != nil {
 		rl = *req.Limits
 	}
-	timeout := time.Duration(req.Timeout)
+	timeout := req.Timeout
 	if timeout == 0 {
-		timeout = time.Duration(rl.Timeout)
+		timeout = rl.Timeout
 	}
-	check := func(name string, asked, ceiling int64, show func(int64) string) *api.Error {
-		if asked < 0 {
-			return apiErr(api.CodeInvalidRequest, "%s must not be negative", name)
+	// lower returns the asked value, or the ceiling when nothing was asked.
+	lower := func(name string, asked, ceiling, minimum int64, show func(int64) string) (int64, *api.Error) {
+		switch {
+		case asked == 0:
+			return ceiling, nil
+		case asked < 0:
+			return 0, apiErr(api.CodeInvalidRequest, "%s must not be negative", name)
+		case asked > ceiling:
+			return 0, apiErr(api.CodeInvalidRequest, "%s %s is above the ceiling %s for %s (raise it in sandboxd.hcl)", name, show(asked), show(ceiling), lc.Name)
+		case asked < minimum:
+			return 0, apiErr(api.CodeInvalidRequest, "%s %s is below the minimum %s", name, show(asked), show(minimum))
 		}
-		if asked > ceiling {
-			return apiErr(api.CodeInvalidRequest, "%s %s is above the ceiling %s for %s (raise it in sandboxd.hcl)", name, show(asked), show(ceiling), lc.Name)
-		}
-		return nil
+		return asked, nil
 	}
 	dur := func(n int64) string { return time.Duration(n).String() }
 	size := func(n int64) string { return api.ByteSize(n).String() }
 	num := func(n int64) string { return fmt.Sprint(n) }
-	for _, c := range []struct {
-		name     string
-		asked    int64
-		dst      *int64
-		ceiling  int64
-		show     func(int64) string
-		minimum  int64
-		minLabel string
-	}{
-		{"timeout", int64(timeout), (*int64)(&eff.Timeout), int64(ceil.Timeout), dur, int64(time.Millisecond), "1ms"},
-		{"memory", int64(rl.Memory), &eff.Memory, ceil.Memory, size, 16 << 20, "16MiB"},
-		{"pids", rl.Pids, &eff.Pids, ceil.Pids, num, 8, "8"},
-		{"output_limit", int64(rl.OutputLimit), &eff.OutputLimit, ceil.OutputLimit, size, 1, "1B"},
-	} {
-		if err := check(c.name, c.asked, c.ceiling, c.show); err != nil {
-			return eff, err
-		}
-		if c.asked == 0 {
-			continue
-		}
-		if c.asked < c.minimum {
-			return eff, apiErr(api.CodeInvalidRequest, "%s %s is below the minimum %s", c.name, c.show(c.asked), c.minLabel)
-		}
-		*c.dst = c.asked
+	var t int64
+	var err *api.Error
+	if t, err = lower("timeout", int64(timeout), int64(eff.Timeout), int64(time.Millisecond), dur); err != nil {
+		return eff, err
 	}
-	if rl.CPUs < 0 || rl.CPUs > ceil.CPUs {
-		return eff, apiErr(api.CodeInvalidRequest, "cpus %g must be between 0.01 and the ceiling %g for %s", rl.CPUs, ceil.CPUs, lc.Name)
+	eff.Timeout = time.Duration(t)
+	if eff.Memory, err = lower("memory", int64(rl.Memory), eff.Memory, 16<<20, size); err != nil {
+		return eff, err
+	}
+	if eff.Pids, err = lower("pids", rl.Pids, eff.Pids, 8, num); err != nil {
+		return eff, err
+	}
+	if eff.OutputLimit, err = lower("output_limit", int64(rl.OutputLimit), eff.OutputLimit, 1, size); err != nil {
+		return eff, err
+	}
+	if rl.CPUs < 0 || rl.CPUs > eff.CPUs {
+		return eff, apiErr(api.CodeInvalidRequest, "cpus %g must be between 0.01 and the ceiling %g for %s", rl.CPUs, eff.CPUs, lc.Name)
 	}
 	if rl.CPUs > 0 {
 		eff.CPUs = max(rl.CPUs, 0.01)
