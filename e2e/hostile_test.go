@@ -104,6 +104,34 @@ language "node" {
 				}
 				return ""
 			}},
+		{"memory bomb in the main process", "x = []\nwhile True: x.append(bytearray(16 << 20))\n",
+			func(r *api.RunResult) string {
+				if !r.OOMKilled || r.ExitCode != 137 {
+					return "the OOM kill must be reported with exit 137"
+				}
+				return ""
+			}},
+		{"stdout flood without newlines", "import sys\nwhile True: sys.stdout.write('o' * 65536)\n",
+			func(r *api.RunResult) string {
+				if !r.Truncated || !r.TimedOut || int64(len(r.Stdout)) != 1<<20 || r.StdoutBytes <= 1<<20 {
+					return "stdout must be capped at output_limit, counted past it and flagged"
+				}
+				return ""
+			}},
+		{"64 MiB on stdin, never read", "import time\ntime.sleep(0.5)\nprint('never read it')\n",
+			func(r *api.RunResult) string {
+				if r.ExitCode != 0 || r.TimedOut || r.Stdout != "never read it\n" {
+					return "the program must end on its own while its stdin is still being fed"
+				}
+				return ""
+			}},
+		{"invalid UTF-8 output", "import sys\nsys.stdout.buffer.write(b'ok \\xff\\xfe \\xc3')\n",
+			func(r *api.RunResult) string {
+				if r.StdoutEncoding != api.EncodingBase64 || r.Stdout != "b2sg//4gww==" {
+					return "bytes that are not UTF-8 must come back exactly, as base64"
+				}
+				return ""
+			}},
 		{"stderr flood", "import sys\nwhile True: sys.stderr.write('e' * 65536)\n",
 			func(r *api.RunResult) string {
 				if !r.Truncated || !r.TimedOut || int64(len(r.Stderr)) > 1<<20 {
@@ -114,6 +142,7 @@ language "node" {
 		{"closes stdout and keeps running", "import os, time\nprint('bye', flush=True)\nos.close(1)\nos.close(2)\ntime.sleep(10**6)\n", timedOut},
 		{"zombie army", "import os, time\nfor _ in range(100):\n    if os.fork() == 0: os._exit(0)\ntime.sleep(10**6)\n", timedOut},
 	}
+	stdin := map[string]string{"64 MiB on stdin, never read": strings.Repeat("x", 64<<20)}
 	var wg sync.WaitGroup
 	for _, tc := range cases {
 		wg.Add(1)
@@ -121,7 +150,7 @@ language "node" {
 			defer wg.Done()
 			t.Parallel()
 			start := time.Now()
-			res, err := c.Run(context.Background(), api.RunRequest{Language: "python", Code: tc.code, Timeout: api.Duration(deadline)})
+			res, err := c.Run(context.Background(), api.RunRequest{Language: "python", Code: tc.code, Stdin: stdin[tc.name], Timeout: api.Duration(deadline)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,12 +3,14 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -157,6 +159,28 @@ func TestOneShot(t *testing.T) {
 		}
 		if gap := times[2].Sub(times[0]); gap < 600*time.Millisecond {
 			t.Fatalf("events arrived together (%s apart): not streamed", gap)
+		}
+	})
+	t.Run("sandboxctl run prints each line as it comes", func(t *testing.T) {
+		prog := writeFile(t, "tick.py", "import time\nfor i in range(3):\n    print('tick', i)\n    time.sleep(1)\n")
+		cmd := exec.Command(filepath.Join(d.Bin, "sandboxctl"), "--socket", d.Socket, "run", prog)
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lines := bufio.NewScanner(stdout)
+		var arrivals []time.Time
+		for lines.Scan() {
+			arrivals = append(arrivals, time.Now())
+		}
+		if err := cmd.Wait(); err != nil || len(arrivals) != 3 {
+			t.Fatalf("exit %v, %d lines", err, len(arrivals))
+		}
+		if gap := arrivals[2].Sub(arrivals[0]); gap < 1500*time.Millisecond {
+			t.Fatalf("lines arrived together (%s apart): not printed live", gap)
 		}
 	})
 	t.Run("binary output is base64, never mangled", func(t *testing.T) {

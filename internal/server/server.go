@@ -22,8 +22,9 @@ import (
 	"github.com/sandboxd/sandboxd/internal/service"
 )
 
-// maxBody bounds a request body: code, files and stdin together.
-const maxBody = 64 << 20
+// maxBody bounds a request body: code, files and stdin together (64 MiB of
+// stdin must fit, with room for JSON escaping).
+const maxBody = 128 << 20
 
 // New returns the API handler.
 func New(svc *service.Service, log hclog.Logger) http.Handler {
