@@ -21,6 +21,14 @@ defaults {                    # ceilings a request may lower, never raise
   output_limit = "1MiB"
 }
 
+sessions {
+  ttl          = "1h"         # default lifetime; a request may ask up to max_ttl
+  max_ttl      = "24h"
+  idle_timeout = "10m"        # expire after this long unused
+  max          = 32           # sessions at once; more get too_many_sessions (429)
+  max_transfer = "256MiB"     # per file upload or download
+}
+
 language "python" {
   plugin = "python"           # bin/plugins/sandbox-lang-python
   image  = "sandboxd/python:latest"

@@ -18,6 +18,11 @@ const (
 	CodePluginUnavailable  = "plugin_unavailable"
 	CodeShuttingDown       = "shutting_down"
 	CodeInternal           = "internal"
+	CodeConflict           = "conflict"          // e.g. deleting a project sessions use
+	CodeTooManySessions    = "too_many_sessions" // the sessions ceiling is reached
+	CodeSessionLost        = "session_lost"      // its container is gone
+	CodeTooLarge           = "too_large"         // a transfer over the limit
+	CodeNoSpace            = "no_space"          // the workspace is full
 )
 
 // Encodings of byte content in JSON. Text is the default: valid UTF-8 is
@@ -101,6 +106,7 @@ type Finding struct {
 type RunResult struct {
 	ID             string    `json:"id"`
 	Language       string    `json:"language"`
+	Session        string    `json:"session,omitempty"` // set for a session exec
 	ExitCode       int       `json:"exit_code"`
 	Signal         string    `json:"signal,omitempty"`
 	Stdout         string    `json:"stdout"`
@@ -144,8 +150,9 @@ type Event struct {
 // Execution is one recorded execution, as GET /v1/executions lists them.
 type Execution struct {
 	ID          string    `json:"id"`
-	Kind        string    `json:"kind"` // run
+	Kind        string    `json:"kind"` // run or exec
 	Language    string    `json:"language"`
+	Session     string    `json:"session,omitempty"`
 	StartedAt   time.Time `json:"started_at"`
 	ExitCode    int       `json:"exit_code"`
 	Signal      string    `json:"signal,omitempty"`
@@ -244,4 +251,114 @@ type Stats struct {
 	InFlight   int64                `json:"in_flight"`
 	Outcomes   map[string]uint64    `json:"outcomes"` // ok, nonzero, timeout, oom, error
 	Pools      map[string]PoolStats `json:"pools"`
+}
+
+// SessionRequest is the body of POST /v1/sessions.
+type SessionRequest struct {
+	Language    string            `json:"language"`
+	Limits      *Limits           `json:"limits,omitempty"`
+	Env         map[string]string `json:"env,omitempty"`
+	TTL         Duration          `json:"ttl,omitempty"`
+	IdleTimeout Duration          `json:"idle_timeout,omitempty"`
+	Project     string            `json:"project,omitempty"` // id or name
+}
+
+// Session states.
+const (
+	SessionActive = "active"
+	SessionLost   = "lost" // its container vanished (found so at a daemon restart)
+)
+
+// Session is a container of one's own that keeps its files across
+// executions until it is deleted or expires.
+type Session struct {
+	ID          string            `json:"id"`
+	Language    string            `json:"language"`
+	State       string            `json:"state"`
+	Error       string            `json:"error,omitempty"` // why it was lost
+	Project     string            `json:"project,omitempty"`
+	CreatedAt   time.Time         `json:"created_at"`
+	ExpiresAt   time.Time         `json:"expires_at"`
+	LastUsedAt  time.Time         `json:"last_used_at"`
+	IdleTimeout Duration          `json:"idle_timeout"`
+	Limits      Limits            `json:"limits"`
+	Env         map[string]string `json:"env,omitempty"`
+	ContainerID string            `json:"container_id"`
+	Executions  int               `json:"executions"`
+}
+
+// SessionList is the body of GET /v1/sessions.
+type SessionList struct {
+	Sessions []Session `json:"sessions"`
+}
+
+// ExecRequest is the body of POST /v1/sessions/{id}/exec: a command (argv)
+// or a program in the session's language (code or files, as for run).
+type ExecRequest struct {
+	Argv          []string          `json:"argv,omitempty"`
+	Code          string            `json:"code,omitempty"`
+	Files         []File            `json:"files,omitempty"`
+	Entry         string            `json:"entry,omitempty"`
+	Args          []string          `json:"args,omitempty"`
+	Stdin         string            `json:"stdin,omitempty"`
+	StdinEncoding string            `json:"stdin_encoding,omitempty"`
+	Cwd           string            `json:"cwd,omitempty"` // relative to /workspace
+	Env           map[string]string `json:"env,omitempty"`
+	Timeout       Duration          `json:"timeout,omitempty"`
+	Limits        *Limits           `json:"limits,omitempty"` // timeout and output_limit apply
+}
+
+// FileEntry is one file of a session listing. Links are reported, never
+// followed.
+type FileEntry struct {
+	Path    string    `json:"path"` // relative to /workspace
+	Type    string    `json:"type"` // file, dir, symlink, fifo, socket, device
+	Size    int64     `json:"size"`
+	Mode    string    `json:"mode"` // octal permission bits, e.g. "0644"
+	ModTime time.Time `json:"mtime"`
+	Target  string    `json:"target,omitempty"` // where a symlink points
+}
+
+// FileList is the body of GET /v1/sessions/{id}/files.
+type FileList struct {
+	Path    string      `json:"path"`
+	Entries []FileEntry `json:"entries"`
+}
+
+// FileWritten answers an upload.
+type FileWritten struct {
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+}
+
+// ContentTypeTar marks a directory download.
+const ContentTypeTar = "application/x-tar"
+
+// ProjectRequest is the body of POST /v1/projects.
+type ProjectRequest struct {
+	Name string `json:"name"`
+}
+
+// Project is a persistent set of files that sessions see read-only at
+// /workspace/project_files. Content is stored once per SHA-256.
+type Project struct {
+	ID        string        `json:"id"`
+	Name      string        `json:"name"`
+	CreatedAt time.Time     `json:"created_at"`
+	Files     []ProjectFile `json:"files"`
+	Size      int64         `json:"size"`
+	Sessions  []string      `json:"sessions,omitempty"` // active sessions that mount it
+}
+
+// ProjectFile is one file of a project.
+type ProjectFile struct {
+	Name    string    `json:"name"`
+	Size    int64     `json:"size"`
+	SHA256  string    `json:"sha256"`
+	AddedAt time.Time `json:"added_at"`
+}
+
+// ProjectList is the body of GET /v1/projects.
+type ProjectList struct {
+	Projects []Project `json:"projects"`
 }

@@ -53,21 +53,26 @@ func New(socket string) *Client {
 // Socket is the socket this client dials.
 func (c *Client) Socket() string { return c.socket }
 
+// do sends a JSON body (if any) and returns the response as it is.
 func (c *Client) do(ctx context.Context, method, path string, body any, accept string) (*http.Response, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return nil, err
-		}
-		rd = bytes.NewReader(b)
+	if body == nil {
+		return c.doRaw(ctx, method, path, nil, "", accept)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://sandboxd"+path, rd)
+	b, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	return c.doRaw(ctx, method, path, bytes.NewReader(b), "application/json", accept)
+}
+
+// doRaw sends body as it is, with its content type.
+func (c *Client) doRaw(ctx context.Context, method, path string, body io.Reader, contentType, accept string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "http://sandboxd"+path, body)
+	if err != nil {
+		return nil, err
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	if accept != "" {
 		req.Header.Set("Accept", accept)
@@ -82,13 +87,19 @@ func (c *Client) do(ctx context.Context, method, path string, body any, accept s
 	return resp, nil
 }
 
-// call sends body and decodes a JSON answer into out, or the error body.
-// okStatuses lists non-2xx statuses whose body is still out's type.
+// call sends body and decodes a JSON answer into out (nil: no answer
+// expected), or the error body. okStatuses lists non-2xx statuses whose
+// body is still out's type.
 func (c *Client) call(ctx context.Context, method, path string, body, out any, okStatuses ...int) error {
 	resp, err := c.do(ctx, method, path, body, "")
 	if err != nil {
 		return err
 	}
+	return readJSON(resp, out, okStatuses...)
+}
+
+// readJSON decodes and closes a response.
+func readJSON(resp *http.Response, out any, okStatuses ...int) error {
 	defer resp.Body.Close()
 	ok := resp.StatusCode/100 == 2
 	for _, s := range okStatuses {
@@ -97,8 +108,11 @@ func (c *Client) call(ctx context.Context, method, path string, body, out any, o
 	if !ok {
 		return decodeError(resp)
 	}
+	if out == nil {
+		return nil
+	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("reading sandboxd's answer to %s %s: %w", method, path, err)
+		return fmt.Errorf("reading sandboxd's answer to %s %s: %w", resp.Request.Method, resp.Request.URL.Path, err)
 	}
 	return nil
 }
@@ -164,7 +178,12 @@ func (c *Client) Run(ctx context.Context, req api.RunRequest) (*api.RunResult, e
 // RunStream runs a program and calls onEvent for each stdout and stderr
 // event as the program produces it; it returns the final result.
 func (c *Client) RunStream(ctx context.Context, req api.RunRequest, onEvent func(api.Event)) (*api.RunResult, error) {
-	resp, err := c.do(ctx, http.MethodPost, "/v1/run", req, api.ContentTypeNDJSON)
+	return c.stream(ctx, "/v1/run", req, onEvent)
+}
+
+// stream posts req asking for NDJSON and follows the events to the result.
+func (c *Client) stream(ctx context.Context, path string, req any, onEvent func(api.Event)) (*api.RunResult, error) {
+	resp, err := c.do(ctx, http.MethodPost, path, req, api.ContentTypeNDJSON)
 	if err != nil {
 		return nil, err
 	}

@@ -28,7 +28,17 @@ type Config struct {
 	Supervisor string // host path of sandbox-init
 	Docker     Docker
 	Defaults   Limits
+	Sessions   Sessions
 	Languages  []Language
+}
+
+// Sessions bounds sessions and their file transfers.
+type Sessions struct {
+	TTL         time.Duration // default lifetime
+	MaxTTL      time.Duration // the longest a request may ask for
+	IdleTimeout time.Duration // default time without use before expiry
+	Max         int           // sessions at once
+	MaxTransfer int64         // bytes per upload or download
 }
 
 // Docker is the engine section.
@@ -81,6 +91,10 @@ func Builtin() Config {
 			Network:     "none",
 			OutputLimit: 1 << 20,
 		},
+		Sessions: Sessions{
+			TTL: time.Hour, MaxTTL: 24 * time.Hour, IdleTimeout: 10 * time.Minute,
+			Max: 32, MaxTransfer: 256 << 20,
+		},
 	}
 }
 
@@ -95,6 +109,7 @@ type fileSchema struct {
 	Supervisor *string          `hcl:"supervisor,optional"`
 	Docker     *dockerSchema    `hcl:"docker,block"`
 	Defaults   *limitsSchema    `hcl:"defaults,block"`
+	Sessions   *sessionsSchema  `hcl:"sessions,block"`
 	Languages  []languageSchema `hcl:"language,block"`
 	Body       hcl.Body         `hcl:",body"`
 }
@@ -113,6 +128,15 @@ type limitsSchema struct {
 	Disk        *string  `hcl:"disk,optional"`
 	Network     *string  `hcl:"network,optional"`
 	OutputLimit *string  `hcl:"output_limit,optional"`
+	Body        hcl.Body `hcl:",body"`
+}
+
+type sessionsSchema struct {
+	TTL         *string  `hcl:"ttl,optional"`
+	MaxTTL      *string  `hcl:"max_ttl,optional"`
+	IdleTimeout *string  `hcl:"idle_timeout,optional"`
+	Max         *int     `hcl:"max,optional"`
+	MaxTransfer *string  `hcl:"max_transfer,optional"`
 	Body        hcl.Body `hcl:",body"`
 }
 
@@ -240,6 +264,10 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 		cfg.Defaults = v.limits(fs.Defaults, cfg.Defaults)
 	}
 
+	if fs.Sessions != nil {
+		cfg.Sessions = v.sessions(fs.Sessions, cfg.Sessions)
+	}
+
 	seen := map[string]bool{}
 	for _, ls := range fs.Languages {
 		if seen[ls.Name] {
@@ -269,6 +297,31 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 		})
 	}
 	return &cfg
+}
+
+func (v *validator) sessions(ss *sessionsSchema, s Sessions) Sessions {
+	if ss.MaxTTL != nil {
+		s.MaxTTL = v.duration(ss.Body, "max_ttl", *ss.MaxTTL, time.Second, 30*24*time.Hour)
+	}
+	if ss.TTL != nil {
+		s.TTL = v.duration(ss.Body, "ttl", *ss.TTL, time.Second, s.MaxTTL)
+	}
+	if ss.IdleTimeout != nil {
+		s.IdleTimeout = v.duration(ss.Body, "idle_timeout", *ss.IdleTimeout, time.Second, s.MaxTTL)
+	}
+	if ss.Max != nil {
+		s.Max = *ss.Max
+		if s.Max < 0 || s.Max > 4096 {
+			v.fail(ss.Body, "max", fmt.Sprintf("is %d", s.Max), "a number of sessions from 0 (no sessions) to 4096")
+		}
+	}
+	if ss.MaxTransfer != nil {
+		s.MaxTransfer = v.size(ss.Body, "max_transfer", *ss.MaxTransfer, 1<<10)
+	}
+	if s.TTL > s.MaxTTL {
+		v.fail(ss.Body, "ttl", fmt.Sprintf("(%s) is above max_ttl (%s)", s.TTL, s.MaxTTL), "ttl must not exceed max_ttl")
+	}
+	return s
 }
 
 func (v *validator) pool(ps *poolSchema, p Pool) Pool {

@@ -152,6 +152,22 @@ func (p *Pool[T]) Acquire(ctx context.Context) (T, error) {
 	}
 }
 
+// Take is Acquire for an item that never comes back (a session's
+// container): the pool stops counting it, refills at once, and the caller
+// destroys it when done.
+func (p *Pool[T]) Take(ctx context.Context) (T, error) {
+	item, err := p.Acquire(ctx)
+	if err != nil {
+		return item, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.busy--
+	p.fillLocked()
+	p.notifyLocked()
+	return item, nil
+}
+
 // Release ends an item's use: it is destroyed, never reused, and the pool
 // refills.
 func (p *Pool[T]) Release(item T) {

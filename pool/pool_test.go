@@ -136,3 +136,19 @@ func TestCreateFailuresBackOffAndReport(t *testing.T) {
 	}
 	p.Close(context.Background())
 }
+
+func TestTakenItemsLeaveThePoolAndAreReplaced(t *testing.T) {
+	f := &fake{}
+	p := New(Options{Name: "x", MinIdle: 2, Max: 2, QueueTimeout: time.Second}, f.hooks())
+	eventually(t, "2 idle", func() bool { return p.Stats().Idle == 2 })
+	a, err := p.Take(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Max counts only what the pool owns: the replacement fits.
+	eventually(t, "refilled at once", func() bool { s := p.Stats(); return s.Idle == 2 && s.Busy == 0 })
+	p.Close(context.Background())
+	if f.destroyed.Load() != 2 || a == 0 {
+		t.Fatalf("destroyed %d: the taken item is the caller's, not the pool's", f.destroyed.Load())
+	}
+}

@@ -41,10 +41,24 @@ var ErrUnavailable = errors.New("container engine unavailable")
 
 // Limits are the resources of one sandbox container.
 type Limits struct {
-	Memory int64   // bytes, no swap on top
+	Memory int64   // bytes for processes, no swap on top
 	CPUs   float64 // cores
 	Pids   int64
-	Disk   int64 // bytes of /workspace and of /tmp each (tmpfs)
+	// Disk is the size of /workspace and of /tmp each. Both are tmpfs,
+	// whose pages count as the container's memory: the memory cgroup is
+	// Memory + Disk, so that a full workspace ends in ENOSPC, not an OOM
+	// kill, and the host disk is never touched.
+	Disk int64
+}
+
+// CgroupMemory is the memory limit of the container's cgroup.
+func (l Limits) CgroupMemory() int64 { return l.Memory + l.Disk }
+
+// Mount is a host directory bind-mounted into a sandbox.
+type Mount struct {
+	Source   string
+	Target   string
+	ReadOnly bool
 }
 
 // Spec describes a sandbox to create.
@@ -54,15 +68,21 @@ type Spec struct {
 	Limits   Limits
 	Env      []string          // KEY=VALUE set at create time
 	Labels   map[string]string // extra labels (operator's, session id)
+	Mounts   []Mount
 }
 
 // Sandbox is a started container whose supervisor answered hello.
 type Sandbox struct {
 	ID       string
 	Language string
+	Labels   map[string]string
 	Created  time.Time
 	*supervisor.Conn
 }
+
+// Session is the session id the sandbox's label carries: every warm
+// container is created with the id it will have if a session takes it.
+func (s *Sandbox) Session() string { return s.Labels[LabelSession] }
 
 // Alive reports whether the supervisor still answers.
 func (s *Sandbox) Alive() bool {
@@ -94,6 +114,9 @@ type EngineInfo struct {
 type Runtime interface {
 	// Create starts a sandbox and returns once its supervisor answers.
 	Create(ctx context.Context, spec Spec) (*Sandbox, error)
+	// Attach connects again to the supervisor of a running sandbox (one a
+	// previous sandboxd process created) and returns once it answers.
+	Attach(ctx context.Context, c Container) (*Sandbox, error)
 	// Update lowers a running sandbox's memory, cpu and pids limits (a
 	// request asked for less than the warm container has).
 	Update(ctx context.Context, id string, limits Limits) error

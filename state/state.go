@@ -9,6 +9,13 @@
 //	  instance  -> "3f9c..."      this daemon's id, the io.sandboxd.instance label
 //	executions/
 //	  <id>      -> executionEntry (JSON)   ids sort by start time
+//	sessions/
+//	  <id>      -> sessionEntry (JSON)     live and lost sessions
+//	projects/
+//	  <id>      -> projectEntry (JSON)     file names -> SHA-256 of content
+//
+// Project content lives beside the database, one file per SHA-256 (see
+// internal/service); the store keeps only the names.
 //
 // Values are wrapped in entry structs so fields can be added later. The file
 // lock doubles as the "one daemon per state dir" guard.
@@ -44,6 +51,8 @@ const MaxExecutions = 50000
 var (
 	bucketMeta       = []byte("meta")
 	bucketExecutions = []byte("executions")
+	bucketSessions   = []byte("sessions")
+	bucketProjects   = []byte("projects")
 	keyVersion       = []byte("version")
 	keyInstance      = []byte("instance")
 )
@@ -106,10 +115,89 @@ func (s *Store) init() error {
 				return err
 			}
 		}
-		_, err = tx.CreateBucketIfNotExists(bucketExecutions)
-		return err
+		for _, b := range [][]byte{bucketExecutions, bucketSessions, bucketProjects} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
+
+type sessionEntry struct {
+	V       int         `json:"v"`
+	Session api.Session `json:"session"`
+}
+
+type projectEntry struct {
+	V       int         `json:"v"`
+	Project api.Project `json:"project"`
+}
+
+// PutSession stores (or replaces) a session.
+func (s *Store) PutSession(sess api.Session) error {
+	return s.put(bucketSessions, sess.ID, sessionEntry{V: 1, Session: sess})
+}
+
+// DeleteSession forgets a session.
+func (s *Store) DeleteSession(id string) error { return s.delete(bucketSessions, id) }
+
+// Sessions returns every stored session.
+func (s *Store) Sessions() ([]api.Session, error) {
+	var out []api.Session
+	err := s.each(bucketSessions, func(v []byte) error {
+		var e sessionEntry
+		if err := json.Unmarshal(v, &e); err != nil {
+			return err
+		}
+		out = append(out, e.Session)
+		return nil
+	})
+	return out, err
+}
+
+// PutProject stores (or replaces) a project.
+func (s *Store) PutProject(p api.Project) error {
+	return s.put(bucketProjects, p.ID, projectEntry{V: 1, Project: p})
+}
+
+// DeleteProject forgets a project.
+func (s *Store) DeleteProject(id string) error { return s.delete(bucketProjects, id) }
+
+// Projects returns every project.
+func (s *Store) Projects() ([]api.Project, error) {
+	var out []api.Project
+	err := s.each(bucketProjects, func(v []byte) error {
+		var e projectEntry
+		if err := json.Unmarshal(v, &e); err != nil {
+			return err
+		}
+		out = append(out, e.Project)
+		return nil
+	})
+	return out, err
+}
+
+func (s *Store) put(bucket []byte, key string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucket).Put([]byte(key), data) })
+}
+
+func (s *Store) delete(bucket []byte, key string) error {
+	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucket).Delete([]byte(key)) })
+}
+
+func (s *Store) each(bucket []byte, fn func(v []byte) error) error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucket).ForEach(func(_, v []byte) error { return fn(v) })
+	})
+}
+
+// RandomID returns n random bytes in hex: session and project ids.
+func RandomID(n int) string { return randomHex(n) }
 
 // Instance is this state dir's daemon id.
 func (s *Store) Instance() string { return s.instance }

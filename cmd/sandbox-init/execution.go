@@ -120,7 +120,7 @@ func (e *execution) writeStdin() {
 				broken = true
 			}
 		}
-		e.s.send(supervisor.Message{Op: supervisor.OpStdinAck, ID: e.id})
+		e.s.send(supervisor.Message{Op: supervisor.OpInAck, ID: e.id})
 	}
 	e.stdinW.Close()
 }

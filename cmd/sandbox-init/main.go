@@ -49,6 +49,7 @@ func main() {
 	}()
 
 	reserveThreads(supervisor.ReservedThreads)
+	makeOutputs()
 	s := newServer(os.Stdout)
 	go s.reap()
 

@@ -25,16 +25,18 @@ type server struct {
 	outMu sync.Mutex
 	out   *json.Encoder
 
-	mu    sync.Mutex
-	execs map[uint64]*execution // by request id
-	byPID map[int]*execution    // main processes
+	mu      sync.Mutex
+	execs   map[uint64]*execution // by request id
+	byPID   map[int]*execution    // main processes
+	uploads map[uint64]*upload    // puts waiting for their in chunks
 }
 
 func newServer(w io.Writer) *server {
 	return &server{
-		out:   json.NewEncoder(w),
-		execs: map[uint64]*execution{},
-		byPID: map[int]*execution{},
+		out:     json.NewEncoder(w),
+		execs:   map[uint64]*execution{},
+		byPID:   map[int]*execution{},
+		uploads: map[uint64]*upload{},
 	}
 }
 
@@ -53,17 +55,31 @@ func (s *server) handle(m supervisor.Message) {
 		if m.Exec != nil {
 			s.start(m.ID, *m.Exec)
 		}
-	case supervisor.OpStdin, supervisor.OpStdinClose, supervisor.OpKill:
+	case supervisor.OpPut, supervisor.OpGet, supervisor.OpTar, supervisor.OpList, supervisor.OpRemove, supervisor.OpReset:
+		s.fileOp(m)
+	case supervisor.OpIn, supervisor.OpInClose, supervisor.OpKill:
 		s.mu.Lock()
-		e := s.execs[m.ID]
+		e, up := s.execs[m.ID], s.uploads[m.ID]
 		s.mu.Unlock()
+		if up != nil {
+			switch m.Op {
+			case supervisor.OpIn:
+				s.uploadChunk(m.ID, up, m.Data)
+			case supervisor.OpKill:
+				up.err = errors.New("cancelled")
+				s.finishUpload(m.ID, up)
+			case supervisor.OpInClose:
+				s.finishUpload(m.ID, up)
+			}
+			return
+		}
 		if e == nil {
 			return
 		}
 		switch m.Op {
-		case supervisor.OpStdin:
+		case supervisor.OpIn:
 			e.feed(m.Data)
-		case supervisor.OpStdinClose:
+		case supervisor.OpInClose:
 			e.closeStdin()
 		case supervisor.OpKill:
 			e.kill()

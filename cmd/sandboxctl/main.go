@@ -78,7 +78,8 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.socket, "socket", socket, "sandboxd's Unix socket (env SANDBOXD_SOCKET)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fail("%v (see --help)", err) })
 	root.AddCommand(newRunCmd(g), newStatusCmd(g), newLanguagesCmd(g), newPoolsCmd(g),
-		newPluginsCmd(g), newHistoryCmd(g), newStatsCmd(g))
+		newPluginsCmd(g), newHistoryCmd(g), newStatsCmd(g),
+		newSessionCmd(g), newExecCmd(g), newCpCmd(g), newProjectCmd(g))
 	return root
 }
 

@@ -125,13 +125,7 @@ func runProgram(cmd *cobra.Command, c *client.Client, req api.RunRequest, asJSON
 	if asJSON {
 		res, err = c.Run(ctx, req)
 	} else {
-		res, err = c.RunStream(ctx, req, func(ev api.Event) {
-			w := os.Stdout
-			if ev.Type == api.EventStderr {
-				w = os.Stderr
-			}
-			_, _ = w.Write(client.Decode(ev.Data, ev.Encoding))
-		})
+		res, err = c.RunStream(ctx, req, printEvent)
 	}
 	if err != nil {
 		return apiFailure(err)

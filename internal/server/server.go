@@ -37,6 +37,23 @@ func New(svc *service.Service, log hclog.Logger) http.Handler {
 	mux.HandleFunc("GET /v1/stats", h.stats)
 	mux.HandleFunc("GET /v1/executions", h.executions)
 	mux.HandleFunc("POST /v1/run", h.run)
+	mux.HandleFunc("POST /v1/sessions", h.createSession)
+	mux.HandleFunc("GET /v1/sessions", h.sessions)
+	mux.HandleFunc("GET /v1/sessions/{id}", h.session)
+	mux.HandleFunc("DELETE /v1/sessions/{id}", h.deleteSession)
+	mux.HandleFunc("POST /v1/sessions/{id}/exec", h.exec)
+	mux.HandleFunc("POST /v1/sessions/{id}/reset", h.reset)
+	mux.HandleFunc("GET /v1/sessions/{id}/files", h.listFiles)
+	mux.HandleFunc("GET /v1/sessions/{id}/files/{path...}", h.getFile)
+	mux.HandleFunc("PUT /v1/sessions/{id}/files/{path...}", h.putFile)
+	mux.HandleFunc("DELETE /v1/sessions/{id}/files/{path...}", h.deleteFile)
+	mux.HandleFunc("POST /v1/projects", h.createProject)
+	mux.HandleFunc("GET /v1/projects", h.projects)
+	mux.HandleFunc("GET /v1/projects/{id}", h.project)
+	mux.HandleFunc("DELETE /v1/projects/{id}", h.deleteProject)
+	mux.HandleFunc("POST /v1/projects/{id}/files", h.addProjectFile)
+	mux.HandleFunc("GET /v1/projects/{id}/files/{name...}", h.getProjectFile)
+	mux.HandleFunc("DELETE /v1/projects/{id}/files/{name...}", h.deleteProjectFile)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no endpoint %s %s; see /v1/health, /v1/languages, /v1/run", r.Method, r.URL.Path)})
 	})
@@ -114,8 +131,16 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	respondExecution(w, r, func(out service.OutputFunc) (*api.RunResult, *api.Error) {
+		return h.svc.Run(r.Context(), req, out)
+	})
+}
+
+// respondExecution answers with the result as one JSON body, or streams
+// output events and then the result when the client accepts NDJSON.
+func respondExecution(w http.ResponseWriter, r *http.Request, execute func(service.OutputFunc) (*api.RunResult, *api.Error)) {
 	if !wantsStream(r) {
-		res, err := h.svc.Run(r.Context(), req, nil)
+		res, err := execute(nil)
 		if err != nil {
 			writeError(w, err)
 			return
@@ -124,7 +149,7 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := newStream(w)
-	res, err := h.svc.Run(r.Context(), req, st.output)
+	res, err := execute(st.output)
 	if err != nil {
 		st.finish(api.Event{Type: api.EventError, Error: err})
 		return
@@ -167,6 +192,11 @@ var statusOf = map[string]int{
 	api.CodeImageMissing:       http.StatusServiceUnavailable,
 	api.CodePluginUnavailable:  http.StatusServiceUnavailable,
 	api.CodeShuttingDown:       http.StatusServiceUnavailable,
+	api.CodeConflict:           http.StatusConflict,
+	api.CodeTooManySessions:    http.StatusTooManyRequests,
+	api.CodeSessionLost:        http.StatusGone,
+	api.CodeTooLarge:           http.StatusRequestEntityTooLarge,
+	api.CodeNoSpace:            http.StatusInsufficientStorage,
 }
 
 func writeError(w http.ResponseWriter, e *api.Error) {

@@ -35,20 +35,17 @@ type OutputFunc func(stream string, data []byte)
 // Run executes a program one-shot in a fresh warm container, which is
 // destroyed afterwards. out, if not nil, receives output as it happens.
 func (s *Service) Run(ctx context.Context, req api.RunRequest, out OutputFunc) (*api.RunResult, *api.Error) {
-	if s.draining.Load() {
-		return nil, apiErr(api.CodeShuttingDown, "sandboxd is shutting down; retry against the next instance")
+	if aerr := s.enter(); aerr != nil {
+		return nil, aerr
 	}
-	s.inflight.Add(1)
-	s.inflightN.Add(1)
-	defer s.inflight.Done()
-	defer s.inflightN.Add(-1)
+	defer s.leave()
 
 	received := time.Now()
 	l, aerr := s.resolve(req.Language)
 	if aerr != nil {
 		return nil, aerr
 	}
-	limits, aerr := effectiveLimits(l.cfg, req)
+	limits, aerr := effectiveLimits(l.cfg.Name, l.cfg.Limits, req.Timeout, req.Limits)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -56,12 +53,9 @@ func (s *Service) Run(ctx context.Context, req api.RunRequest, out OutputFunc) (
 	if aerr != nil {
 		return nil, aerr
 	}
-	plan, err := l.plugin.Plan(ctx, prog.plan)
-	if err != nil {
-		return nil, errorFor(err)
-	}
-	if len(plan.Steps) == 0 {
-		return nil, apiErr(api.CodeInternal, "language plugin %q returned a plan with no steps", l.cfg.Plugin)
+	plan, aerr := s.plan(ctx, l, prog)
+	if aerr != nil {
+		return nil, aerr
 	}
 
 	sb, err := l.pool.Acquire(ctx)
@@ -78,7 +72,7 @@ func (s *Service) Run(ctx context.Context, req api.RunRequest, out OutputFunc) (
 
 	res := &api.RunResult{ID: state.NewID(received), Language: l.cfg.Name, Findings: []api.Finding{}}
 	col := &collector{out: out}
-	exec, stage, err := s.runSteps(ctx, sb, plan, prog.stdin, req.Env, limits, col)
+	exec, stage, err := runSteps(ctx, sb, plan, prog.stdin, envList(plan.Env, req.Env), limits, "", true, col)
 	finished := time.Now()
 	if err != nil {
 		s.count("error")
@@ -92,20 +86,37 @@ func (s *Service) Run(ctx context.Context, req api.RunRequest, out OutputFunc) (
 		TotalMS: ms(finished.Sub(received)),
 	}
 	s.count(outcome(res))
-	s.record(res, limits, received)
+	s.record(res, "run", limits, received)
 	return res, nil
 }
 
+// plan asks the language's plugin how to run a program.
+func (s *Service) plan(ctx context.Context, l *lang, prog program) (language.Plan, *api.Error) {
+	plan, err := l.plugin.Plan(ctx, prog.plan)
+	if err != nil {
+		return plan, errorFor(err)
+	}
+	if len(plan.Steps) == 0 {
+		return plan, apiErr(api.CodeInternal, "language plugin %q returned a plan with no steps", l.cfg.Plugin)
+	}
+	return plan, nil
+}
+
+// envList turns environment maps into KEY=VALUE pairs, later maps winning.
+func envList(maps ...map[string]string) []string {
+	var env []string
+	for _, m := range maps {
+		for k, v := range m {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
 // runSteps runs the plan's steps in order; the first to fail ends the run.
-// Every step shares the one deadline.
-func (s *Service) runSteps(ctx context.Context, sb *runtime.Sandbox, plan language.Plan, stdin []byte, reqEnv map[string]string, limits config.Limits, col *collector) (supervisor.ExecResult, string, error) {
-	env := make([]string, 0, len(plan.Env)+len(reqEnv))
-	for k, v := range plan.Env {
-		env = append(env, k+"="+v)
-	}
-	for k, v := range reqEnv {
-		env = append(env, k+"="+v)
-	}
+// Every step shares the one deadline. killOnExit ends whatever a step
+// leaves running (one-shot runs); sessions keep background processes.
+func runSteps(ctx context.Context, sb *runtime.Sandbox, plan language.Plan, stdin []byte, env []string, limits config.Limits, dir string, killOnExit bool, col *collector) (supervisor.ExecResult, string, error) {
 	files := make([]supervisor.File, len(plan.Files))
 	for i, f := range plan.Files {
 		files[i] = supervisor.File{Path: f.Path, Data: f.Content, Mode: f.Mode}
@@ -119,8 +130,8 @@ func (s *Service) runSteps(ctx context.Context, sb *runtime.Sandbox, plan langua
 			return supervisor.ExecResult{TimedOut: true, ExitCode: 124}, step.Name, nil
 		}
 		req := supervisor.ExecRequest{
-			Argv: step.Argv, Env: env, TimeoutMS: max(remaining.Milliseconds(), 1),
-			OutputLimit: limits.OutputLimit, KillOnExit: true,
+			Argv: step.Argv, Dir: dir, Env: env, TimeoutMS: max(remaining.Milliseconds(), 1),
+			OutputLimit: limits.OutputLimit, KillOnExit: killOnExit,
 		}
 		if i == 0 {
 			req.Files = files
@@ -221,9 +232,9 @@ func (s *Service) count(outcome string) {
 
 // record stores the execution in the background: the caller has its result
 // already, and bbolt batches concurrent records into one fsync.
-func (s *Service) record(r *api.RunResult, limits config.Limits, started time.Time) {
+func (s *Service) record(r *api.RunResult, kind string, limits config.Limits, started time.Time) {
 	e := api.Execution{
-		ID: r.ID, Kind: "run", Language: r.Language, StartedAt: started.UTC(),
+		ID: r.ID, Kind: kind, Language: r.Language, Session: r.Session, StartedAt: started.UTC(),
 		ExitCode: r.ExitCode, Signal: r.Signal, TimedOut: r.TimedOut, OOMKilled: r.OOMKilled,
 		Truncated: r.Truncated, StdoutBytes: r.StdoutBytes, StderrBytes: r.StderrBytes,
 		Limits: apiLimits(limits), Usage: r.Usage, Timings: r.Timings, Error: r.Error,
@@ -247,6 +258,9 @@ func decodeProgram(req api.RunRequest) (program, *api.Error) {
 	var p program
 	if req.Code == "" && len(req.Files) == 0 {
 		return p, apiErr(api.CodeInvalidRequest, "send the program as \"code\" or as \"files\"")
+	}
+	if aerr := checkEnv(req.Env); aerr != nil {
+		return p, aerr
 	}
 	if len(req.Files) > maxFiles {
 		return p, apiErr(api.CodeInvalidRequest, "%d files: at most %d", len(req.Files), maxFiles)
@@ -286,20 +300,24 @@ func decodeProgram(req api.RunRequest) (program, *api.Error) {
 	if size > maxArgBytes {
 		return p, apiErr(api.CodeInvalidRequest, "args total %d bytes: at most %d", size, maxArgBytes)
 	}
-	if len(req.Env) > maxEnv {
-		return p, apiErr(api.CodeInvalidRequest, "%d env entries: at most %d", len(req.Env), maxEnv)
-	}
-	for k, v := range req.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") || strings.IndexByte(v, 0) >= 0 {
-			return p, apiErr(api.CodeInvalidRequest, "env %q: names are non-empty without '=' or NUL, values without NUL", k)
-		}
-	}
 	stdin, err := decodeBytes(req.Stdin, req.StdinEncoding)
 	if err != nil {
 		return p, apiErr(api.CodeInvalidRequest, "stdin: %v", err)
 	}
 	p.stdin = stdin
 	return p, nil
+}
+
+func checkEnv(env map[string]string) *api.Error {
+	if len(env) > maxEnv {
+		return apiErr(api.CodeInvalidRequest, "%d env entries: at most %d", len(env), maxEnv)
+	}
+	for k, v := range env {
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.IndexByte(v, 0) >= 0 {
+			return apiErr(api.CodeInvalidRequest, "env %q: names are non-empty without '=' or NUL, values without NUL", k)
+		}
+	}
+	return nil
 }
 
 // cleanPath accepts a relative path that stays inside the workspace.
@@ -335,15 +353,15 @@ func decodeBytes(s, encoding string) ([]byte, error) {
 	return nil, fmt.Errorf("encoding %q: use \"utf-8\" (default) or \"base64\"", encoding)
 }
 
-// effectiveLimits applies the request's limits under the language's
-// ceilings: lower is fine, higher is an error that names the ceiling.
-func effectiveLimits(lc config.Language, req api.RunRequest) (config.Limits, *api.Error) {
-	eff := lc.Limits
+// effectiveLimits applies a request's limits under ceilings (a language's
+// or a session's, named by what): lower is fine, higher is an error that
+// names the ceiling. timeout is the request's top-level one, if any.
+func effectiveLimits(what string, ceil config.Limits, timeout api.Duration, asked *api.Limits) (config.Limits, *api.Error) {
+	eff := ceil
 	var rl api.Limits
-	if req.Limits != nil {
-		rl = *req.Limits
+	if asked != nil {
+		rl = *asked
 	}
-	timeout := req.Timeout
 	if timeout == 0 {
 		timeout = rl.Timeout
 	}
@@ -355,7 +373,7 @@ func effectiveLimits(lc config.Language, req api.RunRequest) (config.Limits, *ap
 		case asked < 0:
 			return 0, apiErr(api.CodeInvalidRequest, "%s must not be negative", name)
 		case asked > ceiling:
-			return 0, apiErr(api.CodeInvalidRequest, "%s %s is above the ceiling %s for %s (raise it in sandboxd.hcl)", name, show(asked), show(ceiling), lc.Name)
+			return 0, apiErr(api.CodeInvalidRequest, "%s %s is above the ceiling %s for %s (raise it in sandboxd.hcl)", name, show(asked), show(ceiling), what)
 		case asked < minimum:
 			return 0, apiErr(api.CodeInvalidRequest, "%s %s is below the minimum %s", name, show(asked), show(minimum))
 		}
@@ -380,7 +398,7 @@ func effectiveLimits(lc config.Language, req api.RunRequest) (config.Limits, *ap
 		return eff, err
 	}
 	if rl.CPUs < 0 || rl.CPUs > eff.CPUs {
-		return eff, apiErr(api.CodeInvalidRequest, "cpus %g must be between 0.01 and the ceiling %g for %s", rl.CPUs, eff.CPUs, lc.Name)
+		return eff, apiErr(api.CodeInvalidRequest, "cpus %g must be between 0.01 and the ceiling %g for %s", rl.CPUs, eff.CPUs, what)
 	}
 	if rl.CPUs > 0 {
 		eff.CPUs = max(rl.CPUs, 0.01)

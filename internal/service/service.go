@@ -45,6 +45,13 @@ type Service struct {
 	langs  []*lang          // in config order
 	lookup map[string]*lang // name, alias or extension -> language
 
+	sessMu      sync.Mutex
+	sessions    map[string]*session    // live, by id
+	lost        map[string]api.Session // lost, kept until deleted or past their TTL
+	sessPending int                    // sessions being created
+	projMu      sync.Mutex             // project files and blobs
+	stop        chan struct{}          // ends the janitor
+
 	draining   atomic.Bool
 	inflight   sync.WaitGroup
 	inflightN  atomic.Int64
@@ -67,7 +74,8 @@ type lang struct {
 // this daemon left behind, and starts the warm pools.
 func New(ctx context.Context, cfg *config.Config, rt runtime.Runtime, store *state.Store, log hclog.Logger) (*Service, error) {
 	s := &Service{cfg: cfg, rt: rt, store: store, log: log, started: time.Now(),
-		lookup: map[string]*lang{}, outcomes: map[string]uint64{}}
+		lookup: map[string]*lang{}, outcomes: map[string]uint64{},
+		sessions: map[string]*session{}, lost: map[string]api.Session{}, stop: make(chan struct{})}
 	if _, err := rt.Ping(ctx); err != nil {
 		return nil, err
 	}
@@ -87,6 +95,7 @@ func New(ctx context.Context, cfg *config.Config, rt runtime.Runtime, store *sta
 	for _, l := range s.langs {
 		s.startPool(l, starts)
 	}
+	go s.janitor()
 	return s, nil
 }
 
@@ -125,39 +134,57 @@ func (s *Service) loadLanguage(ctx context.Context, lc config.Language) (*lang, 
 }
 
 func (s *Service) startPool(l *lang, starts chan struct{}) {
-	spec := runtime.Spec{
-		Language: l.cfg.Name,
-		Image:    l.image,
-		Limits:   runtimeLimits(l.cfg.Limits),
-	}
 	l.pool = pool.New(pool.Options{
 		Name: l.cfg.Name, MinIdle: l.cfg.Pool.MinIdle, Max: l.cfg.Pool.Max,
 		QueueTimeout: l.cfg.Pool.QueueTimeout, Starts: starts, Logger: s.log,
 	}, pool.Hooks[*runtime.Sandbox]{
-		Create: func(ctx context.Context) (*runtime.Sandbox, error) { return s.rt.Create(ctx, spec) },
-		Destroy: func(sb *runtime.Sandbox) {
-			if err := s.rt.Remove(context.Background(), sb.ID); err != nil {
-				s.log.Warn("removing a sandbox failed", "container_id", sb.ID[:12], "error", err)
-			}
-		},
-		Alive: func(sb *runtime.Sandbox) bool { return sb.Alive() },
+		Create:  func(ctx context.Context) (*runtime.Sandbox, error) { return s.rt.Create(ctx, s.spec(l)) },
+		Destroy: s.removeSandbox,
+		Alive:   func(sb *runtime.Sandbox) bool { return sb.Alive() },
 	})
 }
 
-// reconcile removes containers labelled as this daemon's that no session
-// of its state claims (all of them, until sessions exist).
+// reconcile gives stored sessions their containers back (or marks them
+// lost) and removes every other container labelled as this daemon's.
 func (s *Service) reconcile(ctx context.Context) error {
 	list, err := s.rt.List(ctx)
 	if err != nil {
 		return err
 	}
+	keep, err := s.recoverSessions(ctx, list)
+	if err != nil {
+		return err
+	}
+	return s.removeUnclaimed(ctx, list, keep)
+}
+
+// removeUnclaimed removes the containers of list not in keep.
+func (s *Service) removeUnclaimed(ctx context.Context, list []runtime.Container, keep map[string]bool) error {
 	for _, c := range list {
-		s.log.Info("removing a container left by an earlier run", "container_id", c.ID[:12], "language", c.Language)
+		if keep[c.ID] {
+			continue
+		}
+		s.log.Info("removing a container no session claims", "container_id", c.ID[:12], "language", c.Language)
 		if err := s.rt.Remove(ctx, c.ID); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// enter admits a request unless sandboxd is draining; leave ends it.
+func (s *Service) enter() *api.Error {
+	if s.draining.Load() {
+		return apiErr(api.CodeShuttingDown, "sandboxd is shutting down; retry against the next instance")
+	}
+	s.inflight.Add(1)
+	s.inflightN.Add(1)
+	return nil
+}
+
+func (s *Service) leave() {
+	s.inflightN.Add(-1)
+	s.inflight.Done()
 }
 
 func runtimeLimits(l config.Limits) runtime.Limits {
@@ -183,7 +210,19 @@ func (s *Service) Close(ctx context.Context) {
 	}
 	wg.Wait()
 	s.records.Wait()
-	if err := s.reconcile(context.Background()); err != nil {
+	close(s.stop)
+	// Sessions outlive the daemon: their containers stay, their records
+	// are brought up to date, and the next sandboxd attaches to them.
+	s.flushSessions()
+	keep := map[string]bool{}
+	s.sessMu.Lock()
+	for _, ss := range s.sessions {
+		keep[ss.rec.ContainerID] = true
+	}
+	s.sessMu.Unlock()
+	if list, err := s.rt.List(context.Background()); err != nil {
+		s.log.Warn("final cleanup failed", "error", err)
+	} else if err := s.removeUnclaimed(context.Background(), list, keep); err != nil {
 		s.log.Warn("final cleanup failed", "error", err)
 	}
 	s.closePlugins()

@@ -120,6 +120,8 @@ type Options struct {
 	StateDir, Socket string
 	// RunID reuses a label value across restarts; default: fresh.
 	RunID string
+	// Extra is more top-level HCL, e.g. a sessions block.
+	Extra string
 }
 
 // DefaultLanguages is the language HCL of Options.
@@ -180,8 +182,9 @@ defaults {
   %s
 }
 %s
+%s
 `, opts.Socket, opts.StateDir, filepath.Join(bin, "plugins"), filepath.Join(bin, "sandbox-init"),
-		TestLabel, opts.RunID, opts.Defaults, opts.Languages)
+		TestLabel, opts.RunID, opts.Defaults, opts.Extra, opts.Languages)
 	cfgPath := filepath.Join(dir, "sandboxd.hcl")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)

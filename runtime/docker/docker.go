@@ -123,8 +123,42 @@ func (d *Docker) Create(ctx context.Context, spec runtime.Spec) (sb *runtime.San
 			_ = d.Remove(context.Background(), id)
 		}
 	}()
-	// Attach before start, on a context that outlives this call: the stream
-	// is the supervisor channel for the container's whole life.
+	// Attach before start, so that the supervisor's first words are heard.
+	conn, err := d.attach(id)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		return nil, d.engineError("starting a container", err)
+	}
+	sb = &runtime.Sandbox{ID: id, Language: spec.Language, Labels: cfg.Labels, Created: time.Now(), Conn: conn}
+	if err := sb.Hello(ctx); err != nil {
+		return nil, fmt.Errorf("sandbox supervisor did not start: %w", err)
+	}
+	return sb, nil
+}
+
+// Attach implements runtime.Runtime.
+func (d *Docker) Attach(ctx context.Context, c runtime.Container) (*runtime.Sandbox, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	conn, err := d.attach(c.ID)
+	if err != nil {
+		return nil, err
+	}
+	sb := &runtime.Sandbox{ID: c.ID, Language: c.Language, Labels: c.Labels, Created: c.Created, Conn: conn}
+	if err := sb.Hello(ctx); err != nil {
+		d.detach(c.ID)
+		return nil, fmt.Errorf("sandbox supervisor did not answer: %w", err)
+	}
+	return sb, nil
+}
+
+// attach opens the container's stdio, on a context that outlives the
+// call: the stream is the supervisor channel for the container's life.
+// The container keeps stdin open (StdinOnce false), so a later sandboxd
+// can attach again.
+func (d *Docker) attach(id string) (*supervisor.Conn, error) {
 	att, err := d.cli.ContainerAttach(context.Background(), id, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
 	if err != nil {
 		return nil, d.engineError("attaching to a container", err)
@@ -132,21 +166,24 @@ func (d *Docker) Create(ctx context.Context, spec runtime.Spec) (sb *runtime.San
 	d.mu.Lock()
 	d.attachs[id] = att.Conn
 	d.mu.Unlock()
-
-	if err := d.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
-		return nil, d.engineError("starting a container", err)
-	}
 	stdout, stdoutW := io.Pipe()
 	go func() {
 		// The supervisor's stderr is its own diagnostics: log a bounded amount.
 		_, err := stdcopy.StdCopy(stdoutW, &limitedLog{logger: d.logger.With("container_id", short(id)), left: 64 << 10}, att.Reader)
 		stdoutW.CloseWithError(err)
 	}()
-	sb = &runtime.Sandbox{ID: id, Language: spec.Language, Created: time.Now(), Conn: supervisor.NewConn(stdout, att.Conn)}
-	if err := sb.Hello(ctx); err != nil {
-		return nil, fmt.Errorf("sandbox supervisor did not start: %w", err)
+	return supervisor.NewConn(stdout, att.Conn), nil
+}
+
+// detach closes the attach stream of a container, which goes on running.
+func (d *Docker) detach(id string) {
+	d.mu.Lock()
+	att := d.attachs[id]
+	delete(d.attachs, id)
+	d.mu.Unlock()
+	if att != nil {
+		att.Close()
 	}
-	return sb, nil
 }
 
 func (d *Docker) containerConfig(spec runtime.Spec) (*container.Config, *container.HostConfig) {
@@ -202,8 +239,8 @@ func (d *Docker) containerConfig(spec runtime.Spec) (*container.Config, *contain
 		}},
 		ShmSize: 64 << 20,
 		Resources: container.Resources{
-			Memory:     spec.Limits.Memory,
-			MemorySwap: spec.Limits.Memory, // equal: no swap
+			Memory:     spec.Limits.CgroupMemory(),
+			MemorySwap: spec.Limits.CgroupMemory(), // equal: no swap
 			NanoCPUs:   int64(spec.Limits.CPUs * 1e9),
 			PidsLimit:  &pids,
 			Ulimits: []*units.Ulimit{
@@ -215,6 +252,12 @@ func (d *Docker) containerConfig(spec runtime.Spec) (*container.Config, *contain
 			},
 		},
 	}
+	for _, m := range spec.Mounts {
+		hostCfg.Mounts = append(hostCfg.Mounts, mount.Mount{
+			Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly,
+			BindOptions: &mount.BindOptions{NonRecursive: true},
+		})
+	}
 	return cfg, hostCfg
 }
 
@@ -224,7 +267,7 @@ func (d *Docker) Update(ctx context.Context, id string, l runtime.Limits) error 
 	defer cancel()
 	pids := l.Pids + supervisor.ReservedThreads
 	_, err := d.cli.ContainerUpdate(ctx, id, container.UpdateConfig{Resources: container.Resources{
-		Memory: l.Memory, MemorySwap: l.Memory, NanoCPUs: int64(l.CPUs * 1e9), PidsLimit: &pids,
+		Memory: l.CgroupMemory(), MemorySwap: l.CgroupMemory(), NanoCPUs: int64(l.CPUs * 1e9), PidsLimit: &pids,
 	}})
 	if err != nil {
 		return d.engineError("updating the limits of container "+short(id), err)
@@ -234,13 +277,7 @@ func (d *Docker) Update(ctx context.Context, id string, l runtime.Limits) error 
 
 // Remove implements runtime.Runtime.
 func (d *Docker) Remove(ctx context.Context, id string) error {
-	d.mu.Lock()
-	att := d.attachs[id]
-	delete(d.attachs, id)
-	d.mu.Unlock()
-	if att != nil {
-		att.Close()
-	}
+	d.detach(id)
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	err := d.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})

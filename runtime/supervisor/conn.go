@@ -36,11 +36,12 @@ type Conn struct {
 }
 
 type call struct {
-	limit    int64
+	op       string   // OpExec or a workspace operation
+	limit    int64    // exec: bytes per stream; get, tar: bytes in all
 	sent     [2]int64 // bytes delivered per stream, enforced here too
 	out      func(stream string, data []byte)
 	acks     chan struct{}
-	result   chan ExecResult
+	end      chan Message // the exit or done message
 	finished bool
 }
 
@@ -48,6 +49,11 @@ type call struct {
 // ends when r does. w is the supervisor's stdin.
 func NewConn(r io.Reader, w io.Writer) *Conn {
 	c := &Conn{w: w, calls: map[uint64]*call{}, hello: map[string]chan int{}, done: make(chan struct{})}
+	// Ids start at a random point: after sandboxd restarts and attaches
+	// again, late messages for the old connection's calls match nothing.
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	c.nextID = uint64(b[0])<<40 | uint64(b[1])<<32 | uint64(b[2])<<24 | uint64(b[3])<<16
 	go c.readLoop(r)
 	return c
 }
@@ -119,11 +125,44 @@ func (c *Conn) Hello(ctx context.Context) error {
 // supervisor then stays silent, Exec returns ErrDead.
 func (c *Conn) Exec(ctx context.Context, req ExecRequest, stdin io.Reader, out func(stream string, data []byte)) (ExecResult, error) {
 	req.Stdin = stdin != nil
-	cl := &call{limit: req.OutputLimit, out: out, acks: make(chan struct{}, 1), result: make(chan ExecResult, 1)}
+	m := Message{Op: OpExec, Exec: &req}
+	end, err := c.call(ctx, m, req.OutputLimit, stdin, out, time.Duration(req.TimeoutMS)*time.Millisecond)
+	if err != nil {
+		return ExecResult{}, err
+	}
+	return *end.Result, nil
+}
+
+// fileOpTimeout bounds a workspace operation that is not streaming data;
+// transfers get a second per megabyte on top.
+const fileOpTimeout = 30 * time.Second
+
+// File runs one workspace operation (OpPut, OpGet, OpTar, OpList,
+// OpRemove, OpReset). For put, in is the file's content; for get and tar,
+// data receives the bytes, at most req.Max in all. Failures inside the
+// sandbox (no such file, no space) come back in the FileResult; the error
+// is for a dead or misbehaving supervisor.
+func (c *Conn) File(ctx context.Context, op string, req FileRequest, in io.Reader, data func([]byte)) (FileResult, error) {
+	var out func(string, []byte)
+	if data != nil {
+		out = func(_ string, b []byte) { data(b) }
+	}
+	end, err := c.call(ctx, Message{Op: op, File: &req}, req.Max, in, out, fileOpTimeout+time.Duration(req.Max>>20)*time.Second)
+	if err != nil {
+		return FileResult{}, err
+	}
+	return *end.Done, nil
+}
+
+// call sends m, streams in (if any) with flow control, delivers output and
+// waits for the end message. ctx ending first kills the call; a supervisor
+// silent past timeout plus a grace is dead.
+func (c *Conn) call(ctx context.Context, m Message, limit int64, in io.Reader, out func(string, []byte), timeout time.Duration) (Message, error) {
+	cl := &call{op: m.Op, limit: limit, out: out, acks: make(chan struct{}, 1), end: make(chan Message, 1)}
 	c.mu.Lock()
 	if c.err != nil {
 		c.mu.Unlock()
-		return ExecResult{}, c.err
+		return Message{}, c.err
 	}
 	c.nextID++
 	id := c.nextID
@@ -135,45 +174,46 @@ func (c *Conn) Exec(ctx context.Context, req ExecRequest, stdin io.Reader, out f
 		c.mu.Unlock()
 	}()
 
-	if err := c.send(Message{Op: OpExec, ID: id, Exec: &req}); err != nil {
-		return ExecResult{}, err
+	m.ID = id
+	if err := c.send(m); err != nil {
+		return Message{}, err
 	}
-	stdinDone := make(chan struct{})
-	if stdin != nil {
-		go c.feed(id, cl, stdin, stdinDone)
+	inDone := make(chan struct{})
+	if in != nil {
+		go c.feed(id, cl, in, inDone)
 	}
-	defer close(stdinDone)
+	defer close(inDone)
 
-	backstop := time.NewTimer(time.Duration(req.TimeoutMS)*time.Millisecond + killGrace)
+	backstop := time.NewTimer(timeout + killGrace)
 	defer backstop.Stop()
 	select {
-	case res := <-cl.result:
-		return res, nil
+	case end := <-cl.end:
+		return end, nil
 	case <-c.done:
-		return ExecResult{}, c.Err()
+		return Message{}, c.Err()
 	case <-backstop.C:
-		return ExecResult{}, fmt.Errorf("%w: no exit report %s past the deadline", ErrDead, killGrace)
+		return Message{}, fmt.Errorf("%w: no answer to %s %s past its deadline", ErrDead, m.Op, killGrace)
 	case <-ctx.Done():
 	}
 	_ = c.send(Message{Op: OpKill, ID: id})
 	select {
-	case res := <-cl.result:
-		return res, nil
+	case end := <-cl.end:
+		return end, nil
 	case <-c.done:
-		return ExecResult{}, c.Err()
+		return Message{}, c.Err()
 	case <-time.After(killGrace):
-		return ExecResult{}, fmt.Errorf("%w: no exit report %s after kill", ErrDead, killGrace)
+		return Message{}, fmt.Errorf("%w: no answer to %s %s after kill", ErrDead, m.Op, killGrace)
 	}
 }
 
-// feed streams stdin one chunk per ack, so the supervisor never buffers more
+// feed streams input one chunk per ack, so the supervisor never buffers more
 // than one chunk for a program that does not read.
-func (c *Conn) feed(id uint64, cl *call, stdin io.Reader, done <-chan struct{}) {
-	buf := make([]byte, StdinChunk)
+func (c *Conn) feed(id uint64, cl *call, in io.Reader, done <-chan struct{}) {
+	buf := make([]byte, InChunk)
 	for {
-		n, err := stdin.Read(buf)
+		n, err := io.ReadFull(in, buf)
 		if n > 0 {
-			if c.send(Message{Op: OpStdin, ID: id, Data: buf[:n]}) != nil {
+			if c.send(Message{Op: OpIn, ID: id, Data: buf[:n]}) != nil {
 				return
 			}
 			select {
@@ -183,7 +223,7 @@ func (c *Conn) feed(id uint64, cl *call, stdin io.Reader, done <-chan struct{}) 
 			}
 		}
 		if err != nil {
-			_ = c.send(Message{Op: OpStdinClose, ID: id})
+			_ = c.send(Message{Op: OpInClose, ID: id})
 			return
 		}
 	}
@@ -245,30 +285,36 @@ func (c *Conn) dispatch(m Message) error {
 	switch m.Op {
 	case OpOut:
 		i := 0
-		if m.Stream == Stderr {
+		switch {
+		case cl.op == OpExec && m.Stream == Stderr:
 			i = 1
-		} else if m.Stream != Stdout {
-			return fmt.Errorf("%w: output on unknown stream %q", ErrDead, m.Stream)
+		case cl.op == OpExec && m.Stream == Stdout:
+		case (cl.op == OpGet || cl.op == OpTar) && m.Stream == Data:
+		default:
+			return fmt.Errorf("%w: output on stream %q for %s", ErrDead, m.Stream, cl.op)
 		}
 		data := m.Data
 		if room := cl.limit - cl.sent[i]; int64(len(data)) > room {
+			if cl.op != OpExec {
+				return fmt.Errorf("%w: %s sent more than the %d bytes asked for", ErrDead, cl.op, cl.limit)
+			}
 			data = data[:max(room, 0)]
 		}
 		cl.sent[i] += int64(len(data))
 		if len(data) > 0 && cl.out != nil {
 			cl.out(m.Stream, data)
 		}
-	case OpStdinAck:
+	case OpInAck:
 		select {
 		case cl.acks <- struct{}{}:
 		default:
 		}
-	case OpExit:
-		if m.Result == nil {
-			return fmt.Errorf("%w: exit without a result", ErrDead)
+	case OpExit, OpDone:
+		if (m.Op == OpExit) != (cl.op == OpExec) || (m.Op == OpExit && m.Result == nil) || (m.Op == OpDone && m.Done == nil) {
+			return fmt.Errorf("%w: %s without its result for %s", ErrDead, m.Op, cl.op)
 		}
 		cl.finished = true
-		cl.result <- *m.Result
+		cl.end <- m
 	default:
 		return fmt.Errorf("%w: unknown message %q", ErrDead, m.Op)
 	}

@@ -106,18 +106,18 @@ func TestProtocolViolationsKillTheConnection(t *testing.T) {
 
 func TestStdinIsFlowControlled(t *testing.T) {
 	c, f := newPair(t)
-	input := strings.Repeat("y", 3*StdinChunk+5)
+	input := strings.Repeat("y", 3*InChunk+5)
 	done := make(chan string)
 	go func() {
 		m := f.next(t)
 		var got strings.Builder
 		for {
 			in := f.next(t)
-			if in.Op == OpStdinClose {
+			if in.Op == OpInClose {
 				break
 			}
 			got.Write(in.Data)
-			f.say(Message{Op: OpStdinAck, ID: m.ID})
+			f.say(Message{Op: OpInAck, ID: m.ID})
 		}
 		f.say(Message{Op: OpExit, ID: m.ID, Result: &ExecResult{}})
 		done <- got.String()

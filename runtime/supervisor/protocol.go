@@ -24,8 +24,16 @@
 //
 // # Messages
 //
-// host -> supervisor: hello, exec, stdin, stdin_close, kill.
-// supervisor -> host: hello, stdin_ack, out, exit.
+// host -> supervisor: hello; exec (then in chunks of its stdin); the
+// workspace operations put (then in chunks of the file), get, tar, list,
+// remove and reset; kill.
+// supervisor -> host: hello; in_ack per input chunk; out (an execution's
+// output, or the bytes of get and tar); exit ends an exec, done ends a
+// workspace operation.
+//
+// Workspace operations run inside the container, on the supervisor's side of
+// the mount namespace, through os.Root: a link planted in the workspace is
+// resolved there, never on the host, and never out of the workspace.
 package supervisor
 
 // Version is the protocol version; hello exchanges it.
@@ -39,15 +47,26 @@ const ReservedThreads = 24
 
 // Message ops.
 const (
-	OpHello      = "hello"
-	OpExec       = "exec"
-	OpStdin      = "stdin"
-	OpStdinClose = "stdin_close"
-	OpStdinAck   = "stdin_ack"
-	OpKill       = "kill"
-	OpOut        = "out"
-	OpExit       = "exit"
+	OpHello   = "hello"
+	OpExec    = "exec"
+	OpIn      = "in" // a chunk of an exec's stdin or of a put's file
+	OpInClose = "in_close"
+	OpInAck   = "in_ack"
+	OpKill    = "kill"
+	OpOut     = "out"
+	OpExit    = "exit"
+
+	OpPut    = "put"    // write File.Path from the in chunks that follow
+	OpGet    = "get"    // send a regular file's bytes as out chunks
+	OpTar    = "tar"    // send a tar archive of File.Path as out chunks
+	OpList   = "list"   // entries of a directory
+	OpRemove = "remove" // remove a file or a tree
+	OpReset  = "reset"  // kill every process, empty the workspace but project_files
+	OpDone   = "done"   // the answer to a workspace operation
 )
+
+// Data is the stream of OpOut for get and tar.
+const Data = "data"
 
 // Streams of OpOut.
 const (
@@ -58,10 +77,13 @@ const (
 // MaxLine bounds one message on the wire, in either direction.
 const MaxLine = 64 << 20
 
-// StdinChunk is the largest stdin payload per message; the host waits for a
-// stdin_ack before sending the next, so a program that never reads its stdin
+// InChunk is the largest input payload per message; the host waits for an
+// in_ack before sending the next, so a program that never reads its stdin
 // costs the supervisor one chunk of memory, not the whole input.
-const StdinChunk = 64 << 10
+const InChunk = 256 << 10
+
+// OutChunk is the largest output payload per message.
+const OutChunk = 256 << 10
 
 // Message is one line of the protocol. Fields are set according to Op.
 type Message struct {
@@ -73,6 +95,45 @@ type Message struct {
 	Stream  string       `json:"stream,omitempty"`
 	Data    []byte       `json:"data,omitempty"`
 	Result  *ExecResult  `json:"result,omitempty"`
+	File    *FileRequest `json:"file,omitempty"`
+	Done    *FileResult  `json:"done,omitempty"`
+}
+
+// FileRequest names the target of a workspace operation.
+type FileRequest struct {
+	Path      string `json:"path"`                // relative to /workspace; "." is the workspace
+	Mode      uint32 `json:"mode,omitempty"`      // put: permission bits
+	Max       int64  `json:"max,omitempty"`       // put, get, tar: refuse above this many bytes
+	Recursive bool   `json:"recursive,omitempty"` // list: the whole tree
+}
+
+// Error kinds of a FileResult.
+const (
+	ErrNotFound   = "not_found"
+	ErrNotRegular = "not_regular" // a FIFO, socket or device: never opened for reading
+	ErrTooLarge   = "too_large"
+	ErrNoSpace    = "no_space"
+	ErrReadOnly   = "read_only"
+	ErrInvalid    = "invalid" // escapes the workspace, a directory where a file is needed, ...
+)
+
+// FileResult answers a workspace operation.
+type FileResult struct {
+	Error     string  `json:"error,omitempty"`
+	ErrorKind string  `json:"error_kind,omitempty"`
+	Size      int64   `json:"size,omitempty"` // get, tar: bytes sent; put: bytes written
+	Entries   []Entry `json:"entries,omitempty"`
+	Skipped   int     `json:"skipped,omitempty"` // tar: FIFOs, sockets and devices left out
+}
+
+// Entry is one file of a listing.
+type Entry struct {
+	Path    string `json:"path"` // relative to /workspace
+	Type    string `json:"type"` // file, dir, symlink, fifo, socket, device
+	Size    int64  `json:"size"`
+	Mode    uint32 `json:"mode"`
+	ModTime int64  `json:"mtime_ns"`
+	Target  string `json:"target,omitempty"` // symlink: where it points, never followed
 }
 
 // File is written into the workspace before the execution starts.

@@ -1,0 +1,166 @@
+package client
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"strconv"
+
+	"github.com/sandboxd/sandboxd/api"
+)
+
+// CreateSession takes a warm container for a session of its own.
+func (c *Client) CreateSession(ctx context.Context, req api.SessionRequest) (*api.Session, error) {
+	var s api.Session
+	return &s, c.call(ctx, http.MethodPost, "/v1/sessions", req, &s)
+}
+
+// Sessions lists live and lost sessions.
+func (c *Client) Sessions(ctx context.Context) ([]api.Session, error) {
+	var l api.SessionList
+	return l.Sessions, c.call(ctx, http.MethodGet, "/v1/sessions", nil, &l)
+}
+
+// Session returns one session.
+func (c *Client) Session(ctx context.Context, id string) (*api.Session, error) {
+	var s api.Session
+	return &s, c.call(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id), nil, &s)
+}
+
+// DeleteSession ends a session and removes its container.
+func (c *Client) DeleteSession(ctx context.Context, id string) error {
+	return c.call(ctx, http.MethodDelete, "/v1/sessions/"+url.PathEscape(id), nil, nil)
+}
+
+// ResetSession kills a session's processes and empties its workspace.
+func (c *Client) ResetSession(ctx context.Context, id string) (*api.Session, error) {
+	var s api.Session
+	return &s, c.call(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/reset", nil, &s)
+}
+
+// Exec runs a command or program in a session and returns its result.
+func (c *Client) Exec(ctx context.Context, id string, req api.ExecRequest) (*api.RunResult, error) {
+	var res api.RunResult
+	return &res, c.call(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/exec", req, &res)
+}
+
+// ExecStream is Exec with output events delivered as they happen.
+func (c *Client) ExecStream(ctx context.Context, id string, req api.ExecRequest, onEvent func(api.Event)) (*api.RunResult, error) {
+	return c.stream(ctx, "/v1/sessions/"+url.PathEscape(id)+"/exec", req, onEvent)
+}
+
+// filePath is the URL path of a session file. The path is cleaned here:
+// the server would redirect an unclean one, and "." (the workspace) must
+// keep its trailing slash.
+func filePath(id, p string) string {
+	p = strings.TrimPrefix(path.Clean("/"+p), "/")
+	return "/v1/sessions/" + url.PathEscape(id) + "/files/" + (&url.URL{Path: p}).EscapedPath()
+}
+
+// PutFile uploads r to path (relative to /workspace) in a session. mode 0
+// means 0644.
+func (c *Client) PutFile(ctx context.Context, id, path string, r io.Reader, mode uint32) (*api.FileWritten, error) {
+	p := filePath(id, path)
+	if mode != 0 {
+		p += "?mode=" + strconv.FormatUint(uint64(mode), 8)
+	}
+	resp, err := c.doRaw(ctx, http.MethodPut, p, r, "application/octet-stream", "")
+	if err != nil {
+		return nil, err
+	}
+	var out api.FileWritten
+	return &out, readJSON(resp, &out)
+}
+
+// GetFile downloads a session file, or a directory as a tar archive (the
+// content type says which). The caller closes the body.
+func (c *Client) GetFile(ctx context.Context, id, path string) (body io.ReadCloser, contentType string, err error) {
+	resp, err := c.doRaw(ctx, http.MethodGet, filePath(id, path), nil, "", "")
+	if err != nil {
+		return nil, "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		return nil, "", decodeError(resp)
+	}
+	return resp.Body, resp.Header.Get("Content-Type"), nil
+}
+
+// ListFiles lists a directory of a session's workspace ("" is the root).
+func (c *Client) ListFiles(ctx context.Context, id, path string, recursive bool) (*api.FileList, error) {
+	q := url.Values{"path": {path}}
+	if recursive {
+		q.Set("recursive", "true")
+	}
+	var l api.FileList
+	return &l, c.call(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/files?"+q.Encode(), nil, &l)
+}
+
+// DeleteFile removes a file or directory tree from a session's workspace.
+func (c *Client) DeleteFile(ctx context.Context, id, path string) error {
+	return c.call(ctx, http.MethodDelete, filePath(id, path), nil, nil)
+}
+
+// CreateProject makes an empty project.
+func (c *Client) CreateProject(ctx context.Context, name string) (*api.Project, error) {
+	var p api.Project
+	return &p, c.call(ctx, http.MethodPost, "/v1/projects", api.ProjectRequest{Name: name}, &p)
+}
+
+// Projects lists projects.
+func (c *Client) Projects(ctx context.Context) ([]api.Project, error) {
+	var l api.ProjectList
+	return l.Projects, c.call(ctx, http.MethodGet, "/v1/projects", nil, &l)
+}
+
+// Project returns a project by id or name.
+func (c *Client) Project(ctx context.Context, ref string) (*api.Project, error) {
+	var p api.Project
+	return &p, c.call(ctx, http.MethodGet, "/v1/projects/"+url.PathEscape(ref), nil, &p)
+}
+
+// DeleteProject removes a project that no session mounts.
+func (c *Client) DeleteProject(ctx context.Context, ref string) error {
+	return c.call(ctx, http.MethodDelete, "/v1/projects/"+url.PathEscape(ref), nil, nil)
+}
+
+func projectFilePath(ref, name string) string {
+	return "/v1/projects/" + url.PathEscape(ref) + "/files/" + (&url.URL{Path: name}).EscapedPath()
+}
+
+// AddProjectFile uploads a file to a project. A name in use gets a
+// numbered variant unless overwrite is set; the stored name is returned.
+func (c *Client) AddProjectFile(ctx context.Context, ref, name string, r io.Reader, overwrite bool) (*api.ProjectFile, error) {
+	q := url.Values{"name": {name}}
+	if overwrite {
+		q.Set("overwrite", "true")
+	}
+	p := "/v1/projects/" + url.PathEscape(ref) + "/files?" + q.Encode()
+	resp, err := c.doRaw(ctx, http.MethodPost, p, r, "application/octet-stream", "")
+	if err != nil {
+		return nil, err
+	}
+	var out api.ProjectFile
+	return &out, readJSON(resp, &out)
+}
+
+// GetProjectFile downloads a project file. The caller closes the body.
+func (c *Client) GetProjectFile(ctx context.Context, ref, name string) (io.ReadCloser, error) {
+	resp, err := c.doRaw(ctx, http.MethodGet, projectFilePath(ref, name), nil, "", "")
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		return nil, decodeError(resp)
+	}
+	return resp.Body, nil
+}
+
+// DeleteProjectFile removes one file from a project.
+func (c *Client) DeleteProjectFile(ctx context.Context, ref, name string) error {
+	return c.call(ctx, http.MethodDelete, projectFilePath(ref, name), nil, nil)
+}

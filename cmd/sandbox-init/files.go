@@ -1,0 +1,496 @@
+package main
+
+import (
+	"archive/tar"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sandboxd/sandboxd/runtime/supervisor"
+)
+
+// Workspace operations. Every path goes through os.Root opened on the
+// workspace: links are resolved here, inside the container, and a link (or
+// a link swapped in mid-operation) that leads out of the workspace fails
+// with "path escapes". Files are opened O_NONBLOCK and checked with fstat
+// on the open descriptor, so a FIFO is never read and never blocks us.
+
+// Names the workspace keeps through a reset.
+const (
+	outputsDir  = "outputs"
+	projectDir  = "project_files"
+	maxEntries  = 100000 // listing and archive bound
+	tarOverhead = 1024   // the two zero blocks that end an archive
+)
+
+// upload is a put in progress: the in chunks that follow land in f.
+type upload struct {
+	f       *os.File
+	name    string
+	max     int64
+	written int64
+	err     error
+}
+
+func openWorkspace() (*os.Root, error) { return os.OpenRoot(workspace) }
+
+// fileOp starts a workspace operation. Transfers run in their own goroutine
+// so the protocol loop keeps serving executions and acks.
+func (s *server) fileOp(m supervisor.Message) {
+	req := supervisor.FileRequest{Path: "."}
+	if m.File != nil {
+		req = *m.File
+	}
+	switch m.Op {
+	case supervisor.OpPut:
+		if res := s.startUpload(m.ID, req); res != nil {
+			s.done(m.ID, res)
+		}
+	case supervisor.OpGet:
+		go func() { s.done(m.ID, s.get(m.ID, req)) }()
+	case supervisor.OpTar:
+		go func() { s.done(m.ID, s.tar(m.ID, req)) }()
+	case supervisor.OpList:
+		s.done(m.ID, list(req))
+	case supervisor.OpRemove:
+		s.done(m.ID, remove(req))
+	case supervisor.OpReset:
+		go func() { s.done(m.ID, s.reset()) }()
+	}
+}
+
+func (s *server) done(id uint64, res *supervisor.FileResult) {
+	s.send(supervisor.Message{Op: supervisor.OpDone, ID: id, Done: res})
+}
+
+func failure(err error) *supervisor.FileResult {
+	kind := supervisor.ErrInvalid
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		kind = supervisor.ErrNotFound
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		kind = supervisor.ErrNoSpace
+	case errors.Is(err, syscall.EROFS), errors.Is(err, fs.ErrPermission):
+		kind = supervisor.ErrReadOnly
+	}
+	return &supervisor.FileResult{Error: strings.TrimPrefix(err.Error(), "openat "), ErrorKind: kind}
+}
+
+func refuse(kind, format string, args ...any) *supervisor.FileResult {
+	return &supervisor.FileResult{ErrorKind: kind, Error: fmt.Sprintf(format, args...)}
+}
+
+// writable refuses the workspace itself and the read-only project files.
+func writable(name string) *supervisor.FileResult {
+	name = path.Clean(name)
+	if name == "." || name == projectDir || strings.HasPrefix(name, projectDir+"/") {
+		return refuse(supervisor.ErrReadOnly, "%s: the workspace root and %s/ cannot be written or removed", name, projectDir)
+	}
+	return nil
+}
+
+func (s *server) startUpload(id uint64, req supervisor.FileRequest) *supervisor.FileResult {
+	if res := writable(req.Path); res != nil {
+		return res
+	}
+	root, err := openWorkspace()
+	if err != nil {
+		return failure(err)
+	}
+	defer root.Close()
+	if dir := path.Dir(req.Path); dir != "." {
+		if err := root.MkdirAll(dir, 0o755); err != nil {
+			return failure(err)
+		}
+	}
+	mode := os.FileMode(req.Mode & 0o777)
+	if mode == 0 {
+		mode = 0o644
+	}
+	f, err := root.OpenFile(req.Path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NONBLOCK, mode)
+	if err != nil {
+		return failure(err)
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return refuse(supervisor.ErrNotRegular, "%s is not a regular file", req.Path)
+	}
+	_ = f.Chmod(mode) // an existing file takes the new mode too
+	s.mu.Lock()
+	s.uploads[id] = &upload{f: f, name: req.Path, max: req.Max}
+	s.mu.Unlock()
+	return nil
+}
+
+// uploadChunk writes one in chunk; after a failure the rest are acked and
+// dropped, and the failure is reported at the end.
+func (s *server) uploadChunk(id uint64, up *upload, data []byte) {
+	if up.err == nil {
+		if up.max > 0 && up.written+int64(len(data)) > up.max {
+			up.err = fmt.Errorf("over the %d-byte upload limit", up.max)
+		} else {
+			n, err := up.f.Write(data)
+			up.written += int64(n)
+			up.err = err
+		}
+	}
+	s.send(supervisor.Message{Op: supervisor.OpInAck, ID: id})
+}
+
+func (s *server) finishUpload(id uint64, up *upload) {
+	s.mu.Lock()
+	delete(s.uploads, id)
+	s.mu.Unlock()
+	err := up.err
+	if cerr := up.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		// Leave nothing half written.
+		if root, rerr := openWorkspace(); rerr == nil {
+			_ = root.Remove(up.name)
+			root.Close()
+		}
+		res := failure(err)
+		if strings.Contains(err.Error(), "upload limit") {
+			res.ErrorKind = supervisor.ErrTooLarge
+		}
+		s.done(id, res)
+		return
+	}
+	s.done(id, &supervisor.FileResult{Size: up.written})
+}
+
+// openRegular opens a regular file for reading without following it out of
+// the workspace and without blocking on a FIFO.
+func openRegular(root *os.Root, name string) (*os.File, fs.FileInfo, *supervisor.FileResult) {
+	if st, err := root.Lstat(name); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+		target, _ := root.Readlink(name)
+		return nil, nil, refuse(supervisor.ErrInvalid, "%s is a symbolic link (to %s): download its directory to get the link itself", name, target)
+	}
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, nil, failure(err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, failure(err)
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		if st.IsDir() {
+			return nil, nil, refuse(supervisor.ErrInvalid, "%s is a directory", name)
+		}
+		return nil, nil, refuse(supervisor.ErrNotRegular, "%s is a %s, not a regular file: refused, not read", name, fileType(st.Mode()))
+	}
+	return f, st, nil
+}
+
+func (s *server) get(id uint64, req supervisor.FileRequest) *supervisor.FileResult {
+	root, err := openWorkspace()
+	if err != nil {
+		return failure(err)
+	}
+	defer root.Close()
+	f, st, res := openRegular(root, req.Path)
+	if res != nil {
+		return res
+	}
+	defer f.Close()
+	// The size is checked before a byte is read: a sparse 1 TiB file is
+	// refused, not streamed.
+	if st.Size() > req.Max {
+		return refuse(supervisor.ErrTooLarge, "%s is %d bytes, over the %d-byte download limit", req.Path, st.Size(), req.Max)
+	}
+	w := &chunkWriter{s: s, id: id}
+	n, err := io.Copy(w, io.LimitReader(f, st.Size()))
+	if err == nil {
+		err = w.flush()
+	}
+	if err != nil {
+		return failure(err)
+	}
+	return &supervisor.FileResult{Size: n}
+}
+
+// chunkWriter turns a byte stream into out messages of at most OutChunk.
+type chunkWriter struct {
+	s   *server
+	id  uint64
+	buf []byte
+	n   int64
+}
+
+func (w *chunkWriter) Write(p []byte) (int, error) {
+	w.buf = append(w.buf, p...)
+	for len(w.buf) >= supervisor.OutChunk {
+		w.emit(w.buf[:supervisor.OutChunk])
+		w.buf = w.buf[supervisor.OutChunk:]
+	}
+	return len(p), nil
+}
+
+func (w *chunkWriter) emit(b []byte) {
+	w.s.send(supervisor.Message{Op: supervisor.OpOut, ID: w.id, Stream: supervisor.Data, Data: b})
+	w.n += int64(len(b))
+}
+
+func (w *chunkWriter) flush() error {
+	if len(w.buf) > 0 {
+		w.emit(w.buf)
+		w.buf = nil
+	}
+	return nil
+}
+
+// tar archives a file or a tree. Links go in as links, never followed;
+// FIFOs, sockets and devices are left out and counted. The archive's size
+// is worked out before anything is sent, so an archive over the limit is
+// refused whole; each file contributes exactly the size it had then.
+func (s *server) tar(id uint64, req supervisor.FileRequest) *supervisor.FileResult {
+	root, err := openWorkspace()
+	if err != nil {
+		return failure(err)
+	}
+	defer root.Close()
+	entries, err := walk(root, req.Path, true)
+	if err != nil {
+		return failure(err)
+	}
+	total := int64(tarOverhead)
+	skipped := 0
+	for _, e := range entries {
+		switch e.Type {
+		case "file":
+			total += 512 + (e.Size+511)/512*512
+		case "dir", "symlink":
+			total += 512
+		default:
+			skipped++
+		}
+		total += 1024 // room for a long-name header
+	}
+	if total > req.Max {
+		return refuse(supervisor.ErrTooLarge, "%s makes an archive of about %d bytes, over the %d-byte download limit", req.Path, total, req.Max)
+	}
+	// Names start with the target's own name ("workspace" for the root),
+	// as a directory copy would make them.
+	clean := path.Clean(req.Path)
+	top := path.Base(clean)
+	if clean == "." {
+		top = "workspace"
+	}
+	w := &chunkWriter{s: s, id: id}
+	tw := tar.NewWriter(w)
+	for _, e := range entries {
+		name := top
+		if e.Path != clean {
+			name = path.Join(top, strings.TrimPrefix(e.Path, strings.TrimPrefix(clean+"/", "./")))
+		}
+		hdr := &tar.Header{Name: name, Mode: int64(e.Mode), ModTime: time.Unix(0, e.ModTime).Truncate(time.Second)}
+		switch e.Type {
+		case "dir":
+			hdr.Typeflag, hdr.Name = tar.TypeDir, name+"/"
+		case "symlink":
+			hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, e.Target
+		case "file":
+			hdr.Typeflag, hdr.Size = tar.TypeReg, e.Size
+		default:
+			continue
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return failure(err)
+		}
+		if e.Type == "file" {
+			if err := copyExactly(tw, root, e.Path, e.Size); err != nil {
+				return failure(err)
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return failure(err)
+	}
+	_ = w.flush()
+	return &supervisor.FileResult{Size: w.n, Skipped: skipped}
+}
+
+// copyExactly writes size bytes of name: what the file holds now, cut or
+// padded with zeros, since the code beside us may change it meanwhile. A
+// file that turned into something else is written as zeros.
+func copyExactly(w io.Writer, root *os.Root, name string, size int64) error {
+	var r io.Reader = zeros{}
+	if f, _, res := openRegular(root, name); res == nil {
+		defer f.Close()
+		r = io.MultiReader(io.LimitReader(f, size), zeros{})
+	}
+	_, err := io.CopyN(w, r, size)
+	return err
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+func list(req supervisor.FileRequest) *supervisor.FileResult {
+	root, err := openWorkspace()
+	if err != nil {
+		return failure(err)
+	}
+	defer root.Close()
+	entries, err := walk(root, req.Path, req.Recursive)
+	if err != nil {
+		return failure(err)
+	}
+	return &supervisor.FileResult{Entries: entries}
+}
+
+// walk returns name first and, for a directory, what is under it (all levels or
+// one), without following any link.
+func walk(root *os.Root, name string, recursive bool) ([]supervisor.Entry, error) {
+	name = path.Clean(name)
+	st, err := root.Lstat(name)
+	if err != nil {
+		return nil, err
+	}
+	out := []supervisor.Entry{entry(root, name, st)}
+	if !st.IsDir() {
+		return out, nil
+	}
+	var visit func(dir string) error
+	visit = func(dir string) error {
+		d, err := root.Open(dir)
+		if err != nil {
+			return err
+		}
+		ents, err := d.ReadDir(maxEntries)
+		d.Close()
+		if err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
+		for _, de := range ents {
+			if len(out) >= maxEntries {
+				return fmt.Errorf("%s: more than %d entries", name, maxEntries)
+			}
+			p := path.Join(dir, de.Name())
+			info, err := de.Info()
+			if err != nil {
+				continue // gone meanwhile
+			}
+			out = append(out, entry(root, p, info))
+			if info.IsDir() && recursive {
+				if err := visit(p); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return out, visit(name)
+}
+
+func entry(root *os.Root, name string, st fs.FileInfo) supervisor.Entry {
+	e := supervisor.Entry{Path: name, Type: fileType(st.Mode()), Size: st.Size(), Mode: uint32(st.Mode().Perm()), ModTime: st.ModTime().UnixNano()}
+	if e.Type == "symlink" {
+		e.Target, _ = root.Readlink(name)
+	}
+	if e.Type != "file" {
+		e.Size = 0
+	}
+	return e
+}
+
+func fileType(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "file"
+	case m.IsDir():
+		return "dir"
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	case m&fs.ModeNamedPipe != 0:
+		return "fifo"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	}
+	return "device"
+}
+
+func remove(req supervisor.FileRequest) *supervisor.FileResult {
+	if res := writable(req.Path); res != nil {
+		return res
+	}
+	root, err := openWorkspace()
+	if err != nil {
+		return failure(err)
+	}
+	defer root.Close()
+	if _, err := root.Lstat(req.Path); err != nil {
+		return failure(err)
+	}
+	if err := root.RemoveAll(req.Path); err != nil {
+		return failure(err)
+	}
+	return &supervisor.FileResult{}
+}
+
+// reset ends every process and empties the workspace and /tmp, keeping
+// project_files; the session goes on as if new.
+func (s *server) reset() *supervisor.FileResult {
+	if n := s.killAll(); n > 0 {
+		return refuse(supervisor.ErrInvalid, "%d processes survived the kill", n)
+	}
+	for _, dir := range []string{workspace, "/tmp"} {
+		root, err := os.OpenRoot(dir)
+		if err != nil {
+			return failure(err)
+		}
+		if err := emptyDir(root); err != nil {
+			root.Close()
+			return failure(err)
+		}
+		root.Close()
+	}
+	makeOutputs()
+	return &supervisor.FileResult{}
+}
+
+func emptyDir(root *os.Root) error {
+	d, err := root.Open(".")
+	if err != nil {
+		return err
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if n == projectDir && root.Name() == workspace {
+			continue
+		}
+		if err := root.RemoveAll(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// makeOutputs creates /workspace/outputs, where results are expected.
+func makeOutputs() {
+	if root, err := openWorkspace(); err == nil {
+		_ = root.Mkdir(outputsDir, 0o755)
+		root.Close()
+	}
+}

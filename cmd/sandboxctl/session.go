@@ -1,0 +1,426 @@
+package main
+
+import (
+	"archive/tar"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/client"
+)
+
+func newSessionCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "session",
+		Short: "Create, list, inspect, reset and remove sessions",
+		Long: `A session is a sandbox of one's own that keeps its files across executions
+(sandboxctl exec, sandboxctl cp) until it is removed or expires.`,
+	}
+	cmd.AddCommand(newSessionCreateCmd(g), newSessionLsCmd(g), newSessionInspectCmd(g),
+		newSessionResetCmd(g), newSessionRmCmd(g))
+	return cmd
+}
+
+func newSessionCreateCmd(g *globals) *cobra.Command {
+	var (
+		lang, memory, project string
+		ttl, idle             time.Duration
+		cpus                  float64
+		pids                  int64
+		env                   []string
+	)
+	cmd := &cobra.Command{
+		Use:     "create --lang L [flags]",
+		Short:   "Start a session and print its id",
+		Example: "  id=$(sandboxctl session create --lang python --ttl 30m)\n  sandboxctl exec $id -- python3 -c 'print(1)'",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if lang == "" {
+				return fail("--lang is required (see `sandboxctl languages`)")
+			}
+			req := api.SessionRequest{Language: lang, Project: project, TTL: api.Duration(ttl), IdleTimeout: api.Duration(idle)}
+			limits := &api.Limits{CPUs: cpus, Pids: pids}
+			if memory != "" {
+				n, err := api.ParseByteSize(memory)
+				if err != nil {
+					return fail("--memory: %v", err)
+				}
+				limits.Memory = api.ByteSize(n)
+			}
+			req.Limits = limits
+			var err error
+			if req.Env, err = parseEnv(env); err != nil {
+				return err
+			}
+			s, err := g.client().CreateSession(cmd.Context(), req)
+			if err != nil {
+				return apiFailure(err)
+			}
+			fmt.Println(s.ID)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&lang, "lang", "", "language of the session")
+	f.DurationVar(&ttl, "ttl", 0, "lifetime, e.g. 30m (default: the daemon's)")
+	f.DurationVar(&idle, "idle-timeout", 0, "expire after this long unused (default: the daemon's)")
+	f.StringVar(&memory, "memory", "", "memory limit, e.g. 512m")
+	f.Float64Var(&cpus, "cpus", 0, "cpu limit in cores, e.g. 0.5")
+	f.Int64Var(&pids, "pids", 0, "process limit")
+	f.StringVar(&project, "project", "", "project to mount read-only at /workspace/project_files")
+	f.StringArrayVarP(&env, "env", "e", nil, "KEY=VALUE for every exec (repeatable)")
+	return cmd
+}
+
+func parseEnv(pairs []string) (map[string]string, error) {
+	if len(pairs) == 0 {
+		return nil, nil
+	}
+	env := map[string]string{}
+	for _, kv := range pairs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fail("--env %q: use KEY=VALUE", kv)
+		}
+		env[k] = v
+	}
+	return env, nil
+}
+
+func newSessionLsCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "ls",
+		Short: "List sessions",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			list, err := g.client().Sessions(cmd.Context())
+			if err != nil {
+				return apiFailure(err)
+			}
+			if asJSON {
+				return printJSON(list)
+			}
+			table("ID\tLANGUAGE\tSTATE\tCREATED\tEXPIRES IN\tEXECS\tPROJECT", func(w *tabwriter.Writer) {
+				for _, s := range list {
+					state := s.State
+					if s.Error != "" {
+						state += " (" + s.Error + ")"
+					}
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", s.ID, s.Language, state,
+						s.CreatedAt.Local().Format(time.TimeOnly), time.Until(s.ExpiresAt).Round(time.Second), s.Executions, s.Project)
+				}
+			})
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newSessionInspectCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "inspect SESSION",
+		Short: "Print a session as JSON",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := g.client().Session(cmd.Context(), args[0])
+			if err != nil {
+				return apiFailure(err)
+			}
+			return printJSON(s)
+		},
+	}
+}
+
+func newSessionResetCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "reset SESSION",
+		Short: "Kill a session's processes and empty its workspace (project files stay)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := g.client().ResetSession(cmd.Context(), args[0]); err != nil {
+				return apiFailure(err)
+			}
+			return nil
+		},
+	}
+}
+
+func newSessionRmCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "rm SESSION...",
+		Short: "End sessions and remove their containers",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var failed error
+			for _, id := range args {
+				if err := g.client().DeleteSession(cmd.Context(), id); err != nil {
+					fmt.Fprintf(os.Stderr, "sandboxctl: %s: %v\n", id, err)
+					failed = &exitError{code: exitFailed}
+				}
+			}
+			return failed
+		},
+	}
+}
+
+func newExecCmd(g *globals) *cobra.Command {
+	var (
+		stdinPath, cwd string
+		timeout        time.Duration
+		env            []string
+		asJSON         bool
+	)
+	cmd := &cobra.Command{
+		Use:   "exec [flags] SESSION -- CMD [ARGS...]",
+		Short: "Run a command in a session and stream its output",
+		Long: `Run a command in a session's workspace and stream its output.
+The exit code is the command's; 124 on timeout, 137 when killed for memory,
+125 for an unknown, expired or lost session.`,
+		Example: "  sandboxctl exec $id -- python3 -c 'print(1)'\n  sandboxctl exec --stdin data.csv $id -- wc -l",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if dash := cmd.ArgsLenAtDash(); dash != 1 || len(args) < 2 {
+				return fail("exec takes SESSION, then -- and the command")
+			}
+			req := api.ExecRequest{Argv: args[1:], Cwd: cwd, Timeout: api.Duration(timeout)}
+			var err error
+			if req.Env, err = parseEnv(env); err != nil {
+				return err
+			}
+			if stdinPath != "" {
+				in, err := readInput(stdinPath)
+				if err != nil {
+					return err
+				}
+				req.Stdin = string(in)
+				if !utf8.Valid(in) {
+					req.Stdin, req.StdinEncoding = base64.StdEncoding.EncodeToString(in), api.EncodingBase64
+				}
+			}
+			c := g.client()
+			var res *api.RunResult
+			if asJSON {
+				res, err = c.Exec(cmd.Context(), args[0], req)
+			} else {
+				res, err = c.ExecStream(cmd.Context(), args[0], req, printEvent)
+			}
+			if err != nil {
+				return apiFailure(err)
+			}
+			if asJSON {
+				if err := printJSON(res); err != nil {
+					return err
+				}
+			}
+			return resultExit(res)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&stdinPath, "stdin", "", "file to feed the command's stdin, or - for ours")
+	f.StringVar(&cwd, "cwd", "", "working directory, relative to /workspace")
+	f.DurationVar(&timeout, "timeout", 0, "deadline, e.g. 2s (default: the session's)")
+	f.StringArrayVarP(&env, "env", "e", nil, "KEY=VALUE (repeatable)")
+	f.BoolVar(&asJSON, "json", false, "print the result as JSON instead of streaming the output")
+	return cmd
+}
+
+// printEvent writes an output event to our stdout or stderr.
+func printEvent(ev api.Event) {
+	w := os.Stdout
+	if ev.Type == api.EventStderr {
+		w = os.Stderr
+	}
+	_, _ = w.Write(client.Decode(ev.Data, ev.Encoding))
+}
+
+// remote splits SESSION:PATH; a local path (which may hold a colon after a
+// slash) is not remote.
+func remote(arg string) (id, p string, ok bool) {
+	id, p, ok = strings.Cut(arg, ":")
+	if !ok || id == "" || strings.Contains(id, "/") {
+		return "", "", false
+	}
+	return id, p, true
+}
+
+func newCpCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "cp SRC DST",
+		Short: "Copy files between the host and a session",
+		Long: `Copy a file or directory into a session (sandboxctl cp LOCAL SESSION:PATH)
+or out of one (sandboxctl cp SESSION:PATH LOCAL). PATH is relative to
+/workspace. A directory comes down as a directory; links inside it come down
+as links and are never followed. "-" is stdin or stdout for a single file.`,
+		Example: "  sandboxctl cp data.csv $id:inputs/data.csv\n  sandboxctl cp $id:outputs ./results",
+		Args:    cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c := g.client()
+			if id, p, ok := remote(args[1]); ok {
+				return upload(cmd, c, args[0], id, p)
+			}
+			if id, p, ok := remote(args[0]); ok {
+				return download(cmd, c, id, p, args[1])
+			}
+			return fail("one of SRC and DST must be SESSION:PATH")
+		},
+	}
+}
+
+func upload(cmd *cobra.Command, c *client.Client, local, id, dst string) error {
+	ctx := cmd.Context()
+	if local == "-" {
+		if dst == "" || strings.HasSuffix(dst, "/") {
+			return fail("name the destination file when copying from stdin")
+		}
+		_, err := c.PutFile(ctx, id, dst, os.Stdin, 0)
+		return orFailure(err)
+	}
+	st, err := os.Stat(local)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if dst == "" || strings.HasSuffix(dst, "/") {
+		dst += filepath.Base(local)
+	}
+	if !st.IsDir() {
+		return putLocal(cmd, c, local, id, dst, st.Mode())
+	}
+	return filepath.WalkDir(local, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err // directories are made on the way; links and the like are skipped
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(local, p)
+		return putLocal(cmd, c, p, id, path.Join(dst, filepath.ToSlash(rel)), info.Mode())
+	})
+}
+
+func putLocal(cmd *cobra.Command, c *client.Client, local, id, dst string, mode fs.FileMode) error {
+	f, err := os.Open(local)
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer f.Close()
+	_, err = c.PutFile(cmd.Context(), id, dst, f, uint32(mode.Perm()))
+	return orFailure(err)
+}
+
+func orFailure(err error) error {
+	if err != nil {
+		return apiFailure(err)
+	}
+	return nil
+}
+
+func download(cmd *cobra.Command, c *client.Client, id, src, local string) error {
+	body, contentType, err := c.GetFile(cmd.Context(), id, src)
+	if err != nil {
+		return apiFailure(err)
+	}
+	defer body.Close()
+	if contentType == api.ContentTypeTar {
+		if local == "-" {
+			_, err := io.Copy(os.Stdout, body)
+			return err
+		}
+		return extract(body, local)
+	}
+	if local == "-" {
+		_, err := io.Copy(os.Stdout, body)
+		return err
+	}
+	if st, err := os.Stat(local); err == nil && st.IsDir() {
+		local = filepath.Join(local, path.Base(src))
+	}
+	f, err := os.Create(local)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if _, err := io.Copy(f, body); err != nil {
+		f.Close()
+		return fail("downloading %s: %v", src, err)
+	}
+	return f.Close()
+}
+
+// extract unpacks a directory archive from a sandbox, which is untrusted:
+// everything is written through os.Root on the destination, so no entry
+// and no link in the archive can reach outside it. Into an existing
+// directory the archive's top directory is added; otherwise dst becomes it.
+func extract(r io.Reader, dst string) error {
+	into := false
+	if st, err := os.Stat(dst); err == nil && st.IsDir() {
+		into = true
+	} else if err := os.Mkdir(dst, 0o755); err != nil {
+		return fail("%v", err)
+	}
+	root, err := os.OpenRoot(dst)
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer root.Close()
+	tr := tar.NewReader(r)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fail("reading the archive: %v", err)
+		}
+		name := path.Clean(hdr.Name)
+		if !into {
+			_, rest, _ := strings.Cut(name, "/")
+			name = rest
+		}
+		if name == "" || name == "." {
+			continue
+		}
+		if err := extractEntry(root, tr, hdr, name); err != nil {
+			return fail("%s: %v", hdr.Name, err)
+		}
+	}
+}
+
+func extractEntry(root *os.Root, r io.Reader, hdr *tar.Header, name string) error {
+	if dir := path.Dir(name); dir != "." {
+		if err := root.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	mode := fs.FileMode(hdr.Mode).Perm()
+	switch hdr.Typeflag {
+	case tar.TypeDir:
+		return root.MkdirAll(name, 0o755)
+	case tar.TypeSymlink:
+		_ = root.Remove(name)
+		return root.Symlink(hdr.Linkname, name)
+	case tar.TypeReg:
+		f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(f, r); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	}
+	return nil // anything else is not made on the host
+}

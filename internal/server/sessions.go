@@ -1,0 +1,231 @@
+package server
+
+import (
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/service"
+)
+
+// Session, file and project endpoints. File bodies are raw bytes, not
+// JSON: uploads with PUT, downloads as the file itself or, for a
+// directory, a tar archive.
+
+func (h *handler) createSession(w http.ResponseWriter, r *http.Request) {
+	var req api.SessionRequest
+	if err := decode(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	sess, err := h.svc.CreateSession(r.Context(), req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, sess)
+}
+
+func (h *handler) sessions(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, api.SessionList{Sessions: h.svc.Sessions()})
+}
+
+func (h *handler) session(w http.ResponseWriter, r *http.Request) {
+	sess, err := h.svc.Session(r.PathValue("id"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sess)
+}
+
+func (h *handler) deleteSession(w http.ResponseWriter, r *http.Request) {
+	if err := h.svc.DeleteSession(r.PathValue("id")); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *handler) exec(w http.ResponseWriter, r *http.Request) {
+	var req api.ExecRequest
+	if err := decode(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	respondExecution(w, r, func(out service.OutputFunc) (*api.RunResult, *api.Error) {
+		return h.svc.Exec(r.Context(), r.PathValue("id"), req, out)
+	})
+}
+
+func (h *handler) reset(w http.ResponseWriter, r *http.Request) {
+	sess, err := h.svc.ResetSession(r.Context(), r.PathValue("id"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sess)
+}
+
+func (h *handler) listFiles(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	recursive, _ := strconv.ParseBool(q.Get("recursive"))
+	list, err := h.svc.ListFiles(r.Context(), r.PathValue("id"), q.Get("path"), recursive)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+func (h *handler) putFile(w http.ResponseWriter, r *http.Request) {
+	var mode uint64
+	if m := r.URL.Query().Get("mode"); m != "" {
+		var err error
+		if mode, err = strconv.ParseUint(m, 8, 32); err != nil {
+			writeError(w, &api.Error{Code: api.CodeInvalidRequest, Message: "mode is octal permission bits, e.g. 0755"})
+			return
+		}
+	}
+	res, err := h.svc.PutFile(r.Context(), r.PathValue("id"), r.PathValue("path"), uint32(mode), r.Body)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, res)
+}
+
+func (h *handler) getFile(w http.ResponseWriter, r *http.Request) {
+	body := &lazyBody{w: w}
+	err := h.svc.Download(r.Context(), r.PathValue("id"), r.PathValue("path"), func(dir bool, name string) io.Writer {
+		if name == "." {
+			name = "workspace"
+		}
+		body.contentType = "application/octet-stream"
+		if dir {
+			body.contentType = api.ContentTypeTar
+			name += ".tar"
+		}
+		body.name = name
+		return body
+	})
+	switch {
+	case err != nil && !body.started:
+		writeError(w, err)
+	case err != nil:
+		// Too late for a status: break the response so the client sees a
+		// truncated transfer, not a short file.
+		panic(http.ErrAbortHandler)
+	default:
+		body.start()
+	}
+}
+
+// lazyBody writes the response headers with the first byte, so that a
+// download refused before any byte still gets a JSON error.
+type lazyBody struct {
+	w           http.ResponseWriter
+	contentType string
+	name        string
+	started     bool
+}
+
+func (b *lazyBody) start() {
+	if b.started {
+		return
+	}
+	b.started = true
+	b.w.Header().Set("Content-Type", b.contentType)
+	b.w.Header().Set("Content-Disposition", "attachment; filename="+strconv.Quote(b.name))
+	b.w.Header().Set("X-Content-Type-Options", "nosniff")
+	b.w.WriteHeader(http.StatusOK)
+}
+
+func (b *lazyBody) Write(p []byte) (int, error) {
+	b.start()
+	return b.w.Write(p)
+}
+
+func (h *handler) deleteFile(w http.ResponseWriter, r *http.Request) {
+	if err := h.svc.DeleteFile(r.Context(), r.PathValue("id"), r.PathValue("path")); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *handler) createProject(w http.ResponseWriter, r *http.Request) {
+	var req api.ProjectRequest
+	if err := decode(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	p, err := h.svc.CreateProject(req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, p)
+}
+
+func (h *handler) projects(w http.ResponseWriter, r *http.Request) {
+	list, err := h.svc.Projects()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.ProjectList{Projects: list})
+}
+
+func (h *handler) project(w http.ResponseWriter, r *http.Request) {
+	p, err := h.svc.Project(r.PathValue("id"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+func (h *handler) deleteProject(w http.ResponseWriter, r *http.Request) {
+	if err := h.svc.DeleteProject(r.PathValue("id")); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// addProjectFile takes the name as a query parameter: an uploaded name is
+// raw input to sanitize, which a URL path would have cleaned already.
+func (h *handler) addProjectFile(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	overwrite, _ := strconv.ParseBool(q.Get("overwrite"))
+	f, err := h.svc.AddProjectFile(r.PathValue("id"), q.Get("name"), r.Body, overwrite)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, f)
+}
+
+func (h *handler) getProjectFile(w http.ResponseWriter, r *http.Request) {
+	fh, f, err := h.svc.OpenProjectFile(r.PathValue("id"), r.PathValue("name"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	defer fh.Close()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.FormatInt(f.Size, 10))
+	w.Header().Set("X-Content-SHA256", f.SHA256)
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.Copy(w, fh)
+}
+
+func (h *handler) deleteProjectFile(w http.ResponseWriter, r *http.Request) {
+	if err := h.svc.DeleteProjectFile(r.PathValue("id"), r.PathValue("name")); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
