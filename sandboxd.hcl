@@ -13,10 +13,10 @@ docker {
 
 defaults {                    # ceilings a request may lower, never raise
   timeout      = "30s"
-  memory       = "256MiB"
+  memory       = "512MiB"     # workspace and /tmp files count toward it (tmpfs)
   cpus         = 1.0
   pids         = 128
-  disk         = "256MiB"
+  disk         = "256MiB"     # size of /workspace and of /tmp: a full one is ENOSPC
   network      = "none"
   output_limit = "1MiB"
 }

@@ -1,9 +1,10 @@
 // Command bench measures sandboxd against its baselines in one run and
-// prints a markdown table: p50/p95 of python print(1) and node
+// prints markdown tables: p50/p95 of python print(1) and node
 // console.log(1) through `sandboxctl run`, through the API alone, through
-// `docker run --rm` and `docker exec` on the same image, and the bare
-// interpreter started inside a running container. It starts its own daemon
-// from -bin; run it through `make bench`.
+// a session's exec, through `docker run --rm` and `docker exec` on the same
+// image, and the bare interpreter started inside a running container; then
+// session creation, and throughput with 4 concurrent clients. It starts its
+// own daemon from -bin; run it through `make bench`.
 package main
 
 import (
@@ -52,8 +53,8 @@ func run(bin string, n, nDocker int) error {
 	defer d.stop()
 	c := client.New(d.socket)
 	fmt.Printf("# sandboxd benchmark (%s, %d cores)\n\n", time.Now().UTC().Format("2006-01-02"), numCPU())
-	fmt.Println("| language | path | p50 ms | p95 ms | vs docker run --rm | vs docker exec |")
-	fmt.Println("|---|---|---|---|---|---|")
+	fmt.Println("| language | path | p50 ms | p95 ms | vs docker run --rm | vs docker exec | vs bare interpreter |")
+	fmt.Println("|---|---|---|---|---|---|---|")
 	for _, l := range languages {
 		prog := filepath.Join(d.dir, "hello."+l.ext)
 		if err := os.WriteFile(prog, []byte(l.code+"\n"), 0o644); err != nil {
@@ -75,6 +76,22 @@ func run(bin string, n, nDocker int) error {
 		// Back to back: each run's container removal and its replacement's
 		// creation overlap the next run on these 2 cores.
 		backToBack := measure(n, func() error { waitWarm(c, l.name); return nil }, apiRun)
+		sess, err := c.CreateSession(context.Background(), api.SessionRequest{Language: l.name})
+		if err != nil {
+			return err
+		}
+		sessionExec := measure(n, nil, func() error {
+			res, err := c.Exec(context.Background(), sess.ID, api.ExecRequest{Argv: l.interp})
+			if err == nil && res.Stdout != "1\n" {
+				err = fmt.Errorf("unexpected output %q", res.Stdout)
+			}
+			return err
+		})
+		ctlExec := measure(n, nil, func() error {
+			out, err := exec.Command(filepath.Join(bin, "sandboxctl"), append([]string{"--socket", d.socket, "exec", sess.ID, "--"}, l.interp...)...).Output()
+			return check(out, err)
+		})
+		_ = c.DeleteSession(context.Background(), sess.ID)
 		dockerRun := measure(nDocker, nil, func() error {
 			out, err := exec.Command("docker", append([]string{"run", "--rm", "--network", "none", "--log-driver", "none", l.image}, l.interp...)...).Output()
 			return check(out, err)
@@ -100,14 +117,19 @@ func run(bin string, n, nDocker int) error {
 			{"`sandboxctl run` (whole CLI process)", ctl},
 			{"sandboxd API (`POST /v1/run`)", apiOnly},
 			{"sandboxd API, back to back (pool churning)", backToBack},
+			{"session exec, API (`POST /v1/sessions/{id}/exec`)", sessionExec},
+			{"`sandboxctl exec` into a session (whole CLI process)", ctlExec},
 			{"`docker run --rm`", dockerRun},
 			{"`docker exec` (CLI) into a running container", dockerExec},
 			{"bare interpreter inside a running container", bare},
 		}
 		for _, r := range rows {
-			fmt.Printf("| %s | %s | %.1f | %.1f | %s | %s |\n", l.name, r.name, r.s.p50, r.s.p95,
-				ratio(r.s.p50, dockerRun.p50), ratio(r.s.p50, dockerExec.p50))
+			fmt.Printf("| %s | %s | %.1f | %.1f | %s | %s | %s |\n", l.name, r.name, r.s.p50, r.s.p95,
+				ratio(r.s.p50, dockerRun.p50), ratio(r.s.p50, dockerExec.p50), ratio(r.s.p50, bare.p50))
 		}
+	}
+	if err := sessionsAndThroughput(c, n); err != nil {
+		return err
 	}
 	st, err := c.Stats(context.Background())
 	if err == nil {
@@ -117,6 +139,90 @@ func run(bin string, n, nDocker int) error {
 		fmt.Println()
 	}
 	return nil
+}
+
+// sessionsAndThroughput prints session creation latency and throughput
+// with 4 concurrent clients: one-shot runs (each a fresh container, so
+// Docker's create and remove set the pace) and execs in sessions.
+func sessionsAndThroughput(c *client.Client, n int) error {
+	ctx := context.Background()
+	var ids []string
+	create := measure(n, func() error { waitQuiet(c, "python"); return nil }, func() error {
+		s, err := c.CreateSession(ctx, api.SessionRequest{Language: "python"})
+		if err == nil {
+			ids = append(ids, s.ID)
+		}
+		return err
+	})
+	for _, id := range ids {
+		_ = c.DeleteSession(ctx, id)
+	}
+	fmt.Printf("\n| sessions | p50 ms | p95 ms |\n|---|---|---|\n| create (warm pool, `POST /v1/sessions`) | %.1f | %.1f |\n", create.p50, create.p95)
+
+	fmt.Println("\n| throughput, 4 concurrent clients, python print(1) | per second |\n|---|---|")
+	waitQuiet(c, "python")
+	before, _ := c.Pools(ctx)
+	runs := rate(4, 60, func(int) error {
+		_, err := c.Run(ctx, api.RunRequest{Language: "python", Code: "print(1)"})
+		return err
+	})
+	after, _ := c.Pools(ctx)
+	fmt.Printf("| one-shot runs (`POST /v1/run`, a fresh container each; %d of 60 waited for a container to be created) | %.1f |\n",
+		after["python"].Misses-before["python"].Misses, runs)
+	one, err := c.CreateSession(ctx, api.SessionRequest{Language: "python"})
+	if err != nil {
+		return err
+	}
+	argv := []string{"python3", "-c", "print(1)"}
+	shared := rate(4, 200, func(int) error {
+		_, err := c.Exec(ctx, one.ID, api.ExecRequest{Argv: argv})
+		return err
+	})
+	_ = c.DeleteSession(ctx, one.ID)
+	fmt.Printf("| execs in one session (one container; a session runs one exec at a time) | %.1f |\n", shared)
+	var four []string
+	for i := 0; i < 4; i++ {
+		s, err := c.CreateSession(ctx, api.SessionRequest{Language: "python"})
+		if err != nil {
+			return err
+		}
+		four = append(four, s.ID)
+	}
+	own := rate(4, 200, func(worker int) error {
+		_, err := c.Exec(ctx, four[worker], api.ExecRequest{Argv: argv})
+		return err
+	})
+	for _, id := range four {
+		_ = c.DeleteSession(ctx, id)
+	}
+	fmt.Printf("| execs, each client in its own session (4 containers) | %.1f |\n", own)
+	return nil
+}
+
+// rate runs total operations on workers goroutines and returns operations
+// per second.
+func rate(workers, total int, op func(worker int) error) float64 {
+	jobs := make(chan struct{}, total)
+	for i := 0; i < total; i++ {
+		jobs <- struct{}{}
+	}
+	close(jobs)
+	start := time.Now()
+	done := make(chan struct{})
+	for w := 0; w < workers; w++ {
+		go func(w int) {
+			defer func() { done <- struct{}{} }()
+			for range jobs {
+				if err := op(w); err != nil {
+					fmt.Fprintln(os.Stderr, "bench: operation failed:", err)
+				}
+			}
+		}(w)
+	}
+	for w := 0; w < workers; w++ {
+		<-done
+	}
+	return float64(total) / time.Since(start).Seconds()
 }
 
 // bareInterpreter times the interpreter started by a loop inside the

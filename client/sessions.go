@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"path"
-	"strings"
 	"strconv"
+	"strings"
 
 	"github.com/sandboxd/sandboxd/api"
 )

@@ -84,7 +84,7 @@ func Builtin() Config {
 		Docker:    Docker{Runtime: "runc"},
 		Defaults: Limits{
 			Timeout:     30 * time.Second,
-			Memory:      256 << 20,
+			Memory:      512 << 20, // room for 256 MiB of workspace files besides the program
 			CPUs:        1,
 			Pids:        128,
 			Disk:        256 << 20,

@@ -270,7 +270,7 @@ func TestOneShot(t *testing.T) {
 					Code: "import os\nopen('mine','w').write(str(os.getpid()))\nprint(len(os.listdir('.')))\n"})
 				if err != nil {
 					errs <- err.Error()
-				} else if res.Stdout != "2\n" { // main.py and mine: nothing from another run
+				} else if res.Stdout != "3\n" { // main.py, mine and outputs: nothing from another run
 					errs <- "workspace shared: " + res.Stdout
 				}
 			}(i)

@@ -41,18 +41,15 @@ var ErrUnavailable = errors.New("container engine unavailable")
 
 // Limits are the resources of one sandbox container.
 type Limits struct {
-	Memory int64   // bytes for processes, no swap on top
+	Memory int64   // bytes, no swap on top
 	CPUs   float64 // cores
 	Pids   int64
-	// Disk is the size of /workspace and of /tmp each. Both are tmpfs,
-	// whose pages count as the container's memory: the memory cgroup is
-	// Memory + Disk, so that a full workspace ends in ENOSPC, not an OOM
-	// kill, and the host disk is never touched.
+	// Disk is the size of /workspace and of /tmp each. Both are tmpfs:
+	// the host disk is never touched, a full workspace is ENOSPC inside,
+	// and the files are in RAM, so they count toward Memory (the kernel
+	// charges tmpfs pages to the container's memory cgroup).
 	Disk int64
 }
-
-// CgroupMemory is the memory limit of the container's cgroup.
-func (l Limits) CgroupMemory() int64 { return l.Memory + l.Disk }
 
 // Mount is a host directory bind-mounted into a sandbox.
 type Mount struct {

@@ -127,6 +127,10 @@ func (s *Service) loadLanguage(ctx context.Context, lc config.Language) (*lang, 
 		}
 		s.lookup[k] = l
 	}
+	if lc.Limits.Disk >= lc.Limits.Memory {
+		s.log.Warn("disk is not below memory: workspace files are in RAM and count toward memory, so a full workspace is killed for memory before it sees ENOSPC",
+			"language", lc.Name, "memory", api.ByteSize(lc.Limits.Memory).String(), "disk", api.ByteSize(lc.Limits.Disk).String())
+	}
 	if ok, err := s.rt.ImageExists(ctx, l.image); err == nil && !ok {
 		s.log.Error("image missing: runs of this language fail until it is built", "language", lc.Name, "image", l.image, "build", "make images")
 	}

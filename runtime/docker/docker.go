@@ -239,8 +239,8 @@ func (d *Docker) containerConfig(spec runtime.Spec) (*container.Config, *contain
 		}},
 		ShmSize: 64 << 20,
 		Resources: container.Resources{
-			Memory:     spec.Limits.CgroupMemory(),
-			MemorySwap: spec.Limits.CgroupMemory(), // equal: no swap
+			Memory:     spec.Limits.Memory,
+			MemorySwap: spec.Limits.Memory, // equal: no swap
 			NanoCPUs:   int64(spec.Limits.CPUs * 1e9),
 			PidsLimit:  &pids,
 			Ulimits: []*units.Ulimit{
@@ -267,7 +267,7 @@ func (d *Docker) Update(ctx context.Context, id string, l runtime.Limits) error 
 	defer cancel()
 	pids := l.Pids + supervisor.ReservedThreads
 	_, err := d.cli.ContainerUpdate(ctx, id, container.UpdateConfig{Resources: container.Resources{
-		Memory: l.CgroupMemory(), MemorySwap: l.CgroupMemory(), NanoCPUs: int64(l.CPUs * 1e9), PidsLimit: &pids,
+		Memory: l.Memory, MemorySwap: l.Memory, NanoCPUs: int64(l.CPUs * 1e9), PidsLimit: &pids,
 	}})
 	if err != nil {
 		return d.engineError("updating the limits of container "+short(id), err)
