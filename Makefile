@@ -7,7 +7,8 @@ BIN     := bin
 PLUGINS := $(BIN)/plugins
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/sandboxd/sandboxd/internal/service.Version=$(VERSION)
-LANGS   := python node
+LANGS   := python node typescript go java ruby php bash c cpp rust generic
+IMAGES  := python node go java ruby php bash c rust lua
 
 .PHONY: all build engine images run test unit bench proto clean
 
@@ -23,7 +24,7 @@ engine:
 	@bash scripts/docker-engine.sh
 
 images: engine
-	@bash images/build.sh $(LANGS)
+	@bash images/build.sh $(IMAGES)
 
 run: build images
 	$(BIN)/sandboxd --config sandboxd.hcl

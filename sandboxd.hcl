@@ -29,9 +29,10 @@ sessions {
   max_transfer = "256MiB"     # per file upload or download
 }
 
+# One block per language. plugin defaults to the block's name
+# (bin/plugins/sandbox-lang-<plugin>); image defaults to the plugin's.
 language "python" {
-  plugin = "python"           # bin/plugins/sandbox-lang-python
-  image  = "sandboxd/python:latest"
+  image = "sandboxd/python:latest"
   pool {
     min_idle = 2
     max      = 16
@@ -39,10 +40,114 @@ language "python" {
 }
 
 language "node" {
-  plugin = "node"
-  image  = "sandboxd/node:latest"
+  image = "sandboxd/node:latest"
   pool {
     min_idle = 2
     max      = 16
+  }
+}
+
+language "typescript" {
+  image = "sandboxd/node:latest"   # transpiled with the TypeScript compiler, then node
+  pool {
+    min_idle = 1
+    max      = 8
+  }
+}
+
+language "go" {
+  image = "sandboxd/go:latest"
+  pool {
+    min_idle = 1
+    max      = 8
+  }
+  limits {                          # the go tool runs compile and link processes
+    timeout = "60s"
+    memory  = "1GiB"
+    pids    = 256
+  }
+}
+
+language "java" {
+  image = "sandboxd/java:latest"
+  pool {
+    min_idle = 1
+    max      = 8
+  }
+  limits {                          # two JVMs per run: javac, then java
+    timeout = "60s"
+    memory  = "1GiB"
+    pids    = 256
+  }
+}
+
+language "ruby" {
+  image = "sandboxd/ruby:latest"
+  pool {
+    min_idle = 1
+    max      = 8
+  }
+}
+
+language "php" {
+  image = "sandboxd/php:latest"
+  pool {
+    min_idle = 1
+    max      = 8
+  }
+}
+
+language "bash" {
+  image = "sandboxd/bash:latest"
+  pool {
+    min_idle = 1
+    max      = 8
+  }
+}
+
+language "c" {
+  image = "sandboxd/c:latest"
+  pool {
+    min_idle = 1
+    max      = 8
+  }
+}
+
+language "cpp" {
+  image = "sandboxd/c:latest"
+  pool {
+    min_idle = 1
+    max      = 8
+  }
+  limits {
+    memory = "1GiB"                 # g++ on template-heavy code
+  }
+}
+
+language "rust" {
+  image = "sandboxd/rust:latest"
+  pool {
+    min_idle = 1
+    max      = 8
+  }
+  limits {
+    timeout = "60s"
+    memory  = "1GiB"
+  }
+}
+
+# A language defined here alone: the generic plugin runs it from these
+# attributes; images/lua/Dockerfile makes its image.
+language "lua" {
+  plugin          = "generic"
+  image           = "sandboxd/lua:latest"
+  display_name    = "Lua 5.4"
+  extensions      = ["lua"]
+  main_file       = "main.lua"
+  run             = ["lua5.4", "{entry}"]
+  version_command = ["lua5.4", "-v"]
+  pool {
+    min_idle = 1
+    max      = 8
   }
 }

@@ -120,10 +120,22 @@ type RunResult struct {
 	OOMKilled      bool      `json:"oom_killed"`
 	Truncated      bool      `json:"truncated"`
 	Stage          string    `json:"stage,omitempty"` // step that ended the run: compile or run
+	Steps          []Step    `json:"steps,omitempty"` // each step, for programs that compile first
 	Error          string    `json:"error,omitempty"` // the program could not be started
 	Usage          Usage     `json:"usage"`
 	Timings        Timings   `json:"timings"`
 	Findings       []Finding `json:"findings"`
+}
+
+// Step is one step of a run (compile, then run), reported apart so that
+// "does not compile" is told from "crashed". Stderr is the step's own.
+type Step struct {
+	Name           string  `json:"name"`
+	ExitCode       int     `json:"exit_code"`
+	TimedOut       bool    `json:"timed_out,omitempty"`
+	DurationMS     float64 `json:"duration_ms"`
+	Stderr         string  `json:"stderr"`
+	StderrEncoding string  `json:"stderr_encoding,omitempty"`
 }
 
 // Event types of a streaming (application/x-ndjson) response.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -68,11 +69,29 @@ type Pool struct {
 
 // Language is one language block.
 type Language struct {
-	Name   string
-	Plugin string
-	Image  string // empty: the plugin's default image
-	Pool   Pool
-	Limits Limits
+	Name    string
+	Plugin  string
+	Image   string // empty: the plugin's default image
+	Pool    Pool
+	Limits  Limits
+	Generic *Generic // set when Plugin is "generic"
+}
+
+// GenericPlugin is the plugin that runs languages defined in HCL alone.
+const GenericPlugin = "generic"
+
+// Generic describes a language in HCL alone, for the generic plugin. The
+// command templates take the placeholders of language.Template.
+type Generic struct {
+	DisplayName    string
+	Extensions     []string
+	Aliases        []string
+	MainFile       string
+	Sources        []string
+	Compile        []string
+	Run            []string
+	VersionCommand []string
+	Env            map[string]string
 }
 
 // Builtin returns the defaults of every setting the file may leave out.
@@ -153,7 +172,17 @@ type languageSchema struct {
 	Image  *string       `hcl:"image,optional"`
 	Pool   *poolSchema   `hcl:"pool,block"`
 	Limits *limitsSchema `hcl:"limits,block"`
-	Body   hcl.Body      `hcl:",body"`
+	// For plugin = "generic" only.
+	DisplayName    *string           `hcl:"display_name,optional"`
+	Extensions     []string          `hcl:"extensions,optional"`
+	Aliases        []string          `hcl:"aliases,optional"`
+	MainFile       *string           `hcl:"main_file,optional"`
+	Sources        []string          `hcl:"sources,optional"`
+	Compile        []string          `hcl:"compile,optional"`
+	Run            []string          `hcl:"run,optional"`
+	VersionCommand []string          `hcl:"version_command,optional"`
+	Env            map[string]string `hcl:"env,optional"`
+	Body           hcl.Body          `hcl:",body"`
 }
 
 // Load reads, decodes and validates a configuration file. Relative paths in
@@ -287,6 +316,7 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 		if ls.Limits != nil {
 			lang.Limits = v.limits(ls.Limits, cfg.Defaults)
 		}
+		lang.Generic = v.generic(&ls, lang.Plugin)
 		cfg.Languages = append(cfg.Languages, lang)
 	}
 	if len(cfg.Languages) == 0 {
@@ -322,6 +352,38 @@ func (v *validator) sessions(ss *sessionsSchema, s Sessions) Sessions {
 		v.fail(ss.Body, "ttl", fmt.Sprintf("(%s) is above max_ttl (%s)", s.TTL, s.MaxTTL), "ttl must not exceed max_ttl")
 	}
 	return s
+}
+
+// generic checks the attributes of a language defined in HCL alone; they
+// belong to the generic plugin and are errors with any other.
+func (v *validator) generic(ls *languageSchema, plugin string) *Generic {
+	set := map[string]bool{
+		"display_name": ls.DisplayName != nil, "extensions": ls.Extensions != nil, "aliases": ls.Aliases != nil,
+		"main_file": ls.MainFile != nil, "sources": ls.Sources != nil, "compile": ls.Compile != nil,
+		"run": ls.Run != nil, "version_command": ls.VersionCommand != nil, "env": ls.Env != nil,
+	}
+	if plugin != GenericPlugin {
+		for _, name := range []string{"display_name", "extensions", "aliases", "main_file", "sources", "compile", "run", "version_command", "env"} {
+			if set[name] {
+				v.fail(ls.Body, name, "is set for plugin "+strconv.Quote(plugin), `it describes a language for plugin = "generic" only`)
+			}
+		}
+		return nil
+	}
+	g := &Generic{Extensions: ls.Extensions, Aliases: ls.Aliases, Sources: ls.Sources, Compile: ls.Compile,
+		Run: ls.Run, VersionCommand: ls.VersionCommand, Env: ls.Env}
+	setString(&g.DisplayName, ls.DisplayName)
+	setString(&g.MainFile, ls.MainFile)
+	if g.MainFile == "" || strings.ContainsAny(g.MainFile, "/\\") {
+		v.fail(ls.Body, "main_file", "is missing or not a plain file name", `the file a request's code is written to, e.g. "main.lua"`)
+	}
+	if len(g.Run) == 0 {
+		v.fail(ls.Body, "run", "is missing", `the command that runs the program, e.g. ["lua5.4", "{entry}"]`)
+	}
+	if ls.Image == nil {
+		v.fail(ls.Body, "image", "is missing", "a language defined in HCL names its image")
+	}
+	return g
 }
 
 func (v *validator) pool(ps *poolSchema, p Pool) Pool {

@@ -5,8 +5,9 @@
 # builds on an official image elsewhere).
 #
 # Usage: images/build.sh [LANGUAGE...]   (default: every language directory)
-# Idempotent: an image that exists is kept unless FORCE=1; `docker build`
-# layer caching makes rebuilds cheap.
+# Idempotent: the base is kept once made, and language images are rebuilt
+# from Docker's layer cache (a second or so each when nothing changed), so
+# an edited Dockerfile always takes effect. FORCE=1 rebuilds everything.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -38,13 +39,11 @@ fi
 for lang in "${langs[@]}"; do
 	[ -f "$here/$lang/Dockerfile" ] || { say "no images/$lang/Dockerfile"; exit 1; }
 	tag="sandboxd/$lang:latest"
-	if [ "${FORCE:-0}" != 1 ] && have "$tag"; then
-		say "$tag present"
-		continue
-	fi
 	say "building $tag ..."
 	start=$(date +%s)
-	docker build --network host --build-arg "BASE=$base" -t "$tag" "$here/$lang" 2>&1 |
+	nocache=()
+	[ "${FORCE:-0}" = 1 ] && nocache=(--no-cache)
+	docker build "${nocache[@]}" --network host --build-arg "BASE=$base" -t "$tag" "$here/$lang" 2>&1 |
 		sed -u 's/^/  /' | grep --line-buffered -E '^  (Step|Successfully|E:|error)' || true
 	have "$tag" || { say "building $tag failed; rerun: docker build --network host --build-arg BASE=$base images/$lang"; exit 1; }
 	say "$tag built in $(( $(date +%s) - start ))s"

@@ -43,6 +43,7 @@ type Process struct {
 	kind        Kind
 	name        string
 	path        string
+	env         []string // KEY=VALUE added to the plugin's environment
 	callTimeout time.Duration
 	logger      hclog.Logger
 
@@ -55,9 +56,10 @@ type Process struct {
 	lastErr  string
 }
 
-// NewProcess describes the plugin binary of kind and name in dir. Nothing is
-// started until the first call. The binary must exist.
-func NewProcess(dir string, kind Kind, name string, callTimeout time.Duration, logger hclog.Logger) (*Process, error) {
+// NewProcess describes the plugin binary of kind and name in dir, started
+// with env (KEY=VALUE) added to its environment. Nothing is started until
+// the first call. The binary must exist.
+func NewProcess(dir string, kind Kind, name string, callTimeout time.Duration, logger hclog.Logger, env ...string) (*Process, error) {
 	path := filepath.Join(dir, kind.BinaryName(name))
 	st, err := os.Stat(path)
 	if err != nil {
@@ -67,7 +69,7 @@ func NewProcess(dir string, kind Kind, name string, callTimeout time.Duration, l
 		return nil, fmt.Errorf("plugin %q: %s is not an executable file", name, path)
 	}
 	return &Process{
-		kind: kind, name: name, path: path, callTimeout: callTimeout,
+		kind: kind, name: name, path: path, env: env, callTimeout: callTimeout,
 		logger: logger.Named("plugin").With("plugin", kind.BinaryName(name)),
 	}, nil
 }
@@ -91,7 +93,7 @@ func (p *Process) dispense() (interface{}, error) {
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  Handshake,
 		Plugins:          pluginSet(nil),
-		Cmd:              exec.Command(p.path),
+		Cmd:              p.command(),
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		Logger:           p.logger,
 		StartTimeout:     10 * time.Second,
@@ -113,6 +115,14 @@ func (p *Process) dispense() (interface{}, error) {
 	client.Kill()
 	p.noteFailureLocked(err.Error())
 	return nil, fmt.Errorf("%w: starting %s: %v", ErrUnavailable, p.path, err)
+}
+
+func (p *Process) command() *exec.Cmd {
+	cmd := exec.Command(p.path)
+	if len(p.env) > 0 {
+		cmd.Env = append(os.Environ(), p.env...)
+	}
+	return cmd
 }
 
 // noteFailureLocked records a failure and schedules the next start.

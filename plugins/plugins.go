@@ -46,7 +46,7 @@ func pluginSet(impl language.Language) plugin.PluginSet {
 
 // Serve runs a plugin. It is the whole main function of a plugin binary:
 //
-//	func main() { plugins.Serve(&language.Interpreted{...}) }
+//	func main() { plugins.Serve(&language.Template{...}) }
 //
 // Started by hand rather than by sandboxd, it says so and exits 1.
 func Serve(impl language.Language) {

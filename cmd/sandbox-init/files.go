@@ -487,10 +487,12 @@ func emptyDir(root *os.Root) error {
 	return nil
 }
 
-// makeOutputs creates /workspace/outputs, where results are expected.
+// makeOutputs creates /workspace/outputs, where results are expected, and
+// the directory compilers write programs to.
 func makeOutputs() {
 	if root, err := openWorkspace(); err == nil {
 		_ = root.Mkdir(outputsDir, 0o755)
 		root.Close()
 	}
+	_ = os.Mkdir(supervisor.BuildDir, 0o755)
 }

@@ -141,11 +141,17 @@ func runSteps(ctx context.Context, sb *runtime.Sandbox, plan language.Plan, stdi
 			in = bytes.NewReader(stdin)
 		}
 		var err error
+		mark := col.bufs[1].Len()
 		res, err = sb.Exec(ctx, req, in, col.write)
 		if err != nil {
 			return res, step.Name, err
 		}
 		col.add(res)
+		if len(plan.Steps) > 1 {
+			st := api.Step{Name: step.Name, ExitCode: res.ExitCode, TimedOut: res.TimedOut, DurationMS: float64(res.DurationUS) / 1000}
+			st.Stderr, st.StderrEncoding = encodeText(col.bufs[1].Bytes()[mark:])
+			col.steps = append(col.steps, st)
+		}
 		if last || res.ExitCode != 0 || res.TimedOut || res.StartError != "" {
 			return res, step.Name, nil
 		}
@@ -162,6 +168,7 @@ func fillResult(res *api.RunResult, exec supervisor.ExecResult, stage string, co
 	res.Stderr, res.StderrEncoding = encodeText(col.bufs[1].Bytes())
 	res.DurationMS = float64(col.durationUS) / 1000
 	res.Error = exec.StartError
+	res.Steps = col.steps
 	res.Usage = api.Usage{
 		CPUUserMS: float64(col.userUS) / 1000, CPUSysMS: float64(col.sysUS) / 1000, MaxRSSBytes: col.maxRSS,
 	}
@@ -176,6 +183,7 @@ type collector struct {
 	bufs       [2]bytes.Buffer
 	totals     [2]int64
 	truncated  bool
+	steps      []api.Step
 	durationUS int64
 	userUS     int64
 	sysUS      int64

@@ -9,6 +9,7 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -100,7 +101,21 @@ func New(ctx context.Context, cfg *config.Config, rt runtime.Runtime, store *sta
 }
 
 func (s *Service) loadLanguage(ctx context.Context, lc config.Language) (*lang, error) {
-	proc, err := plugins.NewProcess(s.cfg.PluginDir, plugins.KindLanguage, lc.Plugin, pluginCallTimeout, s.log)
+	var env []string
+	if g := lc.Generic; g != nil {
+		spec, err := json.Marshal(language.Template{
+			Meta: language.Info{
+				Name: lc.Name, DisplayName: g.DisplayName, Version: "hcl", Extensions: g.Extensions,
+				Aliases: g.Aliases, DefaultImage: lc.Image, VersionCommand: g.VersionCommand,
+			},
+			MainFile: g.MainFile, Sources: g.Sources, Compile: g.Compile, Run: g.Run, Env: g.Env,
+		})
+		if err != nil {
+			return nil, err
+		}
+		env = append(env, "SANDBOXD_LANGUAGE="+string(spec))
+	}
+	proc, err := plugins.NewProcess(s.cfg.PluginDir, plugins.KindLanguage, lc.Plugin, pluginCallTimeout, s.log, env...)
 	if err != nil {
 		return nil, fmt.Errorf("language %q: %w", lc.Name, err)
 	}

@@ -44,11 +44,13 @@ func Binaries(t testing.TB) string {
 			return
 		}
 		targets := map[string]string{
-			"sandboxd":                    "./cmd/sandboxd",
-			"sandboxctl":                  "./cmd/sandboxctl",
-			"sandbox-init":                "./cmd/sandbox-init",
-			"plugins/sandbox-lang-python": "./plugins/lang/python",
-			"plugins/sandbox-lang-node":   "./plugins/lang/node",
+			"sandboxd":     "./cmd/sandboxd",
+			"sandboxctl":   "./cmd/sandboxctl",
+			"sandbox-init": "./cmd/sandbox-init",
+		}
+		langs, _ := os.ReadDir(filepath.Join(root, "plugins", "lang"))
+		for _, l := range langs {
+			targets["plugins/sandbox-lang-"+l.Name()] = "./plugins/lang/" + l.Name()
 		}
 		for out, pkg := range targets {
 			cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, out), pkg)

@@ -4,7 +4,7 @@
 // files to write into the sandbox, which steps to run (compile, then run),
 // with what environment, and in which image by default. It never touches
 // Docker and holds no state; the daemon alone owns containers. Plugin authors
-// implement Language (or fill in an Interpreted) and call plugins.Serve.
+// implement Language (or fill in a Template) and call plugins.Serve.
 //
 // The Go interface is the contract; proto/ mirrors it, and the unexported
 // gRPC shims in client.go and server.go translate between the two.

@@ -9,11 +9,11 @@ import (
 	"github.com/hashicorp/go-plugin"
 )
 
-var python = &Interpreted{
-	Meta:        Info{Name: "python", Extensions: []string{"py"}, Aliases: []string{"py"}, DefaultImage: "img", VersionCommand: []string{"python3", "--version"}},
-	MainFile:    "main.py",
-	Interpreter: []string{"python3"},
-	Env:         map[string]string{"PYTHONUNBUFFERED": "1"},
+var python = &Template{
+	Meta:     Info{Name: "python", Extensions: []string{"py"}, Aliases: []string{"py"}, DefaultImage: "img", VersionCommand: []string{"python3", "--version"}},
+	MainFile: "main.py",
+	Run:      []string{"python3", "{entry}"},
+	Env:      map[string]string{"PYTHONUNBUFFERED": "1"},
 }
 
 // dial serves impl over real gRPC in-process and returns the host's view.
@@ -61,7 +61,7 @@ func TestInvalidProgramKeepsItsMeaningAcrossGRPC(t *testing.T) {
 	}
 }
 
-func TestInterpretedPlans(t *testing.T) {
+func TestInterpreterPlans(t *testing.T) {
 	plan, err := python.Plan(context.Background(), PlanRequest{Code: "print(1)"})
 	if err != nil || plan.Steps[0].Argv[1] != "main.py" || string(plan.Files[0].Content) != "print(1)" {
 		t.Fatalf("code: %+v %v", plan, err)
@@ -73,5 +73,32 @@ func TestInterpretedPlans(t *testing.T) {
 	plan, err = python.Plan(context.Background(), PlanRequest{Code: "import lib", Files: []File{{Path: "lib.py"}}})
 	if err != nil || plan.Steps[0].Argv[1] != "main.py" || len(plan.Files) != 2 {
 		t.Fatalf("code with companions: %+v %v", plan, err)
+	}
+}
+
+var java = &Template{
+	Meta:     Info{Name: "java", Extensions: []string{"java"}},
+	MainFile: "{class}.java",
+	Compile:  []string{"javac", "-d", "{outdir}", "{sources}"},
+	Run:      []string{"java", "-cp", "{outdir}", "{class}"},
+}
+
+func TestCompiledPlans(t *testing.T) {
+	plan, err := java.Plan(context.Background(), PlanRequest{
+		Code: "// public class Wrong {}\n/* public class AlsoWrong */\npackage app;\npublic final class Solver {\n}\n", Args: []string{"x"},
+		Files: []File{{Path: "util/Helper.java"}, {Path: "notes.txt"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Step{
+		{Name: "compile", Argv: []string{"javac", "-d", "/tmp/.sandboxd", "Solver.java", "util/Helper.java"}},
+		{Name: "run", Argv: []string{"java", "-cp", "/tmp/.sandboxd", "app.Solver", "x"}},
+	}
+	if !reflect.DeepEqual(plan.Steps, want) || plan.Files[0].Path != "Solver.java" {
+		t.Fatalf("steps %+v, files %v", plan.Steps, plan.Files[0].Path)
+	}
+	if _, err := java.Plan(context.Background(), PlanRequest{Files: []File{{Path: "a.txt"}}}); !errors.Is(err, ErrInvalidProgram) {
+		t.Fatalf("no sources: %v", err)
 	}
 }

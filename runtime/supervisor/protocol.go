@@ -74,6 +74,10 @@ const (
 	Stderr = "stderr"
 )
 
+// BuildDir is made by the supervisor in every sandbox (and again after a
+// reset) for compiled programs: /tmp is writable and allows execution.
+const BuildDir = "/tmp/.sandboxd"
+
 // MaxLine bounds one message on the wire, in either direction.
 const MaxLine = 64 << 20
 

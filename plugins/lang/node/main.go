@@ -7,7 +7,7 @@ import (
 )
 
 func main() {
-	plugins.Serve(&language.Interpreted{
+	plugins.Serve(&language.Template{
 		Meta: language.Info{
 			Name:           "node",
 			DisplayName:    "Node.js",
@@ -17,7 +17,7 @@ func main() {
 			DefaultImage:   "sandboxd/node:latest",
 			VersionCommand: []string{"node", "--version"},
 		},
-		MainFile:    "main.js",
-		Interpreter: []string{"node"},
+		MainFile: "main.js",
+		Run:      []string{"node", "{entry}"},
 	})
 }

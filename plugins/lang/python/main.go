@@ -7,7 +7,7 @@ import (
 )
 
 func main() {
-	plugins.Serve(&language.Interpreted{
+	plugins.Serve(&language.Template{
 		Meta: language.Info{
 			Name:           "python",
 			DisplayName:    "Python 3",
@@ -17,8 +17,8 @@ func main() {
 			DefaultImage:   "sandboxd/python:latest",
 			VersionCommand: []string{"python3", "--version"},
 		},
-		MainFile:    "main.py",
-		Interpreter: []string{"python3"},
+		MainFile: "main.py",
+		Run:      []string{"python3", "{entry}"},
 		// Unbuffered, so output streams as it is printed.
 		Env: map[string]string{"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"},
 	})

@@ -1,0 +1,24 @@
+// Command sandbox-lang-c is the C language plugin.
+package main
+
+import (
+	"github.com/sandboxd/sandboxd/plugins"
+	"github.com/sandboxd/sandboxd/plugins/language"
+)
+
+func main() {
+	plugins.Serve(&language.Template{
+		Meta: language.Info{
+			Name:           "c",
+			DisplayName:    "C (gcc)",
+			Version:        "1.0.0",
+			Extensions:     []string{"c"},
+			Aliases:        []string{"gcc"},
+			DefaultImage:   "sandboxd/c:latest",
+			VersionCommand: []string{"gcc", "--version"},
+		},
+		MainFile: "main.c",
+		Compile:  []string{"gcc", "-O2", "-o", "{out}", "{sources}", "-lm"},
+		Run:      []string{"{out}"},
+	})
+}

@@ -1,0 +1,24 @@
+// Command sandbox-lang-cpp is the C++ language plugin.
+package main
+
+import (
+	"github.com/sandboxd/sandboxd/plugins"
+	"github.com/sandboxd/sandboxd/plugins/language"
+)
+
+func main() {
+	plugins.Serve(&language.Template{
+		Meta: language.Info{
+			Name:           "cpp",
+			DisplayName:    "C++ (g++)",
+			Version:        "1.0.0",
+			Extensions:     []string{"cpp", "cc", "cxx"},
+			Aliases:        []string{"c++", "g++"},
+			DefaultImage:   "sandboxd/c:latest",
+			VersionCommand: []string{"g++", "--version"},
+		},
+		MainFile: "main.cpp",
+		Compile:  []string{"g++", "-O2", "-std=c++17", "-o", "{out}", "{sources}"},
+		Run:      []string{"{out}"},
+	})
+}

@@ -1,0 +1,24 @@
+// Command sandbox-lang-go is the Go language plugin.
+package main
+
+import (
+	"github.com/sandboxd/sandboxd/plugins"
+	"github.com/sandboxd/sandboxd/plugins/language"
+)
+
+func main() {
+	plugins.Serve(&language.Template{
+		Meta: language.Info{
+			Name:           "go",
+			DisplayName:    "Go",
+			Version:        "1.0.0",
+			Extensions:     []string{"go"},
+			Aliases:        []string{"golang"},
+			DefaultImage:   "sandboxd/go:latest",
+			VersionCommand: []string{"go", "version"},
+		},
+		MainFile: "main.go",
+		Compile:  []string{"go", "build", "-o", "{out}", "{sources}"},
+		Run:      []string{"{out}"},
+	})
+}

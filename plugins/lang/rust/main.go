@@ -1,0 +1,24 @@
+// Command sandbox-lang-rust is the Rust language plugin.
+package main
+
+import (
+	"github.com/sandboxd/sandboxd/plugins"
+	"github.com/sandboxd/sandboxd/plugins/language"
+)
+
+func main() {
+	plugins.Serve(&language.Template{
+		Meta: language.Info{
+			Name:           "rust",
+			DisplayName:    "Rust",
+			Version:        "1.0.0",
+			Extensions:     []string{"rs"},
+			Aliases:        []string{"rs", "rustc"},
+			DefaultImage:   "sandboxd/rust:latest",
+			VersionCommand: []string{"rustc", "--version"},
+		},
+		MainFile: "main.rs",
+		Compile:  []string{"rustc", "-o", "{out}", "{entry}"},
+		Run:      []string{"{out}"},
+	})
+}
