@@ -362,7 +362,7 @@ setsid python3 swap.py >/dev/null 2>&1 < /dev/null &`)
 			t.Fatal(err)
 		}
 		res := sh(t, c, id, "ls -A /workspace /workspace/outputs /tmp")
-		if res.Stdout != "/tmp:\n\n/workspace:\noutputs\n\n/workspace/outputs:\n" {
+		if res.Stdout != "/tmp:\n.sandboxd\n\n/workspace:\noutputs\n\n/workspace/outputs:\n" {
 			t.Fatalf("after reset: %q", res.Stdout)
 		}
 		if n := processes(t, c, id, "sleep"); n != "0" {
