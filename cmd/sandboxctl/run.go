@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxd/sandboxd/api"
-	"github.com/sandboxd/sandboxd/client"
 )
 
 // maxInput bounds what sandboxctl reads from a file or stdin.
@@ -49,33 +48,25 @@ The exit code is the program's; 124 on timeout, 137 when killed for memory,
 				}
 				req.Language = ext
 			}
-			code, err := readInput(file)
+			code, encoding, err := readText(file)
 			if err != nil {
 				return err
 			}
 			if file == "-" {
-				req.Code = string(code)
-				if !utf8.Valid(code) {
+				if encoding != "" {
 					return fail("the program on stdin is not UTF-8 text")
 				}
+				req.Code = code
 			} else {
-				f := api.File{Path: filepath.Base(file), Content: string(code)}
-				if !utf8.Valid(code) {
-					f.Content, f.Encoding = base64.StdEncoding.EncodeToString(code), api.EncodingBase64
-				}
+				f := api.File{Path: filepath.Base(file), Content: code, Encoding: encoding}
 				req.Files, req.Entry = []api.File{f}, f.Path
 			}
 			if stdinPath != "" {
 				if stdinPath == "-" && file == "-" {
 					return fail("the program already comes from stdin: give --stdin a file")
 				}
-				in, err := readInput(stdinPath)
-				if err != nil {
+				if req.Stdin, req.StdinEncoding, err = readText(stdinPath); err != nil {
 					return err
-				}
-				req.Stdin = string(in)
-				if !utf8.Valid(in) {
-					req.Stdin, req.StdinEncoding = base64.StdEncoding.EncodeToString(in), api.EncodingBase64
 				}
 			}
 			req.Timeout = api.Duration(timeout)
@@ -86,7 +77,10 @@ The exit code is the program's; 124 on timeout, 137 when killed for memory,
 				}
 				req.Limits = &api.Limits{Memory: api.ByteSize(n)}
 			}
-			return runProgram(cmd, g.client(), req, asJSON)
+			c := g.client()
+			return execute(asJSON,
+				func() (*api.RunResult, error) { return c.Run(cmd.Context(), req) },
+				func(on func(api.Event)) (*api.RunResult, error) { return c.RunStream(cmd.Context(), req, on) })
 		},
 	}
 	f := cmd.Flags()
@@ -118,14 +112,28 @@ func readInput(name string) ([]byte, error) {
 	return data, nil
 }
 
-func runProgram(cmd *cobra.Command, c *client.Client, req api.RunRequest, asJSON bool) error {
-	ctx := cmd.Context()
+// readText reads input as request text: UTF-8 as is, anything else base64.
+func readText(name string) (text, encoding string, err error) {
+	data, err := readInput(name)
+	if err != nil {
+		return "", "", err
+	}
+	if !utf8.Valid(data) {
+		return base64.StdEncoding.EncodeToString(data), api.EncodingBase64, nil
+	}
+	return string(data), "", nil
+}
+
+// execute runs a program or command: whole (printing the result as JSON)
+// with --json, else streaming its output to ours; the exit code follows
+// the result.
+func execute(asJSON bool, whole func() (*api.RunResult, error), stream func(func(api.Event)) (*api.RunResult, error)) error {
 	var res *api.RunResult
 	var err error
 	if asJSON {
-		res, err = c.Run(ctx, req)
+		res, err = whole()
 	} else {
-		res, err = c.RunStream(ctx, req, printEvent)
+		res, err = stream(printEvent)
 	}
 	if err != nil {
 		return apiFailure(err)

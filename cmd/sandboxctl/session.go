@@ -2,7 +2,6 @@ package main
 
 import (
 	"archive/tar"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +12,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -201,31 +199,14 @@ The exit code is the command's; 124 on timeout, 137 when killed for memory,
 				return err
 			}
 			if stdinPath != "" {
-				in, err := readInput(stdinPath)
-				if err != nil {
+				if req.Stdin, req.StdinEncoding, err = readText(stdinPath); err != nil {
 					return err
-				}
-				req.Stdin = string(in)
-				if !utf8.Valid(in) {
-					req.Stdin, req.StdinEncoding = base64.StdEncoding.EncodeToString(in), api.EncodingBase64
 				}
 			}
 			c := g.client()
-			var res *api.RunResult
-			if asJSON {
-				res, err = c.Exec(cmd.Context(), args[0], req)
-			} else {
-				res, err = c.ExecStream(cmd.Context(), args[0], req, printEvent)
-			}
-			if err != nil {
-				return apiFailure(err)
-			}
-			if asJSON {
-				if err := printJSON(res); err != nil {
-					return err
-				}
-			}
-			return resultExit(res)
+			return execute(asJSON,
+				func() (*api.RunResult, error) { return c.Exec(cmd.Context(), args[0], req) },
+				func(on func(api.Event)) (*api.RunResult, error) { return c.ExecStream(cmd.Context(), args[0], req, on) })
 		},
 	}
 	f := cmd.Flags()
