@@ -2,8 +2,8 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"text/tabwriter"
 	"time"
@@ -133,22 +133,7 @@ func newProjectDownloadCmd(g *globals) *cobra.Command {
 			if len(args) == 3 {
 				dst = args[2]
 			}
-			if dst == "-" {
-				_, err := io.Copy(os.Stdout, body)
-				return err
-			}
-			if st, err := os.Stat(dst); err == nil && st.IsDir() {
-				dst = filepath.Join(dst, filepath.Base(args[1]))
-			}
-			f, err := os.Create(dst)
-			if err != nil {
-				return fail("%v", err)
-			}
-			if _, err := io.Copy(f, body); err != nil {
-				f.Close()
-				return fail("downloading %s: %v", args[1], err)
-			}
-			return f.Close()
+			return save(body, dst, path.Base(args[1]))
 		},
 	}
 }

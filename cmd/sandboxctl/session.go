@@ -315,27 +315,29 @@ func download(cmd *cobra.Command, c *client.Client, id, src, local string) error
 		return apiFailure(err)
 	}
 	defer body.Close()
-	if contentType == api.ContentTypeTar {
-		if local == "-" {
-			_, err := io.Copy(os.Stdout, body)
-			return err
-		}
+	if contentType == api.ContentTypeTar && local != "-" {
 		return extract(body, local)
 	}
-	if local == "-" {
+	return save(body, local, path.Base(src))
+}
+
+// save writes a downloaded file to dst: "-" is stdout, and into an existing
+// directory the file keeps its name.
+func save(body io.Reader, dst, name string) error {
+	if dst == "-" {
 		_, err := io.Copy(os.Stdout, body)
 		return err
 	}
-	if st, err := os.Stat(local); err == nil && st.IsDir() {
-		local = filepath.Join(local, path.Base(src))
+	if st, err := os.Stat(dst); err == nil && st.IsDir() {
+		dst = filepath.Join(dst, name)
 	}
-	f, err := os.Create(local)
+	f, err := os.Create(dst)
 	if err != nil {
 		return fail("%v", err)
 	}
 	if _, err := io.Copy(f, body); err != nil {
 		f.Close()
-		return fail("downloading %s: %v", src, err)
+		return fail("downloading %s: %v", name, err)
 	}
 	return f.Close()
 }
