@@ -21,11 +21,12 @@ type execution struct {
 	oomBefore int64
 	exited    chan unix.WaitStatus // the reaper delivers the main process's status
 
-	stdinW         *os.File // our end of the program's stdin, nil if /dev/null
-	stdinCh        chan []byte
-	stdinCloseOnce sync.Once
-	childEnds      []*os.File // the program's ends, closed once it started
-	outR, errR     *os.File
+	stdinW      *os.File // our end of the program's stdin, nil if /dev/null
+	stdinMu     sync.Mutex
+	stdinCh     chan []byte
+	stdinClosed bool
+	childEnds   []*os.File // the program's ends, closed once it started
+	outR, errR  *os.File
 
 	timedOut atomic.Bool
 	killed   atomic.Bool
@@ -92,8 +93,12 @@ func (e *execution) abort() {
 // feed queues one stdin chunk. The host sends the next only after our ack,
 // so the queue never holds more than one chunk; a host that floods us
 // anyway loses the excess rather than blocking the protocol.
+// A chunk that arrives after the program ended (the host had it in flight)
+// is dropped.
 func (e *execution) feed(data []byte) {
-	if e.stdinCh == nil {
+	e.stdinMu.Lock()
+	defer e.stdinMu.Unlock()
+	if e.stdinCh == nil || e.stdinClosed {
 		return
 	}
 	select {
@@ -103,11 +108,12 @@ func (e *execution) feed(data []byte) {
 }
 
 func (e *execution) closeStdin() {
-	e.stdinCloseOnce.Do(func() {
-		if e.stdinCh != nil {
-			close(e.stdinCh)
-		}
-	})
+	e.stdinMu.Lock()
+	defer e.stdinMu.Unlock()
+	if !e.stdinClosed && e.stdinCh != nil {
+		close(e.stdinCh)
+	}
+	e.stdinClosed = true
 }
 
 // writeStdin copies queued chunks into the program's stdin and acks each
