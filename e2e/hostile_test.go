@@ -37,6 +37,7 @@ print('workspace', os.getcwd(), oct(os.stat('.').st_mode & 0o777))
 mounts = {l.split()[1]: l.split()[3] for l in open('/proc/mounts')}
 print('ws_opts', 'nosuid' in mounts['/workspace'] and 'nodev' in mounts['/workspace'])
 print('docker_sock', os.path.exists('/var/run/docker.sock'))
+print('nice', os.nice(0), 'oom_score_adj', open('/proc/self/oom_score_adj').read().strip())
 print('env', sorted(k for k in os.environ if k.startswith(('SANDBOXD', 'DOCKER', 'CI'))))
 `})
 	want := []string{
@@ -50,6 +51,7 @@ print('env', sorted(k for k in os.environ if k.startswith(('SANDBOXD', 'DOCKER',
 		"workspace /workspace",
 		"ws_opts True",
 		"docker_sock False",
+		"nice 10 oom_score_adj 1000", // the supervisor wins CPU and memory over the program
 		"env []",
 	}
 	for _, w := range want {

@@ -19,6 +19,9 @@ import (
 
 const workspace = "/workspace"
 
+// programNice is the nice value of the programs the supervisor starts.
+const programNice = 10
+
 // server holds the running executions. One reaper goroutine owns every
 // wait4 in the container, so no other code may wait for a child.
 type server struct {
@@ -170,8 +173,12 @@ func (s *server) start(id uint64, req supervisor.ExecRequest) {
 		return
 	}
 	// Let the kernel pick this execution's processes first when memory runs
-	// out, so the supervisor survives a memory bomb. Children inherit it.
+	// out, so the supervisor survives a memory bomb; and let the supervisor
+	// win the container's CPU quota over them, so a fork bomb cannot delay
+	// the kill at the deadline. Children inherit both. The container's
+	// share against other containers does not depend on nice.
 	_ = os.WriteFile("/proc/"+itoa(pid)+"/oom_score_adj", []byte("1000"), 0)
+	_ = unix.Setpriority(unix.PRIO_PROCESS, pid, programNice)
 	go e.follow()
 }
 
