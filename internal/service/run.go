@@ -267,9 +267,11 @@ func decodeProgram(req api.RunRequest) (program, *api.Error) {
 	if req.Code == "" && len(req.Files) == 0 {
 		return p, apiErr(api.CodeInvalidRequest, "send the program as \"code\" or as \"files\"")
 	}
-	if aerr := checkEnv(req.Env); aerr != nil {
+	stdin, aerr := decodeInput(req.Args, req.Env, req.Stdin, req.StdinEncoding)
+	if aerr != nil {
 		return p, aerr
 	}
+	p.stdin = stdin
 	if len(req.Files) > maxFiles {
 		return p, apiErr(api.CodeInvalidRequest, "%d files: at most %d", len(req.Files), maxFiles)
 	}
@@ -295,25 +297,33 @@ func decodeProgram(req api.RunRequest) (program, *api.Error) {
 		}
 		p.plan.Entry = entry
 	}
-	if len(req.Args) > maxArgs {
-		return p, apiErr(api.CodeInvalidRequest, "%d args: at most %d", len(req.Args), maxArgs)
+	return p, nil
+}
+
+// decodeInput checks what a program or command is given (arguments and
+// environment) and decodes its stdin.
+func decodeInput(args []string, env map[string]string, stdin, encoding string) ([]byte, *api.Error) {
+	if aerr := checkEnv(env); aerr != nil {
+		return nil, aerr
+	}
+	if len(args) > maxArgs {
+		return nil, apiErr(api.CodeInvalidRequest, "%d args: at most %d", len(args), maxArgs)
 	}
 	size := 0
-	for _, a := range req.Args {
+	for _, a := range args {
 		size += len(a)
 		if strings.IndexByte(a, 0) >= 0 {
-			return p, apiErr(api.CodeInvalidRequest, "args may not contain NUL bytes")
+			return nil, apiErr(api.CodeInvalidRequest, "args may not contain NUL bytes")
 		}
 	}
 	if size > maxArgBytes {
-		return p, apiErr(api.CodeInvalidRequest, "args total %d bytes: at most %d", size, maxArgBytes)
+		return nil, apiErr(api.CodeInvalidRequest, "args total %d bytes: at most %d", size, maxArgBytes)
 	}
-	stdin, err := decodeBytes(req.Stdin, req.StdinEncoding)
+	data, err := decodeBytes(stdin, encoding)
 	if err != nil {
-		return p, apiErr(api.CodeInvalidRequest, "stdin: %v", err)
+		return nil, apiErr(api.CodeInvalidRequest, "stdin: %v", err)
 	}
-	p.stdin = stdin
-	return p, nil
+	return data, nil
 }
 
 func checkEnv(env map[string]string) *api.Error {

@@ -44,8 +44,7 @@ type session struct {
 func (ss *session) snapshot() api.Session {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	r := ss.rec
-	return r
+	return ss.rec
 }
 
 // CreateSession takes a warm container for a new session.
@@ -347,12 +346,12 @@ func (s *Service) execPlan(ctx context.Context, l *lang, req api.ExecRequest) (p
 	case len(req.Argv) > 0 && (req.Code != "" || len(req.Files) > 0):
 		return plan, nil, "", apiErr(api.CodeInvalidRequest, "send either argv (a command) or code/files (a program), not both")
 	case len(req.Argv) > 0:
-		prog, aerr := decodeProgram(api.RunRequest{Code: "-", Args: req.Argv, Env: req.Env, Stdin: req.Stdin, StdinEncoding: req.StdinEncoding})
+		stdin, aerr := decodeInput(req.Argv, req.Env, req.Stdin, req.StdinEncoding)
 		if aerr != nil {
 			return plan, nil, "", aerr
 		}
 		plan = language.Plan{Steps: []language.Step{{Name: "run", Argv: req.Argv}}}
-		return plan, prog.stdin, dir, nil
+		return plan, stdin, dir, nil
 	}
 	prog, aerr := decodeProgram(api.RunRequest{
 		Code: req.Code, Files: req.Files, Entry: req.Entry, Args: req.Args, Env: req.Env,
