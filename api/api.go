@@ -206,12 +206,48 @@ type Language struct {
 	DisplayName  string    `json:"display_name"`
 	Aliases      []string  `json:"aliases"`
 	Extensions   []string  `json:"extensions"`
-	Image        string    `json:"image"`
+	Image        string    `json:"image"`              // what its containers run: BaseImage, or BaseImage with Packages
+	BaseImage    string    `json:"base_image"`         // the configured image
+	Packages     []string  `json:"packages,omitempty"` // baked into Image
 	ImagePresent bool      `json:"image_present"`
+	Version      string    `json:"version,omitempty"` // the runtime's, as the image reports it; empty until known
 	Plugin       string    `json:"plugin"`
 	Limits       Limits    `json:"limits"`
 	Pool         PoolStats `json:"pool"`
-	Error        string    `json:"error,omitempty"`
+	Error        string    `json:"error,omitempty"` // e.g. the image is missing, and how to build it
+}
+
+// ImageBuildRequest is the body of POST /v1/images/build. No languages:
+// every configured language.
+type ImageBuildRequest struct {
+	Languages []string `json:"languages,omitempty"`
+}
+
+// ImageBuilt is the outcome of one image of a build.
+type ImageBuilt struct {
+	Language   string   `json:"language"`
+	Image      string   `json:"image"`
+	Packages   []string `json:"packages,omitempty"` // set for an image derived with packages
+	DurationMS float64  `json:"duration_ms"`
+	Note       string   `json:"note,omitempty"` // e.g. an image sandboxd does not build
+	Error      string   `json:"error,omitempty"`
+}
+
+// ImageBuildResult is the answer of POST /v1/images/build (and its final
+// streaming event).
+type ImageBuildResult struct {
+	Images []ImageBuilt `json:"images"`
+}
+
+// ImageBuildEvent is a line of a streamed image build:
+// {"type":"progress","image":...,"line":...}, then one "result" (or
+// "error" when nothing could be built).
+type ImageBuildEvent struct {
+	Type   string            `json:"type"`
+	Image  string            `json:"image,omitempty"`
+	Line   string            `json:"line,omitempty"`
+	Result *ImageBuildResult `json:"result,omitempty"`
+	Error  *Error            `json:"error,omitempty"`
 }
 
 // LanguageList is the body of GET /v1/languages.

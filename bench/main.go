@@ -3,8 +3,12 @@
 // console.log(1) through `sandboxctl run`, through the API alone, through
 // a session's exec, through `docker run --rm` and `docker exec` on the same
 // image, and the bare interpreter started inside a running container; then
-// session creation, and throughput with 4 concurrent clients. It starts its
-// own daemon from -bin; run it through `make bench`.
+// session creation, and throughput with 4 concurrent clients; then hello
+// world in every shipped language, one-shot through `sandboxctl run`
+// against `docker run --rm` of the same image doing the same steps, with
+// the compile and run steps apart. It starts its own daemon from -bin with
+// the language blocks of the repository's sandboxd.hcl; run it through
+// `make bench`.
 package main
 
 import (
@@ -63,7 +67,7 @@ func run(bin string, n, nDocker int) error {
 		quiet := func() error { waitQuiet(c, l.name); return nil }
 		ctl := measure(n, quiet, func() error {
 			out, err := exec.Command(filepath.Join(bin, "sandboxctl"), "--socket", d.socket, "run", prog).Output()
-			return check(out, err)
+			return checkOut(out, err, "1\n")
 		})
 		apiRun := func() error {
 			res, err := c.Run(context.Background(), api.RunRequest{Language: l.name, Code: l.code})
@@ -89,12 +93,12 @@ func run(bin string, n, nDocker int) error {
 		})
 		ctlExec := measure(n, nil, func() error {
 			out, err := exec.Command(filepath.Join(bin, "sandboxctl"), append([]string{"--socket", d.socket, "exec", sess.ID, "--"}, l.interp...)...).Output()
-			return check(out, err)
+			return checkOut(out, err, "1\n")
 		})
 		_ = c.DeleteSession(context.Background(), sess.ID)
 		dockerRun := measure(nDocker, nil, func() error {
 			out, err := exec.Command("docker", append([]string{"run", "--rm", "--network", "none", "--log-driver", "none", l.image}, l.interp...)...).Output()
-			return check(out, err)
+			return checkOut(out, err, "1\n")
 		})
 		ctr, err := exec.Command("docker", "run", "-d", "--rm", "--network", "none", "--label", "io.sandboxd.bench=1", "--entrypoint", "sleep", l.image, "600").Output()
 		if err != nil {
@@ -103,7 +107,7 @@ func run(bin string, n, nDocker int) error {
 		id := strings.TrimSpace(string(ctr))
 		dockerExec := measure(n, nil, func() error {
 			out, err := exec.Command("docker", append([]string{"exec", id}, l.interp...)...).Output()
-			return check(out, err)
+			return checkOut(out, err, "1\n")
 		})
 		bare, err := bareInterpreter(id, l, n)
 		_ = exec.Command("docker", "rm", "-f", id).Run()
@@ -129,6 +133,9 @@ func run(bin string, n, nDocker int) error {
 		}
 	}
 	if err := sessionsAndThroughput(c, n); err != nil {
+		return err
+	}
+	if err := perLanguage(c, bin, d, max(n/4, 5), max(nDocker/3, 3)); err != nil {
 		return err
 	}
 	st, err := c.Stats(context.Background())
@@ -315,11 +322,12 @@ func ratio(x, base float64) string {
 	return fmt.Sprintf("%.2fx", x/base)
 }
 
-func check(out []byte, err error) error {
+// checkOut tells a command that failed or printed other than want.
+func checkOut(out []byte, err error, want string) error {
 	if err != nil {
 		return err
 	}
-	if strings.TrimSpace(string(out)) != "1" {
+	if string(out) != want {
 		return fmt.Errorf("unexpected output %q", out)
 	}
 	return nil
@@ -345,26 +353,17 @@ func startDaemon(bin string) (*daemon, error) {
 		return nil, err
 	}
 	d := &daemon{dir: dir, socket: filepath.Join(dir, "s.sock")}
+	blocks, err := shippedLanguages(filepath.Join(bin, "..", "sandboxd.hcl"))
+	if err != nil {
+		return nil, err
+	}
 	cfg := fmt.Sprintf(`
 socket     = %q
 state_dir  = %q
 plugin_dir = %q
 supervisor = %q
-language "python" {
-  image = "sandboxd/python:latest"
-  pool {
-    min_idle = 2
-    max      = 8
-  }
-}
-language "node" {
-  image = "sandboxd/node:latest"
-  pool {
-    min_idle = 2
-    max      = 8
-  }
-}
-`, d.socket, filepath.Join(dir, "state"), filepath.Join(bin, "plugins"), filepath.Join(bin, "sandbox-init"))
+%s
+`, d.socket, filepath.Join(dir, "state"), filepath.Join(bin, "plugins"), filepath.Join(bin, "sandbox-init"), blocks)
 	if err := os.WriteFile(filepath.Join(dir, "sandboxd.hcl"), []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}

@@ -183,6 +183,18 @@ func (c *Client) RunStream(ctx context.Context, req api.RunRequest, onEvent func
 
 // stream posts req asking for NDJSON and follows the events to the result.
 func (c *Client) stream(ctx context.Context, path string, req any, onEvent func(api.Event)) (*api.RunResult, error) {
+	return follow(c, ctx, path, req, func(ev api.Event) (*api.RunResult, *api.Error, bool) {
+		if ev.Type != api.EventResult && ev.Type != api.EventError {
+			onEvent(ev)
+			return nil, nil, false
+		}
+		return ev.Result, ev.Error, true
+	})
+}
+
+// follow posts req asking for NDJSON and hands each event to each, until
+// each says the stream has ended, with a result or an error.
+func follow[E, R any](c *Client, ctx context.Context, path string, req any, each func(E) (*R, *api.Error, bool)) (*R, error) {
 	resp, err := c.do(ctx, http.MethodPost, path, req, api.ContentTypeNDJSON)
 	if err != nil {
 		return nil, err
@@ -194,29 +206,45 @@ func (c *Client) stream(ctx context.Context, path string, req any, onEvent func(
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
 	for sc.Scan() {
-		var ev api.Event
+		var ev E
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			return nil, fmt.Errorf("reading sandboxd's stream: %w", err)
 		}
-		switch ev.Type {
-		case api.EventResult:
-			if ev.Result == nil {
-				return nil, errors.New("sandboxd sent a result event without a result")
-			}
-			return ev.Result, nil
-		case api.EventError:
-			if ev.Error == nil {
-				return nil, errors.New("sandboxd sent an error event without an error")
-			}
-			return nil, ev.Error
-		default:
-			onEvent(ev)
+		res, aerr, end := each(ev)
+		switch {
+		case !end:
+			continue
+		case aerr != nil:
+			return nil, aerr
+		case res == nil:
+			return nil, errors.New("sandboxd ended the stream without a result")
 		}
+		return res, nil
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("reading sandboxd's stream: %w", err)
 	}
 	return nil, errors.New("sandboxd closed the stream before the result (did it stop?)")
+}
+
+// BuildImages builds the images of the named languages (all when none):
+// each language's image from its Dockerfile, then the image with the
+// packages its block lists. progress, if not nil, receives the builds'
+// output lines as they come. A failed image is reported in its entry of
+// the result, not as an error.
+func (c *Client) BuildImages(ctx context.Context, languages []string, progress func(image, line string)) (*api.ImageBuildResult, error) {
+	req := api.ImageBuildRequest{Languages: languages}
+	if progress == nil {
+		var res api.ImageBuildResult
+		return &res, c.call(ctx, http.MethodPost, "/v1/images/build", req, &res)
+	}
+	return follow(c, ctx, "/v1/images/build", req, func(ev api.ImageBuildEvent) (*api.ImageBuildResult, *api.Error, bool) {
+		if ev.Type != api.EventResult && ev.Type != api.EventError {
+			progress(ev.Image, ev.Line)
+			return nil, nil, false
+		}
+		return ev.Result, ev.Error, true
+	})
 }
 
 // Decode returns the bytes of event or result data given its encoding.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -22,15 +23,20 @@ import (
 
 // Config is a validated configuration with every default filled in.
 type Config struct {
-	Path       string // the file it came from
-	Socket     string
-	StateDir   string
-	PluginDir  string
-	Supervisor string // host path of sandbox-init
-	Docker     Docker
-	Defaults   Limits
-	Sessions   Sessions
-	Languages  []Language
+	Path      string // the file it came from
+	Socket    string
+	StateDir  string
+	PluginDir string
+	ImagesDir string // Dockerfiles per image: images/<name>/Dockerfile builds sandboxd/<name>
+	// BuildCAFile is the CA bundle image builds trust for HTTPS while
+	// they install packages: by default the host's own, so that builds
+	// behind a TLS-inspecting proxy reach the registries the host does.
+	BuildCAFile string
+	Supervisor  string // host path of sandbox-init
+	Docker      Docker
+	Defaults    Limits
+	Sessions    Sessions
+	Languages   []Language
 }
 
 // Sessions bounds sessions and their file transfers.
@@ -69,12 +75,15 @@ type Pool struct {
 
 // Language is one language block.
 type Language struct {
-	Name    string
-	Plugin  string
-	Image   string // empty: the plugin's default image
-	Pool    Pool
-	Limits  Limits
-	Generic *Generic // set when Plugin is "generic"
+	Name   string
+	Plugin string
+	Image  string // empty: the plugin's default image
+	// Packages are baked into an image derived from Image at build time
+	// (sandboxes have no network at run time).
+	Packages []string
+	Pool     Pool
+	Limits   Limits
+	Generic  *Generic // set when Plugin is "generic"
 }
 
 // GenericPlugin is the plugin that runs languages defined in HCL alone.
@@ -91,6 +100,7 @@ type Generic struct {
 	Compile        []string
 	Run            []string
 	VersionCommand []string
+	InstallCommand []string // installs packages; empty: Debian packages
 	Env            map[string]string
 }
 
@@ -100,6 +110,7 @@ func Builtin() Config {
 		Socket:    "/run/sandboxd/sandboxd.sock",
 		StateDir:  "/var/lib/sandboxd",
 		PluginDir: "bin/plugins",
+		ImagesDir: "images",
 		Docker:    Docker{Runtime: "runc"},
 		Defaults: Limits{
 			Timeout:     30 * time.Second,
@@ -117,6 +128,9 @@ func Builtin() Config {
 	}
 }
 
+// hostCABundle is Debian's bundle of the CAs the host trusts.
+const hostCABundle = "/etc/ssl/certs/ca-certificates.crt"
+
 func defaultPool() Pool { return Pool{MinIdle: 2, Max: 16, QueueTimeout: 5 * time.Second} }
 
 // The file's shape, as gohcl decodes it. Every field is optional so that
@@ -125,6 +139,8 @@ type fileSchema struct {
 	Socket     *string          `hcl:"socket,optional"`
 	StateDir   *string          `hcl:"state_dir,optional"`
 	PluginDir  *string          `hcl:"plugin_dir,optional"`
+	ImagesDir  *string          `hcl:"images_dir,optional"`
+	BuildCA    *string          `hcl:"build_ca_file,optional"`
 	Supervisor *string          `hcl:"supervisor,optional"`
 	Docker     *dockerSchema    `hcl:"docker,block"`
 	Defaults   *limitsSchema    `hcl:"defaults,block"`
@@ -167,11 +183,12 @@ type poolSchema struct {
 }
 
 type languageSchema struct {
-	Name   string        `hcl:"name,label"`
-	Plugin *string       `hcl:"plugin,optional"`
-	Image  *string       `hcl:"image,optional"`
-	Pool   *poolSchema   `hcl:"pool,block"`
-	Limits *limitsSchema `hcl:"limits,block"`
+	Name     string        `hcl:"name,label"`
+	Plugin   *string       `hcl:"plugin,optional"`
+	Image    *string       `hcl:"image,optional"`
+	Packages []string      `hcl:"packages,optional"`
+	Pool     *poolSchema   `hcl:"pool,block"`
+	Limits   *limitsSchema `hcl:"limits,block"`
 	// For plugin = "generic" only.
 	DisplayName    *string           `hcl:"display_name,optional"`
 	Extensions     []string          `hcl:"extensions,optional"`
@@ -181,6 +198,7 @@ type languageSchema struct {
 	Compile        []string          `hcl:"compile,optional"`
 	Run            []string          `hcl:"run,optional"`
 	VersionCommand []string          `hcl:"version_command,optional"`
+	InstallCommand []string          `hcl:"install_command,optional"`
 	Env            map[string]string `hcl:"env,optional"`
 	Body           hcl.Body          `hcl:",body"`
 }
@@ -275,8 +293,18 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 	setString(&cfg.Socket, fs.Socket)
 	setString(&cfg.StateDir, fs.StateDir)
 	setString(&cfg.PluginDir, fs.PluginDir)
+	setString(&cfg.ImagesDir, fs.ImagesDir)
 	setString(&cfg.Supervisor, fs.Supervisor)
 	cfg.Socket, cfg.StateDir, cfg.PluginDir = abs(cfg.Socket), abs(cfg.StateDir), abs(cfg.PluginDir)
+	cfg.ImagesDir = abs(cfg.ImagesDir)
+	if fs.BuildCA != nil {
+		cfg.BuildCAFile = abs(*fs.BuildCA)
+		if _, err := os.Stat(cfg.BuildCAFile); cfg.BuildCAFile != "" && err != nil {
+			v.fail(fs.Body, "build_ca_file", fmt.Sprintf("cannot be read: %v", err), `a PEM bundle such as "/etc/ssl/certs/ca-certificates.crt", or "" for none`)
+		}
+	} else if _, err := os.Stat(hostCABundle); err == nil {
+		cfg.BuildCAFile = hostCABundle
+	}
 	cfg.Supervisor = abs(cfg.Supervisor)
 	if cfg.Supervisor == "" {
 		// sandbox-init is built next to sandboxd.
@@ -310,6 +338,7 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 		lang := Language{Name: ls.Name, Plugin: ls.Name, Pool: defaultPool(), Limits: cfg.Defaults}
 		setString(&lang.Plugin, ls.Plugin)
 		setString(&lang.Image, ls.Image)
+		lang.Packages = v.packages(ls.Body, ls.Packages)
 		if ls.Pool != nil {
 			lang.Pool = v.pool(ls.Pool, lang.Pool)
 		}
@@ -360,10 +389,11 @@ func (v *validator) generic(ls *languageSchema, plugin string) *Generic {
 	set := map[string]bool{
 		"display_name": ls.DisplayName != nil, "extensions": ls.Extensions != nil, "aliases": ls.Aliases != nil,
 		"main_file": ls.MainFile != nil, "sources": ls.Sources != nil, "compile": ls.Compile != nil,
-		"run": ls.Run != nil, "version_command": ls.VersionCommand != nil, "env": ls.Env != nil,
+		"run": ls.Run != nil, "version_command": ls.VersionCommand != nil, "install_command": ls.InstallCommand != nil,
+		"env": ls.Env != nil,
 	}
 	if plugin != GenericPlugin {
-		for _, name := range []string{"display_name", "extensions", "aliases", "main_file", "sources", "compile", "run", "version_command", "env"} {
+		for _, name := range []string{"display_name", "extensions", "aliases", "main_file", "sources", "compile", "run", "version_command", "install_command", "env"} {
 			if set[name] {
 				v.fail(ls.Body, name, "is set for plugin "+strconv.Quote(plugin), `it describes a language for plugin = "generic" only`)
 			}
@@ -371,7 +401,7 @@ func (v *validator) generic(ls *languageSchema, plugin string) *Generic {
 		return nil
 	}
 	g := &Generic{Extensions: ls.Extensions, Aliases: ls.Aliases, Sources: ls.Sources, Compile: ls.Compile,
-		Run: ls.Run, VersionCommand: ls.VersionCommand, Env: ls.Env}
+		Run: ls.Run, VersionCommand: ls.VersionCommand, InstallCommand: ls.InstallCommand, Env: ls.Env}
 	setString(&g.DisplayName, ls.DisplayName)
 	setString(&g.MainFile, ls.MainFile)
 	if g.MainFile == "" || strings.ContainsAny(g.MainFile, "/\\") {
@@ -384,6 +414,19 @@ func (v *validator) generic(ls *languageSchema, plugin string) *Generic {
 		v.fail(ls.Body, "image", "is missing", "a language defined in HCL names its image")
 	}
 	return g
+}
+
+// packageName is what a package list may hold: names with versions or
+// scopes (numpy==1.26, @types/node, libgmp-dev), nothing a shell reads.
+var packageName = regexp.MustCompile(`^[A-Za-z0-9@][A-Za-z0-9._+@/:=<>~^!-]{0,213}$`)
+
+func (v *validator) packages(body hcl.Body, list []string) []string {
+	for _, p := range list {
+		if !packageName.MatchString(p) {
+			v.fail(body, "packages", fmt.Sprintf("holds %q", p), `package names such as "scipy", "lodash@4" or "numpy==1.26": letters, digits and . _ + @ / : = < > ~ ^ ! -`)
+		}
+	}
+	return list
 }
 
 func (v *validator) pool(ps *poolSchema, p Pool) Pool {

@@ -46,6 +46,9 @@ func TestErrorsNameFileLineAndField(t *testing.T) {
 		{"language \"a\" {\n  pool {\n    max = 0\n  }\n}", `f.hcl:3,5: "max" is 0`},
 		{"language \"a\" {\n  colour = 1\n}", `f.hcl:2,3: Unsupported argument`},
 		{"", "no language blocks"},
+		{"language \"a\" {\n  packages = [\"ok\", \"x; rm -rf /\"]\n}", `f.hcl:2,3: "packages" holds "x; rm -rf /"`},
+		{"build_ca_file = \"/no/such.crt\"\nlanguage \"a\" {}", `f.hcl:1,1: "build_ca_file" cannot be read`},
+		{"language \"a\" {\n  install_command = [\"x\"]\n}", `"install_command" is set for plugin "a"`},
 	} {
 		_, err := Parse("f.hcl", []byte(tc.src))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

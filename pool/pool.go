@@ -290,3 +290,21 @@ func (p *Pool[T]) Close(ctx context.Context) {
 	}
 	p.wg.Wait()
 }
+
+// Renew replaces the idle items (their image was rebuilt) and forgets past
+// failures, so the pool fills again at once.
+func (p *Pool[T]) Renew() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, item := range p.idle {
+		p.destroyLocked(item)
+	}
+	p.idle = nil
+	p.failures, p.retryAt = 0, time.Time{}
+	if p.retryTmr != nil {
+		p.retryTmr.Stop()
+		p.retryTmr = nil
+	}
+	p.fillLocked()
+	p.notifyLocked()
+}

@@ -100,6 +100,22 @@ type Container struct {
 	Language string
 }
 
+// Image is an image as the engine describes it.
+type Image struct {
+	ID     string
+	User   string // the user its processes run as, if set
+	Labels map[string]string
+}
+
+// ImageBuild describes an image to build: a directory with a Dockerfile,
+// or, when Dir is empty, Files (a "Dockerfile" among them).
+type ImageBuild struct {
+	Tag    string
+	Dir    string
+	Files  map[string][]byte
+	Labels map[string]string
+}
+
 // EngineInfo describes the engine for health reports.
 type EngineInfo struct {
 	Version    string `json:"version"`
@@ -124,8 +140,12 @@ type Runtime interface {
 	List(ctx context.Context) ([]Container, error)
 	// Ping checks the engine.
 	Ping(ctx context.Context) (EngineInfo, error)
-	// ImageExists tells whether an image is present.
-	ImageExists(ctx context.Context, image string) (bool, error)
+	// Image inspects an image; ErrImageMissing when it is not there.
+	Image(ctx context.Context, ref string) (Image, error)
+	// BuildImage builds and tags an image, with host network (the build
+	// may fetch packages; the sandboxes it makes never can), telling
+	// progress its output line by line.
+	BuildImage(ctx context.Context, b ImageBuild, progress func(line string)) error
 	// Close releases the engine client.
 	Close() error
 }

@@ -13,6 +13,8 @@
 //	  <id>      -> sessionEntry (JSON)     live and lost sessions
 //	projects/
 //	  <id>      -> projectEntry (JSON)     file names -> SHA-256 of content
+//	versions/
+//	  <image id> -> versionEntry (JSON)    a runtime's version as its image reports it
 //
 // Project content lives beside the database, one file per SHA-256 (see
 // internal/service); the store keeps only the names.
@@ -53,6 +55,7 @@ var (
 	bucketExecutions = []byte("executions")
 	bucketSessions   = []byte("sessions")
 	bucketProjects   = []byte("projects")
+	bucketVersions   = []byte("versions")
 	keyVersion       = []byte("version")
 	keyInstance      = []byte("instance")
 )
@@ -115,7 +118,7 @@ func (s *Store) init() error {
 				return err
 			}
 		}
-		for _, b := range [][]byte{bucketExecutions, bucketSessions, bucketProjects} {
+		for _, b := range [][]byte{bucketExecutions, bucketSessions, bucketProjects, bucketVersions} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -176,6 +179,28 @@ func (s *Store) Projects() ([]api.Project, error) {
 		return nil
 	})
 	return out, err
+}
+
+type versionEntry struct {
+	V       int    `json:"v"`
+	Version string `json:"version"`
+}
+
+// PutVersion records what an image's version command printed.
+func (s *Store) PutVersion(imageID, version string) error {
+	return s.put(bucketVersions, imageID, versionEntry{V: 1, Version: version})
+}
+
+// Version is the version recorded for an image, if any.
+func (s *Store) Version(imageID string) (version string, ok bool) {
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		var e versionEntry
+		if v := tx.Bucket(bucketVersions).Get([]byte(imageID)); v != nil && json.Unmarshal(v, &e) == nil {
+			version, ok = e.Version, true
+		}
+		return nil
+	})
+	return version, ok
 }
 
 func (s *Store) put(bucket []byte, key string, v any) error {

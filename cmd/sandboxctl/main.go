@@ -79,7 +79,7 @@ func newRoot() *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fail("%v (see --help)", err) })
 	root.AddCommand(newRunCmd(g), newStatusCmd(g), newLanguagesCmd(g), newPoolsCmd(g),
 		newPluginsCmd(g), newHistoryCmd(g), newStatsCmd(g),
-		newSessionCmd(g), newExecCmd(g), newCpCmd(g), newProjectCmd(g))
+		newSessionCmd(g), newExecCmd(g), newCpCmd(g), newProjectCmd(g), newImagesCmd(g))
 	return root
 }
 

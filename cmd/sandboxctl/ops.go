@@ -74,14 +74,20 @@ func newLanguagesCmd(g *globals) *cobra.Command {
 			if asJSON {
 				return printJSON(langs)
 			}
-			table("NAME\tALIASES\tEXTENSIONS\tIMAGE\tIDLE/BUSY/TARGET\tSTATUS", func(w *tabwriter.Writer) {
+			table("NAME\tVERSION\tALIASES\tEXTENSIONS\tIMAGE\tIDLE/BUSY/TARGET\tSTATUS", func(w *tabwriter.Writer) {
 				for _, l := range langs {
-					status := "ready"
+					status, version, image := "ready", l.Version, l.Image
 					if l.Error != "" {
 						status = l.Error
 					}
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d/%d/%d\t%s\n", l.Name, strings.Join(l.Aliases, ","),
-						strings.Join(l.Extensions, ","), l.Image, l.Pool.Idle, l.Pool.Busy, l.Pool.Target, status)
+					if version == "" {
+						version = "-"
+					}
+					if len(l.Packages) > 0 {
+						image = l.BaseImage + " +" + strings.Join(l.Packages, ",")
+					}
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d/%d/%d\t%s\n", l.Name, version, strings.Join(l.Aliases, ","),
+						strings.Join(l.Extensions, ","), image, l.Pool.Idle, l.Pool.Busy, l.Pool.Target, status)
 				}
 			})
 			return nil

@@ -37,6 +37,7 @@ func New(svc *service.Service, log hclog.Logger) http.Handler {
 	mux.HandleFunc("GET /v1/stats", h.stats)
 	mux.HandleFunc("GET /v1/executions", h.executions)
 	mux.HandleFunc("POST /v1/run", h.run)
+	mux.HandleFunc("POST /v1/images/build", h.buildImages)
 	mux.HandleFunc("POST /v1/sessions", h.createSession)
 	mux.HandleFunc("GET /v1/sessions", h.sessions)
 	mux.HandleFunc("GET /v1/sessions/{id}", h.session)
@@ -134,6 +135,33 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request) {
 	respondExecution(w, r, func(out service.OutputFunc) (*api.RunResult, *api.Error) {
 		return h.svc.Run(r.Context(), req, out)
 	})
+}
+
+// buildImages answers with the result, or streams the builds' output
+// lines as progress events and then the result when the client accepts
+// NDJSON.
+func (h *handler) buildImages(w http.ResponseWriter, r *http.Request) {
+	var req api.ImageBuildRequest
+	if err := decode(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if !wantsStream(r) {
+		res, err := h.svc.BuildImages(r.Context(), req, func(api.ImageBuildEvent) {})
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, res)
+		return
+	}
+	st := newStream(w)
+	res, err := h.svc.BuildImages(r.Context(), req, func(ev api.ImageBuildEvent) { st.event(ev) })
+	if err != nil {
+		st.event(api.ImageBuildEvent{Type: api.EventError, Error: err})
+		return
+	}
+	st.event(api.ImageBuildEvent{Type: api.EventResult, Result: res})
 }
 
 // respondExecution answers with the result as one JSON body, or streams
@@ -259,6 +287,17 @@ func (s *stream) emitLocked(streamName string, data []byte) {
 	if !utf8.Valid(data) {
 		ev.Data, ev.Encoding = base64.StdEncoding.EncodeToString(data), api.EncodingBase64
 	}
+	s.encodeLocked(ev)
+}
+
+// event writes one event as it is.
+func (s *stream) event(ev any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.encodeLocked(ev)
+}
+
+func (s *stream) encodeLocked(ev any) {
 	_ = s.enc.Encode(ev)
 	_ = s.rc.Flush()
 }
@@ -271,6 +310,5 @@ func (s *stream) finish(ev api.Event) {
 		s.emitLocked(name, s.tail[name])
 		delete(s.tail, name)
 	}
-	_ = s.enc.Encode(ev)
-	_ = s.rc.Flush()
+	s.encodeLocked(ev)
 }

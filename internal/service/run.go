@@ -58,6 +58,9 @@ func (s *Service) Run(ctx context.Context, req api.RunRequest, out OutputFunc) (
 		return nil, aerr
 	}
 
+	if err := s.ready(ctx, l); err != nil {
+		return nil, errorFor(err)
+	}
 	sb, err := l.pool.Acquire(ctx)
 	if err != nil {
 		return nil, errorFor(err)

@@ -52,6 +52,9 @@ type Service struct {
 	sessPending int                    // sessions being created
 	projMu      sync.Mutex             // project files and blobs
 	stop        chan struct{}          // ends the janitor
+	starts      chan struct{}          // background container creates at once
+	buildMu     sync.Mutex             // one image build at a time
+	probeMu     sync.Mutex             // one version probe at a time
 
 	draining   atomic.Bool
 	inflight   sync.WaitGroup
@@ -64,11 +67,12 @@ type Service struct {
 
 // lang is one configured language.
 type lang struct {
-	cfg    config.Language
-	plugin plugins.Language
-	info   language.Info
-	image  string
-	pool   *pool.Pool[*runtime.Sandbox]
+	cfg       config.Language
+	plugin    plugins.Language
+	info      language.Info
+	baseImage string    // the configured image (or the plugin's default)
+	img       langImage // what containers are made from now
+	pool      *pool.Pool[*runtime.Sandbox]
 }
 
 // New starts the language plugins, removes containers a previous run of
@@ -76,7 +80,8 @@ type lang struct {
 func New(ctx context.Context, cfg *config.Config, rt runtime.Runtime, store *state.Store, log hclog.Logger) (*Service, error) {
 	s := &Service{cfg: cfg, rt: rt, store: store, log: log, started: time.Now(),
 		lookup: map[string]*lang{}, outcomes: map[string]uint64{},
-		sessions: map[string]*session{}, lost: map[string]api.Session{}, stop: make(chan struct{})}
+		sessions: map[string]*session{}, lost: map[string]api.Session{}, stop: make(chan struct{}),
+		starts: make(chan struct{}, 2)} // concurrent background creates: one per core here
 	if _, err := rt.Ping(ctx); err != nil {
 		return nil, err
 	}
@@ -92,11 +97,11 @@ func New(ctx context.Context, cfg *config.Config, rt runtime.Runtime, store *sta
 		s.closePlugins()
 		return nil, err
 	}
-	starts := make(chan struct{}, 2) // concurrent background creates: one per core here
 	for _, l := range s.langs {
-		s.startPool(l, starts)
+		s.startPool(l)
 	}
 	go s.janitor()
+	go s.probeVersions()
 	return s, nil
 }
 
@@ -124,11 +129,11 @@ func (s *Service) loadLanguage(ctx context.Context, lc config.Language) (*lang, 
 		proc.Close()
 		return nil, fmt.Errorf("language %q: %w", lc.Name, err)
 	}
-	l.image = lc.Image
-	if l.image == "" {
-		l.image = l.info.DefaultImage
+	l.baseImage = lc.Image
+	if l.baseImage == "" {
+		l.baseImage = l.info.DefaultImage
 	}
-	if l.image == "" {
+	if l.baseImage == "" {
 		proc.Close()
 		return nil, fmt.Errorf("language %q: no image: set image in its block of %s", lc.Name, s.cfg.Path)
 	}
@@ -146,18 +151,23 @@ func (s *Service) loadLanguage(ctx context.Context, lc config.Language) (*lang, 
 		s.log.Warn("disk is not below memory: workspace files are in RAM and count toward memory, so a full workspace is killed for memory before it sees ENOSPC",
 			"language", lc.Name, "memory", api.ByteSize(lc.Limits.Memory).String(), "disk", api.ByteSize(lc.Limits.Disk).String())
 	}
-	if ok, err := s.rt.ImageExists(ctx, l.image); err == nil && !ok {
-		s.log.Error("image missing: runs of this language fail until it is built", "language", lc.Name, "image", l.image, "build", "make images")
+	if err := s.resolveImage(ctx, l).err; err != nil {
+		s.log.Error("runs of this language fail until its image is there", "language", lc.Name, "error", err)
 	}
 	return l, nil
 }
 
-func (s *Service) startPool(l *lang, starts chan struct{}) {
+func (s *Service) startPool(l *lang) {
 	l.pool = pool.New(pool.Options{
 		Name: l.cfg.Name, MinIdle: l.cfg.Pool.MinIdle, Max: l.cfg.Pool.Max,
-		QueueTimeout: l.cfg.Pool.QueueTimeout, Starts: starts, Logger: s.log,
+		QueueTimeout: l.cfg.Pool.QueueTimeout, Starts: s.starts, Logger: s.log,
 	}, pool.Hooks[*runtime.Sandbox]{
-		Create:  func(ctx context.Context) (*runtime.Sandbox, error) { return s.rt.Create(ctx, s.spec(l)) },
+		Create: func(ctx context.Context) (*runtime.Sandbox, error) {
+			if err := l.img.get().err; err != nil {
+				return nil, err
+			}
+			return s.rt.Create(ctx, s.spec(l))
+		},
 		Destroy: s.removeSandbox,
 		Alive:   func(sb *runtime.Sandbox) bool { return sb.Alive() },
 	})
@@ -274,21 +284,21 @@ func (s *Service) languageNames() string {
 	return strings.Join(names, ", ")
 }
 
-// Languages lists the configured languages with their pool figures.
+// Languages lists the configured languages with their images, runtime
+// versions and pool figures.
 func (s *Service) Languages(ctx context.Context) []api.Language {
 	out := make([]api.Language, 0, len(s.langs))
 	for _, l := range s.langs {
-		present, err := s.rt.ImageExists(ctx, l.image)
+		_ = s.ready(ctx, l)
+		st := l.img.get()
 		entry := api.Language{
 			Name: l.cfg.Name, DisplayName: l.info.DisplayName,
 			Aliases: l.info.Aliases, Extensions: l.info.Extensions,
-			Image: l.image, ImagePresent: present, Plugin: l.cfg.Plugin,
-			Limits: apiLimits(l.cfg.Limits), Pool: l.pool.Stats(),
+			Image: st.ref, BaseImage: l.baseImage, Packages: l.cfg.Packages, ImagePresent: st.id != "",
+			Version: st.version, Plugin: l.cfg.Plugin, Limits: apiLimits(l.cfg.Limits), Pool: l.pool.Stats(),
 		}
-		if err != nil {
-			entry.Error = err.Error()
-		} else if !present {
-			entry.Error = fmt.Sprintf("image %s is missing: build it with `make images`", l.image)
+		if st.err != nil {
+			entry.Error = st.err.Error()
 		}
 		out = append(out, entry)
 	}

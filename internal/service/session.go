@@ -131,6 +131,9 @@ func (s *Service) CreateSession(ctx context.Context, req api.SessionRequest) (*a
 // sessionSandbox is a warm container from the pool, or for a project a new
 // one with the project's files mounted (mounts are fixed at create time).
 func (s *Service) sessionSandbox(ctx context.Context, l *lang, project *api.Project) (*runtime.Sandbox, error) {
+	if err := s.ready(ctx, l); err != nil {
+		return nil, err
+	}
 	if project == nil {
 		return l.pool.Take(ctx)
 	}
@@ -144,7 +147,7 @@ func (s *Service) sessionSandbox(ctx context.Context, l *lang, project *api.Proj
 func (s *Service) spec(l *lang) runtime.Spec {
 	return runtime.Spec{
 		Language: l.cfg.Name,
-		Image:    l.image,
+		Image:    l.img.get().ref,
 		Limits:   runtimeLimits(l.cfg.Limits),
 		Labels:   map[string]string{runtime.LabelSession: state.RandomID(8)},
 	}

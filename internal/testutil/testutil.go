@@ -177,6 +177,7 @@ socket     = %q
 state_dir  = %q
 plugin_dir = %q
 supervisor = %q
+images_dir = %q
 docker {
   labels = { %q = %q }
 }
@@ -186,7 +187,7 @@ defaults {
 %s
 %s
 `, opts.Socket, opts.StateDir, filepath.Join(bin, "plugins"), filepath.Join(bin, "sandbox-init"),
-		TestLabel, opts.RunID, opts.Defaults, opts.Extra, opts.Languages)
+		filepath.Join(repoRoot(), "images"), TestLabel, opts.RunID, opts.Defaults, opts.Extra, opts.Languages)
 	cfgPath := filepath.Join(dir, "sandboxd.hcl")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)

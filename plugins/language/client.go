@@ -31,6 +31,7 @@ func (c *client) Info(ctx context.Context) (Info, error) {
 		Aliases:        resp.Aliases,
 		DefaultImage:   resp.DefaultImage,
 		VersionCommand: resp.VersionCommand,
+		InstallCommand: resp.InstallCommand,
 	}, nil
 }
 

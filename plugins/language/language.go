@@ -33,6 +33,11 @@ type Info struct {
 	Aliases        []string // other names a request may use, e.g. "py", "python3"
 	DefaultImage   string   // image used when the operator's config names none
 	VersionCommand []string // argv that prints the runtime's version inside the image
+	// InstallCommand is the argv that installs extra packages (a language
+	// block's packages) as root while a derived image is built, with
+	// network; "{packages}" stands for the package names, one argument
+	// each. Empty: Debian packages of those names (InstallDebian).
+	InstallCommand []string
 }
 
 // File is a file to write into the sandbox workspace. Path is relative to

@@ -29,6 +29,7 @@ func (s *server) Info(ctx context.Context, _ *pb.InfoRequest) (*pb.InfoResponse,
 		Aliases:        info.Aliases,
 		DefaultImage:   info.DefaultImage,
 		VersionCommand: info.VersionCommand,
+		InstallCommand: info.InstallCommand,
 	}, nil
 }
 

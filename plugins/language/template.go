@@ -96,18 +96,19 @@ func (l *Template) Plan(_ context.Context, req PlanRequest) (Plan, error) {
 	}
 	plan := Plan{Files: files, Env: l.Env}
 	if len(l.Compile) > 0 {
-		plan.Steps = append(plan.Steps, Step{Name: "compile", Argv: expand(l.Compile, vars, sources)})
+		plan.Steps = append(plan.Steps, Step{Name: "compile", Argv: expand(l.Compile, vars, "{sources}", sources)})
 	}
-	plan.Steps = append(plan.Steps, Step{Name: "run", Argv: append(expand(l.Run, vars, sources), req.Args...)})
+	plan.Steps = append(plan.Steps, Step{Name: "run", Argv: append(expand(l.Run, vars, "{sources}", sources), req.Args...)})
 	return plan, nil
 }
 
-// expand fills in an argv template.
-func expand(argv []string, vars *strings.Replacer, sources []string) []string {
-	out := make([]string, 0, len(argv)+len(sources))
+// expand fills in an argv template: list stands for an element that is
+// exactly listName, vars for placeholders within elements.
+func expand(argv []string, vars *strings.Replacer, listName string, list []string) []string {
+	out := make([]string, 0, len(argv)+len(list))
 	for _, a := range argv {
-		if a == "{sources}" {
-			out = append(out, sources...)
+		if a == listName {
+			out = append(out, list...)
 		} else {
 			out = append(out, vars.Replace(a))
 		}

@@ -94,17 +94,6 @@ func (d *Docker) Ping(ctx context.Context) (runtime.EngineInfo, error) {
 	return runtime.EngineInfo{Version: v.Version, APIVersion: d.cli.ClientVersion(), Runtime: rt}, nil
 }
 
-// ImageExists implements runtime.Runtime.
-func (d *Docker) ImageExists(ctx context.Context, image string) (bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	_, err := d.cli.ImageInspect(ctx, image)
-	if errdefs.IsNotFound(err) {
-		return false, nil
-	}
-	return err == nil, err
-}
-
 // Create implements runtime.Runtime: create, attach, start, hello.
 func (d *Docker) Create(ctx context.Context, spec runtime.Spec) (sb *runtime.Sandbox, err error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)

@@ -16,6 +16,7 @@ func main() {
 			Aliases:        []string{"js", "javascript", "nodejs"},
 			DefaultImage:   "sandboxd/node:latest",
 			VersionCommand: []string{"node", "--version"},
+			InstallCommand: language.InstallNPM,
 		},
 		MainFile: "main.js",
 		Run:      []string{"node", "{entry}"},

@@ -16,6 +16,7 @@ func main() {
 			Aliases:        []string{"py", "python3"},
 			DefaultImage:   "sandboxd/python:latest",
 			VersionCommand: []string{"python3", "--version"},
+			InstallCommand: language.InstallDebianFirst("python3-", "python3-pip", "pip3 install --break-system-packages --no-cache-dir"),
 		},
 		MainFile: "main.py",
 		Run:      []string{"python3", "{entry}"},

@@ -16,6 +16,7 @@ func main() {
 			Aliases:        []string{"rb"},
 			DefaultImage:   "sandboxd/ruby:latest",
 			VersionCommand: []string{"ruby", "--version"},
+			InstallCommand: language.InstallDebianFirst("ruby-", "", "gem install --no-document"),
 		},
 		MainFile: "main.rb",
 		Run:      []string{"ruby", "{entry}"},

@@ -16,6 +16,7 @@ func main() {
 			Aliases:        []string{"ts"},
 			DefaultImage:   "sandboxd/node:latest",
 			VersionCommand: []string{"tsc", "--version"},
+			InstallCommand: language.InstallNPM,
 		},
 		MainFile: "main.ts",
 		Compile:  []string{"node", "/usr/local/lib/sandboxd/transpile.js", "{outdir}", "{sources}"},
