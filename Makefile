@@ -8,6 +8,7 @@ PLUGINS := $(BIN)/plugins
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/sandboxd/sandboxd/internal/service.Version=$(VERSION)
 LANGS   := python node typescript go java ruby php bash c cpp rust generic
+POLICIES := limits patterns secrets commands example
 IMAGES  := python node go java ruby php bash c rust lua
 
 .PHONY: all build engine images run test unit bench proto clean
@@ -19,6 +20,7 @@ build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/sandboxd ./cmd/sandboxctl
 	CGO_ENABLED=0 $(GO) build -ldflags '-s -w' -o $(BIN)/sandbox-init ./cmd/sandbox-init
 	@for l in $(LANGS); do $(GO) build -ldflags '-s -w' -o $(PLUGINS)/sandbox-lang-$$l ./plugins/lang/$$l || exit 1; done
+	@for p in $(POLICIES); do $(GO) build -ldflags '-s -w' -o $(PLUGINS)/sandbox-policy-$$p ./plugins/policy/$$p || exit 1; done
 
 engine:
 	@bash scripts/docker-engine.sh

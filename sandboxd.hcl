@@ -5,6 +5,7 @@ socket     = "/run/sandboxd/sandboxd.sock"
 state_dir  = "/var/lib/sandboxd"
 plugin_dir = "bin/plugins"
 supervisor = "bin/sandbox-init"
+images_dir = "images"        # Dockerfiles `sandboxctl images build` builds from
 
 docker {
   host    = "unix:///var/run/docker.sock"
@@ -33,6 +34,7 @@ sessions {
 # (bin/plugins/sandbox-lang-<plugin>); image defaults to the plugin's.
 language "python" {
   image = "sandboxd/python:latest"
+  # packages = ["scipy"]      # baked into a derived image by `sandboxctl images build python`
   pool {
     min_idle = 2
     max      = 16
@@ -151,3 +153,36 @@ language "lua" {
     max      = 8
   }
 }
+
+# Policies: guard rails and audit, evaluated in this order for every run,
+# session exec and validate. mode: "enforce" (a deny blocks the request:
+# policy_denied, sandboxctl exit 126), "warn" (findings only) or "off";
+# left out, the plugin's default. A plugin that crashes or hangs past
+# timeout denies in enforce mode and warns in warn mode.
+policy "limits" {
+  mode = "enforce"            # sizes, file counts, limits within the ceilings
+  options = {
+    max_code_size = "1MiB"
+    max_files     = "100"
+  }
+}
+
+policy "patterns" {
+  mode = "warn"               # eval, shell commands, rm -rf /, curl | sh, fork bombs
+}
+
+policy "secrets" {
+  mode = "warn"               # hardcoded credentials, masked in every record
+}
+
+policy "commands" {
+  mode = "enforce"            # session commands: deny-list, allow-list, paths
+  # options = { allow = "python3,node,ls,cat" }
+}
+
+# A third party's plugin, loaded only when a block names it:
+# policy "no-todo" {
+#   plugin  = "example"       # bin/plugins/sandbox-policy-example
+#   mode    = "warn"
+#   options = { words = "TODO,FIXME" }
+# }

@@ -36,6 +36,8 @@ const (
 type Error struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Findings are the policies' findings of a policy_denied request.
+	Findings []Finding `json:"findings,omitempty"`
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
@@ -100,6 +102,32 @@ type Finding struct {
 	File     string `json:"file,omitempty"`
 	Line     int    `json:"line,omitempty"`
 	Column   int    `json:"column,omitempty"`
+	Snippet  string `json:"snippet,omitempty"` // the line, secrets masked
+}
+
+// RuleStats counts one policy rule's findings, and the requests it denied.
+type RuleStats struct {
+	Findings uint64 `json:"findings"`
+	Denials  uint64 `json:"denials"`
+}
+
+// ValidateRequest is the body of POST /v1/validate: a program (as for
+// run) or a session command (argv), judged by the policies without
+// running anything.
+type ValidateRequest struct {
+	Language string   `json:"language"`
+	Code     string   `json:"code,omitempty"`
+	Files    []File   `json:"files,omitempty"`
+	Entry    string   `json:"entry,omitempty"`
+	Argv     []string `json:"argv,omitempty"`
+	Timeout  Duration `json:"timeout,omitempty"`
+	Limits   *Limits  `json:"limits,omitempty"`
+}
+
+// ValidateResult is the answer of POST /v1/validate.
+type ValidateResult struct {
+	Allowed  bool      `json:"allowed"`
+	Findings []Finding `json:"findings"`
 }
 
 // RunResult is the result of POST /v1/run (and the final streaming event).
@@ -125,6 +153,7 @@ type RunResult struct {
 	Usage          Usage     `json:"usage"`
 	Timings        Timings   `json:"timings"`
 	Findings       []Finding `json:"findings"`
+	Decision       string    `json:"decision"` // the policies' combined decision: allowed
 }
 
 // Step is one step of a run (compile, then run), reported apart so that
@@ -177,7 +206,17 @@ type Execution struct {
 	Usage       Usage     `json:"usage"`
 	Timings     Timings   `json:"timings"`
 	Error       string    `json:"error,omitempty"`
+	// Decision is the policies' combined decision: allowed or denied (a
+	// denied request never ran); Findings are theirs, secrets masked.
+	Decision string    `json:"decision"`
+	Findings []Finding `json:"findings,omitempty"`
 }
+
+// Policy decisions.
+const (
+	DecisionAllowed = "allowed"
+	DecisionDenied  = "denied"
+)
 
 // ExecutionList is the body of GET /v1/executions, newest first.
 type ExecutionList struct {
@@ -299,6 +338,7 @@ type Stats struct {
 	InFlight   int64                `json:"in_flight"`
 	Outcomes   map[string]uint64    `json:"outcomes"` // ok, nonzero, timeout, oom, error
 	Pools      map[string]PoolStats `json:"pools"`
+	Rules      map[string]RuleStats `json:"rules"` // by "policy/rule"
 }
 
 // SessionRequest is the body of POST /v1/sessions.

@@ -227,6 +227,13 @@ func follow[E, R any](c *Client, ctx context.Context, path string, req any, each
 	return nil, errors.New("sandboxd closed the stream before the result (did it stop?)")
 }
 
+// Validate runs the policies over a program or a command without running
+// anything; a request an enforcing policy would deny has Allowed false.
+func (c *Client) Validate(ctx context.Context, req api.ValidateRequest) (*api.ValidateResult, error) {
+	var res api.ValidateResult
+	return &res, c.call(ctx, http.MethodPost, "/v1/validate", req, &res)
+}
+
 // BuildImages builds the images of the named languages (all when none):
 // each language's image from its Dockerfile, then the image with the
 // packages its block lists. progress, if not nil, receives the builds'

@@ -37,6 +37,16 @@ type Config struct {
 	Defaults    Limits
 	Sessions    Sessions
 	Languages   []Language
+	Policies    []Policy // in file order: the order of evaluation
+}
+
+// Policy is one policy block.
+type Policy struct {
+	Name    string
+	Plugin  string // binary sandbox-policy-<plugin>; default: the block's name
+	Mode    string // enforce, warn or off; empty: the plugin's default
+	Timeout time.Duration
+	Options map[string]string // handed to the plugin with every request
 }
 
 // Sessions bounds sessions and their file transfers.
@@ -146,6 +156,7 @@ type fileSchema struct {
 	Defaults   *limitsSchema    `hcl:"defaults,block"`
 	Sessions   *sessionsSchema  `hcl:"sessions,block"`
 	Languages  []languageSchema `hcl:"language,block"`
+	Policies   []policySchema   `hcl:"policy,block"`
 	Body       hcl.Body         `hcl:",body"`
 }
 
@@ -180,6 +191,15 @@ type poolSchema struct {
 	Max          *int     `hcl:"max,optional"`
 	QueueTimeout *string  `hcl:"queue_timeout,optional"`
 	Body         hcl.Body `hcl:",body"`
+}
+
+type policySchema struct {
+	Name    string            `hcl:"name,label"`
+	Plugin  *string           `hcl:"plugin,optional"`
+	Mode    *string           `hcl:"mode,optional"`
+	Timeout *string           `hcl:"timeout,optional"`
+	Options map[string]string `hcl:"options,optional"`
+	Body    hcl.Body          `hcl:",body"`
 }
 
 type languageSchema struct {
@@ -348,6 +368,18 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 		lang.Generic = v.generic(&ls, lang.Plugin)
 		cfg.Languages = append(cfg.Languages, lang)
 	}
+	policies := map[string]bool{}
+	for _, ps := range fs.Policies {
+		if policies[ps.Name] {
+			v.diags = append(v.diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError, Summary: fmt.Sprintf("policy %q is defined twice", ps.Name),
+				Detail: "each policy block needs a name of its own", Subject: ptr(ps.Body.MissingItemRange()),
+			})
+			continue
+		}
+		policies[ps.Name] = true
+		cfg.Policies = append(cfg.Policies, v.policy(ps))
+	}
 	if len(cfg.Languages) == 0 {
 		v.diags = append(v.diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError, Summary: "no language blocks",
@@ -427,6 +459,21 @@ func (v *validator) packages(body hcl.Body, list []string) []string {
 		}
 	}
 	return list
+}
+
+func (v *validator) policy(ps policySchema) Policy {
+	p := Policy{Name: ps.Name, Plugin: ps.Name, Timeout: 2 * time.Second, Options: ps.Options}
+	setString(&p.Plugin, ps.Plugin)
+	setString(&p.Mode, ps.Mode)
+	switch p.Mode {
+	case "", "enforce", "warn", "off":
+	default:
+		v.fail(ps.Body, "mode", fmt.Sprintf("is %q", p.Mode), `"enforce" (a deny blocks the request), "warn" (findings only) or "off"`)
+	}
+	if ps.Timeout != nil {
+		p.Timeout = v.duration(ps.Body, "timeout", *ps.Timeout, 10*time.Millisecond, time.Minute)
+	}
+	return p
 }
 
 func (v *validator) pool(ps *poolSchema, p Pool) Pool {

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 
 	"github.com/sandboxd/sandboxd/plugins/language"
+	"github.com/sandboxd/sandboxd/plugins/policy"
 )
 
 // ErrUnavailable means a plugin could not be started or did not answer; the
@@ -92,7 +93,7 @@ func (p *Process) dispense() (interface{}, error) {
 	}
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  Handshake,
-		Plugins:          pluginSet(nil),
+		Plugins:          hostSet,
 		Cmd:              p.command(),
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		Logger:           p.logger,
@@ -102,7 +103,7 @@ func (p *Process) dispense() (interface{}, error) {
 	rpc, err := client.Client()
 	if err == nil {
 		var raw interface{}
-		raw, err = rpc.Dispense(language.PluginName)
+		raw, err = rpc.Dispense(p.kind.dispenseName())
 		if err == nil {
 			if p.starts > 0 {
 				p.logger.Info("plugin restarted", "restarts", p.starts)
@@ -217,4 +218,27 @@ func (l Language) Plan(ctx context.Context, req language.PlanRequest) (plan lang
 		return err
 	})
 	return plan, err
+}
+
+// Policy is a policy plugin behind a Process, as Language is.
+type Policy struct{ *Process }
+
+var _ policy.Policy = Policy{}
+
+// Info implements policy.Policy.
+func (p Policy) Info(ctx context.Context) (info policy.Info, err error) {
+	err = p.call(ctx, func(ctx context.Context, raw interface{}) error {
+		info, err = raw.(policy.Policy).Info(ctx)
+		return err
+	})
+	return info, err
+}
+
+// Check implements policy.Policy.
+func (p Policy) Check(ctx context.Context, req policy.Request) (v policy.Verdict, err error) {
+	err = p.call(ctx, func(ctx context.Context, raw interface{}) error {
+		v, err = raw.(policy.Policy).Check(ctx, req)
+		return err
+	})
+	return v, err
 }

@@ -2,7 +2,8 @@
 // hashicorp/go-plugin over gRPC.
 //
 // Plugin authors write one call, Serve(impl), in their main function. The
-// daemon finds plugin binaries in plugin_dir by name (sandbox-lang-<name>),
+// daemon finds plugin binaries in plugin_dir by kind and name
+// (sandbox-lang-<name>, sandbox-policy-<name>),
 // starts them on first use, gives every call a deadline, and restarts a
 // plugin that crashed or hung with exponential backoff. A plugin's failure is
 // an error for the request that hit it, never a daemon crash.
@@ -18,6 +19,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 
 	"github.com/sandboxd/sandboxd/plugins/language"
+	"github.com/sandboxd/sandboxd/plugins/policy"
 )
 
 // Handshake is shared by sandboxd and every plugin. Bump ProtocolVersion when
@@ -34,29 +36,49 @@ type Kind string
 const (
 	// KindLanguage plugins describe languages (plugins/language).
 	KindLanguage Kind = "lang"
+	// KindPolicy plugins judge requests (plugins/policy).
+	KindPolicy Kind = "policy"
 )
+
+// dispenseName is the go-plugin map key of the kind.
+func (k Kind) dispenseName() string {
+	if k == KindPolicy {
+		return policy.PluginName
+	}
+	return language.PluginName
+}
 
 // BinaryName is the file name of a plugin of this kind in plugin_dir.
 func (k Kind) BinaryName(name string) string { return "sandbox-" + string(k) + "-" + name }
 
-// pluginSet is the go-plugin map for both sides: the host dispenses by kind.
-func pluginSet(impl language.Language) plugin.PluginSet {
-	return plugin.PluginSet{language.PluginName: &language.Plugin{Impl: impl}}
-}
+// hostSet is the go-plugin map of the host side: it dispenses by kind.
+var hostSet = plugin.PluginSet{language.PluginName: &language.Plugin{}, policy.PluginName: &policy.Plugin{}}
 
-// Serve runs a plugin. It is the whole main function of a plugin binary:
+// Serve runs a language plugin. It is the whole main function of a plugin
+// binary:
 //
 //	func main() { plugins.Serve(&language.Template{...}) }
 //
 // Started by hand rather than by sandboxd, it says so and exits 1.
 func Serve(impl language.Language) {
+	serve(plugin.PluginSet{language.PluginName: &language.Plugin{Impl: impl}})
+}
+
+// ServePolicy runs a policy plugin, as Serve does a language plugin:
+//
+//	func main() { plugins.ServePolicy(myPolicy{}) }
+func ServePolicy(impl policy.Policy) {
+	serve(plugin.PluginSet{policy.PluginName: &policy.Plugin{Impl: impl}})
+}
+
+func serve(set plugin.PluginSet) {
 	if os.Getenv(Handshake.MagicCookieKey) != Handshake.MagicCookieValue {
 		fmt.Fprintln(os.Stderr, "this is a sandboxd plugin: put it in sandboxd's plugin_dir; sandboxd starts it when needed")
 		os.Exit(1)
 	}
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: Handshake,
-		Plugins:         pluginSet(impl),
+		Plugins:         set,
 		GRPCServer:      plugin.DefaultGRPCServer,
 		Logger: hclog.New(&hclog.LoggerOptions{
 			Level:      hclog.Info,

@@ -11,18 +11,21 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/client"
 )
 
 // Exit codes of sandboxctl's own failures.
 const (
 	exitFailed    = 125
+	exitDenied    = 126 // a policy denied the request
 	exitTimeout   = 124
 	exitOOM       = 137
 	exitUnhealthy = 1
@@ -79,16 +82,37 @@ func newRoot() *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fail("%v (see --help)", err) })
 	root.AddCommand(newRunCmd(g), newStatusCmd(g), newLanguagesCmd(g), newPoolsCmd(g),
 		newPluginsCmd(g), newHistoryCmd(g), newStatsCmd(g),
-		newSessionCmd(g), newExecCmd(g), newCpCmd(g), newProjectCmd(g), newImagesCmd(g))
+		newSessionCmd(g), newExecCmd(g), newCpCmd(g), newProjectCmd(g), newImagesCmd(g), newValidateCmd(g))
 	return root
 }
 
-// apiFailure turns a client error into exit 125 with the daemon's words.
+// apiFailure turns a client error into exit 125 with the daemon's words,
+// or 126 with the findings when a policy denied the request.
 func apiFailure(err error) error {
 	if errors.Is(err, context.Canceled) {
 		return &exitError{code: 130, msg: "interrupted"}
 	}
+	var ae *api.Error
+	if errors.As(err, &ae) && ae.Code == api.CodePolicyDenied {
+		printFindings(os.Stderr, "sandboxctl: ", ae.Findings)
+		return &exitError{code: exitDenied, msg: ae.Message}
+	}
 	return fail("%v", err)
+}
+
+// printFindings writes policy findings one per line, as compilers do:
+// "file:line:col: severity policy/rule: message".
+func printFindings(w io.Writer, prefix string, findings []api.Finding) {
+	for _, f := range findings {
+		where := ""
+		switch {
+		case f.Line > 0:
+			where = fmt.Sprintf("%s:%d:%d: ", f.File, f.Line, f.Column)
+		case f.File != "":
+			where = f.File + ": "
+		}
+		fmt.Fprintf(w, "%s%s%s %s/%s: %s\n", prefix, where, f.Severity, f.Policy, f.Rule, f.Message)
+	}
 }
 
 func printJSON(v any) error {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sandboxd/sandboxd/api"
 )
 
 func table(header string, rows func(w *tabwriter.Writer)) {
@@ -185,6 +187,12 @@ func newHistoryCmd(g *globals) *cobra.Command {
 					}
 					if e.Error != "" {
 						flags = append(flags, "not started: "+e.Error)
+					}
+					if e.Decision == api.DecisionDenied {
+						flags = append(flags, "denied by policy")
+					}
+					if n := len(e.Findings); n > 0 {
+						flags = append(flags, fmt.Sprintf("%d findings (%s/%s)", n, e.Findings[0].Policy, e.Findings[0].Rule))
 					}
 					outcome := strings.Join(flags, ", ")
 					if outcome == "" {

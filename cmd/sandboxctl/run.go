@@ -40,27 +40,11 @@ The exit code is the program's; 124 on timeout, 137 when killed for memory,
 				return fail("run takes one FILE (or - for stdin), then -- and the program's arguments")
 			}
 			file := args[0]
-			req := api.RunRequest{Language: lang, Args: args[1:]}
-			if req.Language == "" {
-				ext := strings.TrimPrefix(filepath.Ext(file), ".")
-				if file == "-" || ext == "" {
-					return fail("cannot tell the language of %q: use --lang (see `sandboxctl languages`)", file)
-				}
-				req.Language = ext
-			}
-			code, encoding, err := readText(file)
+			req, err := readProgram(file, lang)
 			if err != nil {
 				return err
 			}
-			if file == "-" {
-				if encoding != "" {
-					return fail("the program on stdin is not UTF-8 text")
-				}
-				req.Code = code
-			} else {
-				f := api.File{Path: filepath.Base(file), Content: code, Encoding: encoding}
-				req.Files, req.Entry = []api.File{f}, f.Path
-			}
+			req.Args = args[1:]
 			if stdinPath != "" {
 				if stdinPath == "-" && file == "-" {
 					return fail("the program already comes from stdin: give --stdin a file")
@@ -113,6 +97,33 @@ func readInput(name string) ([]byte, error) {
 }
 
 // readText reads input as request text: UTF-8 as is, anything else base64.
+// readProgram reads a program file (- for stdin) into a request, its
+// language from --lang or the file's extension.
+func readProgram(file, lang string) (api.RunRequest, error) {
+	req := api.RunRequest{Language: lang}
+	if req.Language == "" {
+		ext := strings.TrimPrefix(filepath.Ext(file), ".")
+		if file == "-" || ext == "" {
+			return req, fail("cannot tell the language of %q: use --lang (see `sandboxctl languages`)", file)
+		}
+		req.Language = ext
+	}
+	code, encoding, err := readText(file)
+	if err != nil {
+		return req, err
+	}
+	if file == "-" {
+		if encoding != "" {
+			return req, fail("the program on stdin is not UTF-8 text")
+		}
+		req.Code = code
+	} else {
+		f := api.File{Path: filepath.Base(file), Content: code, Encoding: encoding}
+		req.Files, req.Entry = []api.File{f}, f.Path
+	}
+	return req, nil
+}
+
 func readText(name string) (text, encoding string, err error) {
 	data, err := readInput(name)
 	if err != nil {
@@ -142,6 +153,8 @@ func execute(asJSON bool, whole func() (*api.RunResult, error), stream func(func
 		if err := printJSON(res); err != nil {
 			return err
 		}
+	} else {
+		printFindings(os.Stderr, "sandboxctl: ", res.Findings)
 	}
 	return resultExit(res)
 }

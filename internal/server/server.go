@@ -38,6 +38,7 @@ func New(svc *service.Service, log hclog.Logger) http.Handler {
 	mux.HandleFunc("GET /v1/executions", h.executions)
 	mux.HandleFunc("POST /v1/run", h.run)
 	mux.HandleFunc("POST /v1/images/build", h.buildImages)
+	mux.HandleFunc("POST /v1/validate", h.validate)
 	mux.HandleFunc("POST /v1/sessions", h.createSession)
 	mux.HandleFunc("GET /v1/sessions", h.sessions)
 	mux.HandleFunc("GET /v1/sessions/{id}", h.session)
@@ -135,6 +136,20 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request) {
 	respondExecution(w, r, func(out service.OutputFunc) (*api.RunResult, *api.Error) {
 		return h.svc.Run(r.Context(), req, out)
 	})
+}
+
+func (h *handler) validate(w http.ResponseWriter, r *http.Request) {
+	var req api.ValidateRequest
+	if err := decode(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	res, err := h.svc.Validate(r.Context(), req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
 }
 
 // buildImages answers with the result, or streams the builds' output

@@ -45,15 +45,19 @@ func (s *Service) Run(ctx context.Context, req api.RunRequest, out OutputFunc) (
 	if aerr != nil {
 		return nil, aerr
 	}
-	limits, aerr := effectiveLimits(l.cfg.Name, l.cfg.Limits, req.Timeout, req.Limits)
-	if aerr != nil {
-		return nil, aerr
-	}
 	prog, aerr := decodeProgram(req)
 	if aerr != nil {
 		return nil, aerr
 	}
 	plan, aerr := s.plan(ctx, l, prog)
+	if aerr != nil {
+		return nil, aerr
+	}
+	decision, aerr := s.judge(ctx, judgement{kind: "run", lang: l, files: plan.Files, entry: prog.plan.Entry, timeout: req.Timeout, limits: req.Limits})
+	if aerr != nil {
+		return nil, aerr
+	}
+	limits, aerr := effectiveLimits(l.cfg.Name, l.cfg.Limits, req.Timeout, req.Limits)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -73,7 +77,7 @@ func (s *Service) Run(ctx context.Context, req api.RunRequest, out OutputFunc) (
 		}
 	}
 
-	res := &api.RunResult{ID: state.NewID(received), Language: l.cfg.Name, Findings: []api.Finding{}}
+	res := &api.RunResult{ID: state.NewID(received), Language: l.cfg.Name, Findings: decision.Findings, Decision: api.DecisionAllowed}
 	col := &collector{out: out}
 	exec, stage, err := runSteps(ctx, sb, plan, prog.stdin, envList(plan.Env, req.Env), limits, "", true, col)
 	finished := time.Now()
@@ -241,15 +245,20 @@ func (s *Service) count(outcome string) {
 	s.outcomesMu.Unlock()
 }
 
-// record stores the execution in the background: the caller has its result
-// already, and bbolt batches concurrent records into one fsync.
+// record stores an execution that ran.
 func (s *Service) record(r *api.RunResult, kind string, limits config.Limits, started time.Time) {
-	e := api.Execution{
+	s.recordExecution(api.Execution{
 		ID: r.ID, Kind: kind, Language: r.Language, Session: r.Session, StartedAt: started.UTC(),
 		ExitCode: r.ExitCode, Signal: r.Signal, TimedOut: r.TimedOut, OOMKilled: r.OOMKilled,
 		Truncated: r.Truncated, StdoutBytes: r.StdoutBytes, StderrBytes: r.StderrBytes,
 		Limits: apiLimits(limits), Usage: r.Usage, Timings: r.Timings, Error: r.Error,
-	}
+		Decision: r.Decision, Findings: r.Findings,
+	})
+}
+
+// recordExecution stores an execution in the background: the caller has
+// its answer already, and bbolt batches concurrent records into one fsync.
+func (s *Service) recordExecution(e api.Execution) {
 	s.records.Add(1)
 	go func() {
 		defer s.records.Done()

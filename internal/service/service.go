@@ -24,6 +24,7 @@ import (
 	"github.com/sandboxd/sandboxd/config"
 	"github.com/sandboxd/sandboxd/plugins"
 	"github.com/sandboxd/sandboxd/plugins/language"
+	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/pool"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/state"
@@ -45,6 +46,9 @@ type Service struct {
 
 	langs  []*lang          // in config order
 	lookup map[string]*lang // name, alias or extension -> language
+
+	policies      *policy.Chain
+	policyPlugins []policyPlugin // in config order
 
 	sessMu      sync.Mutex
 	sessions    map[string]*session    // live, by id
@@ -92,6 +96,10 @@ func New(ctx context.Context, cfg *config.Config, rt runtime.Runtime, store *sta
 			return nil, err
 		}
 		s.langs = append(s.langs, l)
+	}
+	if err := s.loadPolicies(ctx); err != nil {
+		s.closePlugins()
+		return nil, err
 	}
 	if err := s.reconcile(ctx); err != nil {
 		s.closePlugins()
@@ -261,6 +269,9 @@ func (s *Service) closePlugins() {
 	for _, l := range s.langs {
 		l.plugin.Close()
 	}
+	for _, p := range s.policyPlugins {
+		p.plugin.Close()
+	}
 }
 
 // resolve finds a language by name, alias or extension.
@@ -305,15 +316,21 @@ func (s *Service) Languages(ctx context.Context) []api.Language {
 	return out
 }
 
-// Plugins reports every plugin's health.
+// Plugins reports every plugin's health, language plugins first.
 func (s *Service) Plugins() []api.Plugin {
-	out := make([]api.Plugin, 0, len(s.langs))
-	for _, l := range s.langs {
-		h := l.plugin.Health()
-		out = append(out, api.Plugin{
-			Kind: string(h.Kind), Name: h.Name, Path: h.Path, Version: l.info.Version,
+	out := make([]api.Plugin, 0, len(s.langs)+len(s.policyPlugins))
+	entry := func(p *plugins.Process, version string) api.Plugin {
+		h := p.Health()
+		return api.Plugin{
+			Kind: string(h.Kind), Name: h.Name, Path: h.Path, Version: version,
 			Running: h.Running, Restarts: h.Restarts, LastError: h.LastError, RetryAt: h.RetryAt,
-		})
+		}
+	}
+	for _, l := range s.langs {
+		out = append(out, entry(l.plugin.Process, l.info.Version))
+	}
+	for _, p := range s.policyPlugins {
+		out = append(out, entry(p.plugin.Process, p.info.Version))
 	}
 	return out
 }
@@ -346,6 +363,7 @@ func (s *Service) Stats() api.Stats {
 	st := api.Stats{
 		Uptime: api.Duration(time.Since(s.started)), Executions: s.executions.Load(),
 		InFlight: s.inflightN.Load(), Outcomes: map[string]uint64{}, Pools: map[string]api.PoolStats{},
+		Rules: s.policies.Stats(),
 	}
 	s.outcomesMu.Lock()
 	for k, v := range s.outcomes {

@@ -301,11 +301,23 @@ func (s *Service) Exec(ctx context.Context, id string, req api.ExecRequest, out 
 		if req.Limits != nil && (req.Limits.Memory != 0 || req.Limits.CPUs != 0 || req.Limits.Pids != 0) {
 			return apiErr(api.CodeInvalidRequest, "memory, cpus and pids are the session's: set them when creating it")
 		}
-		limits, aerr := effectiveLimits("session "+id, ss.limits, req.Timeout, req.Limits)
+		plan, stdin, dir, aerr := s.execPlan(ctx, ss.lang, req)
 		if aerr != nil {
 			return aerr
 		}
-		plan, stdin, dir, aerr := s.execPlan(ctx, ss.lang, req)
+		cwd := dir
+		if cwd == "" {
+			cwd = runtime.Workspace
+		}
+		j := judgement{kind: "exec", lang: ss.lang, argv: req.Argv, cwd: cwd, timeout: req.Timeout, limits: req.Limits, session: id}
+		if len(req.Argv) == 0 {
+			j.files, j.entry = plan.Files, req.Entry
+		}
+		decision, aerr := s.judge(ctx, j)
+		if aerr != nil {
+			return aerr
+		}
+		limits, aerr := effectiveLimits("session "+id, ss.limits, req.Timeout, req.Limits)
 		if aerr != nil {
 			return aerr
 		}
@@ -321,7 +333,7 @@ func (s *Service) Exec(ctx context.Context, id string, req api.ExecRequest, out 
 		if exec.Survivors > 0 {
 			s.markLost(ss, fmt.Sprintf("%d processes survived the kill at the deadline", exec.Survivors))
 		}
-		res = &api.RunResult{ID: state.NewID(received), Language: ss.lang.cfg.Name, Session: id, Findings: []api.Finding{}}
+		res = &api.RunResult{ID: state.NewID(received), Language: ss.lang.cfg.Name, Session: id, Findings: decision.Findings, Decision: api.DecisionAllowed}
 		fillResult(res, exec, stage, col, limits)
 		res.Timings = api.Timings{QueueMS: ms(started.Sub(received)), RunMS: ms(finished.Sub(started)), TotalMS: ms(finished.Sub(received))}
 		s.touch(ss, 1)

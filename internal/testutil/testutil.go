@@ -52,6 +52,13 @@ func Binaries(t testing.TB) string {
 		for _, l := range langs {
 			targets["plugins/sandbox-lang-"+l.Name()] = "./plugins/lang/" + l.Name()
 		}
+		policies, _ := filepath.Glob(filepath.Join(root, "plugins", "policy", "*", "main.go"))
+		for _, p := range policies {
+			name := filepath.Base(filepath.Dir(p))
+			targets["plugins/sandbox-policy-"+name] = "./plugins/policy/" + name
+		}
+		// A policy plugin that misbehaves on request, for the failure tests.
+		targets["plugins/sandbox-policy-misbehave"] = "./internal/testutil/misbehave"
 		for out, pkg := range targets {
 			cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, out), pkg)
 			cmd.Dir = root

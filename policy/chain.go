@@ -1,0 +1,172 @@
+// Package policy is the daemon's policy chain: the policies of
+// sandboxd.hcl in file order, each with its mode (enforce, warn, off), the
+// combined decision of a request, and counters per rule. It owns what a
+// plugin's failure means: an enforcing policy that crashes, hangs or
+// answers garbage denies (fails closed, naming the plugin); a warning one
+// lets the request through with a warning finding (fails open). The
+// plugins themselves (plugins/policy) only judge.
+package policy
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sandboxd/sandboxd/api"
+	contract "github.com/sandboxd/sandboxd/plugins/policy"
+)
+
+// Checker is a policy plugin as the chain calls it.
+type Checker interface {
+	Check(ctx context.Context, req contract.Request) (contract.Verdict, error)
+}
+
+// Policy is one policy block.
+type Policy struct {
+	Name    string
+	Mode    string // contract.ModeEnforce, ModeWarn or ModeOff
+	Timeout time.Duration
+	Options map[string]string
+	Checker Checker
+}
+
+// Limits on what a plugin may answer; more is garbage.
+const (
+	maxFindings = 200
+	maxText     = 2000
+)
+
+// RuleFailure is the rule of the finding a failed plugin leaves.
+const RuleFailure = "policy.plugin_failed"
+
+// Decision is the chain's combined answer.
+type Decision struct {
+	Allowed  bool
+	Findings []api.Finding
+	// Denial is the first finding of the first enforcing policy that
+	// denied: what the error message quotes.
+	Denial *api.Finding
+}
+
+// Chain evaluates policies in order. Safe for concurrent use.
+type Chain struct {
+	policies []Policy
+	mu       sync.Mutex
+	rules    map[string]*api.RuleStats
+}
+
+// New returns a chain of policies in the order given.
+func New(policies []Policy) *Chain {
+	return &Chain{policies: policies, rules: map[string]*api.RuleStats{}}
+}
+
+// Evaluate runs every policy that is not off and combines their verdicts:
+// denied when an enforcing policy denies (or fails). Every finding of
+// every policy comes back.
+func (c *Chain) Evaluate(ctx context.Context, req contract.Request) Decision {
+	d := Decision{Allowed: true, Findings: []api.Finding{}}
+	for _, p := range c.policies {
+		if p.Mode == contract.ModeOff {
+			continue
+		}
+		req.Options = p.Options
+		v, err := c.check(ctx, p, req)
+		if err != nil {
+			sev := contract.SeverityWarning
+			msg := fmt.Sprintf("policy plugin %s failed: %v; allowed because the policy only warns", p.Name, err)
+			if p.Mode == contract.ModeEnforce {
+				sev, msg = contract.SeverityCritical, fmt.Sprintf("policy plugin %s failed: %v; denied because the policy enforces (it fails closed)", p.Name, err)
+			}
+			v = contract.Verdict{Deny: true, Findings: []contract.Finding{{Rule: RuleFailure, Severity: sev, Message: msg}}}
+		}
+		first := len(d.Findings)
+		for _, f := range v.Findings {
+			d.Findings = append(d.Findings, api.Finding{Policy: p.Name, Rule: f.Rule, Severity: f.Severity, Message: f.Message,
+				File: f.File, Line: f.Line, Column: f.Column, Snippet: f.Snippet})
+		}
+		denies := v.Deny && p.Mode == contract.ModeEnforce
+		if denies && d.Allowed {
+			d.Allowed = false
+			if first < len(d.Findings) {
+				d.Denial = &d.Findings[first]
+			} else {
+				d.Denial = &api.Finding{Policy: p.Name, Rule: p.Name, Severity: contract.SeverityError, Message: "denied without a finding"}
+			}
+		}
+		c.count(d.Findings[first:], denies)
+	}
+	return d
+}
+
+// check calls one plugin with the policy's deadline and checks its answer.
+func (c *Chain) check(ctx context.Context, p Policy, req contract.Request) (contract.Verdict, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.Timeout)
+	defer cancel()
+	type answer struct {
+		v   contract.Verdict
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		v, err := p.Checker.Check(ctx, req)
+		done <- answer{v, err}
+	}()
+	select {
+	case a := <-done:
+		if a.err != nil {
+			return a.v, a.err
+		}
+		return a.v, garbage(a.v)
+	case <-ctx.Done():
+		return contract.Verdict{}, fmt.Errorf("no answer within %s", p.Timeout)
+	}
+}
+
+// garbage tells what is wrong with an answer no plugin should give.
+func garbage(v contract.Verdict) error {
+	if len(v.Findings) > maxFindings {
+		return fmt.Errorf("answered %d findings (at most %d)", len(v.Findings), maxFindings)
+	}
+	for _, f := range v.Findings {
+		switch {
+		case f.Rule == "" || len(f.Rule) > 100:
+			return fmt.Errorf("answered a finding without a rule name")
+		case contract.SeverityRank(f.Severity) < 0:
+			return fmt.Errorf("answered severity %.40q (info, warning, error or critical)", f.Severity)
+		case f.Line < 0 || f.Column < 0:
+			return fmt.Errorf("answered a negative position")
+		case len(f.Message) > maxText || len(f.Snippet) > maxText || len(f.File) > maxText:
+			return fmt.Errorf("answered a finding over %d bytes", maxText)
+		}
+	}
+	return nil
+}
+
+func (c *Chain) count(findings []api.Finding, denied bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, f := range findings {
+		key := f.Policy + "/" + f.Rule
+		st := c.rules[key]
+		if st == nil {
+			st = &api.RuleStats{}
+			c.rules[key] = st
+		}
+		st.Findings++
+		if denied && contract.SeverityRank(f.Severity) >= contract.SeverityRank(contract.SeverityError) {
+			st.Denials++
+		}
+	}
+}
+
+// Stats counts findings and denials per policy/rule since start.
+func (c *Chain) Stats() map[string]api.RuleStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]api.RuleStats, len(c.rules))
+	for k, v := range c.rules {
+		out[k] = *v
+	}
+	return out
+}
