@@ -64,12 +64,13 @@ func (commands) Check(_ context.Context, req policy.Request) (policy.Verdict, er
 	if allow := list(req.Options["allow"], nil); allow != nil && !slices.Contains(allow, name) {
 		bad("commands.not_allowed", policy.SeverityError, "%s is not on the allow-list (%s)", name, strings.Join(allow, ", "))
 	}
-	// The command line, and a shell's script, as shell text.
+	// A shell's script, or else the command line, as shell text.
 	scripts := []string{strings.Join(req.Argv, " ")}
 	if slices.Contains(shells, name) {
 		for i, a := range req.Argv[1:] {
 			if strings.HasPrefix(a, "-") && strings.Contains(a, "c") && i+2 < len(req.Argv) {
-				scripts = append(scripts, req.Argv[i+2])
+				scripts = []string{req.Argv[i+2]}
+				break
 			}
 		}
 	}

@@ -99,12 +99,23 @@ func callHas(re *regexp.Regexp) func(*policy.Source, []int) bool {
 			case ')':
 				depth--
 				if depth == 0 {
-					return re.MatchString(s.Text[start:i])
+					return re.Match(codeOnly(s, start, i))
 				}
 			}
 		}
 		return false
 	}
+}
+
+// codeOnly is text[start:end] with comments and strings blanked.
+func codeOnly(s *policy.Source, start, end int) []byte {
+	b := []byte(s.Text[start:end])
+	for i := range b {
+		if !s.IsCode(start + i) {
+			b[i] = ' '
+		}
+	}
+	return b
 }
 
 // sameNames confirms `f() { f | f & }; f`: one name throughout.

@@ -1,0 +1,202 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/testutil"
+	"github.com/sandboxd/sandboxd/state"
+)
+
+const pythonOnly = `
+language "python" {
+  image = "sandboxd/python:latest"
+  pool {
+    min_idle = 1
+  }
+}
+language "bash" {
+  image = "sandboxd/bash:latest"
+  pool {
+    min_idle = 0
+  }
+}
+`
+
+// TestPolicies drives the shipped policies the way users meet them:
+// sandboxctl validate, run and exec with findings and denials, the audit
+// trail with secrets masked, and counters per rule.
+func TestPolicies(t *testing.T) {
+	testutil.RequireDocker(t, "sandboxd/python:latest", "sandboxd/bash:latest")
+	d := testutil.StartDaemon(t, testutil.Options{Languages: pythonOnly, Extra: `
+policy "limits" {}
+policy "patterns" {}
+policy "secrets" {}
+policy "commands" {}
+`})
+	c := d.Client()
+	const secret = "AKIAIOSFODNN7EXAMPLE"
+
+	t.Run("validate", func(t *testing.T) {
+		prog := writeFile(t, "app.py", "import os\n# eval(x) is only mentioned here\nprint(eval('1 + 1'), 'eval(y)')\n")
+		out, errOut, code := d.Ctl("", "validate", prog)
+		if code != 0 || out != "app.py:3:7: warning patterns/python.eval: eval()/exec() run arbitrary code\n" {
+			t.Fatalf("exit %d stdout %q stderr %q", code, out, errOut)
+		}
+		big := writeFile(t, "big.py", "x = 1\n"+strings.Repeat("#", 2<<20))
+		out, _, code = d.Ctl("", "validate", big)
+		if code != 1 || !strings.Contains(out, "error limits/limits.file_size") {
+			t.Fatalf("too big: exit %d stdout %q", code, out)
+		}
+		res, err := c.Validate(context.Background(), api.ValidateRequest{Language: "bash", Argv: []string{"reboot"}})
+		if err != nil || res.Allowed || len(res.Findings) != 1 || res.Findings[0].Rule != "commands.denied" {
+			t.Fatalf("argv: %+v %v", res, err)
+		}
+	})
+
+	t.Run("run: warnings come back, denials exit 126", func(t *testing.T) {
+		prog := writeFile(t, "keys.py", "key = '"+secret+"'\nprint('ran')\n")
+		out, errOut, code := d.Ctl("", "run", prog)
+		if code != 0 || out != "ran\n" || !strings.Contains(errOut, "keys.py:1:8: error secrets/secrets.aws_access_key") || strings.Contains(errOut, secret) {
+			t.Fatalf("secret: exit %d stdout %q stderr %q", code, out, errOut)
+		}
+		out, errOut, code = d.Ctl("", "run", "--timeout", "10m", prog)
+		if code != 126 || out != "" || !strings.Contains(errOut, "denied by policy limits: limits.timeout") {
+			t.Fatalf("timeout over the ceiling: exit %d stdout %q stderr %q", code, out, errOut)
+		}
+		_, err := c.Run(context.Background(), api.RunRequest{Language: "python", Code: "print(1)", Limits: &api.Limits{Pids: 100000}})
+		var ae *api.Error
+		if !errors.As(err, &ae) || ae.Code != api.CodePolicyDenied || len(ae.Findings) != 1 || ae.Findings[0].Rule != "limits.pids" {
+			t.Fatalf("API denial: %#v", err)
+		}
+	})
+
+	t.Run("exec: commands are judged", func(t *testing.T) {
+		sid, _, code := d.Ctl("", "session", "create", "--lang", "bash")
+		sid = strings.TrimSpace(sid)
+		if code != 0 {
+			t.Fatalf("session create: exit %d", code)
+		}
+		defer d.Ctl("", "session", "rm", sid)
+		out, errOut, code := d.Ctl("", "exec", sid, "--", "reboot")
+		if code != 126 || !strings.Contains(errOut, "commands.denied in argv: reboot is on the deny-list") {
+			t.Fatalf("reboot: exit %d stdout %q stderr %q", code, out, errOut)
+		}
+		out, errOut, code = d.Ctl("", "exec", sid, "--", "sh", "-c", "curl -s http://127.0.0.1:9 | sh")
+		if code != 126 || !strings.Contains(errOut, "shell.curl_pipe_sh") {
+			t.Fatalf("curl | sh: exit %d stdout %q stderr %q", code, out, errOut)
+		}
+		out, errOut, code = d.Ctl("", "exec", sid, "--", "head", "-c", "4", "/etc/hostname")
+		if code != 0 || len(out) != 4 || !strings.Contains(errOut, "warning commands/commands.path_outside_workspace") {
+			t.Fatalf("outside path: exit %d stdout %q stderr %q", code, out, errOut)
+		}
+	})
+
+	t.Run("the audit trail keeps decisions, never secrets", func(t *testing.T) {
+		list, err := c.Executions(context.Background(), 50, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var denied, masked int
+		for _, e := range list {
+			if e.Decision == api.DecisionDenied {
+				denied++
+			}
+			for _, f := range e.Findings {
+				if f.Rule == "secrets.aws_access_key" && strings.Contains(f.Snippet, "AKIA****") {
+					masked++
+				}
+			}
+		}
+		if denied < 4 || masked < 1 {
+			t.Errorf("%d denied, %d masked in %+v", denied, masked, list)
+		}
+		d.Stop() // everything on disk
+		raw, err := os.ReadFile(filepath.Join(d.StateDir, state.FileName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(raw), secret) || strings.Contains(string(raw), secret[4:]) {
+			t.Error("the state file holds the secret")
+		}
+		d.Restart()
+		out, _, code := d.Ctl("", "history")
+		if code != 0 || !strings.Contains(out, "denied by policy") || !strings.Contains(out, "secrets/secrets.aws_access_key") {
+			t.Errorf("history after a restart:\n%s", out)
+		}
+	})
+
+	t.Run("stats and plugins", func(t *testing.T) {
+		// Counters are since the daemon started (it restarted above).
+		if _, _, code := d.Ctl("", "run", "--timeout", "10m", writeFile(t, "x.py", "print(1)")); code != 126 {
+			t.Fatalf("exit %d", code)
+		}
+		st, err := c.Stats(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := st.Rules["limits/limits.timeout"]; r.Findings != 1 || r.Denials != 1 || st.Outcomes["denied"] != 1 {
+			t.Errorf("stats %+v", st)
+		}
+		out, _, code := d.Ctl("", "plugins")
+		for _, want := range []string{"policy  limits", "policy  patterns", "policy  secrets", "policy  commands"} {
+			if code != 0 || !strings.Contains(out, want) {
+				t.Errorf("plugins lacks %q:\n%s", want, out)
+			}
+		}
+	})
+}
+
+// TestPolicyPluginFailures: a plugin that crashes or hangs denies the
+// request when it enforces (naming the plugin) and lets it through with a
+// warning when it only warns; it is restarted for the next request.
+func TestPolicyPluginFailures(t *testing.T) {
+	for _, modes := range [][2]string{{"enforce", "warn"}, {"warn", "enforce"}} {
+		crashMode, hangMode := modes[0], modes[1]
+		t.Run("crash "+crashMode+", hang "+hangMode, func(t *testing.T) {
+			d := testutil.StartDaemon(t, testutil.Options{Languages: pythonOnly, Extra: `
+policy "crashy" {
+  plugin  = "misbehave"
+  mode    = "` + crashMode + `"
+  options = { behave = "crash" }
+}
+policy "stuck" {
+  plugin  = "misbehave"
+  mode    = "` + hangMode + `"
+  timeout = "300ms"
+  options = { behave = "hang" }
+}
+`})
+			prog := writeFile(t, "ok.py", "print('ran')\n")
+			for i := range 2 {
+				out, errOut, code := d.Ctl("", "run", prog)
+				enforcing := "crashy"
+				if crashMode != "enforce" {
+					enforcing = "stuck"
+				}
+				if code != 126 || out != "" || !strings.Contains(errOut, "denied by policy "+enforcing+": policy.plugin_failed") ||
+					!strings.Contains(errOut, "policy plugin "+enforcing+" failed") || !strings.Contains(errOut, "warning ") {
+					t.Fatalf("request %d: exit %d stdout %q stderr %q", i, code, out, errOut)
+				}
+			}
+			plugins, err := d.Client().Plugins(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			failed := 0
+			for _, p := range plugins {
+				if p.Kind == "policy" && p.LastError != "" {
+					failed++
+				}
+			}
+			if failed != 2 {
+				t.Errorf("plugins: %+v", plugins)
+			}
+		})
+	}
+}
