@@ -132,7 +132,9 @@ func (syn syntax) skip(t string, i int) int {
 }
 
 // IsCode tells whether the byte at offset is code.
-func (s *Source) IsCode(offset int) bool { return offset >= 0 && offset < len(s.code) && s.code[offset] }
+func (s *Source) IsCode(offset int) bool {
+	return offset >= 0 && offset < len(s.code) && s.code[offset]
+}
 
 // Position is the 1-based line and column (in bytes) of an offset.
 func (s *Source) Position(offset int) (line, col int) {
