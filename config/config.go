@@ -345,16 +345,11 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 		cfg.Sessions = v.sessions(fs.Sessions, cfg.Sessions)
 	}
 
-	seen := map[string]bool{}
+	languages := map[string]bool{}
 	for _, ls := range fs.Languages {
-		if seen[ls.Name] {
-			v.diags = append(v.diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError, Summary: fmt.Sprintf("language %q is defined twice", ls.Name),
-				Detail: "each language block needs a name of its own", Subject: ptr(ls.Body.MissingItemRange()),
-			})
+		if v.defined(languages, "language", ls.Name, ls.Body) {
 			continue
 		}
-		seen[ls.Name] = true
 		lang := Language{Name: ls.Name, Plugin: ls.Name, Pool: defaultPool(), Limits: cfg.Defaults}
 		setString(&lang.Plugin, ls.Plugin)
 		setString(&lang.Image, ls.Image)
@@ -370,14 +365,9 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 	}
 	policies := map[string]bool{}
 	for _, ps := range fs.Policies {
-		if policies[ps.Name] {
-			v.diags = append(v.diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError, Summary: fmt.Sprintf("policy %q is defined twice", ps.Name),
-				Detail: "each policy block needs a name of its own", Subject: ptr(ps.Body.MissingItemRange()),
-			})
+		if v.defined(policies, "policy", ps.Name, ps.Body) {
 			continue
 		}
-		policies[ps.Name] = true
 		cfg.Policies = append(cfg.Policies, v.policy(ps))
 	}
 	if len(cfg.Languages) == 0 {
@@ -388,6 +378,20 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 		})
 	}
 	return &cfg
+}
+
+// defined tells whether a block of this kind and name came before (an
+// error), and notes it in seen.
+func (v *validator) defined(seen map[string]bool, kind, name string, body hcl.Body) bool {
+	if seen[name] {
+		v.diags = append(v.diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError, Summary: fmt.Sprintf("%s %q is defined twice", kind, name),
+			Detail: fmt.Sprintf("each %s block needs a name of its own", kind), Subject: ptr(body.MissingItemRange()),
+		})
+		return true
+	}
+	seen[name] = true
+	return false
 }
 
 func (v *validator) sessions(ss *sessionsSchema, s Sessions) Sessions {

@@ -37,10 +37,10 @@ func Source(dir, ref string) (b runtime.ImageBuild, ok bool) {
 		return b, false
 	}
 	name, _, _ = strings.Cut(name, ":")
-	ctx := filepath.Join(dir, name)
 	if name == "" || strings.ContainsAny(name, `/\.`) {
 		return b, false
 	}
+	ctx := filepath.Join(dir, name)
 	if _, err := os.Stat(filepath.Join(ctx, "Dockerfile")); err != nil {
 		return b, false
 	}

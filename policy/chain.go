@@ -61,25 +61,32 @@ func New(policies []Policy) *Chain {
 	return &Chain{policies: policies, rules: map[string]*api.RuleStats{}}
 }
 
-// Evaluate runs every policy that is not off and combines their verdicts:
-// denied when an enforcing policy denies (or fails). Every finding of
-// every policy comes back.
+// Evaluate runs every policy that is not off and combines their verdicts
+// in file order: denied when an enforcing policy denies (or fails). Every
+// finding of every policy comes back. The plugins are independent, so
+// they are asked at once: a request waits for the slowest, not the sum.
 func (c *Chain) Evaluate(ctx context.Context, req contract.Request) Decision {
-	d := Decision{Allowed: true, Findings: []api.Finding{}}
-	for _, p := range c.policies {
+	verdicts := make([]contract.Verdict, len(c.policies))
+	var wg sync.WaitGroup
+	for i, p := range c.policies {
 		if p.Mode == contract.ModeOff {
 			continue
 		}
-		req.Options = p.Options
-		v, err := c.check(ctx, p, req)
-		if err != nil {
-			sev := contract.SeverityWarning
-			msg := fmt.Sprintf("policy plugin %s failed: %v; allowed because the policy only warns", p.Name, err)
-			if p.Mode == contract.ModeEnforce {
-				sev, msg = contract.SeverityCritical, fmt.Sprintf("policy plugin %s failed: %v; denied because the policy enforces (it fails closed)", p.Name, err)
-			}
-			v = contract.Verdict{Deny: true, Findings: []contract.Finding{{Rule: RuleFailure, Severity: sev, Message: msg}}}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := req
+			r.Options = p.Options
+			verdicts[i] = c.verdict(ctx, p, r)
+		}()
+	}
+	wg.Wait()
+	d := Decision{Allowed: true, Findings: []api.Finding{}}
+	for i, p := range c.policies {
+		if p.Mode == contract.ModeOff {
+			continue
 		}
+		v := verdicts[i]
 		first := len(d.Findings)
 		for _, f := range v.Findings {
 			d.Findings = append(d.Findings, api.Finding{Policy: p.Name, Rule: f.Rule, Severity: f.Severity, Message: f.Message,
@@ -88,39 +95,45 @@ func (c *Chain) Evaluate(ctx context.Context, req contract.Request) Decision {
 		denies := v.Deny && p.Mode == contract.ModeEnforce
 		if denies && d.Allowed {
 			d.Allowed = false
+			denial := api.Finding{Policy: p.Name, Rule: p.Name, Severity: contract.SeverityError, Message: "denied without a finding"}
 			if first < len(d.Findings) {
-				d.Denial = &d.Findings[first]
-			} else {
-				d.Denial = &api.Finding{Policy: p.Name, Rule: p.Name, Severity: contract.SeverityError, Message: "denied without a finding"}
+				denial = d.Findings[first]
 			}
+			d.Denial = &denial
 		}
 		c.count(d.Findings[first:], denies)
 	}
 	return d
 }
 
+// verdict is a policy's answer, or for a plugin that failed, the verdict
+// its mode gives: denied (fail closed) when it enforces, a warning (fail
+// open) when it warns.
+func (c *Chain) verdict(ctx context.Context, p Policy, req contract.Request) contract.Verdict {
+	v, err := c.check(ctx, p, req)
+	if err == nil {
+		return v
+	}
+	sev := contract.SeverityWarning
+	msg := fmt.Sprintf("policy plugin %s failed: %v; allowed because the policy only warns", p.Name, err)
+	if p.Mode == contract.ModeEnforce {
+		sev, msg = contract.SeverityCritical, fmt.Sprintf("policy plugin %s failed: %v; denied because the policy enforces (it fails closed)", p.Name, err)
+	}
+	return contract.Verdict{Deny: true, Findings: []contract.Finding{{Rule: RuleFailure, Severity: sev, Message: msg}}}
+}
+
 // check calls one plugin with the policy's deadline and checks its answer.
 func (c *Chain) check(ctx context.Context, p Policy, req contract.Request) (contract.Verdict, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.Timeout)
 	defer cancel()
-	type answer struct {
-		v   contract.Verdict
-		err error
+	v, err := p.Checker.Check(ctx, req)
+	switch {
+	case ctx.Err() == context.DeadlineExceeded:
+		return v, fmt.Errorf("no answer within %s", p.Timeout)
+	case err != nil:
+		return v, err
 	}
-	done := make(chan answer, 1)
-	go func() {
-		v, err := p.Checker.Check(ctx, req)
-		done <- answer{v, err}
-	}()
-	select {
-	case a := <-done:
-		if a.err != nil {
-			return a.v, a.err
-		}
-		return a.v, garbage(a.v)
-	case <-ctx.Done():
-		return contract.Verdict{}, fmt.Errorf("no answer within %s", p.Timeout)
-	}
+	return v, garbage(v)
 }
 
 // garbage tells what is wrong with an answer no plugin should give.

@@ -19,7 +19,8 @@ type fake struct {
 
 func (f fake) Check(ctx context.Context, _ contract.Request) (contract.Verdict, error) {
 	if f.hang {
-		<-make(chan struct{}) // ignores ctx too, as a stuck plugin would
+		<-ctx.Done() // as the plugin host does when the plugin never answers
+		return contract.Verdict{}, ctx.Err()
 	}
 	return f.v, f.err
 }

@@ -259,10 +259,7 @@ func (s *Service) BuildImages(ctx context.Context, req api.ImageBuildRequest, pr
 					Error: fmt.Sprintf("the image to add packages to: %v", err)})
 				continue
 			}
-			b := images.Derived(l.cfg.Name, l.baseImage, base, l.info.InstallCommand, l.cfg.Packages, ca)
-			if build(l, b, l.cfg.Packages) != nil {
-				continue
-			}
+			_ = build(l, images.Derived(l.cfg.Name, l.baseImage, base, l.info.InstallCommand, l.cfg.Packages, ca), l.cfg.Packages)
 		}
 	}
 	for _, l := range s.langs {
