@@ -53,6 +53,12 @@ policy "commands" {}
 		if code != 1 || !strings.Contains(out, "error limits/limits.file_size") {
 			t.Fatalf("too big: exit %d stdout %q", code, out)
 		}
+		// Over gRPC's 4 MiB default: the plugins still get it all.
+		huge := writeFile(t, "huge.py", "x = 1\n"+strings.Repeat("#", 6<<20))
+		out, errOut, code = d.Ctl("", "validate", huge)
+		if code != 1 || !strings.Contains(out, "limits.file_size: huge.py is") {
+			t.Fatalf("huge: exit %d stdout %q stderr %q", code, out, errOut)
+		}
 		res, err := c.Validate(context.Background(), api.ValidateRequest{Language: "bash", Argv: []string{"reboot"}})
 		if err != nil || res.Allowed || len(res.Findings) != 1 || res.Findings[0].Rule != "commands.denied" {
 			t.Fatalf("argv: %+v %v", res, err)

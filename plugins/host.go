@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 
 	"github.com/sandboxd/sandboxd/plugins/language"
 	"github.com/sandboxd/sandboxd/plugins/policy"
@@ -99,6 +100,7 @@ func (p *Process) dispense() (interface{}, error) {
 		Logger:           p.logger,
 		StartTimeout:     10 * time.Second,
 		AutoMTLS:         true,
+		GRPCDialOptions:  []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessage), grpc.MaxCallSendMsgSize(MaxMessage))},
 	})
 	rpc, err := client.Client()
 	if err == nil {

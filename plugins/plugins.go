@@ -17,6 +17,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 
 	"github.com/sandboxd/sandboxd/plugins/language"
 	"github.com/sandboxd/sandboxd/plugins/policy"
@@ -29,6 +30,11 @@ var Handshake = plugin.HandshakeConfig{
 	MagicCookieKey:   "SANDBOXD_PLUGIN",
 	MagicCookieValue: "3c5d7e0b-language-and-policy-plugins",
 }
+
+// MaxMessage bounds one message between sandboxd and a plugin. A program
+// (its files, in a plan request and back in the plan) may be as large as
+// the API's request body, far over gRPC's 4 MiB default.
+const MaxMessage = 256 << 20
 
 // Kind is a plugin type; it also names the binary prefix.
 type Kind string
@@ -79,7 +85,9 @@ func serve(set plugin.PluginSet) {
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: Handshake,
 		Plugins:         set,
-		GRPCServer:      plugin.DefaultGRPCServer,
+		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
+			return plugin.DefaultGRPCServer(append(opts, grpc.MaxRecvMsgSize(MaxMessage)))
+		},
 		Logger: hclog.New(&hclog.LoggerOptions{
 			Level:      hclog.Info,
 			Output:     os.Stderr,
