@@ -333,12 +333,14 @@ type DockerHealth struct {
 
 // Stats is the body of GET /v1/stats.
 type Stats struct {
-	Uptime     Duration             `json:"uptime"`
-	Executions uint64               `json:"executions"`
-	InFlight   int64                `json:"in_flight"`
-	Outcomes   map[string]uint64    `json:"outcomes"` // ok, nonzero, timeout, oom, error
-	Pools      map[string]PoolStats `json:"pools"`
-	Rules      map[string]RuleStats `json:"rules"` // by "policy/rule"
+	Uptime       Duration             `json:"uptime"`
+	Executions   uint64               `json:"executions"`
+	InFlight     int64                `json:"in_flight"`
+	Outcomes     map[string]uint64    `json:"outcomes"` // ok, nonzero, timeout, oom, error
+	Pools        map[string]PoolStats `json:"pools"`
+	Rules        map[string]RuleStats `json:"rules"`         // by "policy/rule"
+	Sessions     int                  `json:"sessions"`      // active
+	SessionsLost int                  `json:"sessions_lost"` // whose container vanished, kept until deleted or expired
 }
 
 // SessionRequest is the body of POST /v1/sessions.

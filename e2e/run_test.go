@@ -285,10 +285,16 @@ func TestOneShot(t *testing.T) {
 
 func rawPost(t *testing.T, socket, path, body, accept string) (int, string) {
 	t.Helper()
+	return rawRequest(t, socket, http.MethodPost, path, body, accept)
+}
+
+// rawRequest sends one request to the daemon's socket, without the client.
+func rawRequest(t *testing.T, socket, method, path, body, accept string) (int, string) {
+	t.Helper()
 	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", socket)
 	}}}
-	req, _ := http.NewRequest(http.MethodPost, "http://x"+path, strings.NewReader(body))
+	req, _ := http.NewRequest(method, "http://x"+path, strings.NewReader(body))
 	if accept != "" {
 		req.Header.Set("Accept", accept)
 	}

@@ -30,6 +30,7 @@ const maxBody = 128 << 20
 func New(svc *service.Service, log hclog.Logger) http.Handler {
 	h := &handler{svc: svc, log: log.Named("api")}
 	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", svc.Metrics())
 	mux.HandleFunc("GET /v1/health", h.health)
 	mux.HandleFunc("GET /v1/languages", h.languages)
 	mux.HandleFunc("GET /v1/pools", h.pools)

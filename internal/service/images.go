@@ -163,7 +163,7 @@ func (s *Service) runtimeVersion(l *lang, st imageState) (string, error) {
 	defer cancel()
 	spec := s.spec(l)
 	spec.Image = st.ref
-	sb, err := s.rt.Create(ctx, spec)
+	sb, err := s.createSandbox(ctx, spec)
 	if err != nil {
 		return "", err
 	}

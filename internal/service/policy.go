@@ -91,7 +91,7 @@ func (s *Service) judge(ctx context.Context, j judgement) (policy.Decision, *api
 		where = " in " + f.File
 	}
 	now := time.Now()
-	s.count("denied")
+	s.count(j.lang.cfg.Name, j.kind, "denied", nil)
 	s.recordExecution(api.Execution{ID: state.NewID(now), Kind: j.kind, Language: j.lang.cfg.Name, Session: j.session,
 		StartedAt: now.UTC(), ExitCode: -1, Decision: api.DecisionDenied, Findings: d.Findings})
 	return d, &api.Error{Code: api.CodePolicyDenied, Findings: d.Findings,

@@ -82,7 +82,7 @@ func (s *Service) Run(ctx context.Context, req api.RunRequest, out OutputFunc) (
 	exec, stage, err := runSteps(ctx, sb, plan, prog.stdin, envList(plan.Env, req.Env), limits, "", true, col)
 	finished := time.Now()
 	if err != nil {
-		s.count("error")
+		s.count(l.cfg.Name, "run", "error", nil)
 		s.log.Error("execution failed", "language", l.cfg.Name, "container_id", sb.ID[:12], "error", err)
 		return nil, errorFor(fmt.Errorf("the sandbox failed during the execution: %w", err))
 	}
@@ -92,7 +92,7 @@ func (s *Service) Run(ctx context.Context, req api.RunRequest, out OutputFunc) (
 		RunMS:   ms(finished.Sub(acquired)),
 		TotalMS: ms(finished.Sub(received)),
 	}
-	s.count(outcome(res))
+	s.count(l.cfg.Name, "run", outcome(res), &res.Timings)
 	s.record(res, "run", limits, received)
 	return res, nil
 }
@@ -238,7 +238,10 @@ func outcome(r *api.RunResult) string {
 	return "ok"
 }
 
-func (s *Service) count(outcome string) {
+// count records an execution's outcome; timings is nil for one that never
+// ran to the end.
+func (s *Service) count(language, kind, outcome string, timings *api.Timings) {
+	s.metrics.Executed(language, kind, outcome, timings)
 	s.executions.Add(1)
 	s.outcomesMu.Lock()
 	s.outcomes[outcome]++

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/config"
+	"github.com/sandboxd/sandboxd/internal/metrics"
 	"github.com/sandboxd/sandboxd/plugins"
 	"github.com/sandboxd/sandboxd/plugins/language"
 	"github.com/sandboxd/sandboxd/policy"
@@ -67,6 +69,7 @@ type Service struct {
 	outcomesMu sync.Mutex
 	outcomes   map[string]uint64
 	records    sync.WaitGroup
+	metrics    *metrics.Metrics
 }
 
 // lang is one configured language.
@@ -86,6 +89,7 @@ func New(ctx context.Context, cfg *config.Config, rt runtime.Runtime, store *sta
 		lookup: map[string]*lang{}, outcomes: map[string]uint64{},
 		sessions: map[string]*session{}, lost: map[string]api.Session{}, stop: make(chan struct{}),
 		starts: make(chan struct{}, 2)} // concurrent background creates: one per core here
+	s.metrics = metrics.New(s, Version)
 	if _, err := rt.Ping(ctx); err != nil {
 		return nil, err
 	}
@@ -174,7 +178,7 @@ func (s *Service) startPool(l *lang) {
 			if err := l.img.get().err; err != nil {
 				return nil, err
 			}
-			return s.rt.Create(ctx, s.spec(l))
+			return s.createSandbox(ctx, s.spec(l))
 		},
 		Destroy: s.removeSandbox,
 		Alive:   func(sb *runtime.Sandbox) bool { return sb.Alive() },
@@ -373,8 +377,14 @@ func (s *Service) Stats() api.Stats {
 	for _, l := range s.langs {
 		st.Pools[l.cfg.Name] = l.pool.Stats()
 	}
+	s.sessMu.Lock()
+	st.Sessions, st.SessionsLost = len(s.sessions), len(s.lost)
+	s.sessMu.Unlock()
 	return st
 }
+
+// Metrics serves the Prometheus exposition.
+func (s *Service) Metrics() http.Handler { return s.metrics.Handler() }
 
 // Executions lists recorded executions, newest first.
 func (s *Service) Executions(limit int, language, before string) ([]api.Execution, *api.Error) {

@@ -139,7 +139,7 @@ func (s *Service) sessionSandbox(ctx context.Context, l *lang, project *api.Proj
 	}
 	spec := s.spec(l)
 	spec.Mounts = []runtime.Mount{{Source: s.projectDir(project.ID), Target: runtime.Workspace + "/project_files", ReadOnly: true}}
-	return s.rt.Create(ctx, spec)
+	return s.createSandbox(ctx, spec)
 }
 
 // spec is what a language's containers are made from; each gets a fresh
@@ -154,9 +154,20 @@ func (s *Service) spec(l *lang) runtime.Spec {
 }
 
 func (s *Service) removeSandbox(sb *runtime.Sandbox) {
-	if err := s.rt.Remove(context.Background(), sb.ID); err != nil {
+	err := s.rt.Remove(context.Background(), sb.ID)
+	if err != nil {
 		s.log.Warn("removing a sandbox failed", "container_id", sb.ID[:12], "error", err)
 	}
+	s.metrics.ContainerRemoved(sb.Language, err)
+}
+
+// createSandbox creates and starts a container; every container sandboxd
+// starts comes through here.
+func (s *Service) createSandbox(ctx context.Context, spec runtime.Spec) (*runtime.Sandbox, error) {
+	began := time.Now()
+	sb, err := s.rt.Create(ctx, spec)
+	s.metrics.ContainerStarted(spec.Language, time.Since(began), err)
+	return sb, err
 }
 
 // Sessions lists live and lost sessions, oldest first.
@@ -327,7 +338,7 @@ func (s *Service) Exec(ctx context.Context, id string, req api.ExecRequest, out 
 		exec, stage, err := runSteps(ctx, sb, plan, stdin, env, limits, dir, false, col)
 		finished := time.Now()
 		if err != nil {
-			s.count("error")
+			s.count(ss.lang.cfg.Name, "exec", "error", nil)
 			return errorFor(fmt.Errorf("the session's sandbox failed during the execution: %w", err))
 		}
 		if exec.Survivors > 0 {
@@ -337,7 +348,7 @@ func (s *Service) Exec(ctx context.Context, id string, req api.ExecRequest, out 
 		fillResult(res, exec, stage, col, limits)
 		res.Timings = api.Timings{QueueMS: ms(started.Sub(received)), RunMS: ms(finished.Sub(started)), TotalMS: ms(finished.Sub(received))}
 		s.touch(ss, 1)
-		s.count(outcome(res))
+		s.count(ss.lang.cfg.Name, "exec", outcome(res), &res.Timings)
 		s.record(res, "exec", limits, received)
 		return nil
 	})

@@ -1,0 +1,181 @@
+// Package metrics is sandboxd's Prometheus exposition (GET /metrics). It
+// owns the figures that only exist as events — executions by outcome,
+// their queue and run times, container starts and removals — and reads
+// the rest (pools, sessions, policy rules, plugins) from the service at
+// scrape time, so /metrics and /v1/stats never disagree.
+package metrics
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sandboxd/sandboxd/api"
+)
+
+// Figures is what the service reports at scrape time.
+type Figures interface {
+	Stats() api.Stats
+	Plugins() []api.Plugin
+}
+
+// Metrics records events and serves the exposition.
+type Metrics struct {
+	registry        *prometheus.Registry
+	executions      *prometheus.CounterVec
+	queueSeconds    *prometheus.HistogramVec
+	runSeconds      *prometheus.HistogramVec
+	startSeconds    *prometheus.HistogramVec
+	containerErrors *prometheus.CounterVec
+	removed         *prometheus.CounterVec
+}
+
+// Buckets from 1 ms (a warm exec) to a minute (a long compile or a
+// deadline).
+var durationBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
+
+// New returns the metrics of a service whose figures f reports.
+func New(f Figures, version string) *Metrics {
+	m := &Metrics{
+		registry: prometheus.NewRegistry(),
+		executions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandboxd_executions_total",
+			Help: "Executions by language, kind (run, exec) and outcome (ok, nonzero, timeout, oom, error, denied).",
+		}, []string{"language", "kind", "outcome"}),
+		queueSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "sandboxd_execution_queue_seconds", Buckets: durationBuckets,
+			Help: "Time from an execution's request to its sandbox: taking a warm container (run) or the session's turn (exec).",
+		}, []string{"language", "kind"}),
+		runSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "sandboxd_execution_run_seconds", Buckets: durationBuckets,
+			Help: "Time an execution spent in its sandbox, every step included.",
+		}, []string{"language", "kind"}),
+		startSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "sandboxd_container_start_seconds", Buckets: durationBuckets,
+			Help: "Time to create and start a container until its supervisor answers; its _count is the containers started.",
+		}, []string{"language"}),
+		containerErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandboxd_container_failures_total",
+			Help: "Containers that failed to start (op=create) or to be removed (op=remove).",
+		}, []string{"language", "op"}),
+		removed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandboxd_containers_removed_total",
+			Help: "Containers removed after use, pool trims and session ends included.",
+		}, []string{"language"}),
+	}
+	m.registry.MustRegister(m.executions, m.queueSeconds, m.runSeconds, m.startSeconds, m.containerErrors, m.removed,
+		&scrape{figures: f},
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "sandboxd_build_info", Help: "Always 1; the version label is sandboxd's.",
+			ConstLabels: prometheus.Labels{"version": version},
+		}, func() float64 { return 1 }))
+	return m
+}
+
+// Handler serves the exposition.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
+}
+
+// Executed records an execution's outcome; timings is nil for one that
+// never reached a sandbox (denied, or failed before).
+func (m *Metrics) Executed(language, kind, outcome string, timings *api.Timings) {
+	m.executions.WithLabelValues(language, kind, outcome).Inc()
+	if timings != nil {
+		m.queueSeconds.WithLabelValues(language, kind).Observe(timings.QueueMS / 1000)
+		m.runSeconds.WithLabelValues(language, kind).Observe(timings.RunMS / 1000)
+	}
+}
+
+// ContainerStarted records a container start that took d, or failed.
+func (m *Metrics) ContainerStarted(language string, d time.Duration, err error) {
+	if err != nil {
+		m.containerErrors.WithLabelValues(language, "create").Inc()
+		return
+	}
+	m.startSeconds.WithLabelValues(language).Observe(d.Seconds())
+}
+
+// ContainerRemoved records a container removal, or its failure.
+func (m *Metrics) ContainerRemoved(language string, err error) {
+	if err != nil {
+		m.containerErrors.WithLabelValues(language, "remove").Inc()
+		return
+	}
+	m.removed.WithLabelValues(language).Inc()
+}
+
+// scrape turns the service's current figures into metrics.
+type scrape struct{ figures Figures }
+
+var (
+	poolContainers = prometheus.NewDesc("sandboxd_pool_containers",
+		"Containers of a language's warm pool by state (idle, busy, starting, removing).", []string{"language", "state"}, nil)
+	poolTarget = prometheus.NewDesc("sandboxd_pool_target_idle",
+		"Idle containers the pool keeps ready (min_idle).", []string{"language"}, nil)
+	poolMax = prometheus.NewDesc("sandboxd_pool_max",
+		"Most containers the pool may hold (max).", []string{"language"}, nil)
+	poolHits = prometheus.NewDesc("sandboxd_pool_hits_total",
+		"Requests served by a warm container.", []string{"language"}, nil)
+	poolMisses = prometheus.NewDesc("sandboxd_pool_misses_total",
+		"Requests that waited for a container to be created.", []string{"language"}, nil)
+	inFlight = prometheus.NewDesc("sandboxd_executions_in_flight",
+		"Executions running now.", nil, nil)
+	sessions = prometheus.NewDesc("sandboxd_sessions",
+		"Sessions by state (active, lost).", []string{"state"}, nil)
+	findings = prometheus.NewDesc("sandboxd_policy_findings_total",
+		"Policy findings by policy and rule, validate requests included.", []string{"policy", "rule"}, nil)
+	denials = prometheus.NewDesc("sandboxd_policy_denials_total",
+		"Requests denied, by the policy and rule that denied them.", []string{"policy", "rule"}, nil)
+	pluginUp = prometheus.NewDesc("sandboxd_plugin_up",
+		"1 if the plugin's process is running.", []string{"kind", "plugin"}, nil)
+	pluginRestarts = prometheus.NewDesc("sandboxd_plugin_restarts_total",
+		"Times a plugin's process was restarted after it died or hung.", []string{"kind", "plugin"}, nil)
+)
+
+func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{poolContainers, poolTarget, poolMax, poolHits, poolMisses, inFlight, sessions, findings, denials, pluginUp, pluginRestarts} {
+		ch <- d
+	}
+}
+
+func (s *scrape) Collect(ch chan<- prometheus.Metric) {
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+	st := s.figures.Stats()
+	for lang, p := range st.Pools {
+		gauge(poolContainers, float64(p.Idle), lang, "idle")
+		gauge(poolContainers, float64(p.Busy), lang, "busy")
+		gauge(poolContainers, float64(p.Starting), lang, "starting")
+		gauge(poolContainers, float64(p.Removing), lang, "removing")
+		gauge(poolTarget, float64(p.Target), lang)
+		gauge(poolMax, float64(p.Max), lang)
+		counter(poolHits, float64(p.Hits), lang)
+		counter(poolMisses, float64(p.Misses), lang)
+	}
+	gauge(inFlight, float64(st.InFlight))
+	gauge(sessions, float64(st.Sessions), "active")
+	gauge(sessions, float64(st.SessionsLost), "lost")
+	for key, r := range st.Rules {
+		policy, rule, _ := strings.Cut(key, "/")
+		counter(findings, float64(r.Findings), policy, rule)
+		counter(denials, float64(r.Denials), policy, rule)
+	}
+	for _, p := range s.figures.Plugins() {
+		up := 0.0
+		if p.Running {
+			up = 1
+		}
+		gauge(pluginUp, up, p.Kind, p.Name)
+		counter(pluginRestarts, float64(p.Restarts), p.Kind, p.Name)
+	}
+}
