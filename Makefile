@@ -6,12 +6,16 @@ GO      ?= go
 BIN     := bin
 PLUGINS := $(BIN)/plugins
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X github.com/sandboxd/sandboxd/internal/service.Version=$(VERSION)
+LDFLAGS := -s -w -X github.com/sandboxd/sandboxd/internal/service.Version=$(VERSION) -X main.version=$(VERSION)
 LANGS   := python node typescript go java ruby php bash c cpp rust generic
 POLICIES := limits patterns secrets commands example
 IMAGES  := python node go java ruby php bash c rust lua
 
-.PHONY: all build engine images run test unit bench proto clean
+# The MCP client the end-to-end tests drive `sandboxctl mcp` with, pinned
+# by its lockfile.
+MCP_CLIENT := e2e/mcpclient/node_modules/.bin/mcp-inspector
+
+.PHONY: all build engine images mcp-client run test unit bench proto clean
 
 all: build
 
@@ -28,12 +32,18 @@ engine:
 images: engine
 	@bash images/build.sh $(IMAGES)
 
+mcp-client: $(MCP_CLIENT)
+
+$(MCP_CLIENT): e2e/mcpclient/package-lock.json
+	cd e2e/mcpclient && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
 run: build images
 	$(BIN)/sandboxd --config sandboxd.hcl
 
 # Unit tests need nothing; the end-to-end tests need the engine and images,
 # and fail (never skip) without them when CI=true.
-test: build images
+test: build images mcp-client
 	$(GO) test -count=1 -timeout 15m ./...
 
 unit:

@@ -60,6 +60,9 @@ func main() {
 	os.Exit(ee.code)
 }
 
+// version is sandboxctl's, set at build time.
+var version = "dev"
+
 type globals struct {
 	socket string
 }
@@ -70,6 +73,7 @@ func newRoot() *cobra.Command {
 	g := &globals{}
 	root := &cobra.Command{
 		Use:           "sandboxctl",
+		Version:       version,
 		Short:         "Run untrusted code in sandboxd's containers",
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -82,7 +86,8 @@ func newRoot() *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fail("%v (see --help)", err) })
 	root.AddCommand(newRunCmd(g), newStatusCmd(g), newLanguagesCmd(g), newPoolsCmd(g),
 		newPluginsCmd(g), newHistoryCmd(g), newStatsCmd(g),
-		newSessionCmd(g), newExecCmd(g), newCpCmd(g), newProjectCmd(g), newImagesCmd(g), newValidateCmd(g))
+		newSessionCmd(g), newExecCmd(g), newCpCmd(g), newProjectCmd(g), newImagesCmd(g), newValidateCmd(g),
+		newMCPCmd(g))
 	return root
 }
 

@@ -97,6 +97,17 @@ func RequireDocker(t testing.TB, images ...string) {
 	}
 }
 
+// MCPClient returns the MCP inspector CLI that `make mcp-client` installs,
+// skipping the test without it (failing it when CI=true).
+func MCPClient(t testing.TB) string {
+	t.Helper()
+	p := filepath.Join(repoRoot(), "e2e", "mcpclient", "node_modules", ".bin", "mcp-inspector")
+	if _, err := os.Stat(p); err != nil {
+		missing(t, "the MCP inspector is not installed; run `make mcp-client`")
+	}
+	return p
+}
+
 func missing(t testing.TB, why string) {
 	t.Helper()
 	if os.Getenv("CI") == "true" {

@@ -1,0 +1,430 @@
+// Package mcpserver is sandboxd's Model Context Protocol server: the tools
+// an AI agent calls to run code (languages, one-shot runs, sessions, their
+// files, validation), each a thin bridge to the daemon through the public
+// client. `sandboxctl mcp` serves it over stdio.
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/client"
+)
+
+// maxRead bounds what read_file returns by default: an agent's context is
+// small, and a file can be large.
+const maxRead = 256 << 10
+
+const instructions = `sandboxd runs code in isolated containers with no network.
+Use run_code for a one-off program. For work that spans calls (files that
+must persist, packages of state, several steps) create_session, then exec,
+write_file and read_file in it, and close_session when done. Every result
+has exit_code, stdout, stderr, timed_out, oom_killed and truncated; findings
+are the policies' warnings. A request the policies deny fails with the
+findings that denied it. list_languages says what can run.`
+
+// New returns the MCP server bridging to the daemon behind c.
+func New(c *client.Client, version string) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "sandboxd", Title: "sandboxd code sandbox", Version: version},
+		&mcp.ServerOptions{Instructions: instructions})
+	t := tools{c: c}
+	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}
+	acts := &mcp.ToolAnnotations{OpenWorldHint: ptr(false)}
+	mcp.AddTool(s, &mcp.Tool{Name: "list_languages", Annotations: readOnly,
+		Description: "List the languages sandboxd can run, with their names, aliases, file extensions, runtime versions, installed packages and whether they are ready."},
+		t.listLanguages)
+	mcp.AddTool(s, &mcp.Tool{Name: "run_code", Annotations: acts,
+		Description: "Run a program once in a fresh sandbox (no network, limited CPU, memory and time) and return its exit code, stdout and stderr. Nothing persists: use a session for that."},
+		t.run)
+	mcp.AddTool(s, &mcp.Tool{Name: "validate_code", Annotations: readOnly,
+		Description: "Check a program or a command against sandboxd's policies without running it; returns whether it would be allowed and every finding with file:line."},
+		t.validate)
+	mcp.AddTool(s, &mcp.Tool{Name: "create_session", Annotations: acts,
+		Description: "Create a session: a sandbox of one's own whose /workspace keeps files, installed state and background processes across exec calls until it is closed or expires. Returns session_id."},
+		t.createSession)
+	mcp.AddTool(s, &mcp.Tool{Name: "list_sessions", Annotations: readOnly,
+		Description: "List the open sessions with their language, state and expiry."},
+		t.listSessions)
+	mcp.AddTool(s, &mcp.Tool{Name: "exec", Annotations: acts,
+		Description: "Run in a session: a shell command line (command), a command without a shell (argv), or a program in the session's language (code). Files and processes stay for the next call."},
+		t.exec)
+	mcp.AddTool(s, &mcp.Tool{Name: "reset_session", Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)},
+		Description: "Give a session a fresh sandbox: every file and process is gone; the session id stays."},
+		t.resetSession)
+	mcp.AddTool(s, &mcp.Tool{Name: "close_session", Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)},
+		Description: "Close a session and remove its sandbox with every file in it."},
+		t.closeSession)
+	mcp.AddTool(s, &mcp.Tool{Name: "write_file", Annotations: acts,
+		Description: "Write a file in a session's /workspace (parent directories are made), replacing it if it exists."},
+		t.writeFile)
+	mcp.AddTool(s, &mcp.Tool{Name: "read_file", Annotations: readOnly,
+		Description: "Read a file from a session's /workspace. Text comes back as is, anything else as base64; long files are cut at max_bytes (truncated says so)."},
+		t.readFile)
+	mcp.AddTool(s, &mcp.Tool{Name: "list_files", Annotations: readOnly,
+		Description: "List a directory of a session's /workspace, with types, sizes and modes; symlinks are shown, never followed."},
+		t.listFiles)
+	return s
+}
+
+func ptr[T any](v T) *T { return &v }
+
+type tools struct{ c *client.Client }
+
+// File is a file given with a program.
+type File struct {
+	Path    string `json:"path" jsonschema:"path relative to /workspace, e.g. util.py or data/input.csv"`
+	Content string `json:"content" jsonschema:"the file's text"`
+}
+
+// Result is what an execution produced.
+type Result struct {
+	ExitCode   int       `json:"exit_code" jsonschema:"the program's exit code; -1 when it could not start"`
+	Stdout     string    `json:"stdout" jsonschema:"standard output (base64 when stdout_encoding says so)"`
+	Stderr     string    `json:"stderr" jsonschema:"standard error (base64 when stderr_encoding says so)"`
+	StdoutEnc  string    `json:"stdout_encoding,omitempty" jsonschema:"base64 when stdout was not UTF-8 text"`
+	StderrEnc  string    `json:"stderr_encoding,omitempty" jsonschema:"base64 when stderr was not UTF-8 text"`
+	TimedOut   bool      `json:"timed_out" jsonschema:"killed at the time limit"`
+	OOMKilled  bool      `json:"oom_killed" jsonschema:"killed for exceeding the memory limit"`
+	Truncated  bool      `json:"truncated" jsonschema:"output went past the output limit and was cut"`
+	Signal     string    `json:"signal,omitempty" jsonschema:"the signal that ended it, e.g. SIGKILL"`
+	Stage      string    `json:"stage,omitempty" jsonschema:"the step that ended it for compiled languages: compile or run"`
+	Error      string    `json:"error,omitempty" jsonschema:"why the program could not be started"`
+	DurationMS float64   `json:"duration_ms"`
+	Findings   []Finding `json:"findings" jsonschema:"policy warnings about the code or command"`
+}
+
+// Finding is a policy finding.
+type Finding struct {
+	Severity string `json:"severity" jsonschema:"info, warning, error or critical"`
+	Rule     string `json:"rule" jsonschema:"policy/rule that found it"`
+	Message  string `json:"message"`
+	Where    string `json:"where,omitempty" jsonschema:"file:line:column, or the file"`
+}
+
+func findings(fs []api.Finding) []Finding {
+	out := make([]Finding, 0, len(fs))
+	for _, f := range fs {
+		where := f.File
+		if f.Line > 0 {
+			where = fmt.Sprintf("%s:%d:%d", f.File, f.Line, f.Column)
+		}
+		out = append(out, Finding{Severity: f.Severity, Rule: f.Policy + "/" + f.Rule, Message: f.Message, Where: where})
+	}
+	return out
+}
+
+func result(r *api.RunResult) Result {
+	return Result{ExitCode: r.ExitCode, Stdout: r.Stdout, Stderr: r.Stderr, StdoutEnc: r.StdoutEncoding, StderrEnc: r.StderrEncoding,
+		TimedOut: r.TimedOut, OOMKilled: r.OOMKilled, Truncated: r.Truncated, Signal: r.Signal, Stage: r.Stage, Error: r.Error,
+		DurationMS: r.DurationMS, Findings: findings(r.Findings)}
+}
+
+// failure is the tool error for a daemon error: its message, and for a
+// policy denial every finding, one per line, for the agent to fix.
+func failure(err error) error {
+	var ae *api.Error
+	if !errors.As(err, &ae) {
+		return err
+	}
+	msg := ae.Message
+	for _, f := range findings(ae.Findings) {
+		msg += fmt.Sprintf("\n%s: %s %s: %s", f.Where, f.Severity, f.Rule, f.Message)
+	}
+	return errors.New(msg)
+}
+
+func timeout(seconds float64) api.Duration {
+	return api.Duration(time.Duration(seconds * float64(time.Second)))
+}
+
+// Language is a language sandboxd runs.
+type Language struct {
+	Name       string   `json:"name" jsonschema:"the name to pass as language"`
+	Display    string   `json:"display_name"`
+	Aliases    []string `json:"aliases" jsonschema:"other names accepted as language"`
+	Extensions []string `json:"extensions"`
+	Version    string   `json:"version,omitempty" jsonschema:"the runtime's version"`
+	Packages   []string `json:"packages,omitempty" jsonschema:"extra packages installed in its image"`
+	Ready      bool     `json:"ready" jsonschema:"false when its image is missing: runs fail until an operator builds it"`
+}
+
+type listLanguagesOut struct {
+	Languages []Language `json:"languages"`
+}
+
+func (t tools) listLanguages(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, listLanguagesOut, error) {
+	ls, err := t.c.Languages(ctx)
+	if err != nil {
+		return nil, listLanguagesOut{}, failure(err)
+	}
+	out := listLanguagesOut{Languages: []Language{}}
+	for _, l := range ls {
+		out.Languages = append(out.Languages, Language{Name: l.Name, Display: l.DisplayName, Aliases: nonNil(l.Aliases), Extensions: nonNil(l.Extensions),
+			Version: l.Version, Packages: l.Packages, Ready: l.ImagePresent})
+	}
+	return nil, out, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+type runIn struct {
+	Language       string   `json:"language" jsonschema:"language name, alias or file extension from list_languages, e.g. python, js, go"`
+	Code           string   `json:"code" jsonschema:"the program's source"`
+	Files          []File   `json:"files,omitempty" jsonschema:"more files placed beside the program, e.g. modules it imports"`
+	Args           []string `json:"args,omitempty" jsonschema:"command-line arguments for the program"`
+	Stdin          string   `json:"stdin,omitempty" jsonschema:"text given on standard input"`
+	TimeoutSeconds float64  `json:"timeout_seconds,omitempty" jsonschema:"wall-clock limit in seconds; default the daemon's (usually 10), at most the language's ceiling"`
+}
+
+func (t tools) run(ctx context.Context, _ *mcp.CallToolRequest, in runIn) (*mcp.CallToolResult, Result, error) {
+	req := api.RunRequest{Language: in.Language, Code: in.Code, Args: in.Args, Stdin: in.Stdin, Timeout: timeout(in.TimeoutSeconds)}
+	for _, f := range in.Files {
+		req.Files = append(req.Files, api.File{Path: f.Path, Content: f.Content})
+	}
+	r, err := t.c.Run(ctx, req)
+	if err != nil {
+		return nil, Result{}, failure(err)
+	}
+	return nil, result(r), nil
+}
+
+type validateIn struct {
+	Language string   `json:"language" jsonschema:"language name, alias or file extension"`
+	Code     string   `json:"code,omitempty" jsonschema:"a program to check"`
+	Argv     []string `json:"argv,omitempty" jsonschema:"or a session command to check, as argv"`
+}
+
+type validateOut struct {
+	Allowed  bool      `json:"allowed" jsonschema:"whether run_code or exec would run it"`
+	Findings []Finding `json:"findings"`
+}
+
+func (t tools) validate(ctx context.Context, _ *mcp.CallToolRequest, in validateIn) (*mcp.CallToolResult, validateOut, error) {
+	v, err := t.c.Validate(ctx, api.ValidateRequest{Language: in.Language, Code: in.Code, Argv: in.Argv})
+	if err != nil {
+		return nil, validateOut{}, failure(err)
+	}
+	return nil, validateOut{Allowed: v.Allowed, Findings: findings(v.Findings)}, nil
+}
+
+type sessionIn struct {
+	SessionID string `json:"session_id" jsonschema:"the id create_session returned"`
+}
+
+// Session is an open session.
+type Session struct {
+	SessionID  string `json:"session_id"`
+	Language   string `json:"language"`
+	State      string `json:"state" jsonschema:"active, or lost when its sandbox vanished (close it)"`
+	ExpiresAt  string `json:"expires_at" jsonschema:"when it is closed for you (RFC 3339)"`
+	Workspace  string `json:"workspace" jsonschema:"the directory that keeps its files"`
+	Executions int    `json:"executions"`
+}
+
+func session(s *api.Session) Session {
+	return Session{SessionID: s.ID, Language: s.Language, State: s.State, ExpiresAt: s.ExpiresAt.Format(time.RFC3339),
+		Workspace: "/workspace", Executions: s.Executions}
+}
+
+type createSessionIn struct {
+	Language   string            `json:"language" jsonschema:"the language of code run in it; shell commands work in every language"`
+	TTLSeconds float64           `json:"ttl_seconds,omitempty" jsonschema:"how long it may live; default the daemon's"`
+	Env        map[string]string `json:"env,omitempty" jsonschema:"environment variables for everything run in it"`
+}
+
+func (t tools) createSession(ctx context.Context, _ *mcp.CallToolRequest, in createSessionIn) (*mcp.CallToolResult, Session, error) {
+	s, err := t.c.CreateSession(ctx, api.SessionRequest{Language: in.Language, TTL: timeout(in.TTLSeconds), Env: in.Env})
+	if err != nil {
+		return nil, Session{}, failure(err)
+	}
+	return nil, session(s), nil
+}
+
+type listSessionsOut struct {
+	Sessions []Session `json:"sessions"`
+}
+
+func (t tools) listSessions(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, listSessionsOut, error) {
+	ss, err := t.c.Sessions(ctx)
+	if err != nil {
+		return nil, listSessionsOut{}, failure(err)
+	}
+	out := listSessionsOut{Sessions: []Session{}}
+	for i := range ss {
+		out.Sessions = append(out.Sessions, session(&ss[i]))
+	}
+	return nil, out, nil
+}
+
+type execIn struct {
+	SessionID      string   `json:"session_id" jsonschema:"the id create_session returned"`
+	Command        string   `json:"command,omitempty" jsonschema:"a shell command line, run with sh -c, e.g. ls -la or pip list | head"`
+	Argv           []string `json:"argv,omitempty" jsonschema:"or a command without a shell, e.g. [\"python3\", \"main.py\"]"`
+	Code           string   `json:"code,omitempty" jsonschema:"or a program in the session's language"`
+	Stdin          string   `json:"stdin,omitempty" jsonschema:"text given on standard input"`
+	Cwd            string   `json:"cwd,omitempty" jsonschema:"working directory relative to /workspace"`
+	TimeoutSeconds float64  `json:"timeout_seconds,omitempty" jsonschema:"wall-clock limit in seconds; default the daemon's"`
+}
+
+func (t tools) exec(ctx context.Context, _ *mcp.CallToolRequest, in execIn) (*mcp.CallToolResult, Result, error) {
+	req := api.ExecRequest{Argv: in.Argv, Code: in.Code, Stdin: in.Stdin, Cwd: in.Cwd, Timeout: timeout(in.TimeoutSeconds)}
+	given := 0
+	for _, set := range []bool{in.Command != "", len(in.Argv) > 0, in.Code != ""} {
+		if set {
+			given++
+		}
+	}
+	if given != 1 {
+		return nil, Result{}, errors.New("give exactly one of command, argv or code")
+	}
+	if in.Command != "" {
+		req.Argv = []string{"sh", "-c", in.Command}
+	}
+	r, err := t.c.Exec(ctx, in.SessionID, req)
+	if err != nil {
+		return nil, Result{}, failure(err)
+	}
+	return nil, result(r), nil
+}
+
+func (t tools) resetSession(ctx context.Context, _ *mcp.CallToolRequest, in sessionIn) (*mcp.CallToolResult, Session, error) {
+	s, err := t.c.ResetSession(ctx, in.SessionID)
+	if err != nil {
+		return nil, Session{}, failure(err)
+	}
+	return nil, session(s), nil
+}
+
+type closed struct {
+	Closed bool `json:"closed"`
+}
+
+func (t tools) closeSession(ctx context.Context, _ *mcp.CallToolRequest, in sessionIn) (*mcp.CallToolResult, closed, error) {
+	if err := t.c.DeleteSession(ctx, in.SessionID); err != nil {
+		return nil, closed{}, failure(err)
+	}
+	return nil, closed{Closed: true}, nil
+}
+
+type writeFileIn struct {
+	SessionID string `json:"session_id" jsonschema:"the id create_session returned"`
+	Path      string `json:"path" jsonschema:"path relative to /workspace"`
+	Content   string `json:"content" jsonschema:"the file's content: text, or base64 when encoding is base64"`
+	Encoding  string `json:"encoding,omitempty" jsonschema:"base64 for binary content; default text"`
+	Mode      string `json:"mode,omitempty" jsonschema:"octal permissions, e.g. 0755 for a script; default 0644"`
+}
+
+type writeFileOut struct {
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+}
+
+func (t tools) writeFile(ctx context.Context, _ *mcp.CallToolRequest, in writeFileIn) (*mcp.CallToolResult, writeFileOut, error) {
+	data := []byte(in.Content)
+	switch in.Encoding {
+	case "", "text", "utf-8":
+	case api.EncodingBase64:
+		var err error
+		if data, err = base64.StdEncoding.DecodeString(in.Content); err != nil {
+			return nil, writeFileOut{}, fmt.Errorf("content is not base64: %v", err)
+		}
+	default:
+		return nil, writeFileOut{}, fmt.Errorf("encoding %q: use base64, or leave it out for text", in.Encoding)
+	}
+	var mode uint32
+	if in.Mode != "" {
+		if _, err := fmt.Sscanf(in.Mode, "%o", &mode); err != nil || mode > 0o777 {
+			return nil, writeFileOut{}, fmt.Errorf("mode %q: give octal permissions such as 0644 or 0755", in.Mode)
+		}
+	}
+	w, err := t.c.PutFile(ctx, in.SessionID, in.Path, bytes.NewReader(data), mode)
+	if err != nil {
+		return nil, writeFileOut{}, failure(err)
+	}
+	return nil, writeFileOut{Path: w.Path, Size: w.Size}, nil
+}
+
+type readFileIn struct {
+	SessionID string `json:"session_id" jsonschema:"the id create_session returned"`
+	Path      string `json:"path" jsonschema:"path relative to /workspace"`
+	MaxBytes  int    `json:"max_bytes,omitempty" jsonschema:"most bytes to return; default 262144"`
+}
+
+type readFileOut struct {
+	Path      string `json:"path"`
+	Content   string `json:"content"`
+	Encoding  string `json:"encoding,omitempty" jsonschema:"base64 when the file is not UTF-8 text"`
+	Truncated bool   `json:"truncated" jsonschema:"the file is longer than max_bytes"`
+}
+
+func (t tools) readFile(ctx context.Context, _ *mcp.CallToolRequest, in readFileIn) (*mcp.CallToolResult, readFileOut, error) {
+	limit := in.MaxBytes
+	if limit <= 0 {
+		limit = maxRead
+	}
+	body, contentType, err := t.c.GetFile(ctx, in.SessionID, in.Path)
+	if err != nil {
+		return nil, readFileOut{}, failure(err)
+	}
+	defer body.Close()
+	if contentType == api.ContentTypeTar {
+		return nil, readFileOut{}, fmt.Errorf("%s is a directory: use list_files", in.Path)
+	}
+	data, err := io.ReadAll(io.LimitReader(body, int64(limit)+1))
+	if err != nil {
+		return nil, readFileOut{}, err
+	}
+	out := readFileOut{Path: in.Path, Truncated: len(data) > limit}
+	data = data[:min(len(data), limit)]
+	if utf8.Valid(data) {
+		out.Content = string(data)
+	} else {
+		out.Content, out.Encoding = base64.StdEncoding.EncodeToString(data), api.EncodingBase64
+	}
+	return nil, out, nil
+}
+
+type listFilesIn struct {
+	SessionID string `json:"session_id" jsonschema:"the id create_session returned"`
+	Path      string `json:"path,omitempty" jsonschema:"directory relative to /workspace; default the workspace itself"`
+	Recursive bool   `json:"recursive,omitempty" jsonschema:"list subdirectories too"`
+}
+
+// Entry is one file of a listing.
+type Entry struct {
+	Path   string `json:"path" jsonschema:"relative to /workspace"`
+	Type   string `json:"type" jsonschema:"file, dir, symlink, fifo, socket or device"`
+	Size   int64  `json:"size"`
+	Mode   string `json:"mode"`
+	Target string `json:"target,omitempty" jsonschema:"where a symlink points"`
+}
+
+type listFilesOut struct {
+	Entries []Entry `json:"entries"`
+}
+
+func (t tools) listFiles(ctx context.Context, _ *mcp.CallToolRequest, in listFilesIn) (*mcp.CallToolResult, listFilesOut, error) {
+	l, err := t.c.ListFiles(ctx, in.SessionID, in.Path, in.Recursive)
+	if err != nil {
+		return nil, listFilesOut{}, failure(err)
+	}
+	out := listFilesOut{Entries: []Entry{}}
+	for _, e := range l.Entries {
+		out.Entries = append(out.Entries, Entry{Path: e.Path, Type: e.Type, Size: e.Size, Mode: e.Mode, Target: e.Target})
+	}
+	return nil, out, nil
+}
