@@ -15,8 +15,8 @@ import (
 // tools/call.
 type mcpAnswer struct {
 	Tools []struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description"`
+		Name        string `json:"name"`
+		Description string `json:"description"`
 		InputSchema struct {
 			Type string `json:"type"`
 		} `json:"inputSchema"`
