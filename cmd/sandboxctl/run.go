@@ -22,7 +22,7 @@ func newRunCmd(g *globals) *cobra.Command {
 	var (
 		lang, stdinPath, memory string
 		timeout                 time.Duration
-		asJSON                  bool
+		asJSON, markdown        bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run [flags] FILE|- [-- ARGS...]",
@@ -30,12 +30,32 @@ func newRunCmd(g *globals) *cobra.Command {
 		Long: `Run a program once in a fresh sandbox and stream its output.
 
 The language comes from the file's extension unless --lang is given.
+
+With --markdown, FILE is a Markdown document (a chat answer, a README):
+its fenced code blocks run one after another, each in the language of its
+fence (python, js, ts, go, bash, ...), in a session per language, so a
+block sees what the blocks before it in its language left in /workspace;
+shell blocks (bash, sh) run in the session the block before them used.
+Blocks in other languages are skipped with a note. The exit code is that
+of the first block that failed.
 The exit code is the program's; 124 on timeout, 137 when killed for memory,
 125 when sandboxctl or sandboxd failed.`,
 		Example: `  sandboxctl run hello.py
   echo 'console.log(1)' | sandboxctl run --lang node -
-  sandboxctl run --stdin input.txt --timeout 2s --memory 128m main.py -- arg1 arg2`,
+  sandboxctl run --stdin input.txt --timeout 2s --memory 128m main.py -- arg1 arg2
+  sandboxctl run --markdown answer.md`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if markdown {
+				if len(args) != 1 || cmd.ArgsLenAtDash() >= 0 || stdinPath != "" {
+					return fail("run --markdown takes one FILE (or - for stdin) and no program arguments or --stdin")
+				}
+				limits, err := memoryLimit(memory)
+				if err != nil {
+					return err
+				}
+				md := &markdownRun{c: g.client(), asJSON: asJSON, timeout: timeout, limits: limits, unlabeled: lang}
+				return md.runDocument(cmd.Context(), args[0])
+			}
 			if dash := cmd.ArgsLenAtDash(); dash >= 0 && dash != 1 || dash < 0 && len(args) != 1 {
 				return fail("run takes one FILE (or - for stdin), then -- and the program's arguments")
 			}
@@ -54,12 +74,8 @@ The exit code is the program's; 124 on timeout, 137 when killed for memory,
 				}
 			}
 			req.Timeout = api.Duration(timeout)
-			if memory != "" {
-				n, err := api.ParseByteSize(memory)
-				if err != nil {
-					return fail("--memory: %v", err)
-				}
-				req.Limits = &api.Limits{Memory: api.ByteSize(n)}
+			if req.Limits, err = memoryLimit(memory); err != nil {
+				return err
 			}
 			c := g.client()
 			return execute(asJSON,
@@ -73,7 +89,20 @@ The exit code is the program's; 124 on timeout, 137 when killed for memory,
 	f.DurationVar(&timeout, "timeout", 0, "deadline, e.g. 2s (default: the daemon's)")
 	f.StringVar(&memory, "memory", "", "memory limit, e.g. 128m (default: the daemon's)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON instead of streaming the output")
+	f.BoolVar(&markdown, "markdown", false, "run the fenced code blocks of a Markdown document (e.g. a chat answer) one after another, each in its fence's language; --lang is for blocks without one")
 	return cmd
+}
+
+// memoryLimit is the limits a --memory flag asks for; nil without one.
+func memoryLimit(memory string) (*api.Limits, error) {
+	if memory == "" {
+		return nil, nil
+	}
+	n, err := api.ParseByteSize(memory)
+	if err != nil {
+		return nil, fail("--memory: %v", err)
+	}
+	return &api.Limits{Memory: api.ByteSize(n)}, nil
 }
 
 func readInput(name string) ([]byte, error) {
