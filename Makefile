@@ -11,11 +11,11 @@ LANGS   := python node typescript go java ruby php bash c cpp rust generic
 POLICIES := limits patterns secrets commands example
 IMAGES  := python node go java ruby php bash c rust lua
 
-# The MCP client the end-to-end tests drive `sandboxctl mcp` with, pinned
-# by its lockfile.
-MCP_CLIENT := e2e/mcpclient/node_modules/.bin/mcp-inspector
+# Tools from npm the end-to-end tests use (an MCP client, an OpenAPI
+# validator), pinned by their lockfile.
+NPM_TOOLS := e2e/npm/node_modules/.package-lock.json
 
-.PHONY: all build engine images mcp-client run test unit bench proto clean
+.PHONY: all build engine images npm-tools run test unit bench proto clean
 
 all: build
 
@@ -32,10 +32,10 @@ engine:
 images: engine
 	@bash images/build.sh $(IMAGES)
 
-mcp-client: $(MCP_CLIENT)
+npm-tools: $(NPM_TOOLS)
 
-$(MCP_CLIENT): e2e/mcpclient/package-lock.json
-	cd e2e/mcpclient && npm ci --no-audit --no-fund --loglevel=error
+$(NPM_TOOLS): e2e/npm/package-lock.json
+	cd e2e/npm && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
 run: build images
@@ -43,7 +43,7 @@ run: build images
 
 # Unit tests need nothing; the end-to-end tests need the engine and images,
 # and fail (never skip) without them when CI=true.
-test: build images mcp-client
+test: build images npm-tools
 	$(GO) test -count=1 -timeout 15m ./...
 
 unit:

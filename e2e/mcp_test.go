@@ -56,7 +56,7 @@ type mcpResult struct {
 // registry (the MCP inspector's CLI), one process per call as an agent's
 // host would start it, through a whole agent's flow.
 func TestMCP(t *testing.T) {
-	inspector := testutil.MCPClient(t)
+	inspector := testutil.NPMTool(t, "node_modules/.bin/mcp-inspector")
 	d := testutil.StartDaemon(t, testutil.Options{Languages: pythonOnly, Extra: `
 policy "limits" {}
 policy "patterns" {}

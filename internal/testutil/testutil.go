@@ -97,13 +97,14 @@ func RequireDocker(t testing.TB, images ...string) {
 	}
 }
 
-// MCPClient returns the MCP inspector CLI that `make mcp-client` installs,
-// skipping the test without it (failing it when CI=true).
-func MCPClient(t testing.TB) string {
+// NPMTool returns the path of a file of the npm tools `make npm-tools`
+// installs in e2e/npm (e.g. node_modules/.bin/mcp-inspector), skipping
+// the test without it (failing it when CI=true).
+func NPMTool(t testing.TB, name string) string {
 	t.Helper()
-	p := filepath.Join(repoRoot(), "e2e", "mcpclient", "node_modules", ".bin", "mcp-inspector")
+	p := filepath.Join(repoRoot(), "e2e", "npm", name)
 	if _, err := os.Stat(p); err != nil {
-		missing(t, "the MCP inspector is not installed; run `make mcp-client`")
+		missing(t, fmt.Sprintf("%s is not installed; run `make npm-tools`", name))
 	}
 	return p
 }

@@ -1,0 +1,109 @@
+package server
+
+import (
+	"net/http"
+	"reflect"
+
+	"github.com/sandboxd/sandboxd/api"
+)
+
+// route is one endpoint: the mux pattern and handler, and what the
+// OpenAPI document says of it. The mux and the document are both made
+// from this table, so neither can list an endpoint the other lacks.
+type route struct {
+	pattern string // "METHOD /path/{param}"
+	serve   func(*handler, http.ResponseWriter, *http.Request)
+	id      string // operationId
+	summary string
+	query   []param
+	request content      // zero: no body
+	status  int          // on success
+	result  content      // zero: no body
+	events  reflect.Type // the NDJSON event a client gets with Accept: application/x-ndjson
+}
+
+// content is a body: JSON of a type, or raw bytes of the media types.
+type content struct {
+	json  reflect.Type
+	media []string
+}
+
+func jsonOf[T any]() content { return content{json: reflect.TypeFor[T]()} }
+
+var (
+	fileBytes    = content{media: []string{"application/octet-stream"}}
+	fileOrTar    = content{media: []string{"application/octet-stream", api.ContentTypeTar}}
+	prometheus   = content{media: []string{"text/plain"}}
+	executionEvt = reflect.TypeFor[api.Event]()
+)
+
+type param struct{ name, typ, description string }
+
+// routes is the API, in the order the document lists it. (A function, not
+// a variable: the openAPI handler it names reads it.)
+func routes() []route {
+	return []route{
+		{pattern: "GET /v1/health", serve: (*handler).health, id: "health", status: 200, result: jsonOf[api.Health](),
+			summary: "The daemon's health: Docker, plugins and pools (503 when degraded, with the same body)."},
+		{pattern: "GET /v1/languages", serve: (*handler).languages, id: "listLanguages", status: 200, result: jsonOf[api.LanguageList](),
+			summary: "The configured languages: names, aliases, extensions, images, versions, limits and pools."},
+		{pattern: "GET /v1/pools", serve: (*handler).pools, id: "listPools", status: 200, result: jsonOf[map[string]api.PoolStats](),
+			summary: "The warm pools by language."},
+		{pattern: "GET /v1/plugins", serve: (*handler).plugins, id: "listPlugins", status: 200, result: jsonOf[api.PluginList](),
+			summary: "The language and policy plugins, with versions and health."},
+		{pattern: "GET /v1/stats", serve: (*handler).stats, id: "stats", status: 200, result: jsonOf[api.Stats](),
+			summary: "Counters since start: executions by outcome, pools, policy rules, sessions."},
+		{pattern: "GET /v1/executions", serve: (*handler).executions, id: "listExecutions", status: 200, result: jsonOf[api.ExecutionList](),
+			summary: "Recorded executions, newest first.",
+			query: []param{{"limit", "integer", "at most this many, 1 to 1000 (default 100)"},
+				{"language", "string", "only this language's"}, {"before", "string", "only those older than this execution id (paging)"}}},
+		{pattern: "POST /v1/run", serve: (*handler).run, id: "run", request: jsonOf[api.RunRequest](), status: 200, result: jsonOf[api.RunResult](), events: executionEvt,
+			summary: "Run a program once in a fresh warm sandbox. With Accept: application/x-ndjson, output streams as events, then the result."},
+		{pattern: "POST /v1/validate", serve: (*handler).validate, id: "validate", request: jsonOf[api.ValidateRequest](), status: 200, result: jsonOf[api.ValidateResult](),
+			summary: "Judge a program or a session command by the policies without running it."},
+		{pattern: "POST /v1/images/build", serve: (*handler).buildImages, id: "buildImages", request: jsonOf[api.ImageBuildRequest](), status: 200, result: jsonOf[api.ImageBuildResult](),
+			events:  reflect.TypeFor[api.ImageBuildEvent](),
+			summary: "Build the languages' images (and their packages). With Accept: application/x-ndjson, build output streams as progress events."},
+		{pattern: "POST /v1/sessions", serve: (*handler).createSession, id: "createSession", request: jsonOf[api.SessionRequest](), status: 201, result: jsonOf[api.Session](),
+			summary: "Create a session: a sandbox of one's own that keeps /workspace across executions."},
+		{pattern: "GET /v1/sessions", serve: (*handler).sessions, id: "listSessions", status: 200, result: jsonOf[api.SessionList](),
+			summary: "Live and lost sessions, oldest first."},
+		{pattern: "GET /v1/sessions/{id}", serve: (*handler).session, id: "getSession", status: 200, result: jsonOf[api.Session](),
+			summary: "One session."},
+		{pattern: "DELETE /v1/sessions/{id}", serve: (*handler).deleteSession, id: "deleteSession", status: 204,
+			summary: "Close a session and remove its sandbox."},
+		{pattern: "POST /v1/sessions/{id}/exec", serve: (*handler).exec, id: "exec", request: jsonOf[api.ExecRequest](), status: 200, result: jsonOf[api.RunResult](), events: executionEvt,
+			summary: "Run a command (argv) or a program in the session's language in a session. Streams like run."},
+		{pattern: "POST /v1/sessions/{id}/reset", serve: (*handler).reset, id: "resetSession", status: 200, result: jsonOf[api.Session](),
+			summary: "Give a session a fresh sandbox: files and processes are gone, the id stays."},
+		{pattern: "GET /v1/sessions/{id}/files", serve: (*handler).listFiles, id: "listFiles", status: 200, result: jsonOf[api.FileList](),
+			summary: "List a directory of the session's workspace; links are reported, never followed.",
+			query:   []param{{"path", "string", "directory relative to /workspace (default: the workspace)"}, {"recursive", "boolean", "list subdirectories too"}}},
+		{pattern: "GET /v1/sessions/{id}/files/{path...}", serve: (*handler).getFile, id: "getFile", status: 200, result: fileOrTar,
+			summary: "Download a file, or a directory as a tar archive (the content type says which)."},
+		{pattern: "PUT /v1/sessions/{id}/files/{path...}", serve: (*handler).putFile, id: "putFile", request: fileBytes, status: 201, result: jsonOf[api.FileWritten](),
+			summary: "Upload a file (parent directories are made).",
+			query:   []param{{"mode", "string", "octal permission bits, e.g. 0755 (default 0644)"}}},
+		{pattern: "DELETE /v1/sessions/{id}/files/{path...}", serve: (*handler).deleteFile, id: "deleteFile", status: 204,
+			summary: "Remove a file or a directory tree."},
+		{pattern: "POST /v1/projects", serve: (*handler).createProject, id: "createProject", request: jsonOf[api.ProjectRequest](), status: 201, result: jsonOf[api.Project](),
+			summary: "Create a project: files that sessions see read-only at /workspace/project_files."},
+		{pattern: "GET /v1/projects", serve: (*handler).projects, id: "listProjects", status: 200, result: jsonOf[api.ProjectList](),
+			summary: "The projects."},
+		{pattern: "GET /v1/projects/{id}", serve: (*handler).project, id: "getProject", status: 200, result: jsonOf[api.Project](),
+			summary: "One project, by id or name."},
+		{pattern: "DELETE /v1/projects/{id}", serve: (*handler).deleteProject, id: "deleteProject", status: 204,
+			summary: "Delete a project and its files."},
+		{pattern: "POST /v1/projects/{id}/files", serve: (*handler).addProjectFile, id: "addProjectFile", request: fileBytes, status: 201, result: jsonOf[api.ProjectFile](),
+			summary: "Add a file to a project.",
+			query:   []param{{"name", "string", "the file's name in the project"}, {"overwrite", "boolean", "replace a file of that name"}}},
+		{pattern: "GET /v1/projects/{id}/files/{name...}", serve: (*handler).getProjectFile, id: "getProjectFile", status: 200, result: fileBytes,
+			summary: "Download a project file."},
+		{pattern: "DELETE /v1/projects/{id}/files/{name...}", serve: (*handler).deleteProjectFile, id: "deleteProjectFile", status: 204,
+			summary: "Remove a project file."},
+		{pattern: "GET /v1/openapi.json", serve: (*handler).openAPI, id: "openAPI", status: 200, result: content{media: []string{"application/json"}},
+			summary: "This document."},
+		{pattern: "GET /metrics", serve: (*handler).metrics, id: "metrics", status: 200, result: prometheus,
+			summary: "Prometheus metrics, in the text exposition format."},
+	}
+}
