@@ -1,7 +1,16 @@
 // Package client is the public Go client of sandboxd's v1 API over its Unix
-// socket. sandboxctl uses nothing else. API failures come back as
-// *api.Error (with its stable Code); a daemon that cannot be reached comes
-// back as ErrUnreachable.
+// socket; sandboxctl uses nothing else. Requests and results are the
+// types of package api.
+//
+//	c := client.New("") // $SANDBOXD_SOCKET, else /run/sandboxd/sandboxd.sock
+//	res, err := c.Run(ctx, api.RunRequest{Language: "python", Code: "print(6*7)"})
+//
+// Run and RunStream run a program once in a fresh sandbox; CreateSession
+// gives a sandbox of one's own, used with Exec, PutFile, GetFile and
+// ListFiles until DeleteSession. API failures come back as *api.Error,
+// whose Code is stable (errors.As, then switch on Code; a policy denial
+// carries its Findings); a daemon that cannot be reached comes back as
+// ErrUnreachable. A Client is safe for concurrent use.
 package client
 
 import (
@@ -16,6 +25,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 
 	"github.com/sandboxd/sandboxd/api"
@@ -33,8 +43,12 @@ type Client struct {
 	http   *http.Client
 }
 
-// New returns a client for the daemon on socket (DefaultSocket if empty).
+// New returns a client for the daemon on socket; empty means the
+// SANDBOXD_SOCKET environment variable, else DefaultSocket.
 func New(socket string) *Client {
+	if socket == "" {
+		socket = os.Getenv("SANDBOXD_SOCKET")
+	}
 	if socket == "" {
 		socket = DefaultSocket
 	}

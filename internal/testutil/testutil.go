@@ -18,7 +18,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/sandboxd/sandboxd/client"
@@ -33,9 +32,74 @@ var (
 	buildErr  error
 )
 
+// T is what these helpers need of a test: a *testing.T, or a Main for a
+// TestMain that shares one daemon between tests (example tests).
+type T interface {
+	Helper()
+	TempDir() string
+	Cleanup(func())
+	Errorf(format string, args ...any)
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Logf(format string, args ...any)
+	Skip(args ...any)
+	Failed() bool
+}
+
+// Main is a T for TestMain: Close runs the cleanups; Fatal and Skip end
+// the process (after them), as there is no test to end.
+type Main struct {
+	cleanups []func()
+	failed   bool
+}
+
+func (m *Main) Helper() {}
+
+func (m *Main) TempDir() string {
+	d, err := os.MkdirTemp("", "sandboxd-main-")
+	if err != nil {
+		m.Fatal(err)
+	}
+	m.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+func (m *Main) Cleanup(f func()) { m.cleanups = append(m.cleanups, f) }
+
+func (m *Main) Errorf(format string, args ...any) {
+	m.failed = true
+	m.Logf(format, args...)
+}
+
+func (m *Main) Fatal(args ...any) { m.Fatalf("%s", fmt.Sprint(args...)) }
+
+func (m *Main) Fatalf(format string, args ...any) {
+	m.Errorf(format, args...)
+	m.Close()
+	os.Exit(1)
+}
+
+func (m *Main) Logf(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+
+func (m *Main) Skip(args ...any) {
+	m.Logf("skipped: %s", fmt.Sprint(args...))
+	m.Close()
+	os.Exit(0)
+}
+
+func (m *Main) Failed() bool { return m.failed }
+
+// Close runs the cleanups, last first.
+func (m *Main) Close() {
+	for i := len(m.cleanups) - 1; i >= 0; i-- {
+		m.cleanups[i]()
+	}
+	m.cleanups = nil
+}
+
 // Binaries builds sandboxd, sandboxctl, sandbox-init and the shipped plugins
 // into a directory shared by the whole test process, and returns it.
-func Binaries(t testing.TB) string {
+func Binaries(t T) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		root := repoRoot()
@@ -82,7 +146,7 @@ func repoRoot() string {
 
 // RequireDocker skips the test without a Docker engine, or fails it when
 // CI=true: an end-to-end test must never pass without the real engine.
-func RequireDocker(t testing.TB, images ...string) {
+func RequireDocker(t T, images ...string) {
 	t.Helper()
 	out, err := exec.Command("docker", "version", "--format", "{{.Server.Version}}").CombinedOutput()
 	if err != nil {
@@ -100,7 +164,7 @@ func RequireDocker(t testing.TB, images ...string) {
 // NPMTool returns the path of a file of the npm tools `make npm-tools`
 // installs in e2e/npm (e.g. node_modules/.bin/mcp-inspector), skipping
 // the test without it (failing it when CI=true).
-func NPMTool(t testing.TB, name string) string {
+func NPMTool(t T, name string) string {
 	t.Helper()
 	p := filepath.Join(repoRoot(), "e2e", "npm", name)
 	if _, err := os.Stat(p); err != nil {
@@ -109,7 +173,7 @@ func NPMTool(t testing.TB, name string) string {
 	return p
 }
 
-func missing(t testing.TB, why string) {
+func missing(t T, why string) {
 	t.Helper()
 	if os.Getenv("CI") == "true" {
 		t.Fatalf("CI=true and %s", why)
@@ -127,7 +191,7 @@ type Daemon struct {
 	RunID    string
 	cmd      *exec.Cmd
 	done     chan error
-	t        testing.TB
+	t        T
 }
 
 // Options shape a test daemon's config.
@@ -165,7 +229,7 @@ language "node" {
 
 // StartDaemon writes a config and starts sandboxd; it returns once the
 // daemon answers /v1/health. Cleanup stops it and removes its containers.
-func StartDaemon(t testing.TB, opts Options) *Daemon {
+func StartDaemon(t T, opts Options) *Daemon {
 	t.Helper()
 	RequireDocker(t, "sandboxd/python:latest", "sandboxd/node:latest")
 	bin := Binaries(t)
@@ -325,7 +389,7 @@ func (d *Daemon) signal(sig syscall.Signal, wait time.Duration) {
 }
 
 // Containers lists the ids of containers (running or not) with a label.
-func Containers(t testing.TB, label string) []string {
+func Containers(t T, label string) []string {
 	t.Helper()
 	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label="+label).Output()
 	if err != nil {
@@ -335,7 +399,7 @@ func Containers(t testing.TB, label string) []string {
 }
 
 // RemoveTestContainers force-removes every container of a test run.
-func RemoveTestContainers(t testing.TB, runID string) {
+func RemoveTestContainers(t T, runID string) {
 	ids := Containers(t, TestLabel+"="+runID)
 	if len(ids) == 0 {
 		return
