@@ -15,7 +15,16 @@ IMAGES  := python node go java ruby php bash c rust lua
 # validator), pinned by their lockfile.
 NPM_TOOLS := e2e/npm/node_modules/.package-lock.json
 
-.PHONY: all build engine images npm-tools run test unit bench proto clean
+# make install: standard paths under PREFIX; DESTDIR for packaging.
+PREFIX     ?= /usr/local
+SYSCONFDIR ?= /etc
+UNITDIR    ?= /etc/systemd/system
+LIBDIR     := $(PREFIX)/lib/sandboxd
+SHAREDIR   := $(PREFIX)/share
+# Members of this group may use the socket (mode 0660).
+SOCKET_GROUP ?= sandboxd
+
+.PHONY: all build engine images npm-tools run test unit bench proto install clean
 
 all: build
 
@@ -55,6 +64,30 @@ bench: build images
 proto:
 	cd plugins/language/proto && protoc --go_out=. --go_opt=paths=source_relative \
 		--go-grpc_out=. --go-grpc_opt=paths=source_relative language.proto
+
+# Binaries, plugins, Dockerfiles, the config (kept if present, with
+# socket_group set), the systemd unit, shell completions and the group.
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBDIR)/plugins $(DESTDIR)$(SHAREDIR)/sandboxd/images \
+		$(DESTDIR)$(SYSCONFDIR)/sandboxd $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SHAREDIR)/bash-completion/completions \
+		$(DESTDIR)$(SHAREDIR)/zsh/site-functions $(DESTDIR)$(SHAREDIR)/fish/vendor_completions.d
+	install -m 0755 $(BIN)/sandboxd $(BIN)/sandboxctl $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 $(BIN)/sandbox-init $(DESTDIR)$(LIBDIR)/
+	install -m 0755 $(PLUGINS)/* $(DESTDIR)$(LIBDIR)/plugins/
+	cp -r $(wildcard images/*/) $(DESTDIR)$(SHAREDIR)/sandboxd/images/
+	test -e $(DESTDIR)$(SYSCONFDIR)/sandboxd/sandboxd.hcl || sed \
+		-e 's|^plugin_dir *=.*|plugin_dir = "$(LIBDIR)/plugins"|' \
+		-e 's|^supervisor *=.*|supervisor = "$(LIBDIR)/sandbox-init"|' \
+		-e 's|^images_dir *=.*|images_dir = "$(SHAREDIR)/sandboxd/images"|' \
+		-e 's|^# *socket_group *=.*|socket_group = "$(SOCKET_GROUP)"|' \
+		sandboxd.hcl > $(DESTDIR)$(SYSCONFDIR)/sandboxd/sandboxd.hcl
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|/etc/sandboxd/|$(SYSCONFDIR)/sandboxd/|g' packaging/sandboxd.service > $(DESTDIR)$(UNITDIR)/sandboxd.service
+	$(BIN)/sandboxctl completion bash > $(DESTDIR)$(SHAREDIR)/bash-completion/completions/sandboxctl
+	$(BIN)/sandboxctl completion zsh > $(DESTDIR)$(SHAREDIR)/zsh/site-functions/_sandboxctl
+	$(BIN)/sandboxctl completion fish > $(DESTDIR)$(SHAREDIR)/fish/vendor_completions.d/sandboxctl.fish
+	@if [ -z "$(DESTDIR)" ] && ! getent group $(SOCKET_GROUP) >/dev/null; then groupadd --system $(SOCKET_GROUP); fi
+	@echo "installed. Start it: systemctl daemon-reload && systemctl enable --now sandboxd"
+	@echo "Let a user use it: usermod -aG $(SOCKET_GROUP) USER (then log in again)"
 
 clean:
 	rm -rf $(BIN)

@@ -2,6 +2,7 @@
 # Relative paths are taken from this file's directory.
 
 socket     = "/run/sandboxd/sandboxd.sock"
+# socket_group = "sandboxd"  # its members may use the socket (mode 0660); make install sets it
 state_dir  = "/var/lib/sandboxd"
 plugin_dir = "bin/plugins"
 supervisor = "bin/sandbox-init"

@@ -27,6 +27,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"syscall"
 
 	"github.com/sandboxd/sandboxd/api"
 )
@@ -95,6 +96,9 @@ func (c *Client) doRaw(ctx context.Context, method, path string, body io.Reader,
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if errors.Is(err, syscall.EACCES) {
+			return nil, fmt.Errorf("%w at %s: permission denied: use it as a member of the socket's group (sudo usermod -aG sandboxd $USER, then log in again) or as root", ErrUnreachable, c.socket)
 		}
 		return nil, fmt.Errorf("%w at %s: %v (is it running? start it with `make run` or `sandboxd --config sandboxd.hcl`)", ErrUnreachable, c.socket, errors.Unwrap(err))
 	}

@@ -7,6 +7,7 @@ package config
 import (
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -23,11 +24,14 @@ import (
 
 // Config is a validated configuration with every default filled in.
 type Config struct {
-	Path      string // the file it came from
-	Socket    string
-	StateDir  string
-	PluginDir string
-	ImagesDir string // Dockerfiles per image: images/<name>/Dockerfile builds sandboxd/<name>
+	Path   string // the file it came from
+	Socket string
+	// SocketGroup owns the socket (mode 0660), so that its members may
+	// use sandboxd; empty leaves it to the daemon's group.
+	SocketGroup string
+	StateDir    string
+	PluginDir   string
+	ImagesDir   string // Dockerfiles per image: images/<name>/Dockerfile builds sandboxd/<name>
 	// BuildCAFile is the CA bundle image builds trust for HTTPS while
 	// they install packages: by default the host's own, so that builds
 	// behind a TLS-inspecting proxy reach the registries the host does.
@@ -147,6 +151,7 @@ func defaultPool() Pool { return Pool{MinIdle: 2, Max: 16, QueueTimeout: 5 * tim
 // Builtin supplies what is missing; Body fields keep ranges for errors.
 type fileSchema struct {
 	Socket     *string          `hcl:"socket,optional"`
+	SocketGrp  *string          `hcl:"socket_group,optional"`
 	StateDir   *string          `hcl:"state_dir,optional"`
 	PluginDir  *string          `hcl:"plugin_dir,optional"`
 	ImagesDir  *string          `hcl:"images_dir,optional"`
@@ -311,6 +316,13 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 		return p
 	}
 	setString(&cfg.Socket, fs.Socket)
+	setString(&cfg.SocketGroup, fs.SocketGrp)
+	if cfg.SocketGroup != "" {
+		if _, err := user.LookupGroup(cfg.SocketGroup); err != nil {
+			v.fail(fs.Body, "socket_group", fmt.Sprintf("is %q, which is no group on this machine", cfg.SocketGroup),
+				"an existing group: create it (groupadd --system "+cfg.SocketGroup+"), or leave socket_group out")
+		}
+	}
 	setString(&cfg.StateDir, fs.StateDir)
 	setString(&cfg.PluginDir, fs.PluginDir)
 	setString(&cfg.ImagesDir, fs.ImagesDir)

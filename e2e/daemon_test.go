@@ -117,6 +117,7 @@ func TestConfigErrorsNameFileLineAndField(t *testing.T) {
 		{"defaults {\n  network = \"host\"\n}\nlanguage \"python\" {}", `only "none" is supported`},
 		{`socket = "/tmp/x.sock"`, `no language blocks`},
 		{`language "python" {`, `x.hcl:1,`},
+		{"socket_group = \"no-such-group\"\nlanguage \"python\" {}", `x.hcl:1,1: "socket_group" is "no-such-group", which is no group on this machine; an existing group: create it (groupadd --system no-such-group)`},
 	} {
 		dir := t.TempDir()
 		p := filepath.Join(dir, "x.hcl")

@@ -88,6 +88,7 @@ func newRoot() *cobra.Command {
 		newPluginsCmd(g), newHistoryCmd(g), newStatsCmd(g),
 		newSessionCmd(g), newExecCmd(g), newCpCmd(g), newProjectCmd(g), newImagesCmd(g), newValidateCmd(g),
 		newMCPCmd(g))
+	addCompletions(root, g)
 	return root
 }
 

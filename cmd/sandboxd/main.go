@@ -75,7 +75,7 @@ func run(cfg *config.Config, log hclog.Logger) error {
 		return err
 	}
 	defer store.Close()
-	ln, err := server.Listen(cfg.Socket)
+	ln, err := server.Listen(cfg.Socket, cfg.SocketGroup)
 	if err != nil {
 		return err
 	}
