@@ -1,10 +1,13 @@
 // Package api holds the v1 wire contract of sandboxd: the JSON bodies of
 // every endpoint, the streaming events and the stable error codes. The
 // daemon's server and the public Go client both use it; it has no logic
-// beyond encoding.
+// beyond encoding (and writing a finding as compilers do).
 package api
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Stable error codes.
 const (
@@ -103,6 +106,24 @@ type Finding struct {
 	Line     int    `json:"line,omitempty"`
 	Column   int    `json:"column,omitempty"`
 	Snippet  string `json:"snippet,omitempty"` // the line, secrets masked
+}
+
+// Location is where a finding is: "file:line:col", the file alone, or "".
+func (f Finding) Location() string {
+	if f.Line > 0 {
+		return fmt.Sprintf("%s:%d:%d", f.File, f.Line, f.Column)
+	}
+	return f.File
+}
+
+// String is the finding as compilers write theirs:
+// "file:line:col: severity policy/rule: message".
+func (f Finding) String() string {
+	where := f.Location()
+	if where != "" {
+		where += ": "
+	}
+	return fmt.Sprintf("%s%s %s/%s: %s", where, f.Severity, f.Policy, f.Rule, f.Message)
 }
 
 // RuleStats counts one policy rule's findings, and the requests it denied.

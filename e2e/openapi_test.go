@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
 	"os/exec"
 	"regexp"
@@ -53,10 +52,7 @@ type conformance struct {
 }
 
 func newConformance(t *testing.T, socket string) *conformance {
-	c := &conformance{t: t, schemas: map[string]*jsonschema.Resolved{}, covered: map[string]bool{},
-		hc: &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", socket)
-		}}}}
+	c := &conformance{t: t, schemas: map[string]*jsonschema.Resolved{}, covered: map[string]bool{}, hc: unixHTTP(socket)}
 	_, body := c.do("GET", "/v1/openapi.json", "", nil, "")
 	if err := json.Unmarshal(body, &c.doc); err != nil || !strings.HasPrefix(c.doc.OpenAPI, "3.") {
 		t.Fatalf("the document: %v (openapi %q)", err, c.doc.OpenAPI)

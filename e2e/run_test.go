@@ -288,17 +288,21 @@ func rawPost(t *testing.T, socket, path, body, accept string) (int, string) {
 	return rawRequest(t, socket, http.MethodPost, path, body, accept)
 }
 
+// unixHTTP is an HTTP client of the daemon's socket.
+func unixHTTP(socket string) *http.Client {
+	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", socket)
+	}}}
+}
+
 // rawRequest sends one request to the daemon's socket, without the client.
 func rawRequest(t *testing.T, socket, method, path, body, accept string) (int, string) {
 	t.Helper()
-	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, "unix", socket)
-	}}}
 	req, _ := http.NewRequest(method, "http://x"+path, strings.NewReader(body))
 	if accept != "" {
 		req.Header.Set("Accept", accept)
 	}
-	resp, err := hc.Do(req)
+	resp, err := unixHTTP(socket).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

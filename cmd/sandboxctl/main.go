@@ -106,18 +106,10 @@ func apiFailure(err error) error {
 	return fail("%v", err)
 }
 
-// printFindings writes policy findings one per line, as compilers do:
-// "file:line:col: severity policy/rule: message".
+// printFindings writes policy findings one per line, as compilers do.
 func printFindings(w io.Writer, prefix string, findings []api.Finding) {
 	for _, f := range findings {
-		where := ""
-		switch {
-		case f.Line > 0:
-			where = fmt.Sprintf("%s:%d:%d: ", f.File, f.Line, f.Column)
-		case f.File != "":
-			where = f.File + ": "
-		}
-		fmt.Fprintf(w, "%s%s%s %s/%s: %s\n", prefix, where, f.Severity, f.Policy, f.Rule, f.Message)
+		fmt.Fprintf(w, "%s%s\n", prefix, f)
 	}
 }
 

@@ -113,11 +113,7 @@ type Finding struct {
 func findings(fs []api.Finding) []Finding {
 	out := make([]Finding, 0, len(fs))
 	for _, f := range fs {
-		where := f.File
-		if f.Line > 0 {
-			where = fmt.Sprintf("%s:%d:%d", f.File, f.Line, f.Column)
-		}
-		out = append(out, Finding{Severity: f.Severity, Rule: f.Policy + "/" + f.Rule, Message: f.Message, Where: where})
+		out = append(out, Finding{Severity: f.Severity, Rule: f.Policy + "/" + f.Rule, Message: f.Message, Where: f.Location()})
 	}
 	return out
 }
@@ -136,14 +132,15 @@ func failure(err error) error {
 		return err
 	}
 	msg := ae.Message
-	for _, f := range findings(ae.Findings) {
-		msg += fmt.Sprintf("\n%s: %s %s: %s", f.Where, f.Severity, f.Rule, f.Message)
+	for _, f := range ae.Findings {
+		msg += "\n" + f.String()
 	}
 	return errors.New(msg)
 }
 
-func timeout(seconds float64) api.Duration {
-	return api.Duration(time.Duration(seconds * float64(time.Second)))
+// seconds is a tool argument in seconds as an API duration.
+func seconds(n float64) api.Duration {
+	return api.Duration(time.Duration(n * float64(time.Second)))
 }
 
 // Language is a language sandboxd runs.
@@ -191,7 +188,7 @@ type runIn struct {
 }
 
 func (t tools) run(ctx context.Context, _ *mcp.CallToolRequest, in runIn) (*mcp.CallToolResult, Result, error) {
-	req := api.RunRequest{Language: in.Language, Code: in.Code, Args: in.Args, Stdin: in.Stdin, Timeout: timeout(in.TimeoutSeconds)}
+	req := api.RunRequest{Language: in.Language, Code: in.Code, Args: in.Args, Stdin: in.Stdin, Timeout: seconds(in.TimeoutSeconds)}
 	for _, f := range in.Files {
 		req.Files = append(req.Files, api.File{Path: f.Path, Content: f.Content})
 	}
@@ -247,7 +244,7 @@ type createSessionIn struct {
 }
 
 func (t tools) createSession(ctx context.Context, _ *mcp.CallToolRequest, in createSessionIn) (*mcp.CallToolResult, Session, error) {
-	s, err := t.c.CreateSession(ctx, api.SessionRequest{Language: in.Language, TTL: timeout(in.TTLSeconds), Env: in.Env})
+	s, err := t.c.CreateSession(ctx, api.SessionRequest{Language: in.Language, TTL: seconds(in.TTLSeconds), Env: in.Env})
 	if err != nil {
 		return nil, Session{}, failure(err)
 	}
@@ -281,7 +278,7 @@ type execIn struct {
 }
 
 func (t tools) exec(ctx context.Context, _ *mcp.CallToolRequest, in execIn) (*mcp.CallToolResult, Result, error) {
-	req := api.ExecRequest{Argv: in.Argv, Code: in.Code, Stdin: in.Stdin, Cwd: in.Cwd, Timeout: timeout(in.TimeoutSeconds)}
+	req := api.ExecRequest{Argv: in.Argv, Code: in.Code, Stdin: in.Stdin, Cwd: in.Cwd, Timeout: seconds(in.TimeoutSeconds)}
 	given := 0
 	for _, set := range []bool{in.Command != "", len(in.Argv) > 0, in.Code != ""} {
 		if set {

@@ -25,7 +25,7 @@ type Figures interface {
 
 // Metrics records events and serves the exposition.
 type Metrics struct {
-	registry        *prometheus.Registry
+	handler         http.Handler
 	executions      *prometheus.CounterVec
 	queueSeconds    *prometheus.HistogramVec
 	runSeconds      *prometheus.HistogramVec
@@ -40,8 +40,9 @@ var durationBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 
 
 // New returns the metrics of a service whose figures f reports.
 func New(f Figures, version string) *Metrics {
+	registry := prometheus.NewRegistry()
 	m := &Metrics{
-		registry: prometheus.NewRegistry(),
+		handler: promhttp.HandlerFor(registry, promhttp.HandlerOpts{}),
 		executions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sandboxd_executions_total",
 			Help: "Executions by language, kind (run, exec) and outcome (ok, nonzero, timeout, oom, error, denied).",
@@ -67,7 +68,7 @@ func New(f Figures, version string) *Metrics {
 			Help: "Containers removed after use, pool trims and session ends included.",
 		}, []string{"language"}),
 	}
-	m.registry.MustRegister(m.executions, m.queueSeconds, m.runSeconds, m.startSeconds, m.containerErrors, m.removed,
+	registry.MustRegister(m.executions, m.queueSeconds, m.runSeconds, m.startSeconds, m.containerErrors, m.removed,
 		&scrape{figures: f},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -78,9 +79,7 @@ func New(f Figures, version string) *Metrics {
 }
 
 // Handler serves the exposition.
-func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
-}
+func (m *Metrics) Handler() http.Handler { return m.handler }
 
 // Executed records an execution's outcome; timings is nil for one that
 // never reached a sandbox (denied, or failed before).

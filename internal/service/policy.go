@@ -86,7 +86,7 @@ func (s *Service) judge(ctx context.Context, j judgement) (policy.Decision, *api
 	where := ""
 	switch {
 	case f.Line > 0:
-		where = fmt.Sprintf(" at %s:%d:%d", f.File, f.Line, f.Column)
+		where = " at " + f.Location()
 	case f.File != "":
 		where = " in " + f.File
 	}
