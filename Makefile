@@ -59,7 +59,7 @@ unit:
 	$(GO) test -count=1 -short ./...
 
 bench: build images
-	$(GO) run ./bench -bin $(BIN)
+	$(GO) run ./internal/bench -bin $(BIN)
 
 proto:
 	cd plugins/language/proto && protoc --go_out=. --go_opt=paths=source_relative \

@@ -10,7 +10,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/testutil"
-	"github.com/sandboxd/sandboxd/state"
+	"github.com/sandboxd/sandboxd/internal/state"
 )
 
 const pythonOnly = `

@@ -17,11 +17,11 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/sandboxd/sandboxd/config"
+	"github.com/sandboxd/sandboxd/internal/config"
 	"github.com/sandboxd/sandboxd/internal/server"
 	"github.com/sandboxd/sandboxd/internal/service"
 	"github.com/sandboxd/sandboxd/runtime/docker"
-	"github.com/sandboxd/sandboxd/state"
+	"github.com/sandboxd/sandboxd/internal/state"
 )
 
 // drainTimeout bounds shutdown: executions past it are killed with their

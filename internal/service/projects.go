@@ -16,7 +16,7 @@ import (
 	"unicode"
 
 	"github.com/sandboxd/sandboxd/api"
-	"github.com/sandboxd/sandboxd/state"
+	"github.com/sandboxd/sandboxd/internal/state"
 )
 
 // Projects are persistent file sets that sessions mount read-only at

@@ -13,11 +13,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/sandboxd/sandboxd/api"
-	"github.com/sandboxd/sandboxd/config"
+	"github.com/sandboxd/sandboxd/internal/config"
 	"github.com/sandboxd/sandboxd/plugins/language"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
-	"github.com/sandboxd/sandboxd/state"
+	"github.com/sandboxd/sandboxd/internal/state"
 )
 
 // Request bounds, beyond the operator's limits.

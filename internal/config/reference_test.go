@@ -40,7 +40,7 @@ func TestConfigReference(t *testing.T) {
 	want := map[string]bool{}
 	schemaFields(reflect.TypeFor[fileSchema](), "(top)", map[reflect.Type]bool{}, want)
 
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
