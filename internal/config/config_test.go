@@ -58,7 +58,7 @@ func TestErrorsNameFileLineAndField(t *testing.T) {
 }
 
 func TestShippedConfigIsValid(t *testing.T) {
-	cfg, err := Load("../sandboxd.hcl")
+	cfg, err := Load("../../sandboxd.hcl")
 	if err != nil {
 		t.Fatal(err)
 	}
