@@ -17,7 +17,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -270,14 +269,4 @@ func (c *Client) BuildImages(ctx context.Context, languages []string, progress f
 		}
 		return ev.Result, ev.Error, true
 	})
-}
-
-// Decode returns the bytes of event or result data given its encoding.
-func Decode(data, encoding string) []byte {
-	if encoding == api.EncodingBase64 {
-		if b, err := base64.StdEncoding.DecodeString(data); err == nil {
-			return b
-		}
-	}
-	return []byte(data)
 }

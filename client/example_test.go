@@ -64,7 +64,8 @@ func ExampleClient_RunStream() {
 		Code:     "for (const n of [1, 2, 3]) console.log(`line ${n}`)",
 	}, func(ev api.Event) {
 		if ev.Type == api.EventStdout {
-			fmt.Print(string(client.Decode(ev.Data, ev.Encoding)))
+			text, _ := api.DecodeBytes(ev.Data, ev.Encoding)
+			fmt.Print(string(text))
 		}
 	})
 	if err != nil {

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"encoding/base64"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -125,7 +123,6 @@ func readInput(name string) ([]byte, error) {
 	return data, nil
 }
 
-// readText reads input as request text: UTF-8 as is, anything else base64.
 // readProgram reads a program file (- for stdin) into a request, its
 // language from --lang or the file's extension.
 func readProgram(file, lang string) (api.RunRequest, error) {
@@ -153,15 +150,14 @@ func readProgram(file, lang string) (api.RunRequest, error) {
 	return req, nil
 }
 
+// readText reads input as request text: UTF-8 as is, anything else base64.
 func readText(name string) (text, encoding string, err error) {
 	data, err := readInput(name)
 	if err != nil {
 		return "", "", err
 	}
-	if !utf8.Valid(data) {
-		return base64.StdEncoding.EncodeToString(data), api.EncodingBase64, nil
-	}
-	return string(data), "", nil
+	text, encoding = api.EncodeBytes(data)
+	return text, encoding, nil
 }
 
 // execute runs a program or command: whole (printing the result as JSON)

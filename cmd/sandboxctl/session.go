@@ -224,7 +224,12 @@ func printEvent(ev api.Event) {
 	if ev.Type == api.EventStderr {
 		w = os.Stderr
 	}
-	_, _ = w.Write(client.Decode(ev.Data, ev.Encoding))
+	data, err := api.DecodeBytes(ev.Data, ev.Encoding)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sandboxctl: undecodable %s event: %v\n", ev.Type, err)
+		return
+	}
+	_, _ = w.Write(data)
 }
 
 // remote splits SESSION:PATH; a local path (which may hold a colon after a

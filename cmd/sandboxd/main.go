@@ -20,8 +20,8 @@ import (
 	"github.com/sandboxd/sandboxd/internal/config"
 	"github.com/sandboxd/sandboxd/internal/server"
 	"github.com/sandboxd/sandboxd/internal/service"
-	"github.com/sandboxd/sandboxd/runtime/docker"
 	"github.com/sandboxd/sandboxd/internal/state"
+	"github.com/sandboxd/sandboxd/runtime/docker"
 )
 
 // drainTimeout bounds shutdown: executions past it are killed with their

@@ -7,12 +7,10 @@ package mcpserver
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"time"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -331,16 +329,13 @@ type writeFileOut struct {
 }
 
 func (t tools) writeFile(ctx context.Context, _ *mcp.CallToolRequest, in writeFileIn) (*mcp.CallToolResult, writeFileOut, error) {
-	data := []byte(in.Content)
-	switch in.Encoding {
-	case "", "text", "utf-8":
-	case api.EncodingBase64:
-		var err error
-		if data, err = base64.StdEncoding.DecodeString(in.Content); err != nil {
-			return nil, writeFileOut{}, fmt.Errorf("content is not base64: %v", err)
-		}
-	default:
-		return nil, writeFileOut{}, fmt.Errorf("encoding %q: use base64, or leave it out for text", in.Encoding)
+	encoding := in.Encoding
+	if encoding == "text" {
+		encoding = ""
+	}
+	data, err := api.DecodeBytes(in.Content, encoding)
+	if err != nil {
+		return nil, writeFileOut{}, fmt.Errorf("content: %v (encoding is base64, or left out for text)", err)
 	}
 	var mode uint32
 	if in.Mode != "" {
@@ -387,11 +382,7 @@ func (t tools) readFile(ctx context.Context, _ *mcp.CallToolRequest, in readFile
 	}
 	out := readFileOut{Path: in.Path, Truncated: len(data) > limit}
 	data = data[:min(len(data), limit)]
-	if utf8.Valid(data) {
-		out.Content = string(data)
-	} else {
-		out.Content, out.Encoding = base64.StdEncoding.EncodeToString(data), api.EncodingBase64
-	}
+	out.Content, out.Encoding = api.EncodeBytes(data)
 	return nil, out, nil
 }
 

@@ -5,7 +5,6 @@
 package server
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -275,10 +274,8 @@ func (s *stream) emitLocked(streamName string, data []byte) {
 	if len(data) == 0 {
 		return
 	}
-	ev := api.Event{Type: streamName, Data: string(data)}
-	if !utf8.Valid(data) {
-		ev.Data, ev.Encoding = base64.StdEncoding.EncodeToString(data), api.EncodingBase64
-	}
+	ev := api.Event{Type: streamName}
+	ev.Data, ev.Encoding = api.EncodeBytes(data)
 	s.encodeLocked(ev)
 }
 

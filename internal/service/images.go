@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/api"
-	"github.com/sandboxd/sandboxd/internal/config"
 	"github.com/sandboxd/sandboxd/images"
+	"github.com/sandboxd/sandboxd/internal/config"
 	"github.com/sandboxd/sandboxd/plugins/language"
 	"github.com/sandboxd/sandboxd/runtime"
 )

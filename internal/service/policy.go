@@ -7,11 +7,11 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/config"
+	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/plugins"
 	"github.com/sandboxd/sandboxd/plugins/language"
 	contract "github.com/sandboxd/sandboxd/plugins/policy"
 	"github.com/sandboxd/sandboxd/policy"
-	"github.com/sandboxd/sandboxd/internal/state"
 )
 
 // policyPlugin is a configured policy's plugin, for health reports.

@@ -14,10 +14,10 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/config"
+	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/plugins/language"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
-	"github.com/sandboxd/sandboxd/internal/state"
 )
 
 // Request bounds, beyond the operator's limits.

@@ -24,12 +24,12 @@ import (
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/config"
 	"github.com/sandboxd/sandboxd/internal/metrics"
+	"github.com/sandboxd/sandboxd/internal/pool"
+	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/plugins"
 	"github.com/sandboxd/sandboxd/plugins/language"
 	"github.com/sandboxd/sandboxd/policy"
-	"github.com/sandboxd/sandboxd/internal/pool"
 	"github.com/sandboxd/sandboxd/runtime"
-	"github.com/sandboxd/sandboxd/internal/state"
 )
 
 // Version is sandboxd's version, set at build time.

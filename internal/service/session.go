@@ -11,10 +11,10 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/config"
+	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/plugins/language"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
-	"github.com/sandboxd/sandboxd/internal/state"
 )
 
 // Sessions. A session owns one container, taken from the warm pool (or,
