@@ -6,7 +6,7 @@ GO      ?= go
 BIN     := bin
 PLUGINS := $(BIN)/plugins
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X github.com/sandboxd/sandboxd/internal/service.Version=$(VERSION) -X main.version=$(VERSION)
+LDFLAGS := -s -w -X github.com/sandboxd/sandboxd/internal/daemon.Version=$(VERSION) -X main.version=$(VERSION)
 LANGS   := python node typescript go java ruby php bash c cpp rust generic
 POLICIES := limits patterns secrets commands example
 IMAGES  := python node go java ruby php bash c rust lua

@@ -45,6 +45,11 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
+// Errorf makes an Error with a formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
 // ErrorBody wraps Error on the wire.
 type ErrorBody struct {
 	Error Error `json:"error"`

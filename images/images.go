@@ -7,7 +7,7 @@
 //
 // The Dockerfiles beside this file build the shipped languages' images;
 // build.sh makes their Debian base offline. Builds themselves go through
-// runtime.Runtime.
+// runtime.Runtime; Build orders them and Resolve finds what a language runs.
 package images
 
 import (

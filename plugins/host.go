@@ -13,6 +13,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/sandboxd/sandboxd/plugins/language"
 	"github.com/sandboxd/sandboxd/plugins/policy"
@@ -139,7 +141,10 @@ func (p *Process) noteFailureLocked(reason string) {
 
 // call runs fn against the plugin with the call deadline. A call that hits
 // its deadline, or finds the process gone, kills the plugin so the next call
-// starts a fresh one (after backoff).
+// starts a fresh one (after backoff). Errors are classified by their gRPC
+// status, as Nomad does: Unavailable (the connection broke: the process
+// crashed or is going) is ErrUnavailable even when the process has not
+// been seen to exit yet.
 func (p *Process) call(ctx context.Context, fn func(ctx context.Context, raw interface{}) error) error {
 	raw, err := p.dispense()
 	if err != nil {
@@ -157,7 +162,7 @@ func (p *Process) call(ctx context.Context, fn func(ctx context.Context, raw int
 	case ctx.Err() == context.DeadlineExceeded:
 		p.killLocked(fmt.Sprintf("no answer within %s", p.callTimeout))
 		return fmt.Errorf("%w: %s %q did not answer within %s", ErrUnavailable, p.kind, p.name, p.callTimeout)
-	case p.client != nil && p.client.Exited():
+	case status.Code(err) == codes.Unavailable || (p.client != nil && p.client.Exited()):
 		p.killLocked("plugin process exited")
 		return fmt.Errorf("%w: %s %q crashed during the call", ErrUnavailable, p.kind, p.name)
 	}

@@ -24,9 +24,11 @@ import (
 )
 
 // Handshake is shared by sandboxd and every plugin. Bump ProtocolVersion when
-// the gRPC contract changes incompatibly.
+// the gRPC contract changes incompatibly: go-plugin then refuses a plugin
+// built for another version with a message naming both. Version 2: a
+// language plan names where the code goes instead of echoing every file.
 var Handshake = plugin.HandshakeConfig{
-	ProtocolVersion:  1,
+	ProtocolVersion:  2,
 	MagicCookieKey:   "SANDBOXD_PLUGIN",
 	MagicCookieValue: "3c5d7e0b-language-and-policy-plugins",
 }

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
@@ -39,17 +40,26 @@ var ErrImageMissing = errors.New("image not found")
 // ErrUnavailable means the engine could not be reached.
 var ErrUnavailable = errors.New("container engine unavailable")
 
-// Limits are the resources of one sandbox container.
+// Limits are the resources of a sandbox and of what runs in it: the one
+// limits type inside the daemon. The configuration's ceilings, what a
+// request asked for and what an execution runs with are all Limits; the
+// wire (api.Limits) and the policy contract have their own.
 type Limits struct {
-	Memory int64   // bytes, no swap on top
-	CPUs   float64 // cores
-	Pids   int64
+	Timeout time.Duration // an execution's deadline
+	Memory  int64         // bytes, no swap on top
+	CPUs    float64       // cores
+	Pids    int64
 	// Disk is the size of /workspace and of /tmp each. Both are tmpfs:
 	// the host disk is never touched, a full workspace is ENOSPC inside,
 	// and the files are in RAM, so they count toward Memory (the kernel
 	// charges tmpfs pages to the container's memory cgroup).
-	Disk int64
+	Disk        int64
+	Network     string // "none": the only mode today
+	OutputLimit int64  // bytes per stream an execution may print
 }
+
+// ShortID is a container id as people read it: its first 12 characters.
+func ShortID(id string) string { return id[:min(12, len(id))] }
 
 // Mount is a host directory bind-mounted into a sandbox.
 type Mount struct {
@@ -148,4 +158,21 @@ type Runtime interface {
 	BuildImage(ctx context.Context, b ImageBuild, progress func(line string)) error
 	// Close releases the engine client.
 	Close() error
+}
+
+// RemoveUnclaimed removes the containers of list that keep does not
+// claim: what a previous run of the daemon left behind, or what is left
+// at its end. Like Nomad's dangling-container reconciler, it touches only
+// containers labelled as this daemon's (List returns no others).
+func RemoveUnclaimed(ctx context.Context, rt Runtime, list []Container, keep map[string]bool, log hclog.Logger) error {
+	for _, c := range list {
+		if keep[c.ID] {
+			continue
+		}
+		log.Info("removing a container no session claims", "container_id", ShortID(c.ID), "language", c.Language)
+		if err := rt.Remove(ctx, c.ID); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -18,8 +18,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/sandboxd/sandboxd/internal/config"
+	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/server"
-	"github.com/sandboxd/sandboxd/internal/service"
 	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/runtime/docker"
 )
@@ -38,7 +38,7 @@ func main() {
 	version := flag.Bool("version", false, "print the version and exit")
 	flag.Parse()
 	if *version {
-		fmt.Println("sandboxd", service.Version)
+		fmt.Println("sandboxd", daemon.Version)
 		return
 	}
 	log := hclog.New(&hclog.LoggerOptions{
@@ -92,11 +92,11 @@ func run(cfg *config.Config, log hclog.Logger) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	svc, err := service.New(ctx, cfg, rt, store, log)
+	d, err := daemon.New(ctx, cfg, rt, store, log)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: server.New(svc, log), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: server.New(d, log), ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("sandboxd ready", "socket", cfg.Socket, "state_dir", cfg.StateDir, "instance", store.Instance(), "languages", len(cfg.Languages))
@@ -112,9 +112,9 @@ func run(cfg *config.Config, log hclog.Logger) error {
 	stop() // a second signal kills at once
 	drainCtx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
-	// Service first (refuses new runs, waits for running ones, removes
+	// The daemon first (refuses new runs, waits for running ones, removes
 	// containers), then the server, whose handlers are done by then.
-	svc.Close(drainCtx)
+	d.Close(drainCtx)
 	_ = srv.Shutdown(drainCtx)
 	log.Info("sandboxd stopped cleanly")
 	return nil

@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/runtime"
 )
 
 // Config is a validated configuration with every default filled in.
@@ -70,15 +71,8 @@ type Docker struct {
 }
 
 // Limits are resource ceilings: a request may lower them, never raise them.
-type Limits struct {
-	Timeout     time.Duration
-	Memory      int64
-	CPUs        float64
-	Pids        int64
-	Disk        int64
-	Network     string
-	OutputLimit int64
-}
+// They are the daemon's one limits type (runtime.Limits).
+type Limits = runtime.Limits
 
 // Pool sizes a language's warm pool.
 type Pool struct {

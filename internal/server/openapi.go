@@ -13,7 +13,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/sandboxd/sandboxd/api"
-	"github.com/sandboxd/sandboxd/internal/service"
+	"github.com/sandboxd/sandboxd/internal/daemon"
 )
 
 // The OpenAPI 3.1 document of the API, made from the route table and the
@@ -36,7 +36,7 @@ func (h *handler) openAPI(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) metrics(w http.ResponseWriter, r *http.Request) {
-	h.svc.Metrics().ServeHTTP(w, r)
+	h.d.Metrics.Handler().ServeHTTP(w, r)
 }
 
 // schemaTypes are the types whose JSON differs from their Go kind.
@@ -120,7 +120,7 @@ func OpenAPI() map[string]any {
 	}
 	return map[string]any{
 		"openapi": "3.1.0",
-		"info": map[string]any{"title": "sandboxd", "version": service.Version,
+		"info": map[string]any{"title": "sandboxd", "version": daemon.Version,
 			"description": "Runs untrusted code in Docker containers. Served over a Unix socket (default /run/sandboxd/sandboxd.sock): curl --unix-socket /run/sandboxd/sandboxd.sock http://sandboxd/v1/health"},
 		"servers":           []any{map[string]any{"url": "http://sandboxd", "description": "any host name; the transport is the Unix socket"}},
 		"jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",

@@ -1,7 +1,7 @@
 // Package server is sandboxd's HTTP/JSON API (v1) on its Unix socket. It
 // decodes requests strictly, maps service errors to statuses and the
 // stable error body, and streams NDJSON events. It owns no state: all of it
-// lives in internal/service.
+// lives in internal/daemon and the packages it wires.
 package server
 
 import (
@@ -18,7 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/sandboxd/sandboxd/api"
-	"github.com/sandboxd/sandboxd/internal/service"
+	"github.com/sandboxd/sandboxd/internal/daemon"
 )
 
 // maxBody bounds a request body: code, files and stdin together (64 MiB of
@@ -26,8 +26,8 @@ import (
 const maxBody = 128 << 20
 
 // New returns the API handler.
-func New(svc *service.Service, log hclog.Logger) http.Handler {
-	h := &handler{svc: svc, log: log.Named("api")}
+func New(d *daemon.Daemon, log hclog.Logger) http.Handler {
+	h := &handler{d: d, log: log.Named("api")}
 	mux := http.NewServeMux()
 	for _, rt := range routes() {
 		mux.HandleFunc(rt.pattern, func(w http.ResponseWriter, r *http.Request) { rt.serve(h, w, r) })
@@ -39,7 +39,7 @@ func New(svc *service.Service, log hclog.Logger) http.Handler {
 }
 
 type handler struct {
-	svc *service.Service
+	d   *daemon.Daemon
 	log hclog.Logger
 }
 
@@ -60,7 +60,7 @@ func (h *handler) recover(next http.Handler) http.Handler {
 }
 
 func (h *handler) health(w http.ResponseWriter, r *http.Request) {
-	hl := h.svc.Health(r.Context())
+	hl := h.d.Health(r.Context())
 	status := http.StatusOK
 	if hl.Status != "ok" {
 		status = http.StatusServiceUnavailable
@@ -69,19 +69,19 @@ func (h *handler) health(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) languages(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, api.LanguageList{Languages: h.svc.Languages(r.Context())})
+	writeJSON(w, http.StatusOK, api.LanguageList{Languages: h.d.Languages.List(r.Context())})
 }
 
 func (h *handler) pools(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, h.svc.Stats().Pools)
+	writeJSON(w, http.StatusOK, h.d.Stats().Pools)
 }
 
 func (h *handler) plugins(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, api.PluginList{Plugins: h.svc.Plugins()})
+	writeJSON(w, http.StatusOK, api.PluginList{Plugins: h.d.Plugins()})
 }
 
 func (h *handler) stats(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, h.svc.Stats())
+	writeJSON(w, http.StatusOK, h.d.Stats())
 }
 
 func (h *handler) executions(w http.ResponseWriter, r *http.Request) {
@@ -95,7 +95,7 @@ func (h *handler) executions(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	list, err := h.svc.Executions(limit, q.Get("language"), q.Get("before"))
+	list, err := h.d.Executions(limit, q.Get("language"), q.Get("before"))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -109,8 +109,8 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	respondExecution(w, r, func(out service.OutputFunc) (*api.RunResult, *api.Error) {
-		return h.svc.Run(r.Context(), req, out)
+	respondExecution(w, r, func(out daemon.OutputFunc) (*api.RunResult, *api.Error) {
+		return h.d.Run(r.Context(), req, out)
 	})
 }
 
@@ -120,7 +120,7 @@ func (h *handler) validate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	res, err := h.svc.Validate(r.Context(), req)
+	res, err := h.d.Validate(r.Context(), req)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -138,7 +138,7 @@ func (h *handler) buildImages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !wantsStream(r) {
-		res, err := h.svc.BuildImages(r.Context(), req, func(api.ImageBuildEvent) {})
+		res, err := h.d.BuildImages(r.Context(), req, func(api.ImageBuildEvent) {})
 		if err != nil {
 			writeError(w, err)
 			return
@@ -147,7 +147,7 @@ func (h *handler) buildImages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := newStream(w)
-	res, err := h.svc.BuildImages(r.Context(), req, func(ev api.ImageBuildEvent) { st.event(ev) })
+	res, err := h.d.BuildImages(r.Context(), req, func(ev api.ImageBuildEvent) { st.event(ev) })
 	if err != nil {
 		st.event(api.ImageBuildEvent{Type: api.EventError, Error: err})
 		return
@@ -157,7 +157,7 @@ func (h *handler) buildImages(w http.ResponseWriter, r *http.Request) {
 
 // respondExecution answers with the result as one JSON body, or streams
 // output events and then the result when the client accepts NDJSON.
-func respondExecution(w http.ResponseWriter, r *http.Request, execute func(service.OutputFunc) (*api.RunResult, *api.Error)) {
+func respondExecution(w http.ResponseWriter, r *http.Request, execute func(daemon.OutputFunc) (*api.RunResult, *api.Error)) {
 	if !wantsStream(r) {
 		res, err := execute(nil)
 		if err != nil {

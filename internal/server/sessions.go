@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/sandboxd/sandboxd/api"
-	"github.com/sandboxd/sandboxd/internal/service"
+	"github.com/sandboxd/sandboxd/internal/daemon"
 )
 
 // Session, file and project endpoints. File bodies are raw bytes, not
@@ -19,7 +19,7 @@ func (h *handler) createSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	sess, err := h.svc.CreateSession(r.Context(), req)
+	sess, err := h.d.Sessions.Create(r.Context(), req)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -28,11 +28,11 @@ func (h *handler) createSession(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) sessions(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, api.SessionList{Sessions: h.svc.Sessions()})
+	writeJSON(w, http.StatusOK, api.SessionList{Sessions: h.d.Sessions.List()})
 }
 
 func (h *handler) session(w http.ResponseWriter, r *http.Request) {
-	sess, err := h.svc.Session(r.PathValue("id"))
+	sess, err := h.d.Sessions.Get(r.PathValue("id"))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -41,7 +41,7 @@ func (h *handler) session(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) deleteSession(w http.ResponseWriter, r *http.Request) {
-	if err := h.svc.DeleteSession(r.PathValue("id")); err != nil {
+	if err := h.d.Sessions.Delete(r.PathValue("id")); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -54,13 +54,13 @@ func (h *handler) exec(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	respondExecution(w, r, func(out service.OutputFunc) (*api.RunResult, *api.Error) {
-		return h.svc.Exec(r.Context(), r.PathValue("id"), req, out)
+	respondExecution(w, r, func(out daemon.OutputFunc) (*api.RunResult, *api.Error) {
+		return h.d.Exec(r.Context(), r.PathValue("id"), req, out)
 	})
 }
 
 func (h *handler) reset(w http.ResponseWriter, r *http.Request) {
-	sess, err := h.svc.ResetSession(r.Context(), r.PathValue("id"))
+	sess, err := h.d.Sessions.Reset(r.Context(), r.PathValue("id"))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -71,7 +71,7 @@ func (h *handler) reset(w http.ResponseWriter, r *http.Request) {
 func (h *handler) listFiles(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	recursive, _ := strconv.ParseBool(q.Get("recursive"))
-	list, err := h.svc.ListFiles(r.Context(), r.PathValue("id"), q.Get("path"), recursive)
+	list, err := h.d.Sessions.ListFiles(r.Context(), r.PathValue("id"), q.Get("path"), recursive)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -88,7 +88,7 @@ func (h *handler) putFile(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	res, err := h.svc.PutFile(r.Context(), r.PathValue("id"), r.PathValue("path"), uint32(mode), r.Body)
+	res, err := h.d.Sessions.PutFile(r.Context(), r.PathValue("id"), r.PathValue("path"), uint32(mode), r.Body)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -98,7 +98,7 @@ func (h *handler) putFile(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) getFile(w http.ResponseWriter, r *http.Request) {
 	body := &lazyBody{w: w}
-	err := h.svc.Download(r.Context(), r.PathValue("id"), r.PathValue("path"), func(dir bool, name string) io.Writer {
+	err := h.d.Sessions.Download(r.Context(), r.PathValue("id"), r.PathValue("path"), func(dir bool, name string) io.Writer {
 		if name == "." {
 			name = "workspace"
 		}
@@ -148,7 +148,7 @@ func (b *lazyBody) Write(p []byte) (int, error) {
 }
 
 func (h *handler) deleteFile(w http.ResponseWriter, r *http.Request) {
-	if err := h.svc.DeleteFile(r.Context(), r.PathValue("id"), r.PathValue("path")); err != nil {
+	if err := h.d.Sessions.DeleteFile(r.Context(), r.PathValue("id"), r.PathValue("path")); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -161,7 +161,7 @@ func (h *handler) createProject(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	p, err := h.svc.CreateProject(req)
+	p, err := h.d.Projects.Create(req)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -170,7 +170,7 @@ func (h *handler) createProject(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) projects(w http.ResponseWriter, r *http.Request) {
-	list, err := h.svc.Projects()
+	list, err := h.d.Projects.List()
 	if err != nil {
 		writeError(w, err)
 		return
@@ -179,7 +179,7 @@ func (h *handler) projects(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) project(w http.ResponseWriter, r *http.Request) {
-	p, err := h.svc.Project(r.PathValue("id"))
+	p, err := h.d.Projects.Get(r.PathValue("id"))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -188,7 +188,7 @@ func (h *handler) project(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) deleteProject(w http.ResponseWriter, r *http.Request) {
-	if err := h.svc.DeleteProject(r.PathValue("id")); err != nil {
+	if err := h.d.Projects.Delete(r.PathValue("id")); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -200,7 +200,7 @@ func (h *handler) deleteProject(w http.ResponseWriter, r *http.Request) {
 func (h *handler) addProjectFile(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	overwrite, _ := strconv.ParseBool(q.Get("overwrite"))
-	f, err := h.svc.AddProjectFile(r.PathValue("id"), q.Get("name"), r.Body, overwrite)
+	f, err := h.d.Projects.AddFile(r.PathValue("id"), q.Get("name"), r.Body, overwrite)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -209,7 +209,7 @@ func (h *handler) addProjectFile(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) getProjectFile(w http.ResponseWriter, r *http.Request) {
-	fh, f, err := h.svc.OpenProjectFile(r.PathValue("id"), r.PathValue("name"))
+	fh, f, err := h.d.Projects.OpenFile(r.PathValue("id"), r.PathValue("name"))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -223,7 +223,7 @@ func (h *handler) getProjectFile(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) deleteProjectFile(w http.ResponseWriter, r *http.Request) {
-	if err := h.svc.DeleteProjectFile(r.PathValue("id"), r.PathValue("name")); err != nil {
+	if err := h.d.Projects.DeleteFile(r.PathValue("id"), r.PathValue("name")); err != nil {
 		writeError(w, err)
 		return
 	}

@@ -81,11 +81,10 @@ func (m *Main) Fatalf(format string, args ...any) {
 
 func (m *Main) Logf(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
 
-func (m *Main) Skip(args ...any) {
-	m.Logf("skipped: %s", fmt.Sprint(args...))
-	m.Close()
-	os.Exit(0)
-}
+// Skip cannot skip what has not started: a TestMain checks
+// DockerMissing itself (see client's). Here it fails, so that nothing
+// reports ok without having run.
+func (m *Main) Skip(args ...any) { m.Fatalf("SKIP not possible from TestMain: %s", fmt.Sprint(args...)) }
 
 func (m *Main) Failed() bool { return m.failed }
 
@@ -148,18 +147,28 @@ func repoRoot() string {
 // CI=true: an end-to-end test must never pass without the real engine.
 func RequireDocker(t T, images ...string) {
 	t.Helper()
+	if why := DockerMissing(images...); why != "" {
+		missing(t, why)
+	}
+}
+
+// DockerMissing says why end-to-end tests cannot run here (no engine, or
+// one of images missing), or "" when they can.
+func DockerMissing(images ...string) string {
 	out, err := exec.Command("docker", "version", "--format", "{{.Server.Version}}").CombinedOutput()
 	if err != nil {
-		missing(t, fmt.Sprintf("no Docker engine answers (%v: %s); run scripts/docker-engine.sh", err, strings.TrimSpace(string(out))))
-		return
+		return fmt.Sprintf("no Docker engine answers (%v: %s); run scripts/docker-engine.sh", err, strings.TrimSpace(string(out)))
 	}
 	for _, img := range images {
 		if err := exec.Command("docker", "image", "inspect", img).Run(); err != nil {
-			missing(t, fmt.Sprintf("image %s is missing; run `make images`", img))
-			return
+			return fmt.Sprintf("image %s is missing; run `make images`", img)
 		}
 	}
+	return ""
 }
+
+// TestImages are the images every test daemon runs.
+var TestImages = []string{"sandboxd/python:latest", "sandboxd/node:latest"}
 
 // NPMTool returns the path of a file of the npm tools `make npm-tools`
 // installs in e2e/npm (e.g. node_modules/.bin/mcp-inspector), skipping
@@ -231,7 +240,7 @@ language "node" {
 // daemon answers /v1/health. Cleanup stops it and removes its containers.
 func StartDaemon(t T, opts Options) *Daemon {
 	t.Helper()
-	RequireDocker(t, "sandboxd/python:latest", "sandboxd/node:latest")
+	RequireDocker(t, TestImages...)
 	bin := Binaries(t)
 	dir := t.TempDir()
 	if opts.StateDir == "" {

@@ -49,11 +49,12 @@ func (c *client) Plan(ctx context.Context, req PlanRequest) (Plan, error) {
 	for i, st := range resp.Steps {
 		steps[i] = Step{Name: st.Name, Argv: st.Argv}
 	}
-	return Plan{Files: filesFromProto(resp.Files), Steps: steps, Env: resp.Env}, nil
+	return Plan{CodeFile: resp.CodeFile, Steps: steps, Env: resp.Env}, nil
 }
 
 // fromStatus turns InvalidArgument back into ErrInvalidProgram, so the host
-// can tell the client's mistakes from the plugin's failures.
+// can tell the client's mistakes from the plugin's failures. Any other
+// status is kept (wrapped), so that the host can classify it by its code.
 func fromStatus(err error) error {
 	st, ok := status.FromError(err)
 	if !ok {
@@ -62,5 +63,5 @@ func fromStatus(err error) error {
 	if st.Code() == codes.InvalidArgument {
 		return fmt.Errorf("%w: %s", ErrInvalidProgram, strings.TrimPrefix(st.Message(), ErrInvalidProgram.Error()+": "))
 	}
-	return fmt.Errorf("language plugin: %s", st.Message())
+	return fmt.Errorf("language plugin: %w", err)
 }

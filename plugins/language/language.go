@@ -13,6 +13,8 @@ package language
 import (
 	"context"
 	"errors"
+
+	"github.com/sandboxd/sandboxd/plugins/program"
 )
 
 // Language is what a language plugin implements.
@@ -20,7 +22,8 @@ type Language interface {
 	// Info describes the language: its name, the extensions and aliases it
 	// answers to, and its default image.
 	Info(ctx context.Context) (Info, error)
-	// Plan turns a program into files and steps. It must not run anything.
+	// Plan says how to run a program: where its code goes and which steps
+	// run it. It must not run anything.
 	Plan(ctx context.Context, req PlanRequest) (Plan, error)
 }
 
@@ -40,13 +43,8 @@ type Info struct {
 	InstallCommand []string
 }
 
-// File is a file to write into the sandbox workspace. Path is relative to
-// the workspace; Mode 0 means 0644.
-type File struct {
-	Path    string
-	Content []byte
-	Mode    uint32
-}
+// File is a file of a program (see plugins/program).
+type File = program.File
 
 // PlanRequest is the program as the client sent it: either Code (a single
 // source text) or Files with an optional Entry naming the file to run.
@@ -64,12 +62,17 @@ type Step struct {
 	Argv []string
 }
 
-// Plan is what the sandbox does with a program: write Files, then run Steps
-// in order, stopping at the first that fails.
+// Plan is what the sandbox does with a program: the daemon writes the
+// request's files, and its Code at CodeFile, then runs Steps in order,
+// stopping at the first that fails. A plan names files; it never carries
+// their contents back.
 type Plan struct {
-	Files []File
-	Steps []Step
-	Env   map[string]string
+	// CodeFile is where the request's Code goes, relative to the working
+	// directory (e.g. "main.py"); set whenever the request has Code. That
+	// file is the program's entry point.
+	CodeFile string
+	Steps    []Step
+	Env      map[string]string
 }
 
 // ErrInvalidProgram wraps errors that are the client's fault (no code, no

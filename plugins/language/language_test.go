@@ -42,8 +42,12 @@ func TestShimsRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(plan.Steps, []Step{{Name: "run", Argv: []string{"python3", "app.py", "a"}}}) ||
-		!reflect.DeepEqual(plan.Files[0].Content, []byte{0xff, 0}) || plan.Files[1].Mode != 0o600 || plan.Env["PYTHONUNBUFFERED"] != "1" {
+		plan.CodeFile != "" || plan.Env["PYTHONUNBUFFERED"] != "1" {
 		t.Fatalf("plan %+v", plan)
+	}
+	plan, err = l.Plan(context.Background(), PlanRequest{Code: "print(1)", Files: []File{{Path: "lib.py", Content: []byte("x")}}})
+	if err != nil || plan.CodeFile != "main.py" || !reflect.DeepEqual(plan.Steps[0].Argv, []string{"python3", "main.py"}) {
+		t.Fatalf("plan of code: %+v, %v", plan, err)
 	}
 }
 
@@ -63,7 +67,7 @@ func TestInvalidProgramKeepsItsMeaningAcrossGRPC(t *testing.T) {
 
 func TestInterpreterPlans(t *testing.T) {
 	plan, err := python.Plan(context.Background(), PlanRequest{Code: "print(1)"})
-	if err != nil || plan.Steps[0].Argv[1] != "main.py" || string(plan.Files[0].Content) != "print(1)" {
+	if err != nil || plan.Steps[0].Argv[1] != "main.py" || plan.CodeFile != "main.py" {
 		t.Fatalf("code: %+v %v", plan, err)
 	}
 	plan, err = python.Plan(context.Background(), PlanRequest{Files: []File{{Path: "./solo.py"}}})
@@ -71,7 +75,7 @@ func TestInterpreterPlans(t *testing.T) {
 		t.Fatalf("single file: %+v %v", plan, err)
 	}
 	plan, err = python.Plan(context.Background(), PlanRequest{Code: "import lib", Files: []File{{Path: "lib.py"}}})
-	if err != nil || plan.Steps[0].Argv[1] != "main.py" || len(plan.Files) != 2 {
+	if err != nil || plan.Steps[0].Argv[1] != "main.py" || plan.CodeFile != "main.py" {
 		t.Fatalf("code with companions: %+v %v", plan, err)
 	}
 }
@@ -95,8 +99,8 @@ func TestCompiledPlans(t *testing.T) {
 		{Name: "compile", Argv: []string{"javac", "-d", "/tmp/.sandboxd", "Solver.java", "util/Helper.java"}},
 		{Name: "run", Argv: []string{"java", "-cp", "/tmp/.sandboxd", "app.Solver", "x"}},
 	}
-	if !reflect.DeepEqual(plan.Steps, want) || plan.Files[0].Path != "Solver.java" {
-		t.Fatalf("steps %+v, files %v", plan.Steps, plan.Files[0].Path)
+	if !reflect.DeepEqual(plan.Steps, want) || plan.CodeFile != "Solver.java" {
+		t.Fatalf("steps %+v, code file %v", plan.Steps, plan.CodeFile)
 	}
 	if _, err := java.Plan(context.Background(), PlanRequest{Files: []File{{Path: "a.txt"}}}); !errors.Is(err, ErrInvalidProgram) {
 		t.Fatalf("no sources: %v", err)

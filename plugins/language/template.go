@@ -7,8 +7,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-
-	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
 // Template is a Language described by data: where a request's code goes,
@@ -41,8 +39,10 @@ type Template struct {
 
 var _ Language = (*Template)(nil)
 
-// OutDir is where compiled programs go; the supervisor makes it.
-const OutDir = supervisor.BuildDir
+// OutDir is where compiled programs go: a directory of /tmp, which allows
+// execution, that the sandbox's supervisor makes (and makes again after a
+// reset).
+const OutDir = "/tmp/.sandboxd"
 
 // Info implements Language.
 func (l *Template) Info(context.Context) (Info, error) { return l.Meta, nil }
@@ -50,6 +50,7 @@ func (l *Template) Info(context.Context) (Info, error) { return l.Meta, nil }
 // Plan implements Language.
 func (l *Template) Plan(_ context.Context, req PlanRequest) (Plan, error) {
 	files, entry := req.Files, req.Entry
+	var plan Plan
 	if req.Code != "" {
 		// Code is the entry point; any files are its companions.
 		main := l.MainFile
@@ -57,6 +58,7 @@ func (l *Template) Plan(_ context.Context, req PlanRequest) (Plan, error) {
 			main = strings.ReplaceAll(main, "{class}", publicClass(string(req.Code), "Main"))
 		}
 		files = append([]File{{Path: main, Content: []byte(req.Code)}}, files...)
+		plan.CodeFile = main
 		if entry == "" {
 			entry = main
 		}
@@ -94,7 +96,7 @@ func (l *Template) Plan(_ context.Context, req PlanRequest) (Plan, error) {
 	if len(l.Compile) > 0 && len(sources) == 0 {
 		return Plan{}, fmt.Errorf("%w: no source files (%s)", ErrInvalidProgram, strings.Join(exts, ", "))
 	}
-	plan := Plan{Files: files, Env: l.Env}
+	plan.Env = l.Env
 	if len(l.Compile) > 0 {
 		plan.Steps = append(plan.Steps, Step{Name: "compile", Argv: expand(l.Compile, vars, "{sources}", sources)})
 	}

@@ -14,7 +14,11 @@
 // it, and grpc.go translates between the two.
 package policy
 
-import "context"
+import (
+	"context"
+
+	"github.com/sandboxd/sandboxd/plugins/program"
+)
 
 // Policy is what a policy plugin implements.
 type Policy interface {
@@ -55,13 +59,11 @@ type Info struct {
 	Rules       []string // the rules it may report, e.g. "python.eval"
 }
 
-// File is a file of the program, as the client sent it.
-type File struct {
-	Path    string
-	Content []byte
-}
+// File is a file of the program, as the client sent it (see
+// plugins/program; a policy has no use for its Mode).
+type File = program.File
 
-// Limits are resources, asked for or allowed. Zero means not asked.
+// Limits are resources: what a request will run with, or the ceilings.
 type Limits struct {
 	TimeoutMS int64
 	Memory    int64
@@ -77,8 +79,13 @@ type Request struct {
 	Entry    string   // the file that runs
 	Argv     []string // a session command, when Files is empty
 	Cwd      string   // where a session command runs
-	Limits   Limits   // what the request asked for
-	Ceilings Limits   // what the language allows
+	// Limits are what the request will run with if it is allowed: its
+	// own values where it set them, the ceiling's elsewhere, with the
+	// deadline already decided (a top-level timeout wins over
+	// limits.timeout). A value above its ceiling is refused after the
+	// policies have judged, whatever they answer.
+	Limits   Limits
+	Ceilings Limits // what the language allows
 	Session  string
 	Options  map[string]string // the policy block's options
 }

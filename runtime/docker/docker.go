@@ -158,7 +158,7 @@ func (d *Docker) attach(id string) (*supervisor.Conn, error) {
 	stdout, stdoutW := io.Pipe()
 	go func() {
 		// The supervisor's stderr is its own diagnostics: log a bounded amount.
-		_, err := stdcopy.StdCopy(stdoutW, &limitedLog{logger: d.logger.With("container_id", short(id)), left: 64 << 10}, att.Reader)
+		_, err := stdcopy.StdCopy(stdoutW, &limitedLog{logger: d.logger.With("container_id", runtime.ShortID(id)), left: 64 << 10}, att.Reader)
 		stdoutW.CloseWithError(err)
 	}()
 	return supervisor.NewConn(stdout, att.Conn), nil
@@ -259,7 +259,7 @@ func (d *Docker) Update(ctx context.Context, id string, l runtime.Limits) error 
 		Memory: l.Memory, MemorySwap: l.Memory, NanoCPUs: int64(l.CPUs * 1e9), PidsLimit: &pids,
 	}})
 	if err != nil {
-		return d.engineError("updating the limits of container "+short(id), err)
+		return d.engineError("updating the limits of container "+runtime.ShortID(id), err)
 	}
 	return nil
 }
@@ -271,7 +271,7 @@ func (d *Docker) Remove(ctx context.Context, id string) error {
 	defer cancel()
 	err := d.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	if err != nil && !errdefs.IsNotFound(err) && !strings.Contains(err.Error(), "is already in progress") {
-		return d.engineError("removing container "+short(id), err)
+		return d.engineError("removing container "+runtime.ShortID(id), err)
 	}
 	return nil
 }
@@ -308,7 +308,6 @@ func (d *Docker) engineError(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-func short(id string) string { return id[:min(12, len(id))] }
 
 // limitedLog logs the supervisor's stderr lines up to a byte budget.
 type limitedLog struct {

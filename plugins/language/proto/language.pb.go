@@ -340,11 +340,13 @@ func (x *Step) GetArgv() []string {
 	return nil
 }
 
+// A plan names where the request's code goes; it never echoes the
+// program's files back (protocol 2; protocol 1 returned every file).
 type PlanResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Files         []*File                `protobuf:"bytes,1,rep,name=files,proto3" json:"files,omitempty"`
 	Steps         []*Step                `protobuf:"bytes,2,rep,name=steps,proto3" json:"steps,omitempty"`
 	Env           map[string]string      `protobuf:"bytes,3,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	CodeFile      string                 `protobuf:"bytes,4,opt,name=code_file,json=codeFile,proto3" json:"code_file,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -379,13 +381,6 @@ func (*PlanResponse) Descriptor() ([]byte, []int) {
 	return file_language_proto_rawDescGZIP(), []int{5}
 }
 
-func (x *PlanResponse) GetFiles() []*File {
-	if x != nil {
-		return x.Files
-	}
-	return nil
-}
-
 func (x *PlanResponse) GetSteps() []*Step {
 	if x != nil {
 		return x.Steps
@@ -398,6 +393,13 @@ func (x *PlanResponse) GetEnv() map[string]string {
 		return x.Env
 	}
 	return nil
+}
+
+func (x *PlanResponse) GetCodeFile() string {
+	if x != nil {
+		return x.CodeFile
+	}
+	return ""
 }
 
 var File_language_proto protoreflect.FileDescriptor
@@ -428,14 +430,14 @@ const file_language_proto_rawDesc = "" +
 	"\x04args\x18\x04 \x03(\tR\x04args\".\n" +
 	"\x04Step\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
-	"\x04argv\x18\x02 \x03(\tR\x04argv\"\xe9\x01\n" +
+	"\x04argv\x18\x02 \x03(\tR\x04argv\"\xda\x01\n" +
 	"\fPlanResponse\x120\n" +
-	"\x05files\x18\x01 \x03(\v2\x1a.sandboxd.language.v1.FileR\x05files\x120\n" +
 	"\x05steps\x18\x02 \x03(\v2\x1a.sandboxd.language.v1.StepR\x05steps\x12=\n" +
-	"\x03env\x18\x03 \x03(\v2+.sandboxd.language.v1.PlanResponse.EnvEntryR\x03env\x1a6\n" +
+	"\x03env\x18\x03 \x03(\v2+.sandboxd.language.v1.PlanResponse.EnvEntryR\x03env\x12\x1b\n" +
+	"\tcode_file\x18\x04 \x01(\tR\bcodeFile\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x012\xa8\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01J\x04\b\x01\x10\x022\xa8\x01\n" +
 	"\bLanguage\x12M\n" +
 	"\x04Info\x12!.sandboxd.language.v1.InfoRequest\x1a\".sandboxd.language.v1.InfoResponse\x12M\n" +
 	"\x04Plan\x12!.sandboxd.language.v1.PlanRequest\x1a\".sandboxd.language.v1.PlanResponseB@Z>github.com/sandboxd/sandboxd/plugins/language/proto;languagepbb\x06proto3"
@@ -464,18 +466,17 @@ var file_language_proto_goTypes = []any{
 }
 var file_language_proto_depIdxs = []int32{
 	2, // 0: sandboxd.language.v1.PlanRequest.files:type_name -> sandboxd.language.v1.File
-	2, // 1: sandboxd.language.v1.PlanResponse.files:type_name -> sandboxd.language.v1.File
-	4, // 2: sandboxd.language.v1.PlanResponse.steps:type_name -> sandboxd.language.v1.Step
-	6, // 3: sandboxd.language.v1.PlanResponse.env:type_name -> sandboxd.language.v1.PlanResponse.EnvEntry
-	0, // 4: sandboxd.language.v1.Language.Info:input_type -> sandboxd.language.v1.InfoRequest
-	3, // 5: sandboxd.language.v1.Language.Plan:input_type -> sandboxd.language.v1.PlanRequest
-	1, // 6: sandboxd.language.v1.Language.Info:output_type -> sandboxd.language.v1.InfoResponse
-	5, // 7: sandboxd.language.v1.Language.Plan:output_type -> sandboxd.language.v1.PlanResponse
-	6, // [6:8] is the sub-list for method output_type
-	4, // [4:6] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	4, // 1: sandboxd.language.v1.PlanResponse.steps:type_name -> sandboxd.language.v1.Step
+	6, // 2: sandboxd.language.v1.PlanResponse.env:type_name -> sandboxd.language.v1.PlanResponse.EnvEntry
+	0, // 3: sandboxd.language.v1.Language.Info:input_type -> sandboxd.language.v1.InfoRequest
+	3, // 4: sandboxd.language.v1.Language.Plan:input_type -> sandboxd.language.v1.PlanRequest
+	1, // 5: sandboxd.language.v1.Language.Info:output_type -> sandboxd.language.v1.InfoResponse
+	5, // 6: sandboxd.language.v1.Language.Plan:output_type -> sandboxd.language.v1.PlanResponse
+	5, // [5:7] is the sub-list for method output_type
+	3, // [3:5] is the sub-list for method input_type
+	3, // [3:3] is the sub-list for extension type_name
+	3, // [3:3] is the sub-list for extension extendee
+	0, // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_language_proto_init() }

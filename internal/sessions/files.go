@@ -1,4 +1,4 @@
-package service
+package sessions
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
@@ -18,49 +19,49 @@ import (
 // sandbox-writable tree on the host, so no link planted there can lead it
 // anywhere.
 
-// sessionPath checks a path from a request: relative to /workspace, inside
+// Path checks a path from a request: relative to /workspace, inside
 // it. "" and "." are the workspace itself.
-func sessionPath(p string) (string, *api.Error) {
+func Path(p string) (string, *api.Error) {
 	p = strings.TrimPrefix(p, runtime.Workspace+"/")
 	if p == "" || p == "." || p == runtime.Workspace {
 		return ".", nil
 	}
-	clean, err := cleanPath(p)
+	clean, err := request.CleanPath(p)
 	if err != nil {
-		return "", apiErr(api.CodeInvalidRequest, "path: %v", err)
+		return "", api.Errorf(api.CodeInvalidRequest, "path: %v", err)
 	}
 	return clean, nil
 }
 
-// writablePath is sessionPath for uploads and removals.
+// writablePath is Path for uploads and removals.
 func writablePath(p string) (string, *api.Error) {
-	clean, aerr := sessionPath(p)
+	clean, aerr := Path(p)
 	if aerr != nil {
 		return "", aerr
 	}
 	if clean == "." || clean == "project_files" || strings.HasPrefix(clean, "project_files/") {
-		return "", apiErr(api.CodeInvalidRequest, "%s: the workspace root and project_files/ are not writable; upload to another path, e.g. outputs/", p)
+		return "", api.Errorf(api.CodeInvalidRequest, "%s: the workspace root and project_files/ are not writable; upload to another path, e.g. outputs/", p)
 	}
 	return clean, nil
 }
 
 // PutFile writes body to a path of the session's workspace, creating the
 // directories on the way; at most sessions.max_transfer bytes.
-func (s *Service) PutFile(ctx context.Context, id, p string, mode uint32, body io.Reader) (*api.FileWritten, *api.Error) {
+func (m *Sessions) PutFile(ctx context.Context, id, p string, mode uint32, body io.Reader) (*api.FileWritten, *api.Error) {
 	name, aerr := writablePath(p)
 	if aerr != nil {
 		return nil, aerr
 	}
 	if mode > 0o777 {
-		return nil, apiErr(api.CodeInvalidRequest, "mode %o: only permission bits (at most 0777)", mode)
+		return nil, api.Errorf(api.CodeInvalidRequest, "mode %o: only permission bits (at most 0777)", mode)
 	}
 	var out *api.FileWritten
-	aerr = s.use(ctx, id, func(_ *session, sb *runtime.Sandbox) *api.Error {
-		max := s.cfg.Sessions.MaxTransfer
+	aerr = m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) *api.Error {
+		max := m.cfg.MaxTransfer
 		// One byte over the limit is enough for the supervisor to refuse.
 		res, err := sb.File(ctx, supervisor.OpPut, supervisor.FileRequest{Path: name, Mode: mode, Max: max}, io.LimitReader(body, max+1), nil)
 		if err != nil {
-			return errorFor(fmt.Errorf("uploading %s: %w", name, err))
+			return request.ErrorOf(fmt.Errorf("uploading %s: %w", name, err))
 		}
 		if res.Error != "" {
 			return sessionErr(name, res)
@@ -72,13 +73,13 @@ func (s *Service) PutFile(ctx context.Context, id, p string, mode uint32, body i
 }
 
 // ListFiles lists a directory of the workspace (or describes one file).
-func (s *Service) ListFiles(ctx context.Context, id, p string, recursive bool) (*api.FileList, *api.Error) {
-	name, aerr := sessionPath(p)
+func (m *Sessions) ListFiles(ctx context.Context, id, p string, recursive bool) (*api.FileList, *api.Error) {
+	name, aerr := Path(p)
 	if aerr != nil {
 		return nil, aerr
 	}
 	var out *api.FileList
-	aerr = s.use(ctx, id, func(_ *session, sb *runtime.Sandbox) *api.Error {
+	aerr = m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) *api.Error {
 		entries, aerr := stat(ctx, sb, name, recursive)
 		if aerr != nil {
 			return aerr
@@ -96,13 +97,13 @@ func (s *Service) ListFiles(ctx context.Context, id, p string, recursive bool) (
 func stat(ctx context.Context, sb *runtime.Sandbox, name string, recursive bool) ([]api.FileEntry, *api.Error) {
 	res, err := sb.File(ctx, supervisor.OpList, supervisor.FileRequest{Path: name, Recursive: recursive}, nil, nil)
 	if err != nil {
-		return nil, errorFor(fmt.Errorf("listing %s: %w", name, err))
+		return nil, request.ErrorOf(fmt.Errorf("listing %s: %w", name, err))
 	}
 	if res.Error != "" {
 		return nil, sessionErr(name, res)
 	}
 	if len(res.Entries) == 0 || path.Clean(res.Entries[0].Path) != name {
-		return nil, errorFor(fmt.Errorf("listing %s: %w: the answer does not start with the path", name, supervisor.ErrDead))
+		return nil, request.ErrorOf(fmt.Errorf("listing %s: %w: the answer does not start with the path", name, supervisor.ErrDead))
 	}
 	out := make([]api.FileEntry, len(res.Entries))
 	for i, e := range res.Entries {
@@ -117,12 +118,12 @@ func stat(ctx context.Context, sb *runtime.Sandbox, name string, recursive bool)
 // Download sends a file's bytes, or a directory as a tar archive. start is
 // called once the kind is known and returns where the bytes go; nothing is
 // written to it when the download is refused (a FIFO, a link, too large).
-func (s *Service) Download(ctx context.Context, id, p string, start func(dir bool, name string) io.Writer) *api.Error {
-	name, aerr := sessionPath(p)
+func (m *Sessions) Download(ctx context.Context, id, p string, start func(dir bool, name string) io.Writer) *api.Error {
+	name, aerr := Path(p)
 	if aerr != nil {
 		return aerr
 	}
-	return s.use(ctx, id, func(_ *session, sb *runtime.Sandbox) *api.Error {
+	return m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) *api.Error {
 		entries, aerr := stat(ctx, sb, name, false)
 		if aerr != nil {
 			return aerr
@@ -132,44 +133,63 @@ func (s *Service) Download(ctx context.Context, id, p string, start func(dir boo
 		case "dir":
 			op = supervisor.OpTar
 		case "symlink":
-			return apiErr(api.CodeConflict, "%s is a symbolic link to %s: links are never followed; download its directory to get the link itself", name, entries[0].Target)
+			return api.Errorf(api.CodeConflict, "%s is a symbolic link to %s: links are never followed; download its directory to get the link itself", name, entries[0].Target)
 		case "file":
 		default:
-			return apiErr(api.CodeConflict, "%s is a %s, not a regular file: refused, not read", name, entries[0].Type)
+			return api.Errorf(api.CodeConflict, "%s is a %s, not a regular file: refused, not read", name, entries[0].Type)
 		}
 		w := start(op == supervisor.OpTar, path.Base(name))
 		var werr error
-		res, err := sb.File(ctx, op, supervisor.FileRequest{Path: name, Max: s.cfg.Sessions.MaxTransfer}, nil, func(b []byte) {
+		res, err := sb.File(ctx, op, supervisor.FileRequest{Path: name, Max: m.cfg.MaxTransfer}, nil, func(b []byte) {
 			if werr == nil {
 				_, werr = w.Write(b)
 			}
 		})
 		switch {
 		case err != nil:
-			return errorFor(fmt.Errorf("downloading %s: %w", name, err))
+			return request.ErrorOf(fmt.Errorf("downloading %s: %w", name, err))
 		case res.Error != "":
 			return sessionErr(name, res)
 		case werr != nil:
-			return apiErr(api.CodeInvalidRequest, "client went away: %v", werr)
+			return api.Errorf(api.CodeInvalidRequest, "client went away: %v", werr)
 		}
 		return nil
 	})
 }
 
 // DeleteFile removes a file or a directory tree from the workspace.
-func (s *Service) DeleteFile(ctx context.Context, id, p string) *api.Error {
+func (m *Sessions) DeleteFile(ctx context.Context, id, p string) *api.Error {
 	name, aerr := writablePath(p)
 	if aerr != nil {
 		return aerr
 	}
-	return s.use(ctx, id, func(_ *session, sb *runtime.Sandbox) *api.Error {
+	return m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) *api.Error {
 		res, err := sb.File(ctx, supervisor.OpRemove, supervisor.FileRequest{Path: name}, nil, nil)
 		if err != nil {
-			return errorFor(fmt.Errorf("removing %s: %w", name, err))
+			return request.ErrorOf(fmt.Errorf("removing %s: %w", name, err))
 		}
 		if res.Error != "" {
 			return sessionErr(name, res)
 		}
 		return nil
 	})
+}
+
+// sessionErr maps a failed workspace operation to an API error.
+func sessionErr(p string, res supervisor.FileResult) *api.Error {
+	msg := res.Error
+	if !strings.HasPrefix(msg, p) {
+		msg = p + ": " + msg
+	}
+	switch res.ErrorKind {
+	case supervisor.ErrNotFound:
+		return api.Errorf(api.CodeNotFound, "%s", msg)
+	case supervisor.ErrTooLarge:
+		return api.Errorf(api.CodeTooLarge, "%s", msg)
+	case supervisor.ErrNoSpace:
+		return api.Errorf(api.CodeNoSpace, "%s: the workspace is full (its size is the disk limit)", msg)
+	case supervisor.ErrNotRegular, supervisor.ErrReadOnly:
+		return api.Errorf(api.CodeConflict, "%s", msg)
+	}
+	return api.Errorf(api.CodeInvalidRequest, "%s", msg)
 }

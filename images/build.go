@@ -1,0 +1,115 @@
+package images
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/runtime"
+)
+
+// buildTimeout bounds one image build: packages come from the network.
+const buildTimeout = 30 * time.Minute
+
+// Target is the image a language's containers are made from: its
+// configured image, and the packages its block adds to it.
+type Target struct {
+	Language string
+	Base     string   // the configured image (or the plugin's default)
+	Packages []string // none: the base itself
+	Install  []string // the plugin's install command (language.Info)
+}
+
+// Missing is runtime.ErrImageMissing with what to do about it.
+type Missing string
+
+func (e Missing) Error() string        { return string(e) }
+func (e Missing) Is(target error) bool { return target == runtime.ErrImageMissing }
+
+// Resolve finds the image t's containers are made from in the engine:
+// its reference and id, or why there is none (Missing says how to build
+// it). dir is the directory of Dockerfiles sandboxd builds from.
+func Resolve(ctx context.Context, rt runtime.Runtime, dir string, t Target) (ref, id string, err error) {
+	base, err := rt.Image(ctx, t.Base)
+	switch {
+	case errors.Is(err, runtime.ErrImageMissing):
+		how := fmt.Sprintf("build it with `sandboxctl images build %s` (or `make images`)", t.Language)
+		if _, ok := Source(dir, t.Base); !ok {
+			how = fmt.Sprintf("sandboxd builds only images with a Dockerfile in %s: build or load it into the engine yourself", dir)
+		}
+		return t.Base, "", Missing(fmt.Sprintf("image %s of language %s is missing: %s", t.Base, t.Language, how))
+	case err != nil:
+		return t.Base, "", err
+	case len(t.Packages) == 0:
+		return t.Base, base.ID, nil
+	}
+	b := Derived(t.Language, t.Base, base, t.Install, t.Packages, nil)
+	derived, err := rt.Image(ctx, b.Tag)
+	switch {
+	case errors.Is(err, runtime.ErrImageMissing):
+		return b.Tag, "", Missing(fmt.Sprintf("image %s (%s with packages %s) of language %s is not built yet: build it with `sandboxctl images build %s`",
+			b.Tag, t.Base, strings.Join(t.Packages, " "), t.Language, t.Language))
+	case err != nil:
+		return b.Tag, "", err
+	}
+	return b.Tag, derived.ID, nil
+}
+
+// Build builds the targets' images: each base from its Dockerfile in dir
+// (from the engine's layer cache when nothing changed), then the image
+// derived from it with the target's packages, trusting the CA bundle ca
+// while they install. Targets sharing an image build it once. progress
+// receives the builds' output lines; a failed image is reported in its
+// entry, and the others are still built.
+func Build(ctx context.Context, rt runtime.Runtime, dir string, ca []byte, targets []Target, progress func(api.ImageBuildEvent)) *api.ImageBuildResult {
+	res := &api.ImageBuildResult{Images: []api.ImageBuilt{}}
+	done := map[string]bool{}
+	build := func(t Target, b runtime.ImageBuild, packages []string) error {
+		if done[b.Tag] {
+			return nil
+		}
+		done[b.Tag] = true
+		started := time.Now()
+		ctx, cancel := context.WithTimeout(ctx, buildTimeout)
+		defer cancel()
+		err := rt.BuildImage(ctx, b, func(line string) {
+			progress(api.ImageBuildEvent{Type: "progress", Image: b.Tag, Line: line})
+		})
+		entry := api.ImageBuilt{Language: t.Language, Image: b.Tag, Packages: packages, DurationMS: float64(time.Since(started).Microseconds()) / 1000}
+		if err != nil {
+			entry.Error = err.Error()
+			if len(packages) == 0 {
+				entry.Error += " (a missing sandboxd/base image is made by `make images`, which needs debootstrap)"
+			}
+		}
+		res.Images = append(res.Images, entry)
+		return err
+	}
+	for _, t := range targets {
+		if src, ok := Source(dir, t.Base); ok {
+			if build(t, src, nil) != nil {
+				continue
+			}
+		} else if len(t.Packages) == 0 && !done[t.Base] {
+			done[t.Base] = true
+			entry := api.ImageBuilt{Language: t.Language, Image: t.Base, Note: "not built by sandboxd (no Dockerfile for it in " + dir + ")"}
+			if _, _, err := Resolve(ctx, rt, dir, t); err != nil {
+				entry.Error = err.Error()
+			}
+			res.Images = append(res.Images, entry)
+		}
+		if len(t.Packages) > 0 {
+			base, err := rt.Image(ctx, t.Base)
+			if err != nil {
+				res.Images = append(res.Images, api.ImageBuilt{Language: t.Language, Image: t.Base, Packages: t.Packages,
+					Error: fmt.Sprintf("the image to add packages to: %v", err)})
+				continue
+			}
+			_ = build(t, Derived(t.Language, t.Base, base, t.Install, t.Packages, ca), t.Packages)
+		}
+	}
+	return res
+}

@@ -1,0 +1,185 @@
+// Package daemon is sandboxd without its socket: it wires the languages,
+// sessions, projects, policies and the state store together, and owns the
+// request path (run.go): resolve → plan → limits → judge → acquire →
+// execute → record. It does not speak HTTP (internal/server does) nor
+// Docker (runtime does), and holds no container of its own: languages own
+// containers and pools, sessions own sessions.
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/config"
+	"github.com/sandboxd/sandboxd/internal/drain"
+	"github.com/sandboxd/sandboxd/internal/languages"
+	"github.com/sandboxd/sandboxd/internal/metrics"
+	"github.com/sandboxd/sandboxd/internal/projects"
+	"github.com/sandboxd/sandboxd/internal/sessions"
+	"github.com/sandboxd/sandboxd/internal/state"
+	"github.com/sandboxd/sandboxd/plugins"
+	"github.com/sandboxd/sandboxd/policy"
+	"github.com/sandboxd/sandboxd/runtime"
+)
+
+// Version is sandboxd's version, set at build time.
+var Version = "dev"
+
+// Daemon is the running daemon minus its socket.
+type Daemon struct {
+	cfg     *config.Config
+	rt      runtime.Runtime
+	store   *state.Store
+	log     hclog.Logger
+	started time.Time
+	gate    drain.Gate
+
+	Languages *languages.Registry
+	Sessions  *sessions.Sessions
+	Projects  *projects.Projects
+	Metrics   *metrics.Metrics
+	policies  *policy.Chain
+	records   *recorder
+}
+
+// New starts the plugins, gives stored sessions their containers back,
+// removes every other container a previous run of this daemon left
+// behind, and starts the warm pools.
+func New(ctx context.Context, cfg *config.Config, rt runtime.Runtime, store *state.Store, log hclog.Logger) (*Daemon, error) {
+	d := &Daemon{cfg: cfg, rt: rt, store: store, log: log, started: time.Now()}
+	d.Metrics = metrics.New(d, Version)
+	d.records = &recorder{store: store, log: log, metrics: d.Metrics, outcomes: map[string]uint64{}}
+	if _, err := rt.Ping(ctx); err != nil {
+		return nil, err
+	}
+	var err error
+	if d.Languages, err = languages.Load(ctx, cfg, rt, store, d.Metrics, log); err != nil {
+		return nil, err
+	}
+	if d.policies, err = policy.Load(ctx, cfg.Policies, cfg.PluginDir, log); err != nil {
+		d.Languages.Close(ctx)
+		return nil, err
+	}
+	d.Projects = projects.New(cfg.StateDir, store, cfg.Sessions.MaxTransfer)
+	d.Sessions = sessions.New(cfg.Sessions, d.Languages, d.Projects, store, rt, &d.gate, log)
+	if err := d.reconcile(ctx); err != nil {
+		d.Languages.Close(ctx)
+		d.policies.Close()
+		return nil, err
+	}
+	d.Languages.Start()
+	d.Sessions.Start()
+	return d, nil
+}
+
+// reconcile gives stored sessions their containers back (or marks them
+// lost) and removes every other container labelled as this daemon's.
+func (d *Daemon) reconcile(ctx context.Context) error {
+	list, err := d.rt.List(ctx)
+	if err != nil {
+		return err
+	}
+	keep, err := d.Sessions.Recover(ctx, list)
+	if err != nil {
+		return err
+	}
+	return runtime.RemoveUnclaimed(ctx, d.rt, list, keep, d.log)
+}
+
+// Close drains: new requests are refused, running executions finish (or
+// hit their deadlines), pools destroy their containers, and anything still
+// labelled as ours but a session's is removed.
+func (d *Daemon) Close(ctx context.Context) {
+	if !d.gate.Close(ctx) {
+		d.log.Warn("shutdown deadline reached with executions still running")
+	}
+	d.Languages.Close(ctx)
+	d.records.wait()
+	keep := d.Sessions.Close()
+	if list, err := d.rt.List(context.Background()); err != nil {
+		d.log.Warn("final cleanup failed", "error", err)
+	} else if err := runtime.RemoveUnclaimed(context.Background(), d.rt, list, keep, d.log); err != nil {
+		d.log.Warn("final cleanup failed", "error", err)
+	}
+	d.policies.Close()
+}
+
+// Plugins reports every plugin's health, language plugins first.
+func (d *Daemon) Plugins() []api.Plugin {
+	var out []api.Plugin
+	for _, l := range d.Languages.All() {
+		out = append(out, report(l.Plugin.Process, l.Info.Version))
+	}
+	for _, p := range d.policies.Plugins() {
+		out = append(out, report(p.Process, p.Version))
+	}
+	return out
+}
+
+func report(p *plugins.Process, version string) api.Plugin {
+	h := p.Health()
+	return api.Plugin{
+		Kind: string(h.Kind), Name: h.Name, Path: h.Path, Version: version,
+		Running: h.Running, Restarts: h.Restarts, LastError: h.LastError, RetryAt: h.RetryAt,
+	}
+}
+
+// Health checks the engine and the plugins.
+func (d *Daemon) Health(ctx context.Context) api.Health {
+	h := api.Health{Status: "ok", Version: Version, Uptime: api.Duration(time.Since(d.started)), Plugins: d.Plugins()}
+	if info, err := d.rt.Ping(ctx); err != nil {
+		h.Docker = api.DockerHealth{Error: err.Error()}
+		h.Problems = append(h.Problems, "docker: "+err.Error())
+	} else {
+		h.Docker = api.DockerHealth{OK: true, Version: info.Version, APIVersion: info.APIVersion, Runtime: info.Runtime}
+	}
+	for _, p := range h.Plugins {
+		if !p.RetryAt.IsZero() {
+			h.Problems = append(h.Problems, fmt.Sprintf("plugin %s: %s", p.Name, p.LastError))
+		}
+	}
+	if d.gate.Closing() {
+		h.Problems = append(h.Problems, "shutting down")
+	}
+	if len(h.Problems) > 0 {
+		h.Status = "degraded"
+	}
+	return h
+}
+
+// Stats reports counters since start.
+func (d *Daemon) Stats() api.Stats {
+	st := api.Stats{
+		Uptime: api.Duration(time.Since(d.started)), InFlight: d.gate.InFlight(),
+		Pools: d.Languages.Pools(), Rules: d.policies.Stats(),
+	}
+	st.Executions, st.Outcomes = d.records.counts()
+	st.Sessions, st.SessionsLost = d.Sessions.Counts()
+	return st
+}
+
+// Executions lists recorded executions, newest first.
+func (d *Daemon) Executions(limit int, language, before string) ([]api.Execution, *api.Error) {
+	if limit <= 0 || limit > 1000 {
+		limit = 100
+	}
+	list, err := d.store.Executions(limit, language, before)
+	if err != nil {
+		return nil, api.Errorf(api.CodeInvalidRequest, "%v", err)
+	}
+	return list, nil
+}
+
+// BuildImages builds the images of the named languages (every language
+// when none is named); progress receives the builds' output.
+func (d *Daemon) BuildImages(ctx context.Context, req api.ImageBuildRequest, progress func(api.ImageBuildEvent)) (*api.ImageBuildResult, *api.Error) {
+	if aerr := d.gate.Enter(); aerr != nil {
+		return nil, aerr
+	}
+	defer d.gate.Leave()
+	return d.Languages.Build(ctx, req.Languages, progress)
+}

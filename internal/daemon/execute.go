@@ -1,0 +1,131 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"time"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/plugins/language"
+	"github.com/sandboxd/sandboxd/plugins/program"
+	"github.com/sandboxd/sandboxd/runtime"
+	"github.com/sandboxd/sandboxd/runtime/supervisor"
+)
+
+// OutputFunc receives a program's output as it is produced.
+type OutputFunc func(stream string, data []byte)
+
+// job is what runs in a sandbox: its files are written, then its steps
+// run in order, sharing one deadline; the first to fail ends it.
+type job struct {
+	files []program.File // the program, entry point first; written before the first step
+	steps []language.Step
+	env   []string // KEY=VALUE, the whole environment
+	stdin []byte   // the last step's
+	dir   string   // working directory; "" is the workspace
+	// killOnExit ends whatever a step leaves running (one-shot runs);
+	// sessions keep background processes.
+	killOnExit bool
+}
+
+// execute runs a job in sb under limits, collecting its output and
+// usage into a result. out, if not nil, also receives the output as it
+// comes. An error means the sandbox failed (its supervisor died), not the
+// program.
+func execute(ctx context.Context, sb *runtime.Sandbox, j job, limits runtime.Limits, out OutputFunc) (*api.RunResult, *supervisor.ExecResult, error) {
+	col := &collector{out: out}
+	files := make([]supervisor.File, len(j.files))
+	for i, f := range j.files {
+		files[i] = supervisor.File{Path: f.Path, Data: f.Content, Mode: f.Mode}
+	}
+	deadline := time.Now().Add(limits.Timeout)
+	var res supervisor.ExecResult
+	stage := ""
+	for i, step := range j.steps {
+		last := i == len(j.steps)-1
+		stage = step.Name
+		remaining := time.Until(deadline)
+		if remaining <= 0 {
+			res = supervisor.ExecResult{TimedOut: true, ExitCode: 124}
+			break
+		}
+		req := supervisor.ExecRequest{
+			Argv: step.Argv, Dir: j.dir, Env: j.env, TimeoutMS: max(remaining.Milliseconds(), 1),
+			OutputLimit: limits.OutputLimit, KillOnExit: j.killOnExit,
+		}
+		if i == 0 {
+			req.Files = files
+		}
+		var in io.Reader
+		if last && len(j.stdin) > 0 {
+			in = bytes.NewReader(j.stdin)
+		}
+		mark := col.bufs[1].Len()
+		var err error
+		if res, err = sb.Exec(ctx, req, in, col.write); err != nil {
+			return nil, nil, err
+		}
+		col.add(res)
+		if len(j.steps) > 1 {
+			st := api.Step{Name: step.Name, ExitCode: res.ExitCode, TimedOut: res.TimedOut, DurationMS: float64(res.DurationUS) / 1000}
+			st.Stderr, st.StderrEncoding = api.EncodeBytes(col.bufs[1].Bytes()[mark:])
+			col.steps = append(col.steps, st)
+		}
+		if res.ExitCode != 0 || res.TimedOut || res.StartError != "" {
+			break
+		}
+	}
+	r := col.result(res)
+	if stage != "run" {
+		r.Stage = stage
+	}
+	return r, &res, nil
+}
+
+// collector gathers a job's output and usage across its steps.
+type collector struct {
+	out        OutputFunc
+	bufs       [2]bytes.Buffer
+	totals     [2]int64
+	truncated  bool
+	steps      []api.Step
+	durationUS int64
+	userUS     int64
+	sysUS      int64
+	maxRSS     int64
+}
+
+func (c *collector) write(stream string, data []byte) {
+	i := 0
+	if stream == supervisor.Stderr {
+		i = 1
+	}
+	c.bufs[i].Write(data)
+	if c.out != nil {
+		c.out(stream, data)
+	}
+}
+
+func (c *collector) add(r supervisor.ExecResult) {
+	c.totals[0] += r.StdoutBytes
+	c.totals[1] += r.StderrBytes
+	c.truncated = c.truncated || r.Truncated
+	c.durationUS += r.DurationUS
+	c.userUS += r.UserUS
+	c.sysUS += r.SysUS
+	c.maxRSS = max(c.maxRSS, r.MaxRSSBytes)
+}
+
+// result is what was collected, ending as last did.
+func (c *collector) result(last supervisor.ExecResult) *api.RunResult {
+	res := &api.RunResult{
+		ExitCode: last.ExitCode, Signal: last.Signal, TimedOut: last.TimedOut, OOMKilled: last.OOMKilled,
+		Truncated: c.truncated, StdoutBytes: c.totals[0], StderrBytes: c.totals[1],
+		DurationMS: float64(c.durationUS) / 1000, Error: last.StartError, Steps: c.steps,
+		Usage: api.Usage{CPUUserMS: float64(c.userUS) / 1000, CPUSysMS: float64(c.sysUS) / 1000, MaxRSSBytes: c.maxRSS},
+	}
+	res.Stdout, res.StdoutEncoding = api.EncodeBytes(c.bufs[0].Bytes())
+	res.Stderr, res.StderrEncoding = api.EncodeBytes(c.bufs[1].Bytes())
+	return res
+}

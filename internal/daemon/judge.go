@@ -1,0 +1,81 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/languages"
+	"github.com/sandboxd/sandboxd/internal/request"
+	contract "github.com/sandboxd/sandboxd/plugins/policy"
+	"github.com/sandboxd/sandboxd/plugins/program"
+	"github.com/sandboxd/sandboxd/policy"
+	"github.com/sandboxd/sandboxd/runtime"
+)
+
+// judgement is what the policies are asked about one request.
+type judgement struct {
+	kind    string
+	lang    *languages.Language
+	files   []program.File
+	entry   string
+	argv    []string
+	cwd     string
+	limits  runtime.Limits // what it will run with
+	session string
+}
+
+// judge runs the policy chain. A denial comes back as the policy_denied
+// error, with every finding, and is recorded like an execution that never
+// ran.
+func (d *Daemon) judge(ctx context.Context, j judgement) (policy.Decision, *api.Error) {
+	dec := d.policies.Evaluate(ctx, contract.Request{
+		Kind: j.kind, Language: j.lang.Name(), Files: j.files, Entry: j.entry, Argv: j.argv, Cwd: j.cwd, Session: j.session,
+		Limits: policyLimits(j.limits), Ceilings: policyLimits(j.lang.Limits()),
+	})
+	if dec.Allowed || j.kind == contract.KindValidate {
+		return dec, nil
+	}
+	f := dec.Denial
+	where := ""
+	switch {
+	case f.Line > 0:
+		where = " at " + f.Location()
+	case f.File != "":
+		where = " in " + f.File
+	}
+	d.records.denied(j.lang.Name(), j.kind, j.session, dec.Findings)
+	return dec, &api.Error{Code: api.CodePolicyDenied, Findings: dec.Findings,
+		Message: fmt.Sprintf("denied by policy %s: %s%s: %s", f.Policy, f.Rule, where, f.Message)}
+}
+
+func policyLimits(l runtime.Limits) contract.Limits {
+	return contract.Limits{TimeoutMS: l.Timeout.Milliseconds(), Memory: l.Memory, CPUs: l.CPUs, Pids: l.Pids}
+}
+
+// Validate runs the policies over a program or a command without running
+// anything.
+func (d *Daemon) Validate(ctx context.Context, req api.ValidateRequest) (*api.ValidateResult, *api.Error) {
+	l, aerr := d.Languages.Resolve(req.Language)
+	if aerr != nil {
+		return nil, aerr
+	}
+	limits, aerr := request.Limits(l.Limits(), req.Timeout, req.Limits)
+	if aerr != nil {
+		return nil, aerr
+	}
+	j := judgement{kind: contract.KindValidate, lang: l, argv: req.Argv, limits: limits}
+	if len(req.Argv) == 0 {
+		prog, aerr := request.DecodeProgram(req.Code, req.Files, req.Entry, request.Input{})
+		if aerr != nil {
+			return nil, api.Errorf(api.CodeInvalidRequest, "%s (or send argv to judge a command)", aerr.Message)
+		}
+		p, aerr := d.plan(ctx, l, prog, "")
+		if aerr != nil {
+			return nil, aerr
+		}
+		j.files, j.entry = p.files, prog.Entry
+	}
+	dec, _ := d.judge(ctx, j)
+	return &api.ValidateResult{Allowed: dec.Allowed, Findings: dec.Findings}, nil
+}

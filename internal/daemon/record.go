@@ -1,0 +1,102 @@
+package daemon
+
+import (
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/metrics"
+	"github.com/sandboxd/sandboxd/internal/state"
+)
+
+// recorder counts executions by outcome, for /v1/stats and /metrics, and
+// stores them in the history.
+type recorder struct {
+	store   *state.Store
+	log     hclog.Logger
+	metrics *metrics.Metrics
+
+	mu       sync.Mutex
+	total    uint64
+	outcomes map[string]uint64
+	pending  sync.WaitGroup
+}
+
+// Outcomes of an execution.
+const (
+	outcomeOK      = "ok"
+	outcomeNonzero = "nonzero"
+	outcomeTimeout = "timeout"
+	outcomeOOM     = "oom"
+	outcomeError   = "error"
+	outcomeDenied  = "denied"
+)
+
+func outcome(r *api.RunResult) string {
+	switch {
+	case r.TimedOut:
+		return outcomeTimeout
+	case r.OOMKilled:
+		return outcomeOOM
+	case r.ExitCode != 0:
+		return outcomeNonzero
+	}
+	return outcomeOK
+}
+
+// count records an execution's outcome; timings is nil for one that never
+// ran to the end.
+func (r *recorder) count(language, kind, outcome string, timings *api.Timings) {
+	r.metrics.Executed(language, kind, outcome, timings)
+	r.mu.Lock()
+	r.total++
+	r.outcomes[outcome]++
+	r.mu.Unlock()
+}
+
+func (r *recorder) counts() (uint64, map[string]uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]uint64, len(r.outcomes))
+	for k, v := range r.outcomes {
+		out[k] = v
+	}
+	return r.total, out
+}
+
+// ran counts and stores an execution that ran.
+func (r *recorder) ran(res *api.RunResult, kind string, limits api.Limits, started time.Time) {
+	r.count(res.Language, kind, outcome(res), &res.Timings)
+	r.write(api.Execution{
+		ID: res.ID, Kind: kind, Language: res.Language, Session: res.Session, StartedAt: started.UTC(),
+		ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut, OOMKilled: res.OOMKilled,
+		Truncated: res.Truncated, StdoutBytes: res.StdoutBytes, StderrBytes: res.StderrBytes,
+		Limits: limits, Usage: res.Usage, Timings: res.Timings, Error: res.Error,
+		Decision: res.Decision, Findings: res.Findings,
+	})
+}
+
+// denied counts and stores a request the policies refused: it never ran.
+func (r *recorder) denied(language, kind, session string, findings []api.Finding) {
+	now := time.Now()
+	r.count(language, kind, outcomeDenied, nil)
+	r.write(api.Execution{ID: state.NewID(now), Kind: kind, Language: language, Session: session,
+		StartedAt: now.UTC(), ExitCode: -1, Decision: api.DecisionDenied, Findings: findings})
+}
+
+// write stores an execution in the background: the caller has its answer
+// already, and bbolt batches concurrent records into one fsync.
+func (r *recorder) write(e api.Execution) {
+	r.pending.Add(1)
+	go func() {
+		defer r.pending.Done()
+		if err := r.store.RecordExecution(e); err != nil {
+			r.log.Error("recording an execution failed", "id", e.ID, "error", err)
+		}
+	}()
+}
+
+// wait waits for the records being written.
+func (r *recorder) wait() { r.pending.Wait() }

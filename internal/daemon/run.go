@@ -1,0 +1,219 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/languages"
+	"github.com/sandboxd/sandboxd/internal/request"
+	"github.com/sandboxd/sandboxd/internal/sessions"
+	"github.com/sandboxd/sandboxd/internal/state"
+	"github.com/sandboxd/sandboxd/plugins/language"
+	"github.com/sandboxd/sandboxd/policy"
+	"github.com/sandboxd/sandboxd/runtime"
+)
+
+// The request path. A run and a session's exec take the same steps:
+//
+//	resolve  the language, by name, alias or extension (languages)
+//	decode   the program or command, checked once (request)
+//	plan     the language plugin says where the code goes and what runs
+//	limits   what it will run with, the deadline decided once (request)
+//	judge    the policy chain sees exactly that (policy)
+//	within   refuse what is above the ceilings
+//	acquire  a warm container (languages), or the session's (sessions)
+//	execute  write the files and run the steps through the supervisor
+//	record   count the outcome and store it in the history
+
+// Run executes a program one-shot in a fresh warm container, which is
+// destroyed afterwards. out, if not nil, receives output as it happens.
+func (d *Daemon) Run(ctx context.Context, req api.RunRequest, out OutputFunc) (*api.RunResult, *api.Error) {
+	if aerr := d.gate.Enter(); aerr != nil {
+		return nil, aerr
+	}
+	defer d.gate.Leave()
+	received := time.Now()
+
+	l, aerr := d.Languages.Resolve(req.Language)
+	if aerr != nil {
+		return nil, aerr
+	}
+	prog, aerr := request.DecodeProgram(req.Code, req.Files, req.Entry,
+		request.Input{Args: req.Args, Env: req.Env, Stdin: req.Stdin, StdinEncoding: req.StdinEncoding})
+	if aerr != nil {
+		return nil, aerr
+	}
+	j, aerr := d.plan(ctx, l, prog, "")
+	if aerr != nil {
+		return nil, aerr
+	}
+	j.env, j.killOnExit = request.EnvList(j.env0, req.Env), true
+	limits, aerr := request.Limits(l.Limits(), req.Timeout, req.Limits)
+	if aerr != nil {
+		return nil, aerr
+	}
+	decision, aerr := d.judge(ctx, judgement{kind: "run", lang: l, files: j.files, entry: prog.Entry, limits: limits})
+	if aerr != nil {
+		return nil, aerr
+	}
+	if aerr := request.Within(limits, l.Limits(), l.Name()); aerr != nil {
+		return nil, aerr
+	}
+
+	sb, err := d.Languages.Acquire(ctx, l)
+	if err != nil {
+		return nil, request.ErrorOf(err)
+	}
+	defer d.Languages.Release(l, sb)
+	acquired := time.Now()
+	if request.Lowered(limits, l.Limits()) {
+		if err := d.rt.Update(ctx, sb.ID, limits); err != nil {
+			return nil, request.ErrorOf(err)
+		}
+	}
+	res, _, err := execute(ctx, sb, j.job, limits, out)
+	if err != nil {
+		d.records.count(l.Name(), "run", outcomeError, nil)
+		d.log.Error("execution failed", "language", l.Name(), "container_id", runtime.ShortID(sb.ID), "error", err)
+		return nil, request.ErrorOf(fmt.Errorf("the sandbox failed during the execution: %w", err))
+	}
+	d.finish(res, "run", l, "", decision, limits, received, acquired)
+	return res, nil
+}
+
+// Exec runs a command or a program in a session's workspace.
+func (d *Daemon) Exec(ctx context.Context, id string, req api.ExecRequest, out OutputFunc) (*api.RunResult, *api.Error) {
+	received := time.Now()
+	var res *api.RunResult
+	aerr := d.Sessions.Use(ctx, id, func(ss *sessions.Session, sb *runtime.Sandbox) *api.Error {
+		l := ss.Lang
+		if req.Limits != nil && (req.Limits.Memory != 0 || req.Limits.CPUs != 0 || req.Limits.Pids != 0) {
+			return api.Errorf(api.CodeInvalidRequest, "memory, cpus and pids are the session's: set them when creating it")
+		}
+		j, entry, aerr := d.execJob(ctx, l, req)
+		if aerr != nil {
+			return aerr
+		}
+		j.env = request.EnvList(j.env0, ss.Record().Env, req.Env)
+		limits, aerr := request.Limits(ss.Limits, req.Timeout, req.Limits)
+		if aerr != nil {
+			return aerr
+		}
+		cwd := j.dir
+		if cwd == "" {
+			cwd = runtime.Workspace
+		}
+		jd := judgement{kind: "exec", lang: l, argv: req.Argv, cwd: cwd, limits: limits, session: id}
+		if len(req.Argv) == 0 {
+			jd.files, jd.entry = j.files, entry
+		}
+		decision, aerr := d.judge(ctx, jd)
+		if aerr != nil {
+			return aerr
+		}
+		if aerr := request.Within(limits, ss.Limits, "session "+id); aerr != nil {
+			return aerr
+		}
+		started := time.Now()
+		r, last, err := execute(ctx, sb, j.job, limits, out)
+		if err != nil {
+			d.records.count(l.Name(), "exec", outcomeError, nil)
+			return request.ErrorOf(fmt.Errorf("the session's sandbox failed during the execution: %w", err))
+		}
+		if last.Survivors > 0 {
+			d.Sessions.MarkLost(ss, fmt.Sprintf("%d processes survived the kill at the deadline", last.Survivors))
+		}
+		r.Session = id
+		d.finish(r, "exec", l, id, decision, limits, received, started)
+		ss.Touch(1)
+		res = r
+		return nil
+	})
+	return res, aerr
+}
+
+// planned is a job as planned, before its environment is complete.
+type planned struct {
+	job
+	env0 map[string]string // the plan's own environment
+}
+
+// plan asks the language's plugin how to run a program; its files go to
+// dir (relative to the workspace; "" is the workspace itself).
+func (d *Daemon) plan(ctx context.Context, l *languages.Language, prog request.Program, dir string) (planned, *api.Error) {
+	plan, err := l.Plugin.Plan(ctx, language.PlanRequest{Code: prog.Code, Files: prog.Files, Entry: prog.Entry, Args: prog.Args})
+	switch {
+	case err != nil:
+		return planned{}, request.ErrorOf(err)
+	case len(plan.Steps) == 0:
+		return planned{}, api.Errorf(api.CodeInternal, "language plugin %q returned a plan with no steps", l.Config.Plugin)
+	case prog.Code != "" && plan.CodeFile == "":
+		return planned{}, api.Errorf(api.CodeInternal, "language plugin %q did not say where the code goes", l.Config.Plugin)
+	}
+	if prog.Code != "" {
+		if _, err := request.CleanPath(plan.CodeFile); err != nil {
+			return planned{}, api.Errorf(api.CodeInternal, "language plugin %q put the code at %v", l.Config.Plugin, err)
+		}
+	}
+	files := prog.WithCode(plan.CodeFile)
+	if dir != "" {
+		// The program's files go where it runs, so that relative names work.
+		rel := strings.TrimPrefix(dir, runtime.Workspace+"/")
+		moved := make([]language.File, len(files))
+		for i, f := range files {
+			f.Path = path.Join(rel, f.Path)
+			moved[i] = f
+		}
+		files = moved
+	}
+	return planned{job: job{files: files, steps: plan.Steps, stdin: prog.Stdin, dir: dir}, env0: plan.Env}, nil
+}
+
+// execJob turns an exec request into a job: argv as it is, or a program
+// planned by the session's language plugin. It returns the program's
+// entry, as the request named it.
+func (d *Daemon) execJob(ctx context.Context, l *languages.Language, req api.ExecRequest) (planned, string, *api.Error) {
+	dir := ""
+	if req.Cwd != "" {
+		cwd, aerr := sessions.Path(req.Cwd)
+		if aerr != nil {
+			return planned{}, "", api.Errorf(api.CodeInvalidRequest, "cwd: %s", aerr.Message)
+		}
+		if cwd != "." {
+			dir = path.Join(runtime.Workspace, cwd)
+		}
+	}
+	in := request.Input{Args: req.Args, Env: req.Env, Stdin: req.Stdin, StdinEncoding: req.StdinEncoding}
+	switch {
+	case len(req.Argv) > 0 && (req.Code != "" || len(req.Files) > 0):
+		return planned{}, "", api.Errorf(api.CodeInvalidRequest, "send either argv (a command) or code/files (a program), not both")
+	case len(req.Argv) > 0:
+		in.Args = req.Argv
+		stdin, aerr := request.DecodeInput(in)
+		if aerr != nil {
+			return planned{}, "", aerr
+		}
+		return planned{job: job{steps: []language.Step{{Name: "run", Argv: req.Argv}}, stdin: stdin, dir: dir}}, "", nil
+	}
+	prog, aerr := request.DecodeProgram(req.Code, req.Files, req.Entry, in)
+	if aerr != nil {
+		return planned{}, "", api.Errorf(api.CodeInvalidRequest, "%s (or send argv to run a command)", aerr.Message)
+	}
+	j, aerr := d.plan(ctx, l, prog, dir)
+	return j, prog.Entry, aerr
+}
+
+// finish completes a result that ran and records it.
+func (d *Daemon) finish(res *api.RunResult, kind string, l *languages.Language, session string, decision policy.Decision, limits runtime.Limits, received, started time.Time) {
+	finished := time.Now()
+	res.ID, res.Language = state.NewID(received), l.Name()
+	res.Findings, res.Decision = decision.Findings, api.DecisionAllowed
+	res.Timings = api.Timings{QueueMS: ms(started.Sub(received)), RunMS: ms(finished.Sub(started)), TotalMS: ms(finished.Sub(received))}
+	d.records.ran(res, kind, request.APILimits(limits), received)
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -1,0 +1,293 @@
+// Package languages owns the configured languages and the containers they
+// are run in: each language's plugin, the image its containers are made
+// from (and that image's runtime version), and its warm pool. It is where
+// every sandbox container is created and removed, so that each start and
+// removal is counted once.
+//
+// It answers "which language is this name" and "give me a container of
+// it"; it knows nothing of requests, policies or sessions.
+package languages
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/config"
+	"github.com/sandboxd/sandboxd/internal/metrics"
+	"github.com/sandboxd/sandboxd/internal/pool"
+	"github.com/sandboxd/sandboxd/internal/request"
+	"github.com/sandboxd/sandboxd/internal/state"
+	"github.com/sandboxd/sandboxd/plugins"
+	"github.com/sandboxd/sandboxd/plugins/language"
+	"github.com/sandboxd/sandboxd/runtime"
+)
+
+// pluginCallTimeout bounds every call to a language plugin.
+const pluginCallTimeout = 5 * time.Second
+
+// Language is one configured language.
+type Language struct {
+	Config    config.Language
+	Plugin    plugins.Language
+	Info      language.Info
+	baseImage string // the configured image (or the plugin's default)
+	img       imageCell
+	pool      *pool.Pool[*runtime.Sandbox]
+}
+
+// Name is the language's configured name.
+func (l *Language) Name() string { return l.Config.Name }
+
+// Limits are the language's ceilings.
+func (l *Language) Limits() runtime.Limits { return l.Config.Limits }
+
+// Registry is every configured language, in config order.
+type Registry struct {
+	cfg     *config.Config
+	rt      runtime.Runtime
+	store   *state.Store
+	metrics *metrics.Metrics
+	log     hclog.Logger
+
+	langs   []*Language
+	lookup  map[string]*Language // name, alias or extension -> language
+	starts  chan struct{}        // background container creates at once
+	stop    chan struct{}        // ends version probes
+	probes  sync.WaitGroup
+	buildMu sync.Mutex // one image build at a time
+	probeMu sync.Mutex // one version probe at a time
+}
+
+// Load starts the language plugins and resolves the languages' images;
+// the pools start with Start.
+func Load(ctx context.Context, cfg *config.Config, rt runtime.Runtime, store *state.Store, m *metrics.Metrics, log hclog.Logger) (*Registry, error) {
+	r := &Registry{cfg: cfg, rt: rt, store: store, metrics: m, log: log, lookup: map[string]*Language{},
+		starts: make(chan struct{}, 2), // concurrent background creates: one per core here
+		stop:   make(chan struct{})}
+	for _, lc := range cfg.Languages {
+		l, err := r.load(ctx, lc)
+		if err != nil {
+			r.closePlugins()
+			return nil, err
+		}
+		r.langs = append(r.langs, l)
+	}
+	return r, nil
+}
+
+func (r *Registry) load(ctx context.Context, lc config.Language) (*Language, error) {
+	var env []string
+	if g := lc.Generic; g != nil {
+		spec, err := json.Marshal(language.Template{
+			Meta: language.Info{
+				Name: lc.Name, DisplayName: g.DisplayName, Version: "hcl", Extensions: g.Extensions,
+				Aliases: g.Aliases, DefaultImage: lc.Image, VersionCommand: g.VersionCommand,
+			},
+			MainFile: g.MainFile, Sources: g.Sources, Compile: g.Compile, Run: g.Run, Env: g.Env,
+		})
+		if err != nil {
+			return nil, err
+		}
+		env = append(env, "SANDBOXD_LANGUAGE="+string(spec))
+	}
+	proc, err := plugins.NewProcess(r.cfg.PluginDir, plugins.KindLanguage, lc.Plugin, pluginCallTimeout, r.log, env...)
+	if err != nil {
+		return nil, fmt.Errorf("language %q: %w", lc.Name, err)
+	}
+	l := &Language{Config: lc, Plugin: plugins.Language{Process: proc}}
+	if l.Info, err = l.Plugin.Info(ctx); err != nil {
+		proc.Close()
+		return nil, fmt.Errorf("language %q: %w", lc.Name, err)
+	}
+	l.baseImage = lc.Image
+	if l.baseImage == "" {
+		l.baseImage = l.Info.DefaultImage
+	}
+	if l.baseImage == "" {
+		proc.Close()
+		return nil, fmt.Errorf("language %q: no image: set image in its block of %s", lc.Name, r.cfg.Path)
+	}
+	keys := append([]string{lc.Name, l.Info.Name}, l.Info.Aliases...)
+	keys = append(keys, l.Info.Extensions...)
+	for _, k := range keys {
+		k = strings.ToLower(strings.TrimPrefix(k, "."))
+		if other, ok := r.lookup[k]; ok && other.Config.Name != lc.Name {
+			r.log.Warn("language name claimed twice; the first block keeps it", "name", k, "kept", other.Config.Name, "ignored", lc.Name)
+			continue
+		}
+		r.lookup[k] = l
+	}
+	if lc.Limits.Disk >= lc.Limits.Memory {
+		r.log.Warn("disk is not below memory: workspace files are in RAM and count toward memory, so a full workspace is killed for memory before it sees ENOSPC",
+			"language", lc.Name, "memory", api.ByteSize(lc.Limits.Memory).String(), "disk", api.ByteSize(lc.Limits.Disk).String())
+	}
+	if err := r.resolveImage(ctx, l).err; err != nil {
+		r.log.Error("runs of this language fail until its image is there", "language", lc.Name, "error", err)
+	}
+	return l, nil
+}
+
+// Start starts the warm pools and, once they have filled, the probes of
+// the runtimes' versions.
+func (r *Registry) Start() {
+	for _, l := range r.langs {
+		l.pool = pool.New(pool.Options{
+			Name: l.Config.Name, MinIdle: l.Config.Pool.MinIdle, Max: l.Config.Pool.Max,
+			QueueTimeout: l.Config.Pool.QueueTimeout, Starts: r.starts, Logger: r.log,
+		}, pool.Hooks[*runtime.Sandbox]{
+			Create: func(ctx context.Context) (*runtime.Sandbox, error) {
+				if err := l.img.get().err; err != nil {
+					return nil, err
+				}
+				return r.Create(ctx, r.spec(l))
+			},
+			Destroy: r.Remove,
+			Alive:   func(sb *runtime.Sandbox) bool { return sb.Alive() },
+		})
+	}
+	r.probe()
+}
+
+// Resolve finds a language by name, alias or extension.
+func (r *Registry) Resolve(name string) (*Language, *api.Error) {
+	if name == "" {
+		return nil, api.Errorf(api.CodeInvalidRequest, "language is required; one of: %s", r.names())
+	}
+	l, ok := r.lookup[strings.ToLower(strings.TrimPrefix(name, "."))]
+	if !ok {
+		return nil, api.Errorf(api.CodeUnknownLanguage, "no language %q; available: %s", name, r.names())
+	}
+	return l, nil
+}
+
+// Lookup is Resolve without the error: the language a stored record names.
+func (r *Registry) Lookup(name string) (*Language, bool) {
+	l, ok := r.lookup[name]
+	return l, ok
+}
+
+func (r *Registry) names() string {
+	names := make([]string, len(r.langs))
+	for i, l := range r.langs {
+		names[i] = l.Config.Name
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+// Acquire takes a warm container of l for one run; Release destroys it.
+func (r *Registry) Acquire(ctx context.Context, l *Language) (*runtime.Sandbox, error) {
+	if err := r.ready(ctx, l); err != nil {
+		return nil, err
+	}
+	return l.pool.Acquire(ctx)
+}
+
+// Release ends a run's use of its container, which is never reused.
+func (r *Registry) Release(l *Language, sb *runtime.Sandbox) { l.pool.Release(sb) }
+
+// Take is a container of l that a session keeps: a warm one, or with
+// mounts (a project's files) a new one, as mounts are fixed at create
+// time. The caller removes it with Remove.
+func (r *Registry) Take(ctx context.Context, l *Language, mounts []runtime.Mount) (*runtime.Sandbox, error) {
+	if err := r.ready(ctx, l); err != nil {
+		return nil, err
+	}
+	if len(mounts) == 0 {
+		return l.pool.Take(ctx)
+	}
+	spec := r.spec(l)
+	spec.Mounts = mounts
+	return r.Create(ctx, spec)
+}
+
+// spec is what a language's containers are made from; each gets a fresh
+// session id label, the id it will have if a session takes it.
+func (r *Registry) spec(l *Language) runtime.Spec {
+	return runtime.Spec{
+		Language: l.Config.Name,
+		Image:    l.img.get().ref,
+		Limits:   l.Config.Limits,
+		Labels:   map[string]string{runtime.LabelSession: state.RandomID(8)},
+	}
+}
+
+// Create creates and starts a container; every container sandboxd starts
+// comes through here.
+func (r *Registry) Create(ctx context.Context, spec runtime.Spec) (*runtime.Sandbox, error) {
+	began := time.Now()
+	sb, err := r.rt.Create(ctx, spec)
+	r.metrics.ContainerStarted(spec.Language, time.Since(began), err)
+	return sb, err
+}
+
+// Remove removes a container; every removal of a sandbox comes through
+// here.
+func (r *Registry) Remove(sb *runtime.Sandbox) {
+	err := r.rt.Remove(context.Background(), sb.ID)
+	if err != nil {
+		r.log.Warn("removing a sandbox failed", "container_id", runtime.ShortID(sb.ID), "error", err)
+	}
+	r.metrics.ContainerRemoved(sb.Language, err)
+}
+
+// List describes the languages with their images, runtime versions and
+// pool figures.
+func (r *Registry) List(ctx context.Context) []api.Language {
+	out := make([]api.Language, 0, len(r.langs))
+	for _, l := range r.langs {
+		_ = r.ready(ctx, l)
+		st := l.img.get()
+		entry := api.Language{
+			Name: l.Config.Name, DisplayName: l.Info.DisplayName,
+			Aliases: l.Info.Aliases, Extensions: l.Info.Extensions,
+			Image: st.ref, BaseImage: l.baseImage, Packages: l.Config.Packages, ImagePresent: st.id != "",
+			Version: st.version, Plugin: l.Config.Plugin, Limits: request.APILimits(l.Config.Limits), Pool: l.pool.Stats(),
+		}
+		if st.err != nil {
+			entry.Error = st.err.Error()
+		}
+		out = append(out, entry)
+	}
+	return out
+}
+
+// Pools reports every language's pool figures.
+func (r *Registry) Pools() map[string]api.PoolStats {
+	out := make(map[string]api.PoolStats, len(r.langs))
+	for _, l := range r.langs {
+		out[l.Config.Name] = l.pool.Stats()
+	}
+	return out
+}
+
+// All is every language, in config order.
+func (r *Registry) All() []*Language { return r.langs }
+
+// Close destroys the warm containers (waiting for the busy ones to be
+// released, until ctx ends), stops the probes and the plugins.
+func (r *Registry) Close(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, l := range r.langs {
+		wg.Add(1)
+		go func() { defer wg.Done(); l.pool.Close(ctx) }()
+	}
+	wg.Wait()
+	close(r.stop)
+	r.probes.Wait()
+	r.closePlugins()
+}
+
+func (r *Registry) closePlugins() {
+	for _, l := range r.langs {
+		l.Plugin.Close()
+	}
+}

@@ -1,0 +1,353 @@
+// Package projects owns projects: persistent file sets that sessions
+// mount read-only at /workspace/project_files. Content is stored once per
+// SHA-256 under state_dir/blobs; each project is a directory of hard links
+// to its blobs under state_dir/projects/<id>, which is what sessions mount.
+// These are host files only sandboxd writes, from uploads; sandboxes see
+// them read-only. It knows nothing of containers.
+package projects
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/state"
+)
+
+var projectName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// Projects is the project store. Safe for concurrent use.
+type Projects struct {
+	dir         string // state_dir
+	store       *state.Store
+	maxTransfer int64 // bytes per upload
+	// Users lists the active sessions that mount a project; set by the
+	// sessions, which know them.
+	Users func(id string) []string
+
+	mu sync.Mutex // project files and blobs
+}
+
+// New returns the projects kept under stateDir and in store; an upload
+// may be at most maxTransfer bytes.
+func New(stateDir string, store *state.Store, maxTransfer int64) *Projects {
+	return &Projects{dir: stateDir, store: store, maxTransfer: maxTransfer, Users: func(string) []string { return nil }}
+}
+
+func (ps *Projects) blobDir() string { return filepath.Join(ps.dir, "blobs") }
+
+// Dir is the directory of a project's files, which sessions mount.
+func (ps *Projects) Dir(id string) string       { return filepath.Join(ps.dir, "projects", id) }
+func (ps *Projects) blobPath(sum string) string { return filepath.Join(ps.blobDir(), sum) }
+func projectFilePath(dir, name string) string   { return filepath.Join(dir, filepath.FromSlash(name)) }
+func noProject(ref string) *api.Error {
+	return api.Errorf(api.CodeNotFound, "no project %q (sandboxctl project ls)", ref)
+}
+
+// Create makes an empty project with a unique name.
+func (ps *Projects) Create(req api.ProjectRequest) (*api.Project, *api.Error) {
+	if !projectName.MatchString(req.Name) {
+		return nil, api.Errorf(api.CodeInvalidRequest, "project name %q: 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", req.Name)
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if _, aerr := ps.findProjectLocked(req.Name); aerr == nil {
+		return nil, api.Errorf(api.CodeConflict, "a project named %q exists already", req.Name)
+	}
+	p := api.Project{ID: "p" + state.RandomID(6), Name: req.Name, CreatedAt: time.Now().UTC(), Files: []api.ProjectFile{}}
+	if err := os.MkdirAll(ps.Dir(p.ID), 0o755); err != nil {
+		return nil, api.Errorf(api.CodeInternal, "creating the project directory: %v", err)
+	}
+	if err := ps.store.PutProject(p); err != nil {
+		return nil, api.Errorf(api.CodeInternal, "storing the project: %v", err)
+	}
+	return &p, nil
+}
+
+// List lists every project with the sessions that mount it.
+func (ps *Projects) List() ([]api.Project, *api.Error) {
+	ps.mu.Lock()
+	list, err := ps.store.Projects()
+	ps.mu.Unlock()
+	if err != nil {
+		return nil, api.Errorf(api.CodeInternal, "reading projects: %v", err)
+	}
+	for i := range list {
+		list[i].Sessions = ps.Users(list[i].ID)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
+	return list, nil
+}
+
+// Get returns one project by id or name.
+func (ps *Projects) Get(ref string) (*api.Project, *api.Error) {
+	p, aerr := ps.Find(ref)
+	if aerr != nil {
+		return nil, aerr
+	}
+	p.Sessions = ps.Users(p.ID)
+	return p, nil
+}
+
+func (ps *Projects) Find(ref string) (*api.Project, *api.Error) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.findProjectLocked(ref)
+}
+
+func (ps *Projects) findProjectLocked(ref string) (*api.Project, *api.Error) {
+	list, err := ps.store.Projects()
+	if err != nil {
+		return nil, api.Errorf(api.CodeInternal, "reading projects: %v", err)
+	}
+	for _, p := range list {
+		if p.ID == ref || p.Name == ref {
+			return &p, nil
+		}
+	}
+	return nil, noProject(ref)
+}
+
+// AddFile stores body under name. The name is sanitized; a name
+// taken already gets a numbered variant unless overwrite is set. The
+// content is stored once however many files and projects hold it.
+func (ps *Projects) AddFile(ref, name string, body io.Reader, overwrite bool) (*api.ProjectFile, *api.Error) {
+	clean, err := sanitizeName(name)
+	if err != nil {
+		return nil, api.Errorf(api.CodeInvalidRequest, "file name %q: %v", name, err)
+	}
+	// Receive the content first, outside the lock: uploads may be large.
+	tmp, sum, size, aerr := ps.receiveBlob(body)
+	if aerr != nil {
+		return nil, aerr
+	}
+	defer os.Remove(tmp)
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	p, aerr := ps.findProjectLocked(ref)
+	if aerr != nil {
+		return nil, aerr
+	}
+	if _, err := os.Stat(ps.blobPath(sum)); errors.Is(err, os.ErrNotExist) {
+		if err := os.Rename(tmp, ps.blobPath(sum)); err != nil {
+			return nil, api.Errorf(api.CodeInternal, "%v", err)
+		}
+	}
+	if !overwrite {
+		clean = uniqueName(clean, p.Files)
+	}
+	files := p.Files[:0:0]
+	for _, f := range p.Files {
+		if f.Name != clean {
+			files = append(files, f)
+		}
+	}
+	pf := api.ProjectFile{Name: clean, Size: size, SHA256: sum, AddedAt: time.Now().UTC()}
+	p.Files = append(files, pf)
+	sort.Slice(p.Files, func(i, j int) bool { return p.Files[i].Name < p.Files[j].Name })
+	dst := projectFilePath(ps.Dir(p.ID), clean)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return nil, api.Errorf(api.CodeInternal, "%v", err)
+	}
+	// Replace atomically: sessions that mount the project see the old or
+	// the new file, never a missing one.
+	link := dst + ".sandboxd-new"
+	_ = os.Remove(link)
+	if err := os.Link(ps.blobPath(sum), link); err != nil {
+		return nil, api.Errorf(api.CodeInternal, "linking the file into the project: %v", err)
+	}
+	if err := os.Rename(link, dst); err != nil {
+		return nil, api.Errorf(api.CodeInternal, "%v", err)
+	}
+	p.Size = 0
+	for _, f := range p.Files {
+		p.Size += f.Size
+	}
+	if err := ps.store.PutProject(*p); err != nil {
+		return nil, api.Errorf(api.CodeInternal, "storing the project: %v", err)
+	}
+	ps.collectBlobsLocked()
+	return &pf, nil
+}
+
+// receiveBlob writes an upload to a temporary file of the blob store,
+// read-only and synced, and returns it with its SHA-256 and size. The
+// caller moves it into place (or drops it: the content is there already).
+func (ps *Projects) receiveBlob(body io.Reader) (string, string, int64, *api.Error) {
+	fail := func(code, format string, args ...any) (string, string, int64, *api.Error) {
+		return "", "", 0, api.Errorf(code, format, args...)
+	}
+	if err := os.MkdirAll(ps.blobDir(), 0o755); err != nil {
+		return fail(api.CodeInternal, "%v", err)
+	}
+	tmp, err := os.CreateTemp(ps.blobDir(), "upload-*")
+	if err != nil {
+		return fail(api.CodeInternal, "%v", err)
+	}
+	defer tmp.Close()
+	max := ps.maxTransfer
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(body, max+1))
+	if err == nil && n > max {
+		err = fmt.Errorf("over the %s upload limit (sessions.max_transfer)", api.ByteSize(max))
+	}
+	if err == nil {
+		err = tmp.Chmod(0o444)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		if n > max {
+			return fail(api.CodeTooLarge, "the file is %v", err)
+		}
+		return fail(api.CodeInvalidRequest, "receiving the upload: %v", err)
+	}
+	return tmp.Name(), hex.EncodeToString(h.Sum(nil)), n, nil
+}
+
+// collectBlobsLocked removes blobs no project refers to (and uploads
+// abandoned by a crash).
+func (ps *Projects) collectBlobsLocked() {
+	list, err := ps.store.Projects()
+	if err != nil {
+		return
+	}
+	used := map[string]bool{}
+	for _, p := range list {
+		for _, f := range p.Files {
+			used[f.SHA256] = true
+		}
+	}
+	ents, _ := os.ReadDir(ps.blobDir())
+	for _, e := range ents {
+		if !used[e.Name()] && !strings.HasPrefix(e.Name(), "upload-") {
+			_ = os.Remove(filepath.Join(ps.blobDir(), e.Name()))
+		}
+	}
+}
+
+// OpenFile opens a project file for download.
+func (ps *Projects) OpenFile(ref, name string) (*os.File, *api.ProjectFile, *api.Error) {
+	p, aerr := ps.Find(ref)
+	if aerr != nil {
+		return nil, nil, aerr
+	}
+	for _, f := range p.Files {
+		if f.Name == name {
+			fh, err := os.Open(ps.blobPath(f.SHA256))
+			if err != nil {
+				return nil, nil, api.Errorf(api.CodeInternal, "the content of %s is missing from the store: %v", name, err)
+			}
+			return fh, &f, nil
+		}
+	}
+	return nil, nil, api.Errorf(api.CodeNotFound, "project %s has no file %q", p.Name, name)
+}
+
+// DeleteFile removes one file from a project.
+func (ps *Projects) DeleteFile(ref, name string) *api.Error {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	p, aerr := ps.findProjectLocked(ref)
+	if aerr != nil {
+		return aerr
+	}
+	files := p.Files[:0:0]
+	for _, f := range p.Files {
+		if f.Name != name {
+			files = append(files, f)
+		} else {
+			p.Size -= f.Size
+		}
+	}
+	if len(files) == len(p.Files) {
+		return api.Errorf(api.CodeNotFound, "project %s has no file %q", p.Name, name)
+	}
+	p.Files = files
+	if err := ps.store.PutProject(*p); err != nil {
+		return api.Errorf(api.CodeInternal, "storing the project: %v", err)
+	}
+	_ = os.Remove(projectFilePath(ps.Dir(p.ID), name))
+	ps.collectBlobsLocked()
+	return nil
+}
+
+// Delete removes a project no session uses.
+func (ps *Projects) Delete(ref string) *api.Error {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	p, aerr := ps.findProjectLocked(ref)
+	if aerr != nil {
+		return aerr
+	}
+	if users := ps.Users(p.ID); len(users) > 0 {
+		return api.Errorf(api.CodeConflict, "project %s is mounted by sessions %s: delete them first", p.Name, strings.Join(users, ", "))
+	}
+	if err := ps.store.DeleteProject(p.ID); err != nil {
+		return api.Errorf(api.CodeInternal, "%v", err)
+	}
+	_ = os.RemoveAll(ps.Dir(p.ID))
+	ps.collectBlobsLocked()
+	return nil
+}
+
+// sanitizeName makes an uploaded file name safe to store: a relative path
+// of printable components; "..", "." and empty components are dropped;
+// at most 255 bytes per component.
+func sanitizeName(name string) (string, error) {
+	name = strings.ReplaceAll(strings.TrimSpace(name), `\`, "/")
+	var parts []string
+	for _, part := range strings.Split(name, "/") {
+		part = strings.Map(func(r rune) rune {
+			if unicode.IsControl(r) || r == unicode.ReplacementChar {
+				return -1
+			}
+			return r
+		}, strings.TrimSpace(part))
+		switch {
+		case part == "" || part == "." || part == "..":
+			continue // names stay inside the project
+		case len(part) > 255:
+			return "", errors.New("a name component is over 255 bytes")
+		case strings.HasSuffix(part, ".sandboxd-new"):
+			return "", errors.New("reserved suffix")
+		}
+		parts = append(parts, part)
+	}
+	if len(parts) == 0 {
+		return "", errors.New("empty")
+	}
+	clean := path.Join(parts...)
+	if len(clean) > 1024 {
+		return "", errors.New("longer than 1024 bytes")
+	}
+	return clean, nil
+}
+
+// uniqueName returns name, or name-1.ext, name-2.ext, ... when taken.
+func uniqueName(name string, files []api.ProjectFile) string {
+	taken := map[string]bool{}
+	for _, f := range files {
+		taken[f.Name] = true
+	}
+	ext := path.Ext(name)
+	base := strings.TrimSuffix(name, ext)
+	for i := 1; taken[name]; i++ {
+		name = fmt.Sprintf("%s-%d%s", base, i, ext)
+	}
+	return name
+}

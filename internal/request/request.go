@@ -1,0 +1,162 @@
+// Package request turns what a client sends into what the daemon runs,
+// checked once: a program (its files, code, entry, args, env and stdin)
+// or a session command, in the one shape the daemon keeps it in
+// (plugins/program files), and the limits and deadline it will run with.
+//
+// It owns the bounds of a request beyond the operator's ceilings and the
+// rule of which timeout wins. It runs nothing and keeps no state.
+package request
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/plugins/program"
+)
+
+// Bounds of a request, beyond the operator's limits.
+const (
+	maxFiles    = 1000
+	maxArgs     = 1000
+	maxEnv      = 1000
+	maxPathLen  = 4096
+	maxArgBytes = 1 << 20
+)
+
+// Program is a request's program, decoded and checked. Code, when set,
+// goes where the language plugin's plan says; Files go where they say.
+type Program struct {
+	Code  string
+	Files []program.File
+	Entry string
+	Args  []string
+	Env   map[string]string
+	Stdin []byte
+}
+
+// WithCode is the program's files as they will be written, entry point
+// first: Code at codeFile (the plan's), then the files sent.
+func (p Program) WithCode(codeFile string) []program.File {
+	if p.Code == "" {
+		return p.Files
+	}
+	return append([]program.File{{Path: codeFile, Content: []byte(p.Code)}}, p.Files...)
+}
+
+// Input is what every execution is given besides its program.
+type Input struct {
+	Args          []string
+	Env           map[string]string
+	Stdin         string
+	StdinEncoding string
+}
+
+// DecodeProgram checks a program sent as code or files, with its input.
+func DecodeProgram(code string, files []api.File, entry string, in Input) (Program, *api.Error) {
+	p := Program{Code: code, Args: in.Args, Env: in.Env}
+	if code == "" && len(files) == 0 {
+		return p, api.Errorf(api.CodeInvalidRequest, "send the program as \"code\" or as \"files\"")
+	}
+	stdin, aerr := DecodeInput(in)
+	if aerr != nil {
+		return p, aerr
+	}
+	p.Stdin = stdin
+	if len(files) > maxFiles {
+		return p, api.Errorf(api.CodeInvalidRequest, "%d files: at most %d", len(files), maxFiles)
+	}
+	for i, f := range files {
+		name, err := CleanPath(f.Path)
+		if err != nil {
+			return p, api.Errorf(api.CodeInvalidRequest, "files[%d].path: %v", i, err)
+		}
+		data, err := api.DecodeBytes(f.Content, f.Encoding)
+		if err != nil {
+			return p, api.Errorf(api.CodeInvalidRequest, "files[%d] (%s): %v", i, name, err)
+		}
+		if f.Mode > 0o777 {
+			return p, api.Errorf(api.CodeInvalidRequest, "files[%d].mode %o: only permission bits (at most 0777)", i, f.Mode)
+		}
+		p.Files = append(p.Files, program.File{Path: name, Content: data, Mode: f.Mode})
+	}
+	if entry != "" {
+		clean, err := CleanPath(entry)
+		if err != nil {
+			return p, api.Errorf(api.CodeInvalidRequest, "entry: %v", err)
+		}
+		p.Entry = clean
+	}
+	return p, nil
+}
+
+// DecodeInput checks what a program or command is given (arguments and
+// environment) and decodes its stdin.
+func DecodeInput(in Input) ([]byte, *api.Error) {
+	if aerr := CheckEnv(in.Env); aerr != nil {
+		return nil, aerr
+	}
+	if len(in.Args) > maxArgs {
+		return nil, api.Errorf(api.CodeInvalidRequest, "%d args: at most %d", len(in.Args), maxArgs)
+	}
+	size := 0
+	for _, a := range in.Args {
+		size += len(a)
+		if strings.IndexByte(a, 0) >= 0 {
+			return nil, api.Errorf(api.CodeInvalidRequest, "args may not contain NUL bytes")
+		}
+	}
+	if size > maxArgBytes {
+		return nil, api.Errorf(api.CodeInvalidRequest, "args total %d bytes: at most %d", size, maxArgBytes)
+	}
+	data, err := api.DecodeBytes(in.Stdin, in.StdinEncoding)
+	if err != nil {
+		return nil, api.Errorf(api.CodeInvalidRequest, "stdin: %v", err)
+	}
+	return data, nil
+}
+
+// CheckEnv checks an environment map's names and values.
+func CheckEnv(env map[string]string) *api.Error {
+	if len(env) > maxEnv {
+		return api.Errorf(api.CodeInvalidRequest, "%d env entries: at most %d", len(env), maxEnv)
+	}
+	for k, v := range env {
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.IndexByte(v, 0) >= 0 {
+			return api.Errorf(api.CodeInvalidRequest, "env %q: names are non-empty without '=' or NUL, values without NUL", k)
+		}
+	}
+	return nil
+}
+
+// EnvList turns environment maps into KEY=VALUE pairs, later maps winning.
+func EnvList(maps ...map[string]string) []string {
+	var env []string
+	for _, m := range maps {
+		for k, v := range m {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
+// CleanPath accepts a relative path that stays inside the workspace.
+func CleanPath(p string) (string, error) {
+	switch {
+	case p == "":
+		return "", errors.New("empty")
+	case len(p) > maxPathLen:
+		return "", fmt.Errorf("longer than %d bytes", maxPathLen)
+	case strings.IndexByte(p, 0) >= 0:
+		return "", errors.New("contains a NUL byte")
+	case path.IsAbs(p):
+		return "", fmt.Errorf("%q is absolute: paths are relative to /workspace", p)
+	}
+	clean := path.Clean(p)
+	if clean == "." || clean == ".." || strings.HasPrefix(clean, "../") {
+		return "", fmt.Errorf("%q leaves the workspace", p)
+	}
+	return clean, nil
+}

@@ -1,0 +1,491 @@
+// Package sessions owns sessions: a container of one's own, taken from a
+// language's warm pool (or, with a project, created with the project
+// mounted), kept until it is deleted or expires. Records live in the
+// state store so that a restarted sandboxd attaches to the containers
+// again, or reports a session lost when its container is gone; a session
+// is never recreated empty.
+//
+// Operations on one session run one at a time (its turn), in arrival
+// order: an exec, a file transfer and a reset never overlap in one
+// workspace. What runs in a session is the request path's (see
+// internal/daemon, which calls Use); this package keeps the sessions, their
+// files, expiry and recovery.
+package sessions
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/config"
+	"github.com/sandboxd/sandboxd/internal/drain"
+	"github.com/sandboxd/sandboxd/internal/languages"
+	"github.com/sandboxd/sandboxd/internal/projects"
+	"github.com/sandboxd/sandboxd/internal/request"
+	"github.com/sandboxd/sandboxd/internal/state"
+	"github.com/sandboxd/sandboxd/runtime"
+	"github.com/sandboxd/sandboxd/runtime/supervisor"
+)
+
+// janitorEvery is how often expiry is checked and usage written back.
+const janitorEvery = time.Second
+
+// Session is a session this daemon knows.
+type Session struct {
+	Lang   *languages.Language
+	Limits runtime.Limits // its ceilings, at most the language's
+	turn   chan struct{}  // holds one token: whoever has it may use sb
+
+	mu    sync.Mutex // guards what follows
+	rec   api.Session
+	sb    *runtime.Sandbox // nil once lost or closed
+	dirty bool             // rec changed since it was stored
+}
+
+func newSession(l *languages.Language, limits runtime.Limits, rec api.Session, sb *runtime.Sandbox) *Session {
+	ss := &Session{Lang: l, Limits: limits, turn: make(chan struct{}, 1), rec: rec, sb: sb}
+	ss.turn <- struct{}{}
+	return ss
+}
+
+// Record is the session's record as it is now.
+func (ss *Session) Record() api.Session {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.rec
+}
+
+// Touch marks the session used now, counting execs executions.
+func (ss *Session) Touch(execs int) {
+	ss.mu.Lock()
+	ss.rec.LastUsedAt = time.Now().UTC()
+	ss.rec.Executions += execs
+	ss.dirty = true
+	ss.mu.Unlock()
+}
+
+// Sessions is every session this daemon knows. Safe for concurrent use.
+type Sessions struct {
+	cfg      config.Sessions
+	langs    *languages.Registry
+	projects *projects.Projects
+	store    *state.Store
+	rt       runtime.Runtime
+	gate     *drain.Gate
+	log      hclog.Logger
+
+	mu      sync.Mutex
+	live    map[string]*Session    // by id
+	lost    map[string]api.Session // lost, kept until deleted or past their TTL
+	pending int                    // sessions being created
+	stop    chan struct{}          // ends the janitor
+	stopped chan struct{}
+}
+
+// New returns the sessions, none yet: Recover brings back the stored ones.
+func New(cfg config.Sessions, langs *languages.Registry, projects *projects.Projects, store *state.Store, rt runtime.Runtime, gate *drain.Gate, log hclog.Logger) *Sessions {
+	m := &Sessions{cfg: cfg, langs: langs, projects: projects, store: store, rt: rt, gate: gate, log: log,
+		live: map[string]*Session{}, lost: map[string]api.Session{}, stop: make(chan struct{}), stopped: make(chan struct{})}
+	projects.Users = m.projectUsers
+	return m
+}
+
+// Create takes a warm container for a new session.
+func (m *Sessions) Create(ctx context.Context, req api.SessionRequest) (*api.Session, *api.Error) {
+	if aerr := m.gate.Enter(); aerr != nil {
+		return nil, aerr
+	}
+	defer m.gate.Leave()
+	l, aerr := m.langs.Resolve(req.Language)
+	if aerr != nil {
+		return nil, aerr
+	}
+	limits, aerr := request.Limits(l.Limits(), 0, req.Limits)
+	if aerr == nil {
+		aerr = request.Within(limits, l.Limits(), l.Name())
+	}
+	if aerr != nil {
+		return nil, aerr
+	}
+	if aerr := request.CheckEnv(req.Env); aerr != nil {
+		return nil, aerr
+	}
+	ttl, idle := time.Duration(req.TTL), time.Duration(req.IdleTimeout)
+	if ttl == 0 {
+		ttl = m.cfg.TTL
+	}
+	if idle == 0 {
+		idle = m.cfg.IdleTimeout
+	}
+	if ttl < time.Second || ttl > m.cfg.MaxTTL || idle < time.Second || idle > m.cfg.MaxTTL {
+		return nil, api.Errorf(api.CodeInvalidRequest, "ttl %s and idle_timeout %s must be from 1s to max_ttl %s", ttl, idle, m.cfg.MaxTTL)
+	}
+	var project *api.Project
+	var mounts []runtime.Mount
+	if req.Project != "" {
+		if project, aerr = m.projects.Find(req.Project); aerr != nil {
+			return nil, aerr
+		}
+		mounts = []runtime.Mount{{Source: m.projects.Dir(project.ID), Target: runtime.Workspace + "/project_files", ReadOnly: true}}
+	}
+
+	// Reserve a place under the ceiling before the (possibly slow) create.
+	m.mu.Lock()
+	if len(m.live)+m.pending >= m.cfg.Max {
+		m.mu.Unlock()
+		return nil, api.Errorf(api.CodeTooManySessions, "%d sessions are open, the most sandboxd.hcl allows (sessions.max); delete one or wait for one to expire", m.cfg.Max)
+	}
+	m.pending++
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		m.pending--
+		m.mu.Unlock()
+	}()
+
+	sb, err := m.langs.Take(ctx, l, mounts)
+	if err != nil {
+		return nil, request.ErrorOf(err)
+	}
+	if request.Lowered(limits, l.Limits()) {
+		if err := m.rt.Update(ctx, sb.ID, limits); err != nil {
+			m.langs.Remove(sb)
+			return nil, request.ErrorOf(err)
+		}
+	}
+	now := time.Now().UTC()
+	rec := api.Session{
+		ID: sb.Session(), Language: l.Name(), State: api.SessionActive,
+		CreatedAt: now, ExpiresAt: now.Add(ttl), LastUsedAt: now, IdleTimeout: api.Duration(idle),
+		Limits: request.APILimits(limits), Env: req.Env, ContainerID: sb.ID,
+	}
+	if project != nil {
+		rec.Project = project.ID
+	}
+	if err := m.store.PutSession(rec); err != nil {
+		m.langs.Remove(sb)
+		return nil, api.Errorf(api.CodeInternal, "storing the session: %v", err)
+	}
+	m.mu.Lock()
+	m.live[rec.ID] = newSession(l, limits, rec, sb)
+	m.mu.Unlock()
+	m.log.Info("session created", "session", rec.ID, "language", l.Name(), "container_id", runtime.ShortID(sb.ID), "project", rec.Project)
+	return &rec, nil
+}
+
+// List lists live and lost sessions, oldest first.
+func (m *Sessions) List() []api.Session {
+	m.mu.Lock()
+	out := make([]api.Session, 0, len(m.live)+len(m.lost))
+	for _, ss := range m.live {
+		out = append(out, ss.Record())
+	}
+	for _, rec := range m.lost {
+		out = append(out, rec)
+	}
+	m.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	return out
+}
+
+// Get returns one session.
+func (m *Sessions) Get(id string) (*api.Session, *api.Error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if ss, ok := m.live[id]; ok {
+		rec := ss.Record()
+		return &rec, nil
+	}
+	if rec, ok := m.lost[id]; ok {
+		return &rec, nil
+	}
+	return nil, noSession(id)
+}
+
+// Counts are the live and the lost sessions.
+func (m *Sessions) Counts() (live, lost int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.live), len(m.lost)
+}
+
+// projectUsers lists the live sessions that mount a project.
+func (m *Sessions) projectUsers(project string) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for id, ss := range m.live {
+		if ss.rec.Project == project {
+			out = append(out, id)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func noSession(id string) *api.Error {
+	return api.Errorf(api.CodeNotFound, "no session %q: it was deleted, expired, or never existed (sandboxctl session ls)", id)
+}
+
+// Delete ends a session and removes its container at once. A running exec
+// in it is killed with the container.
+func (m *Sessions) Delete(id string) *api.Error {
+	m.mu.Lock()
+	ss, ok := m.live[id]
+	delete(m.live, id)
+	_, wasLost := m.lost[id]
+	delete(m.lost, id)
+	m.mu.Unlock()
+	if !ok && !wasLost {
+		return noSession(id)
+	}
+	if err := m.store.DeleteSession(id); err != nil {
+		m.log.Error("forgetting a session failed", "session", id, "error", err)
+	}
+	if ss != nil {
+		m.close(ss, "deleted")
+	}
+	return nil
+}
+
+// close removes a session's container; it has left m.live.
+func (m *Sessions) close(ss *Session, why string) {
+	ss.mu.Lock()
+	sb := ss.sb
+	ss.sb = nil
+	ss.mu.Unlock()
+	if sb != nil {
+		m.log.Info("session closed", "session", ss.rec.ID, "why", why, "container_id", runtime.ShortID(sb.ID))
+		m.langs.Remove(sb)
+	}
+}
+
+// Use runs fn with the session's sandbox, after the operations ahead of
+// it. A supervisor that dies meanwhile makes the session lost.
+func (m *Sessions) Use(ctx context.Context, id string, fn func(ss *Session, sb *runtime.Sandbox) *api.Error) *api.Error {
+	if aerr := m.gate.Enter(); aerr != nil {
+		return aerr
+	}
+	defer m.gate.Leave()
+	m.mu.Lock()
+	ss, ok := m.live[id]
+	rec, lost := m.lost[id]
+	m.mu.Unlock()
+	if lost {
+		return api.Errorf(api.CodeSessionLost, "session %s was lost: %s; delete it and create a new one", id, rec.Error)
+	}
+	if !ok {
+		return noSession(id)
+	}
+	select {
+	case <-ss.turn:
+	case <-ctx.Done():
+		return api.Errorf(api.CodeInvalidRequest, "gave up waiting for the session's previous operation: %v", ctx.Err())
+	}
+	defer func() { ss.turn <- struct{}{} }()
+	ss.mu.Lock()
+	sb := ss.sb
+	ss.mu.Unlock()
+	if sb == nil {
+		return noSession(id) // closed while we waited
+	}
+	ss.Touch(0)
+	aerr := fn(ss, sb)
+	ss.Touch(0)
+	if !sb.Alive() {
+		m.MarkLost(ss, fmt.Sprintf("its container stopped answering (%v)", sb.Err()))
+	}
+	return aerr
+}
+
+// MarkLost turns a session whose container died (or cannot be trusted any
+// more) into a lost one, and removes the container.
+func (m *Sessions) MarkLost(ss *Session, why string) {
+	m.mu.Lock()
+	if m.live[ss.rec.ID] != ss {
+		m.mu.Unlock()
+		return
+	}
+	delete(m.live, ss.rec.ID)
+	ss.mu.Lock()
+	ss.rec.State, ss.rec.Error = api.SessionLost, why
+	rec := ss.rec
+	ss.mu.Unlock()
+	m.lost[rec.ID] = rec
+	m.mu.Unlock()
+	m.log.Warn("session lost", "session", rec.ID, "why", why)
+	if err := m.store.PutSession(rec); err != nil {
+		m.log.Error("storing a lost session failed", "session", rec.ID, "error", err)
+	}
+	m.close(ss, "lost")
+}
+
+// Reset ends every process of a session and empties its workspace (but
+// project_files), leaving it usable.
+func (m *Sessions) Reset(ctx context.Context, id string) (*api.Session, *api.Error) {
+	aerr := m.Use(ctx, id, func(ss *Session, sb *runtime.Sandbox) *api.Error {
+		res, err := sb.File(ctx, supervisor.OpReset, supervisor.FileRequest{Path: "."}, nil, nil)
+		if err != nil {
+			return request.ErrorOf(fmt.Errorf("resetting the session: %w", err))
+		}
+		if res.Error != "" {
+			m.MarkLost(ss, "reset failed: "+res.Error)
+			return api.Errorf(api.CodeSessionLost, "reset failed, the session is lost: %s", res.Error)
+		}
+		return nil
+	})
+	if aerr != nil {
+		return nil, aerr
+	}
+	return m.Get(id)
+}
+
+// Start starts the janitor, which expires sessions and writes their usage
+// back to the store.
+func (m *Sessions) Start() {
+	go func() {
+		defer close(m.stopped)
+		t := time.NewTicker(janitorEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-m.stop:
+				return
+			case now := <-t.C:
+				m.expire(now)
+				m.flush()
+			}
+		}
+	}()
+}
+
+// Close stops the janitor and brings the records up to date. Sessions
+// outlive the daemon: their containers stay, and the next sandboxd
+// attaches to them. It returns those containers' ids.
+func (m *Sessions) Close() map[string]bool {
+	close(m.stop)
+	<-m.stopped
+	m.flush()
+	keep := map[string]bool{}
+	m.mu.Lock()
+	for _, ss := range m.live {
+		keep[ss.rec.ContainerID] = true
+	}
+	m.mu.Unlock()
+	return keep
+}
+
+// expire ends sessions past their TTL or idle too long. A session in use
+// is left until its operation ends.
+func (m *Sessions) expire(now time.Time) {
+	m.mu.Lock()
+	var due []*Session
+	for id, ss := range m.live {
+		rec := ss.Record()
+		if now.After(rec.ExpiresAt) || now.Sub(rec.LastUsedAt) > time.Duration(rec.IdleTimeout) {
+			select {
+			case <-ss.turn: // idle: it is ours now, and stays taken
+				delete(m.live, id)
+				due = append(due, ss)
+			default:
+			}
+		}
+	}
+	for id, rec := range m.lost {
+		if now.After(rec.ExpiresAt) {
+			delete(m.lost, id)
+			_ = m.store.DeleteSession(id)
+		}
+	}
+	m.mu.Unlock()
+	for _, ss := range due {
+		rec := ss.Record()
+		why := "idle timeout"
+		if now.After(rec.ExpiresAt) {
+			why = "ttl"
+		}
+		if err := m.store.DeleteSession(rec.ID); err != nil {
+			m.log.Error("forgetting an expired session failed", "session", rec.ID, "error", err)
+		}
+		m.close(ss, "expired: "+why)
+	}
+}
+
+// flush stores the sessions whose usage changed.
+func (m *Sessions) flush() {
+	m.mu.Lock()
+	var dirty []api.Session
+	for _, ss := range m.live {
+		ss.mu.Lock()
+		if ss.dirty {
+			ss.dirty = false
+			dirty = append(dirty, ss.rec)
+		}
+		ss.mu.Unlock()
+	}
+	m.mu.Unlock()
+	for _, rec := range dirty {
+		if err := m.store.PutSession(rec); err != nil {
+			m.log.Error("storing a session failed", "session", rec.ID, "error", err)
+		}
+	}
+}
+
+// Recover runs at start: each stored session gets its container back if it
+// still runs and its supervisor answers; otherwise it is lost. It returns
+// the containers that stay.
+func (m *Sessions) Recover(ctx context.Context, containers []runtime.Container) (map[string]bool, error) {
+	stored, err := m.store.Sessions()
+	if err != nil {
+		return nil, fmt.Errorf("reading sessions: %w", err)
+	}
+	byID := map[string]runtime.Container{}
+	for _, c := range containers {
+		byID[c.ID] = c
+	}
+	keep := map[string]bool{}
+	now := time.Now()
+	for _, rec := range stored {
+		if rec.State != api.SessionActive {
+			m.lost[rec.ID] = rec
+			continue
+		}
+		if now.After(rec.ExpiresAt) {
+			_ = m.store.DeleteSession(rec.ID)
+			continue
+		}
+		why := ""
+		l, known := m.langs.Lookup(rec.Language)
+		c, found := byID[rec.ContainerID]
+		var sb *runtime.Sandbox
+		switch {
+		case !known:
+			why = "its language " + rec.Language + " is no longer configured"
+		case !found || !c.Running:
+			why = "its container was gone when sandboxd restarted"
+		default:
+			if sb, err = m.rt.Attach(ctx, c); err != nil {
+				why = "its container did not answer when sandboxd restarted: " + err.Error()
+			}
+		}
+		if why != "" {
+			rec.State, rec.Error = api.SessionLost, why
+			m.lost[rec.ID] = rec
+			m.log.Warn("session lost", "session", rec.ID, "why", why)
+			if err := m.store.PutSession(rec); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		limits, _ := request.Limits(l.Limits(), 0, &rec.Limits)
+		m.live[rec.ID] = newSession(l, limits, rec, sb)
+		keep[c.ID] = true
+		m.log.Info("session recovered", "session", rec.ID, "container_id", runtime.ShortID(c.ID))
+	}
+	return keep, nil
+}
