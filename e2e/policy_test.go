@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/sandboxd/sandboxd/api"
-	"github.com/sandboxd/sandboxd/internal/testutil"
 	"github.com/sandboxd/sandboxd/internal/state"
+	"github.com/sandboxd/sandboxd/internal/testutil"
 )
 
 const pythonOnly = `

@@ -84,7 +84,9 @@ func (m *Main) Logf(format string, args ...any) { fmt.Fprintf(os.Stderr, format+
 // Skip cannot skip what has not started: a TestMain checks
 // DockerMissing itself (see client's). Here it fails, so that nothing
 // reports ok without having run.
-func (m *Main) Skip(args ...any) { m.Fatalf("SKIP not possible from TestMain: %s", fmt.Sprint(args...)) }
+func (m *Main) Skip(args ...any) {
+	m.Fatalf("SKIP not possible from TestMain: %s", fmt.Sprint(args...))
+}
 
 func (m *Main) Failed() bool { return m.failed }
 

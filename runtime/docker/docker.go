@@ -308,7 +308,6 @@ func (d *Docker) engineError(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-
 // limitedLog logs the supervisor's stderr lines up to a byte budget.
 type limitedLog struct {
 	logger hclog.Logger
