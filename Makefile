@@ -24,7 +24,11 @@ SHAREDIR   := $(PREFIX)/share
 # Members of this group may use the socket (mode 0660).
 SOCKET_GROUP ?= sandboxd
 
-.PHONY: all build engine images npm-tools run test unit bench proto install clean
+# staticcheck, pinned, built from the Go module proxy into bin/tools.
+STATICCHECK := $(BIN)/tools/staticcheck
+STATICCHECK_VERSION := v0.8.2
+
+.PHONY: all build engine images npm-tools lint run test unit bench proto install clean
 
 all: build
 
@@ -52,8 +56,16 @@ run: build images
 
 # Unit tests need nothing; the end-to-end tests need the engine and images,
 # and fail (never skip) without them when CI=true.
-test: build images npm-tools
+test: build lint images npm-tools
 	$(GO) test -count=1 -timeout 15m ./...
+
+lint: $(STATICCHECK)
+	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt -w those files"; exit 1; }
+	$(GO) vet ./...
+	$(STATICCHECK) ./...
+
+$(STATICCHECK):
+	GOBIN=$(abspath $(BIN)/tools) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 unit:
 	$(GO) test -count=1 -short ./...
@@ -61,6 +73,8 @@ unit:
 bench: build images
 	$(GO) run ./internal/bench -bin $(BIN)
 
+# protoc from Debian's protobuf-compiler; protoc-gen-go v1.36.12 and
+# protoc-gen-go-grpc v1.6.0 from the Go module proxy.
 proto:
 	cd plugins/language/proto && protoc --go_out=. --go_opt=paths=source_relative \
 		--go-grpc_out=. --go-grpc_opt=paths=source_relative language.proto

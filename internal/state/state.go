@@ -37,6 +37,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/sandboxd/sandboxd/api"
 )
@@ -82,7 +83,7 @@ func Open(dir string) (*Store, error) {
 	}
 	path := filepath.Join(dir, FileName)
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
-	if errors.Is(err, bolt.ErrTimeout) {
+	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("%w: %s is locked by another sandboxd; stop it, or give this one another --state-dir", ErrLocked, path)
 	}
 	if err != nil {

@@ -22,11 +22,11 @@ import (
 	"sync"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/client"
-	"github.com/docker/docker/errdefs"
 	"github.com/docker/docker/pkg/stdcopy"
 	"github.com/docker/go-units"
 	"github.com/hashicorp/go-hclog"
@@ -101,7 +101,7 @@ func (d *Docker) Create(ctx context.Context, spec runtime.Spec) (sb *runtime.San
 	cfg, hostCfg := d.containerConfig(spec)
 	created, err := d.cli.ContainerCreate(ctx, cfg, hostCfg, nil, nil, "")
 	if err != nil {
-		if errdefs.IsNotFound(err) {
+		if cerrdefs.IsNotFound(err) {
 			return nil, fmt.Errorf("%w: %s (build it with `make images` or `images/build.sh %s`)", runtime.ErrImageMissing, spec.Image, spec.Language)
 		}
 		return nil, d.engineError("creating a container", err)
@@ -270,7 +270,7 @@ func (d *Docker) Remove(ctx context.Context, id string) error {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	err := d.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
-	if err != nil && !errdefs.IsNotFound(err) && !strings.Contains(err.Error(), "is already in progress") {
+	if err != nil && !cerrdefs.IsNotFound(err) && !strings.Contains(err.Error(), "is already in progress") {
 		return d.engineError("removing container "+runtime.ShortID(id), err)
 	}
 	return nil

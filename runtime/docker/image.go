@@ -14,8 +14,8 @@ import (
 	"slices"
 	"strings"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/build"
-	"github.com/docker/docker/errdefs"
 	"github.com/docker/docker/pkg/jsonmessage"
 
 	"github.com/sandboxd/sandboxd/runtime"
@@ -26,7 +26,7 @@ func (d *Docker) Image(ctx context.Context, ref string) (runtime.Image, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	img, err := d.cli.ImageInspect(ctx, ref)
-	if errdefs.IsNotFound(err) {
+	if cerrdefs.IsNotFound(err) {
 		return runtime.Image{}, fmt.Errorf("%w: %s", runtime.ErrImageMissing, ref)
 	}
 	if err != nil {

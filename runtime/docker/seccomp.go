@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/docker/docker/profiles/seccomp"
+	"github.com/moby/profiles/seccomp"
 )
 
 // deniedSyscalls are removed from Docker's default allow-list. Engines
