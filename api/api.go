@@ -255,7 +255,8 @@ type PoolStats struct {
 	Busy      int    `json:"busy"`
 	Starting  int    `json:"starting"`
 	Removing  int    `json:"removing"`
-	Target    int    `json:"target"` // min_idle
+	Waiting   int    `json:"waiting"` // requests queued for a container
+	Target    int    `json:"target"`  // min_idle
 	Max       int    `json:"max"`
 	Hits      uint64 `json:"hits"`   // runs served by a warm container
 	Misses    uint64 `json:"misses"` // runs that waited for a create

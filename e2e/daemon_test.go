@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -92,7 +93,11 @@ func TestSigtermDrainsAndCleansUp(t *testing.T) {
 		out, _, code := d.Ctl("", "run", writeFile(t, "slow.py", "import time\ntime.sleep(1.5)\nprint('finished')\n"))
 		done <- result{out, code}
 	}()
-	time.Sleep(700 * time.Millisecond)
+	c := d.Client()
+	waitFor(t, "the run in flight", func() bool {
+		st, err := c.Stats(context.Background())
+		return err == nil && st.InFlight > 0
+	})
 	d.Stop()
 	r := <-done
 	if r.code != 0 || r.out != "finished\n" {

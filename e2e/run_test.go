@@ -222,20 +222,18 @@ func TestOneShot(t *testing.T) {
 	})
 	t.Run("history records executions", func(t *testing.T) {
 		res := run(t, c, api.RunRequest{Language: "node", Code: "process.exit(7)"})
-		var found bool
-		for i := 0; i < 50 && !found; i++ {
+		waitFor(t, "the execution in history", func() bool {
 			list, err := c.Executions(context.Background(), 50, "node")
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, e := range list {
-				found = found || (e.ID == res.ID && e.ExitCode == 7 && e.Limits.Memory > 0)
+				if e.ID == res.ID && e.ExitCode == 7 && e.Limits.Memory > 0 {
+					return true
+				}
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		if !found {
-			t.Fatal("execution not in history")
-		}
+			return false
+		})
 		out, _, code := d.Ctl("", "history", "--lang", "node")
 		if code != 0 || !strings.Contains(out, res.ID) {
 			t.Fatalf("sandboxctl history: %d\n%s", code, out)

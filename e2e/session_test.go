@@ -349,10 +349,9 @@ setsid python3 swap.py >/dev/null 2>&1 < /dev/null &`)
 	t.Run("background processes outlive their exec", func(t *testing.T) {
 		id := newSession(t, c, api.SessionRequest{})
 		sh(t, c, id, "setsid sh -c 'sleep 0.5; echo done > late' >/dev/null 2>&1 &")
-		time.Sleep(1500 * time.Millisecond)
-		if res := sh(t, c, id, "cat late"); res.Stdout != "done\n" {
-			t.Fatalf("%+v", res)
-		}
+		waitFor(t, "the background process to write after its exec ended", func() bool {
+			return sh(t, c, id, "cat late 2>/dev/null").Stdout == "done\n"
+		})
 	})
 
 	t.Run("reset empties the workspace and ends processes", func(t *testing.T) {
@@ -433,10 +432,10 @@ sessions {
 		t.Fatalf("third session: %v", err)
 	}
 	// a expires by its TTL though used; b by idleness.
-	for i := 0; i < 5; i++ {
-		sh(t, c, a, "true")
-		time.Sleep(300 * time.Millisecond)
-	}
+	waitFor(t, "a to expire while in use", func() bool {
+		_, err := c.Exec(ctx(t), a, api.ExecRequest{Argv: []string{"true"}})
+		return apiCode(err) == api.CodeNotFound
+	})
 	waitFor(t, "both sessions expired, their containers gone", func() bool {
 		_, errA := c.Session(ctx(t), a)
 		_, errB := c.Session(ctx(t), b)

@@ -176,14 +176,14 @@ func (e *execution) follow() {
 	case ws = <-e.exited:
 	case <-deadline.C:
 		e.timedOut.Store(true)
-		survivors = e.s.killAll()
+		survivors = e.s.endAll()
 		ws = <-e.exited
 	}
 	duration := time.Since(e.started)
 	e.closeStdin()
 
 	if e.req.KillOnExit || e.timedOut.Load() || e.killed.Load() {
-		if n := e.s.killAll(); n > survivors {
+		if n := e.s.endAll(); n > survivors {
 			survivors = n
 		}
 	}
@@ -225,7 +225,7 @@ func (e *execution) follow() {
 // kill ends the execution now (the host gave up on it).
 func (e *execution) kill() {
 	e.killed.Store(true)
-	e.s.killAll()
+	e.s.endAll()
 }
 
 // account adds a reaped process's resource use.

@@ -39,7 +39,7 @@ type upload struct {
 	err     error
 }
 
-func openWorkspace() (*os.Root, error) { return os.OpenRoot(workspace) }
+func (s *server) openWorkspace() (*os.Root, error) { return os.OpenRoot(s.workspace) }
 
 // fileOp starts a workspace operation. Transfers run in their own goroutine
 // so the protocol loop keeps serving executions and acks.
@@ -58,9 +58,9 @@ func (s *server) fileOp(m supervisor.Message) {
 	case supervisor.OpTar:
 		go func() { s.done(m.ID, s.tar(m.ID, req)) }()
 	case supervisor.OpList:
-		s.done(m.ID, list(req))
+		s.done(m.ID, s.list(req))
 	case supervisor.OpRemove:
-		s.done(m.ID, remove(req))
+		s.done(m.ID, s.remove(req))
 	case supervisor.OpReset:
 		go func() { s.done(m.ID, s.reset()) }()
 	}
@@ -100,7 +100,7 @@ func (s *server) startUpload(id uint64, req supervisor.FileRequest) *supervisor.
 	if res := writable(req.Path); res != nil {
 		return res
 	}
-	root, err := openWorkspace()
+	root, err := s.openWorkspace()
 	if err != nil {
 		return failure(err)
 	}
@@ -154,7 +154,7 @@ func (s *server) finishUpload(id uint64, up *upload) {
 	}
 	if err != nil {
 		// Leave nothing half written.
-		if root, rerr := openWorkspace(); rerr == nil {
+		if root, rerr := s.openWorkspace(); rerr == nil {
 			_ = root.Remove(up.name)
 			root.Close()
 		}
@@ -195,7 +195,7 @@ func openRegular(root *os.Root, name string) (*os.File, fs.FileInfo, *supervisor
 }
 
 func (s *server) get(id uint64, req supervisor.FileRequest) *supervisor.FileResult {
-	root, err := openWorkspace()
+	root, err := s.openWorkspace()
 	if err != nil {
 		return failure(err)
 	}
@@ -256,7 +256,7 @@ func (w *chunkWriter) flush() error {
 // is worked out before anything is sent, so an archive over the limit is
 // refused whole; each file contributes exactly the size it had then.
 func (s *server) tar(id uint64, req supervisor.FileRequest) *supervisor.FileResult {
-	root, err := openWorkspace()
+	root, err := s.openWorkspace()
 	if err != nil {
 		return failure(err)
 	}
@@ -342,8 +342,8 @@ func (zeros) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func list(req supervisor.FileRequest) *supervisor.FileResult {
-	root, err := openWorkspace()
+func (s *server) list(req supervisor.FileRequest) *supervisor.FileResult {
+	root, err := s.openWorkspace()
 	if err != nil {
 		return failure(err)
 	}
@@ -427,11 +427,11 @@ func fileType(m fs.FileMode) string {
 	return "device"
 }
 
-func remove(req supervisor.FileRequest) *supervisor.FileResult {
+func (s *server) remove(req supervisor.FileRequest) *supervisor.FileResult {
 	if res := writable(req.Path); res != nil {
 		return res
 	}
-	root, err := openWorkspace()
+	root, err := s.openWorkspace()
 	if err != nil {
 		return failure(err)
 	}
@@ -448,25 +448,25 @@ func remove(req supervisor.FileRequest) *supervisor.FileResult {
 // reset ends every process and empties the workspace and /tmp, keeping
 // project_files; the session goes on as if new.
 func (s *server) reset() *supervisor.FileResult {
-	if n := s.killAll(); n > 0 {
+	if n := s.endAll(); n > 0 {
 		return refuse(supervisor.ErrInvalid, "%d processes survived the kill", n)
 	}
-	for _, dir := range []string{workspace, "/tmp"} {
+	for _, dir := range []string{s.workspace, s.tmp} {
 		root, err := os.OpenRoot(dir)
 		if err != nil {
 			return failure(err)
 		}
-		if err := emptyDir(root); err != nil {
+		if err := s.emptyDir(root); err != nil {
 			root.Close()
 			return failure(err)
 		}
 		root.Close()
 	}
-	makeOutputs()
+	s.makeOutputs()
 	return &supervisor.FileResult{}
 }
 
-func emptyDir(root *os.Root) error {
+func (s *server) emptyDir(root *os.Root) error {
 	d, err := root.Open(".")
 	if err != nil {
 		return err
@@ -477,7 +477,7 @@ func emptyDir(root *os.Root) error {
 		return err
 	}
 	for _, n := range names {
-		if n == projectDir && root.Name() == workspace {
+		if n == projectDir && root.Name() == s.workspace {
 			continue
 		}
 		if err := root.RemoveAll(n); err != nil {
@@ -487,12 +487,12 @@ func emptyDir(root *os.Root) error {
 	return nil
 }
 
-// makeOutputs creates /workspace/outputs, where results are expected, and
-// the directory compilers write programs to.
-func makeOutputs() {
-	if root, err := openWorkspace(); err == nil {
+// makeOutputs creates the workspace's outputs/, where results are expected,
+// and the directory compilers write programs to.
+func (s *server) makeOutputs() {
+	if root, err := s.openWorkspace(); err == nil {
 		_ = root.Mkdir(outputsDir, 0o755)
 		root.Close()
 	}
-	_ = os.Mkdir(supervisor.BuildDir, 0o755)
+	_ = os.Mkdir(s.buildDir(), 0o755)
 }

@@ -17,6 +17,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime"
@@ -49,11 +50,20 @@ func main() {
 	}()
 
 	reserveThreads(supervisor.ReservedThreads)
-	makeOutputs()
-	s := newServer(os.Stdout)
-	go s.reap()
+	s := newServer(os.Stdout, containerPaths, killContainer)
+	s.makeOutputs()
+	go s.reap(nil)
+	if err := s.serve(os.Stdin); err != nil {
+		fmt.Fprintf(os.Stderr, "sandbox-init: reading stdin: %v\n", err)
+	}
+	// stdin closed: nobody can talk to us again.
+	killContainer()
+	os.Exit(0)
+}
 
-	in := bufio.NewScanner(os.Stdin)
+// serve handles the host's messages until r ends.
+func (s *server) serve(r io.Reader) error {
+	in := bufio.NewScanner(r)
 	in.Buffer(make([]byte, 64<<10), supervisor.MaxLine)
 	for in.Scan() {
 		if len(in.Bytes()) == 0 {
@@ -67,12 +77,7 @@ func main() {
 		}
 		s.handle(m)
 	}
-	// stdin closed: nobody can talk to us again.
-	if err := in.Err(); err != nil {
-		fmt.Fprintf(os.Stderr, "sandbox-init: reading stdin: %v\n", err)
-	}
-	s.killAll()
-	os.Exit(0)
+	return in.Err()
 }
 
 // reserveThreads makes the Go runtime start n OS threads now. A fork bomb

@@ -17,7 +17,18 @@ import (
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
-const workspace = "/workspace"
+// paths are where the supervisor acts: the container's own directories in a
+// sandbox, a test's temporary ones in unit tests.
+type paths struct {
+	workspace, tmp string
+}
+
+var containerPaths = paths{workspace: "/workspace", tmp: "/tmp"}
+
+// buildDir is supervisor.BuildDir under these paths.
+func (p paths) buildDir() string {
+	return filepath.Join(p.tmp, strings.TrimPrefix(supervisor.BuildDir, "/tmp/"))
+}
 
 // programNice is the nice value of the programs the supervisor starts.
 const programNice = 10
@@ -25,6 +36,11 @@ const programNice = 10
 // server holds the running executions. One reaper goroutine owns every
 // wait4 in the container, so no other code may wait for a child.
 type server struct {
+	paths
+	// endAll ends every process but the supervisor and says how many
+	// survived: killContainer in a sandbox.
+	endAll func() int
+
 	outMu sync.Mutex
 	out   *json.Encoder
 
@@ -34,8 +50,10 @@ type server struct {
 	uploads map[uint64]*upload    // puts waiting for their in chunks
 }
 
-func newServer(w io.Writer) *server {
+func newServer(w io.Writer, at paths, endAll func() int) *server {
 	return &server{
+		paths:   at,
+		endAll:  endAll,
 		out:     json.NewEncoder(w),
 		execs:   map[uint64]*execution{},
 		byPID:   map[int]*execution{},
@@ -90,12 +108,18 @@ func (s *server) handle(m supervisor.Message) {
 	}
 }
 
-// reap collects every child that exits: main processes of executions and
-// orphans re-parented to us alike.
-func (s *server) reap() {
+// reap collects every child that exits, main processes of executions and
+// orphans re-parented to us alike, until stop is closed.
+func (s *server) reap(stop <-chan struct{}) {
 	sigchld := make(chan os.Signal, 1)
 	signal.Notify(sigchld, unix.SIGCHLD)
-	for range sigchld {
+	defer signal.Stop(sigchld)
+	for {
+		select {
+		case <-sigchld:
+		case <-stop:
+			return
+		}
 		for {
 			var ws unix.WaitStatus
 			var ru unix.Rusage
@@ -133,14 +157,14 @@ func (s *server) start(id uint64, req supervisor.ExecRequest) {
 		fail(126, errors.New("empty argv"))
 		return
 	}
-	if err := writeFiles(req.Files); err != nil {
+	if err := s.writeFiles(req.Files); err != nil {
 		fail(126, err)
 		return
 	}
 	env := mergeEnv(os.Environ(), req.Env)
 	dir := req.Dir
 	if dir == "" {
-		dir = workspace
+		dir = s.workspace
 	}
 	argv0, err := lookPath(req.Argv[0], dir, envValue(env, "PATH"))
 	if err != nil {
@@ -189,9 +213,10 @@ func (s *server) finish(e *execution, res *supervisor.ExecResult) {
 	s.send(supervisor.Message{Op: supervisor.OpExit, ID: e.id, Result: res})
 }
 
-// killAll ends every process in the container but us, and keeps at it while
-// a fork bomb races the kill. It returns how many processes survived ~1 s.
-func (s *server) killAll() int {
+// killContainer ends every process in the container but us, and keeps at
+// it while a fork bomb races the kill. It returns how many processes
+// survived ~1 s. Only PID 1 of a PID namespace may call it.
+func killContainer() int {
 	deadline := time.Now().Add(900 * time.Millisecond)
 	for {
 		_ = unix.Kill(-1, unix.SIGKILL)
@@ -248,11 +273,11 @@ func oomKills() int64 {
 
 // writeFiles writes the request's files under the workspace; os.Root keeps
 // every path, and every link met on the way, inside it.
-func writeFiles(files []supervisor.File) error {
+func (s *server) writeFiles(files []supervisor.File) error {
 	if len(files) == 0 {
 		return nil
 	}
-	root, err := os.OpenRoot(workspace)
+	root, err := s.openWorkspace()
 	if err != nil {
 		return err
 	}

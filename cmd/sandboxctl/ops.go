@@ -117,11 +117,11 @@ func newPoolsCmd(g *globals) *cobra.Command {
 				names = append(names, name)
 			}
 			sort.Strings(names)
-			table("LANGUAGE\tIDLE\tBUSY\tSTARTING\tREMOVING\tTARGET\tMAX\tHITS\tMISSES\tCREATED\tDESTROYED\tFAILURES\tLAST ERROR", func(w *tabwriter.Writer) {
+			table("LANGUAGE\tIDLE\tBUSY\tSTARTING\tREMOVING\tWAITING\tTARGET\tMAX\tHITS\tMISSES\tCREATED\tDESTROYED\tFAILURES\tLAST ERROR", func(w *tabwriter.Writer) {
 				for _, name := range names {
 					p := pools[name]
-					fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", name, p.Idle, p.Busy, p.Starting,
-						p.Removing, p.Target, p.Max, p.Hits, p.Misses, p.Created, p.Destroyed, p.Failures, p.LastError)
+					fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", name, p.Idle, p.Busy, p.Starting,
+						p.Removing, p.Waiting, p.Target, p.Max, p.Hits, p.Misses, p.Created, p.Destroyed, p.Failures, p.LastError)
 				}
 			})
 			return nil

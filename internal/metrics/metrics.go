@@ -119,6 +119,8 @@ var (
 		"Idle containers the pool keeps ready (min_idle).", []string{"language"}, nil)
 	poolMax = prometheus.NewDesc("sandboxd_pool_max",
 		"Most containers the pool may hold (max).", []string{"language"}, nil)
+	poolWaiting = prometheus.NewDesc("sandboxd_pool_waiting",
+		"Requests queued for a container of the pool.", []string{"language"}, nil)
 	poolHits = prometheus.NewDesc("sandboxd_pool_hits_total",
 		"Requests served by a warm container.", []string{"language"}, nil)
 	poolMisses = prometheus.NewDesc("sandboxd_pool_misses_total",
@@ -138,7 +140,7 @@ var (
 )
 
 func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{poolContainers, poolTarget, poolMax, poolHits, poolMisses, inFlight, sessions, findings, denials, pluginUp, pluginRestarts} {
+	for _, d := range []*prometheus.Desc{poolContainers, poolTarget, poolMax, poolWaiting, poolHits, poolMisses, inFlight, sessions, findings, denials, pluginUp, pluginRestarts} {
 		ch <- d
 	}
 }
@@ -158,6 +160,7 @@ func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 		gauge(poolContainers, float64(p.Removing), lang, "removing")
 		gauge(poolTarget, float64(p.Target), lang)
 		gauge(poolMax, float64(p.Max), lang)
+		gauge(poolWaiting, float64(p.Waiting), lang)
 		counter(poolHits, float64(p.Hits), lang)
 		counter(poolMisses, float64(p.Misses), lang)
 	}

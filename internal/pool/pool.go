@@ -56,6 +56,7 @@ type Pool[T any] struct {
 	busy     int
 	starting int
 	removing int
+	waiting  int           // callers queued in Acquire for room
 	changed  chan struct{} // closed and replaced on every change
 	closed   bool
 	failures int // consecutive create failures, for backoff
@@ -141,15 +142,25 @@ func (p *Pool[T]) Acquire(ctx context.Context) (T, error) {
 			return item, nil
 		}
 		changed := p.changed
+		p.waiting++
 		p.mu.Unlock()
 		select {
 		case <-changed:
+			p.unwait()
 		case <-queue.C:
+			p.unwait()
 			return zero, fmt.Errorf("%w: all %d %s containers busy for %s; retry later or raise pool max", ErrExhausted, p.opts.Max, p.opts.Name, p.opts.QueueTimeout)
 		case <-ctx.Done():
+			p.unwait()
 			return zero, ctx.Err()
 		}
 	}
+}
+
+func (p *Pool[T]) unwait() {
+	p.mu.Lock()
+	p.waiting--
+	p.mu.Unlock()
 }
 
 // Take is Acquire for an item that never comes back (a session's
@@ -253,7 +264,7 @@ func (p *Pool[T]) Stats() api.PoolStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := p.stats
-	s.Idle, s.Busy, s.Starting, s.Removing = len(p.idle), p.busy, p.starting, p.removing
+	s.Idle, s.Busy, s.Starting, s.Removing, s.Waiting = len(p.idle), p.busy, p.starting, p.removing, p.waiting
 	s.Target, s.Max = p.opts.MinIdle, p.opts.Max
 	return s
 }

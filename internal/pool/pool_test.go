@@ -99,7 +99,7 @@ func TestExhaustedAfterQueueTimeoutAndQueuedCallerServed(t *testing.T) {
 		}
 		got <- err
 	}()
-	time.Sleep(20 * time.Millisecond)
+	eventually(t, "the caller queued", func() bool { return p2.Stats().Waiting == 1 })
 	p2.Release(b)
 	if err := <-got; err != nil {
 		t.Fatalf("queued caller: %v", err)
@@ -126,10 +126,15 @@ func TestCreateFailuresBackOffAndReport(t *testing.T) {
 	f := &fake{}
 	f.fail.Store(true)
 	p := New(Options{Name: "x", MinIdle: 2, Max: 2, QueueTimeout: time.Second}, f.hooks())
-	eventually(t, "a failure", func() bool { return p.Stats().Failures > 0 })
-	time.Sleep(100 * time.Millisecond)
-	if s := p.Stats(); s.Failures > 2 || s.LastError != "engine down" {
-		t.Fatalf("no backoff or no error: %+v", s)
+	eventually(t, "both creates failed", func() bool { return p.Stats().Failures == 2 })
+	p.mu.Lock()
+	retryIn, retrying := time.Until(p.retryAt), p.retryTmr != nil
+	p.mu.Unlock()
+	if retryIn < 500*time.Millisecond || !retrying {
+		t.Fatalf("no backoff: next try in %s, timer set %v", retryIn, retrying)
+	}
+	if s := p.Stats(); s.LastError != "engine down" {
+		t.Fatalf("no error reported: %+v", s)
 	}
 	if _, err := p.Acquire(context.Background()); err == nil {
 		t.Fatal("acquire succeeded with a failing engine")

@@ -1,10 +1,12 @@
 // Command misbehave is a policy plugin for tests that fails as its
 // options say: behave = "crash" (exits mid-call), "hang" (never answers),
-// "garbage" (an invalid severity), or "deny" (denies with one finding).
+// "garbage" (an invalid severity), "fail" (returns an error), or "deny"
+// (denies with one finding).
 package main
 
 import (
 	"context"
+	"errors"
 	"os"
 
 	"github.com/sandboxd/sandboxd/plugins"
@@ -23,6 +25,8 @@ func (misbehave) Check(ctx context.Context, req policy.Request) (policy.Verdict,
 		os.Exit(3)
 	case "hang":
 		<-make(chan struct{})
+	case "fail":
+		return policy.Verdict{}, errors.New("the plugin's own error")
 	case "garbage":
 		return policy.Verdict{Findings: []policy.Finding{{Rule: "x", Severity: "apocalyptic"}}}, nil
 	case "deny":

@@ -1,0 +1,285 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sandboxd/sandboxd/runtime/supervisor"
+)
+
+// peer drives a supervisor served in this process, over pipes, on a test's
+// own directories. Its endAll kills the process groups of the executions
+// it started (kill(-1) is for PID 1 of a container only).
+type peer struct {
+	t    *testing.T
+	s    *server
+	in   *io.PipeWriter
+	out  chan supervisor.Message // read as they come, so the supervisor never blocks on us
+	dirs paths
+}
+
+func newPeer(t *testing.T) *peer {
+	t.Helper()
+	dirs := paths{workspace: t.TempDir(), tmp: t.TempDir()}
+	hostR, initW := io.Pipe()
+	initR, hostW := io.Pipe()
+	p := &peer{t: t, in: hostW, dirs: dirs}
+	p.s = newServer(initW, dirs, func() int {
+		p.s.mu.Lock()
+		defer p.s.mu.Unlock()
+		for pid := range p.s.byPID {
+			_ = unix.Kill(-pid, unix.SIGKILL)
+		}
+		return 0
+	})
+	p.s.makeOutputs()
+	// One reaper at a time: it waits for any child of the test process.
+	stopReaping := make(chan struct{})
+	reaped := make(chan struct{})
+	go func() { p.s.reap(stopReaping); close(reaped) }()
+	served := make(chan struct{})
+	go func() { _ = p.s.serve(initR); close(served) }()
+	p.out = make(chan supervisor.Message, 4096)
+	go func() {
+		sc := bufio.NewScanner(hostR)
+		sc.Buffer(nil, supervisor.MaxLine)
+		for sc.Scan() {
+			var m supervisor.Message
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+				m.Op = "malformed: " + err.Error()
+			}
+			select {
+			case p.out <- m:
+			default: // a failed test left messages unread
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		p.s.endAll()
+		hostW.Close()
+		<-served
+		initW.Close()
+		close(stopReaping)
+		<-reaped
+	})
+	return p
+}
+
+func (p *peer) send(m supervisor.Message) {
+	p.t.Helper()
+	line, _ := json.Marshal(m)
+	p.sendLine(string(line))
+}
+
+func (p *peer) sendLine(line string) {
+	p.t.Helper()
+	if _, err := io.WriteString(p.in, line+"\n"); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// next reads the supervisor's next message, bounded in time.
+func (p *peer) next() supervisor.Message {
+	p.t.Helper()
+	select {
+	case m := <-p.out:
+		return m
+	case <-time.After(20 * time.Second):
+		p.t.Fatal("no message from the supervisor in 20s")
+		return supervisor.Message{}
+	}
+}
+
+// exec runs req and collects its output until its exit message.
+func (p *peer) exec(id uint64, req supervisor.ExecRequest, stdin ...string) (stdout, stderr string, res *supervisor.ExecResult) {
+	p.t.Helper()
+	if req.Dir == "" {
+		req.Dir = p.dirs.workspace
+	}
+	req.Stdin = len(stdin) > 0
+	p.send(supervisor.Message{Op: supervisor.OpExec, ID: id, Exec: &req})
+	for _, chunk := range stdin {
+		p.send(supervisor.Message{Op: supervisor.OpIn, ID: id, Data: []byte(chunk)})
+	}
+	if req.Stdin {
+		p.send(supervisor.Message{Op: supervisor.OpInClose, ID: id})
+	}
+	var out, errOut strings.Builder
+	for {
+		m := p.next()
+		switch {
+		case m.ID != id || m.Op == supervisor.OpInAck:
+		case m.Op == supervisor.OpOut && m.Stream == supervisor.Stdout:
+			out.Write(m.Data)
+		case m.Op == supervisor.OpOut && m.Stream == supervisor.Stderr:
+			errOut.Write(m.Data)
+		case m.Op == supervisor.OpExit:
+			return out.String(), errOut.String(), m.Result
+		default:
+			p.t.Fatalf("unexpected message %+v", m)
+		}
+	}
+}
+
+// fileOp runs one workspace operation and returns its data and result.
+func (p *peer) fileOp(id uint64, op string, req supervisor.FileRequest, chunks ...string) (string, *supervisor.FileResult) {
+	p.t.Helper()
+	p.send(supervisor.Message{Op: op, ID: id, File: &req})
+	for _, c := range chunks {
+		p.send(supervisor.Message{Op: supervisor.OpIn, ID: id, Data: []byte(c)})
+	}
+	if op == supervisor.OpPut {
+		p.send(supervisor.Message{Op: supervisor.OpInClose, ID: id})
+	}
+	var data strings.Builder
+	for {
+		m := p.next()
+		switch {
+		case m.ID != id || m.Op == supervisor.OpInAck:
+		case m.Op == supervisor.OpOut:
+			data.Write(m.Data)
+		case m.Op == supervisor.OpDone:
+			return data.String(), m.Done
+		}
+	}
+}
+
+func TestHelloAfterTornAndEmptyLines(t *testing.T) {
+	p := newPeer(t)
+	p.sendLine(`{"op":"exec","id":`) // torn by a reattach
+	p.sendLine("")                   // the host's resync newline
+	p.send(supervisor.Message{Op: supervisor.OpHello, Nonce: "n1"})
+	if m := p.next(); m.Op != supervisor.OpHello || m.Nonce != "n1" || m.Version != supervisor.Version {
+		t.Fatalf("hello answered with %+v", m)
+	}
+}
+
+func TestExecWritesFilesStreamsAndReports(t *testing.T) {
+	p := newPeer(t)
+	out, errOut, res := p.exec(1, supervisor.ExecRequest{
+		Argv:      []string{"sh", "-c", "cat prog/f.txt; cat; echo oops >&2; exit 3"},
+		Env:       []string{"PATH=/usr/bin:/bin"},
+		Files:     []supervisor.File{{Path: "/workspace/prog/f.txt", Data: []byte("file\n")}},
+		TimeoutMS: 10000, OutputLimit: 1 << 20,
+	}, "in", "put\n")
+	if out != "file\ninput\n" || errOut != "oops\n" || res.ExitCode != 3 || res.TimedOut || res.StdoutBytes != 11 {
+		t.Fatalf("stdout %q stderr %q result %+v", out, errOut, res)
+	}
+}
+
+func TestExecFailuresAreResults(t *testing.T) {
+	p := newPeer(t)
+	if _, _, res := p.exec(1, supervisor.ExecRequest{Argv: []string{"no-such-program"}, Env: []string{"PATH=/bin"}, TimeoutMS: 1000}); res.ExitCode != 127 || res.StartError == "" {
+		t.Fatalf("missing program: %+v", res)
+	}
+	if _, _, res := p.exec(2, supervisor.ExecRequest{TimeoutMS: 1000}); res.ExitCode != 126 {
+		t.Fatalf("empty argv: %+v", res)
+	}
+	// A file that would leave the workspace is refused before anything runs.
+	if err := os.Symlink("/etc", filepath.Join(p.dirs.workspace, "out")); err != nil {
+		t.Fatal(err)
+	}
+	_, _, res := p.exec(3, supervisor.ExecRequest{Argv: []string{"true"}, Env: []string{"PATH=/bin"}, TimeoutMS: 1000,
+		Files: []supervisor.File{{Path: "/workspace/out/planted", Data: []byte("x")}}})
+	if res.ExitCode != 126 || !strings.Contains(res.StartError, "escapes") {
+		t.Fatalf("file through a link: %+v", res)
+	}
+}
+
+func TestDeadlineKillsAndTruncates(t *testing.T) {
+	p := newPeer(t)
+	_, _, res := p.exec(1, supervisor.ExecRequest{Argv: []string{"sh", "-c", "head -c 100000 /dev/zero; sleep 30"},
+		Env: []string{"PATH=/usr/bin:/bin"}, TimeoutMS: 200, OutputLimit: 1000})
+	if !res.TimedOut || res.ExitCode != 128+int(syscall.SIGKILL) || !res.Truncated || res.StdoutBytes != 100000 {
+		t.Fatalf("%+v", res)
+	}
+}
+
+func TestKillEndsAnExecution(t *testing.T) {
+	p := newPeer(t)
+	p.send(supervisor.Message{Op: supervisor.OpExec, ID: 7, Exec: &supervisor.ExecRequest{
+		Argv: []string{"sleep", "30"}, Env: []string{"PATH=/usr/bin:/bin"}, Dir: p.dirs.workspace, TimeoutMS: 30000}})
+	p.send(supervisor.Message{Op: supervisor.OpKill, ID: 7})
+	for {
+		if m := p.next(); m.Op == supervisor.OpExit {
+			if m.Result.ExitCode != 128+int(syscall.SIGKILL) {
+				t.Fatalf("%+v", m.Result)
+			}
+			return
+		}
+	}
+}
+
+func TestWorkspaceOperations(t *testing.T) {
+	p := newPeer(t)
+	if _, res := p.fileOp(1, supervisor.OpPut, supervisor.FileRequest{Path: "d/a.txt", Max: 100}, "hel", "lo"); res.Error != "" || res.Size != 5 {
+		t.Fatalf("put: %+v", res)
+	}
+	if data, res := p.fileOp(2, supervisor.OpGet, supervisor.FileRequest{Path: "d/a.txt", Max: 100}); data != "hello" || res.Size != 5 {
+		t.Fatalf("get: %q %+v", data, res)
+	}
+	if _, res := p.fileOp(3, supervisor.OpPut, supervisor.FileRequest{Path: "big", Max: 3}, "four"); res.ErrorKind != supervisor.ErrTooLarge {
+		t.Fatalf("put over max: %+v", res)
+	}
+	if _, res := p.fileOp(4, supervisor.OpList, supervisor.FileRequest{Path: ".", Recursive: true}); len(res.Entries) != 4 {
+		t.Fatalf("list (., d, d/a.txt, outputs): %+v", res)
+	}
+	// Planted links and FIFOs: refused, never followed, never blocking.
+	if err := os.Symlink("/etc/passwd", filepath.Join(p.dirs.workspace, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(filepath.Join(p.dirs.workspace, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, res := p.fileOp(5, supervisor.OpGet, supervisor.FileRequest{Path: "link", Max: 1 << 20}); res.Error == "" {
+		t.Fatalf("get through a link: %+v", res)
+	}
+	if _, res := p.fileOp(6, supervisor.OpGet, supervisor.FileRequest{Path: "fifo", Max: 1 << 20}); res.ErrorKind != supervisor.ErrNotRegular {
+		t.Fatalf("get of a FIFO: %+v", res)
+	}
+	if _, res := p.fileOp(7, supervisor.OpPut, supervisor.FileRequest{Path: "project_files/x", Max: 10}, "x"); res.ErrorKind != supervisor.ErrReadOnly {
+		t.Fatalf("put into project_files: %+v", res)
+	}
+	if _, res := p.fileOp(8, supervisor.OpRemove, supervisor.FileRequest{Path: "d"}); res.Error != "" {
+		t.Fatalf("remove: %+v", res)
+	}
+	if _, res := p.fileOp(9, supervisor.OpGet, supervisor.FileRequest{Path: "d/a.txt", Max: 100}); res.ErrorKind != supervisor.ErrNotFound {
+		t.Fatalf("get after remove: %+v", res)
+	}
+}
+
+func TestResetEmptiesAllButProjectFiles(t *testing.T) {
+	p := newPeer(t)
+	for _, f := range []string{"project_files/keep", "x/y", "outputs/z"} {
+		full := filepath.Join(p.dirs.workspace, f)
+		_ = os.MkdirAll(filepath.Dir(full), 0o755)
+		if err := os.WriteFile(full, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(p.dirs.tmp, "t"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, res := p.fileOp(1, supervisor.OpReset, supervisor.FileRequest{}); res.Error != "" {
+		t.Fatalf("reset: %+v", res)
+	}
+	for dir, want := range map[string]string{p.dirs.workspace: "outputs project_files", p.dirs.tmp: ".sandboxd"} {
+		ents, _ := os.ReadDir(dir)
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		if got := strings.Join(names, " "); got != want {
+			t.Errorf("%s after reset: %q, want %q", dir, got, want)
+		}
+	}
+}
