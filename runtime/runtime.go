@@ -23,15 +23,13 @@ const (
 	LabelInstance = "io.sandboxd.instance" // which sandboxd (state dir) owns it
 	LabelLanguage = "io.sandboxd.language"
 	LabelSession  = "io.sandboxd.session"
+	LabelUID      = "io.sandboxd.uid" // the host uid (and gid) its processes run as
 )
 
 // Fixed places inside every sandbox.
 const (
 	Workspace      = "/workspace"
 	SupervisorPath = "/.sandboxd/init"
-	// UID and GID of sandbox processes: no host user's, never root.
-	UID = 100000
-	GID = 100000
 )
 
 // ErrImageMissing means the sandbox image is not on the engine.

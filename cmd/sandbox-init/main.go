@@ -38,12 +38,13 @@ func main() {
 	// through /proc/1/fd, nor ptrace us.
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 
-	// Handle (and drop) the signals code in the container might send us.
-	// Notify rather than Ignore: ignored dispositions would be inherited by
-	// every program we start.
-	drop := make(chan os.Signal, 8)
-	signal.Notify(drop, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT,
-		unix.SIGUSR1, unix.SIGUSR2, unix.SIGPIPE, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU)
+	// Handle (and drop) every signal code in the container might send us:
+	// Go's default for one nobody asked for (SIGSEGV, SIGABRT, SIGSYS sent
+	// with kill among them) is to end the process. Synchronous faults of
+	// our own still crash us as they should. Notify rather than Ignore:
+	// ignored dispositions would be inherited by every program we start.
+	drop := make(chan os.Signal, 64)
+	signal.Notify(drop)
 	go func() {
 		for range drop {
 		}

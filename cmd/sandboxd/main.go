@@ -83,7 +83,7 @@ func run(cfg *config.Config, log hclog.Logger) error {
 
 	rt, err := docker.New(docker.Options{
 		Host: cfg.Docker.Host, Runtime: cfg.Docker.Runtime, Supervisor: cfg.Supervisor,
-		Instance: store.Instance(), Labels: cfg.Docker.Labels, Logger: log,
+		Instance: store.Instance(), Labels: cfg.Docker.Labels, UIDs: cfg.UIDs, Logger: log,
 	})
 	if err != nil {
 		return err

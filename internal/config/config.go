@@ -38,11 +38,13 @@ type Config struct {
 	// behind a TLS-inspecting proxy reach the registries the host does.
 	BuildCAFile string
 	Supervisor  string // host path of sandbox-init
-	Docker      Docker
-	Defaults    Limits
-	Sessions    Sessions
-	Languages   []Language
-	Policies    []Policy // in file order: the order of evaluation
+	// UIDs are the host uids sandboxes run as, one of its own each.
+	UIDs      runtime.UIDRange
+	Docker    Docker
+	Defaults  Limits
+	Sessions  Sessions
+	Languages []Language
+	Policies  []Policy // in file order: the order of evaluation
 }
 
 // Policy is one policy block.
@@ -119,6 +121,7 @@ func Builtin() Config {
 		StateDir:  "/var/lib/sandboxd",
 		PluginDir: "bin/plugins",
 		ImagesDir: "images",
+		UIDs:      runtime.DefaultUIDRange,
 		Docker:    Docker{Runtime: "runc"},
 		Defaults: Limits{
 			Timeout:     30 * time.Second,
@@ -136,6 +139,9 @@ func Builtin() Config {
 	}
 }
 
+// hostEtc holds the host's passwd, group, subuid and subgid.
+var hostEtc = "/etc"
+
 // hostCABundle is Debian's bundle of the CAs the host trusts.
 const hostCABundle = "/etc/ssl/certs/ca-certificates.crt"
 
@@ -151,6 +157,7 @@ type fileSchema struct {
 	ImagesDir  *string          `hcl:"images_dir,optional"`
 	BuildCA    *string          `hcl:"build_ca_file,optional"`
 	Supervisor *string          `hcl:"supervisor,optional"`
+	UIDs       *string          `hcl:"sandbox_uids,optional"`
 	Docker     *dockerSchema    `hcl:"docker,block"`
 	Defaults   *limitsSchema    `hcl:"defaults,block"`
 	Sessions   *sessionsSchema  `hcl:"sessions,block"`
@@ -321,6 +328,17 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 	setString(&cfg.PluginDir, fs.PluginDir)
 	setString(&cfg.ImagesDir, fs.ImagesDir)
 	setString(&cfg.Supervisor, fs.Supervisor)
+	if fs.UIDs != nil {
+		r, err := runtime.ParseUIDRange(*fs.UIDs)
+		if err != nil {
+			v.fail(fs.Body, "sandbox_uids", err.Error(), `a range of host uids no user, group or /etc/subuid entry holds, such as "`+runtime.DefaultUIDRange.String()+`"`)
+		} else {
+			cfg.UIDs = r
+		}
+	}
+	if err := cfg.UIDs.CheckHost(hostEtc); err != nil {
+		v.fail(fs.Body, "sandbox_uids", err.Error(), "a range none of them holds: every sandbox must be a uid of its own")
+	}
 	cfg.Socket, cfg.StateDir, cfg.PluginDir = abs(cfg.Socket), abs(cfg.StateDir), abs(cfg.PluginDir)
 	cfg.ImagesDir = abs(cfg.ImagesDir)
 	if fs.BuildCA != nil {

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +51,8 @@ func TestErrorsNameFileLineAndField(t *testing.T) {
 		{"language \"a\" {\n  packages = [\"ok\", \"x; rm -rf /\"]\n}", `f.hcl:2,3: "packages" holds "x; rm -rf /"`},
 		{"build_ca_file = \"/no/such.crt\"\nlanguage \"a\" {}", `f.hcl:1,1: "build_ca_file" cannot be read`},
 		{"language \"a\" {\n  install_command = [\"x\"]\n}", `"install_command" is set for plugin "a"`},
+		{"sandbox_uids = \"0-10\"\nlanguage \"a\" {}", `f.hcl:1,1: "sandbox_uids" "0-10" starts below 1000`},
+		{"sandbox_uids = \"1-\"\nlanguage \"a\" {}", `is not FIRST-LAST`},
 	} {
 		_, err := Parse("f.hcl", []byte(tc.src))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -64,5 +68,21 @@ func TestShippedConfigIsValid(t *testing.T) {
 	}
 	if len(cfg.Languages) < 2 || cfg.Defaults.Network != "none" {
 		t.Fatalf("%+v", cfg)
+	}
+}
+
+func TestSandboxUIDsMustBeNoHostUsers(t *testing.T) {
+	etc := t.TempDir()
+	if err := os.WriteFile(filepath.Join(etc, "subuid"), []byte("alice:1000000000:65536\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer func(old string) { hostEtc = old }(hostEtc)
+	hostEtc = etc
+	_, err := Parse("f.hcl", []byte("language \"a\" {}"))
+	if err == nil || !strings.Contains(err.Error(), "subuid gives alice 1000000000-1000065535") {
+		t.Fatalf("the default range over a subordinate range: %v", err)
+	}
+	if _, err := Parse("f.hcl", []byte("sandbox_uids = \"2000000000-2000000999\"\nlanguage \"a\" {}")); err != nil {
+		t.Fatal(err)
 	}
 }

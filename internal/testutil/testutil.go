@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -238,6 +239,16 @@ language "node" {
 }
 `
 
+var daemons atomic.Int64
+
+// uidRange gives each test daemon 1000 sandbox uids of its own, so that
+// daemons of parallel test packages never share one.
+func uidRange() string {
+	block := (int64(os.Getpid())*64 + daemons.Add(1)) % 100000
+	first := 1_100_000_000 + block*1000
+	return fmt.Sprintf("%d-%d", first, first+999)
+}
+
 // StartDaemon writes a config and starts sandboxd; it returns once the
 // daemon answers /v1/health. Cleanup stops it and removes its containers.
 func StartDaemon(t T, opts Options) *Daemon {
@@ -267,6 +278,7 @@ func StartDaemon(t T, opts Options) *Daemon {
 		opts.Defaults = `timeout = "10s"`
 	}
 	cfg := fmt.Sprintf(`
+sandbox_uids = %q
 socket     = %q
 state_dir  = %q
 plugin_dir = %q
@@ -280,7 +292,7 @@ defaults {
 }
 %s
 %s
-`, opts.Socket, opts.StateDir, filepath.Join(bin, "plugins"), filepath.Join(bin, "sandbox-init"),
+`, uidRange(), opts.Socket, opts.StateDir, filepath.Join(bin, "plugins"), filepath.Join(bin, "sandbox-init"),
 		filepath.Join(repoRoot(), "images"), TestLabel, opts.RunID, opts.Defaults, opts.Extra, opts.Languages)
 	cfgPath := filepath.Join(dir, "sandboxd.hcl")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {

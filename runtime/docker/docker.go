@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -42,6 +43,7 @@ type Options struct {
 	Supervisor string            // host path of the sandbox-init binary
 	Instance   string            // value of io.sandboxd.instance
 	Labels     map[string]string // operator labels, set first
+	UIDs       runtime.UIDRange  // each sandbox runs as its own uid from here
 	Logger     hclog.Logger
 }
 
@@ -55,8 +57,11 @@ type Docker struct {
 	seccomp string
 	logger  hclog.Logger
 
+	uids *runtime.UIDs
+
 	mu      sync.Mutex
 	attachs map[string]io.Closer // open attach streams by container id
+	owners  map[string]uint32    // the uid each known container runs as
 }
 
 var _ runtime.Runtime = (*Docker)(nil)
@@ -76,7 +81,10 @@ func New(opts Options) (*Docker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Docker{cli: cli, opts: opts, seccomp: profile, logger: opts.Logger.Named("docker"), attachs: map[string]io.Closer{}}, nil
+	return &Docker{
+		cli: cli, opts: opts, seccomp: profile, logger: opts.Logger.Named("docker"), uids: runtime.NewUIDs(opts.UIDs),
+		attachs: map[string]io.Closer{}, owners: map[string]uint32{},
+	}, nil
 }
 
 // Ping implements runtime.Runtime.
@@ -98,15 +106,21 @@ func (d *Docker) Ping(ctx context.Context) (runtime.EngineInfo, error) {
 func (d *Docker) Create(ctx context.Context, spec runtime.Spec) (sb *runtime.Sandbox, err error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	cfg, hostCfg := d.containerConfig(spec)
+	uid, err := d.uids.Take()
+	if err != nil {
+		return nil, err
+	}
+	cfg, hostCfg := d.containerConfig(spec, uid)
 	created, err := d.cli.ContainerCreate(ctx, cfg, hostCfg, nil, nil, "")
 	if err != nil {
+		d.uids.Release(uid)
 		if cerrdefs.IsNotFound(err) {
 			return nil, fmt.Errorf("%w: %s (build it with `make images` or `images/build.sh %s`)", runtime.ErrImageMissing, spec.Image, spec.Language)
 		}
 		return nil, d.engineError("creating a container", err)
 	}
 	id := created.ID
+	d.own(id, uid)
 	defer func() {
 		if err != nil {
 			_ = d.Remove(context.Background(), id)
@@ -175,7 +189,27 @@ func (d *Docker) detach(id string) {
 	}
 }
 
-func (d *Docker) containerConfig(spec runtime.Spec) (*container.Config, *container.HostConfig) {
+// own records that container id runs as uid, which stays taken until the
+// container is removed.
+func (d *Docker) own(id string, uid uint32) {
+	d.uids.Mark(uid)
+	d.mu.Lock()
+	d.owners[id] = uid
+	d.mu.Unlock()
+}
+
+// disown gives back the uid of a container that is gone.
+func (d *Docker) disown(id string) {
+	d.mu.Lock()
+	uid, ok := d.owners[id]
+	delete(d.owners, id)
+	d.mu.Unlock()
+	if ok {
+		d.uids.Release(uid)
+	}
+}
+
+func (d *Docker) containerConfig(spec runtime.Spec, uid uint32) (*container.Config, *container.HostConfig) {
 	labels := map[string]string{}
 	for k, v := range d.opts.Labels {
 		labels[k] = v
@@ -187,8 +221,9 @@ func (d *Docker) containerConfig(spec runtime.Spec) (*container.Config, *contain
 	labels[runtime.LabelManaged] = "true"
 	labels[runtime.LabelInstance] = d.opts.Instance
 	labels[runtime.LabelLanguage] = spec.Language
+	labels[runtime.LabelUID] = strconv.FormatUint(uint64(uid), 10)
 
-	user := fmt.Sprintf("%d:%d", runtime.UID, runtime.GID)
+	user := fmt.Sprintf("%d:%d", uid, uid)
 	env := append([]string{"HOME=" + runtime.Workspace, "LANG=C.UTF-8", "TMPDIR=/tmp"}, spec.Env...)
 	cfg := &container.Config{
 		Image:        spec.Image,
@@ -209,7 +244,7 @@ func (d *Docker) containerConfig(spec runtime.Spec) (*container.Config, *contain
 	pids := spec.Limits.Pids + supervisor.ReservedThreads
 	init := false
 	tmpfs := func(size int64, mode string) string {
-		return fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,uid=%d,gid=%d,mode=%s", size, runtime.UID, runtime.GID, mode)
+		return fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,uid=%d,gid=%d,mode=%s", size, uid, uid, mode)
 	}
 	hostCfg := &container.HostConfig{
 		NetworkMode:    "none",
@@ -234,8 +269,8 @@ func (d *Docker) containerConfig(spec runtime.Spec) (*container.Config, *contain
 			PidsLimit:  &pids,
 			Ulimits: []*units.Ulimit{
 				{Name: "nofile", Soft: 1024, Hard: 1024},
-				// RLIMIT_NPROC counts per uid across the host: it caps all
-				// sandboxes together, while pids caps each container.
+				// RLIMIT_NPROC counts per host uid, and the uid is this
+				// sandbox's alone: a second bound beside pids.
 				{Name: "nproc", Soft: 8192, Hard: 8192},
 				{Name: "core", Soft: 0, Hard: 0},
 			},
@@ -273,6 +308,7 @@ func (d *Docker) Remove(ctx context.Context, id string) error {
 	if err != nil && !cerrdefs.IsNotFound(err) && !strings.Contains(err.Error(), "is already in progress") {
 		return d.engineError("removing container "+runtime.ShortID(id), err)
 	}
+	d.disown(id) // nothing runs as its uid any more
 	return nil
 }
 
@@ -290,6 +326,9 @@ func (d *Docker) List(ctx context.Context) ([]runtime.Container, error) {
 	}
 	out := make([]runtime.Container, len(list))
 	for i, c := range list {
+		if uid, err := strconv.ParseUint(c.Labels[runtime.LabelUID], 10, 32); err == nil {
+			d.own(c.ID, uint32(uid))
+		}
 		out[i] = runtime.Container{
 			ID: c.ID, Labels: c.Labels, Created: time.Unix(c.Created, 0),
 			Running: c.State == "running", Language: c.Labels[runtime.LabelLanguage],

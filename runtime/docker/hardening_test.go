@@ -22,9 +22,9 @@ func TestContainerConfigIsHardened(t *testing.T) {
 		Labels: map[string]string{runtime.LabelManaged: "false", runtime.LabelSession: "s1"},
 		Mounts: []runtime.Mount{{Source: "/state/projects/p1", Target: "/workspace/project_files", ReadOnly: true}},
 	}
-	cfg, host := d.containerConfig(spec)
+	cfg, host := d.containerConfig(spec, 1000000007)
 
-	if cfg.User != "100000:100000" {
+	if cfg.User != "1000000007:1000000007" || cfg.Labels[runtime.LabelUID] != "1000000007" {
 		t.Errorf("user %q", cfg.User)
 	}
 	if cfg.Entrypoint[0] != runtime.SupervisorPath || !cfg.OpenStdin || cfg.StdinOnce || cfg.Tty {
@@ -68,7 +68,7 @@ func TestContainerConfigIsHardened(t *testing.T) {
 	}
 	for _, dir := range []string{runtime.Workspace, "/tmp"} {
 		opts := host.Tmpfs[dir]
-		for _, want := range []string{"nosuid", "nodev", "exec", "size=33554432", "uid=100000"} {
+		for _, want := range []string{"nosuid", "nodev", "exec", "size=33554432", "uid=1000000007,gid=1000000007"} {
 			if !strings.Contains(opts, want) {
 				t.Errorf("tmpfs %s %q lacks %s", dir, opts, want)
 			}

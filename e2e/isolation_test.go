@@ -1,0 +1,131 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/testutil"
+)
+
+// hostUID reads, on the host, the uid the container's PID 1 runs as.
+func hostUID(t *testing.T, container string) string {
+	t.Helper()
+	pid, err := exec.Command("docker", "inspect", "-f", "{{.State.Pid}}", container).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, err := os.ReadFile("/proc/" + strings.TrimSpace(string(pid)) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Uid:"); ok {
+			return strings.Fields(rest)[0] // real uid
+		}
+	}
+	t.Fatal("no Uid line")
+	return ""
+}
+
+// Each sandbox runs as a host uid of its own, so one that fills its process
+// count leaves every other one able to fork.
+func TestSandboxesHaveUIDsOfTheirOwn(t *testing.T) {
+	d := testutil.StartDaemon(t, testutil.Options{})
+	c := d.Client()
+	const bombs = 4
+	ids := make([]string, bombs)
+	uids := map[string]string{}
+	for i := range ids {
+		ids[i] = newSession(t, c, api.SessionRequest{Limits: &api.Limits{Pids: 32}})
+		containers := testutil.Containers(t, "io.sandboxd.session="+ids[i])
+		if len(containers) != 1 {
+			t.Fatalf("session %s has containers %v", ids[i], containers)
+		}
+		uid := hostUID(t, containers[0])
+		inside := strings.TrimSpace(sh(t, c, ids[i], "id -u; stat -c %u /workspace").Stdout)
+		if inside != uid+"\n"+uid {
+			t.Fatalf("host uid %s, inside and the workspace's %q", uid, inside)
+		}
+		if other, dup := uids[uid]; dup {
+			t.Fatalf("sessions %s and %s both run as uid %s", other, ids[i], uid)
+		}
+		uids[uid] = ids[i]
+	}
+	// Every bomb session fills its pids limit with processes that stay.
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := c.Exec(ctx(t), id, api.ExecRequest{Argv: []string{"sh", "-c",
+				"i=0; while [ $i -lt 200 ]; do setsid sleep 1000 >/dev/null 2>&1 & i=$((i+1)); done; true"}})
+			if err != nil {
+				t.Errorf("bomb in %s: %v", id, err)
+				return
+			}
+			if !strings.Contains(res.Stderr, "fork") && !strings.Contains(res.Stderr, "Resource temporarily unavailable") {
+				t.Errorf("bomb in %s never hit its limit: %+v", id, res)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, id := range ids {
+		// The bomb's own shell has exited: one slot is free, not two.
+		res, err := c.Exec(ctx(t), id, api.ExecRequest{Argv: []string{"sh", "-c", "sleep 0 & wait; echo forked"}})
+		if err != nil || res.Stdout == "forked\n" {
+			t.Fatalf("session %s is not full: %+v %v", id, res, err)
+		}
+	}
+	// The others still fork: a one-shot run and a new session.
+	res := run(t, c, api.RunRequest{Language: "python", Code: "import subprocess\nprint(sum(subprocess.run(['true']).returncode == 0 for _ in range(20)))\n"})
+	if res.ExitCode != 0 || res.Stdout != "20\n" {
+		t.Fatalf("a run beside full sandboxes: %+v", res)
+	}
+	fresh := newSession(t, c, api.SessionRequest{})
+	if res := sh(t, c, fresh, "for i in 1 2 3 4 5 6 7 8; do sleep 0 & done; wait; echo forked"); res.Stdout != "forked\n" {
+		t.Fatalf("a session beside full sandboxes: %+v", res)
+	}
+}
+
+// No signal a program can send reaches PID 1 fatally: the program's own
+// result comes back, recorded, and a session stays usable.
+func TestSupervisorSurvivesEverySignal(t *testing.T) {
+	d := testutil.StartDaemon(t, testutil.Options{})
+	c := d.Client()
+	code := "import os\nfor sig in range(1, 65):\n    os.kill(1, sig)\nprint('sent', flush=True)\n"
+	res := run(t, c, api.RunRequest{Language: "python", Code: code})
+	if res.ExitCode != 0 || res.Stdout != "sent\n" {
+		t.Fatalf("one-shot: %+v", res)
+	}
+	waitFor(t, "the run in history", func() bool {
+		list, err := c.Executions(context.Background(), 20, "python")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range list {
+			if e.ID == res.ID {
+				return e.ExitCode == 0
+			}
+		}
+		return false
+	})
+	id := newSession(t, c, api.SessionRequest{})
+	for sig := 1; sig <= 64; sig++ {
+		if res := sh(t, c, id, fmt.Sprintf("kill -%d 1; echo $?", sig)); res.Stdout != "0\n" && res.Stdout != "1\n" {
+			t.Fatalf("kill -%d 1: %+v", sig, res)
+		}
+	}
+	if res := sh(t, c, id, "echo alive"); res.Stdout != "alive\n" {
+		t.Fatalf("after every signal: %+v", res)
+	}
+	s, err := c.Session(ctx(t), id)
+	if err != nil || s.State != api.SessionActive {
+		t.Fatalf("session after every signal: %+v %v", s, err)
+	}
+}
