@@ -233,9 +233,12 @@ type Execution struct {
 	Timings     Timings   `json:"timings"`
 	Error       string    `json:"error,omitempty"`
 	// Decision is the policies' combined decision: allowed or denied (a
-	// denied request never ran); Findings are theirs, secrets masked.
-	Decision string    `json:"decision"`
-	Findings []Finding `json:"findings,omitempty"`
+	// denied request never ran); Findings are theirs, secrets masked. The
+	// history keeps the first few findings, each cut short, and counts the
+	// rest in FindingsOmitted: a record's size is bounded.
+	Decision        string    `json:"decision"`
+	Findings        []Finding `json:"findings,omitempty"`
+	FindingsOmitted int       `json:"findings_omitted,omitempty"`
 }
 
 // Policy decisions.

@@ -3,11 +3,13 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/testutil"
@@ -127,5 +129,33 @@ func TestSupervisorSurvivesEverySignal(t *testing.T) {
 	s, err := c.Session(ctx(t), id)
 	if err != nil || s.State != api.SessionActive {
 		t.Fatalf("session after every signal: %+v %v", s, err)
+	}
+}
+
+// A client that asks for a stream and stops reading loses its stream, never
+// the sandbox: the session's next exec runs at once and the stalled one is
+// recorded.
+func TestStalledClientDoesNotWedgeASession(t *testing.T) {
+	d := testutil.StartDaemon(t, testutil.Options{Defaults: `timeout = "20s"`})
+	c := d.Client()
+	id := newSession(t, c, api.SessionRequest{})
+	conn, err := net.Dial("unix", d.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"argv":["python3","-c","import sys\nfor i in range(20000): sys.stdout.write('x' * 50 + '\\n')\nprint('chatty done')"]}`
+	fmt.Fprintf(conn, "POST /v1/sessions/%s/exec HTTP/1.1\r\nHost: x\r\nAccept: application/x-ndjson\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", id, len(body), body)
+	// ... and never read a byte of the answer.
+	waitFor(t, "the chatty exec recorded", func() bool {
+		list, err := c.Executions(context.Background(), 10, "")
+		return err == nil && len(list) > 0 && list[0].Session == id && list[0].StdoutBytes > 1_000_000
+	})
+	start := time.Now()
+	if res := sh(t, c, id, "echo next"); res.Stdout != "next\n" {
+		t.Fatalf("the next exec: %+v", res)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("the next exec waited %s behind a stalled client", took)
 	}
 }

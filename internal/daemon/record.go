@@ -86,6 +86,16 @@ func (r *recorder) denied(language, kind, session string, findings []api.Finding
 		StartedAt: now.UTC(), ExitCode: -1, Decision: api.DecisionDenied, Findings: findings})
 }
 
+// failed counts and stores an execution that sandboxd could not carry out
+// (no container, a dead sandbox), with why.
+func (r *recorder) failed(language, kind, session string, limits api.Limits, aerr *api.Error) *api.Error {
+	now := time.Now()
+	r.count(language, kind, outcomeError, nil)
+	r.write(api.Execution{ID: state.NewID(now), Kind: kind, Language: language, Session: session,
+		StartedAt: now.UTC(), ExitCode: -1, Limits: limits, Error: aerr.Code + ": " + aerr.Message})
+	return aerr
+}
+
 // write stores an execution in the background: the caller has its answer
 // already, and bbolt batches concurrent records into one fsync.
 func (r *recorder) write(e api.Execution) {

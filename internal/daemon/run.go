@@ -64,22 +64,25 @@ func (d *Daemon) Run(ctx context.Context, req api.RunRequest, out OutputFunc) (*
 		return nil, aerr
 	}
 
+	// From here on a failure is sandboxd's, and recorded as such.
+	failed := func(err error) *api.Error {
+		return d.records.failed(l.Name(), "run", "", request.APILimits(limits), request.ErrorOf(err))
+	}
 	sb, err := d.Languages.Acquire(ctx, l)
 	if err != nil {
-		return nil, request.ErrorOf(err)
+		return nil, failed(err)
 	}
 	defer d.Languages.Release(l, sb)
 	acquired := time.Now()
 	if request.Lowered(limits, l.Limits()) {
 		if err := d.rt.Update(ctx, sb.ID, limits); err != nil {
-			return nil, request.ErrorOf(err)
+			return nil, failed(err)
 		}
 	}
 	res, _, err := execute(ctx, sb, j.job, limits, out)
 	if err != nil {
-		d.records.count(l.Name(), "run", outcomeError, nil)
 		d.log.Error("execution failed", "language", l.Name(), "container_id", runtime.ShortID(sb.ID), "error", err)
-		return nil, request.ErrorOf(fmt.Errorf("the sandbox failed during the execution: %w", err))
+		return nil, failed(fmt.Errorf("the sandbox failed during the execution: %w", err))
 	}
 	d.finish(res, "run", l, "", decision, limits, received, acquired)
 	return res, nil
@@ -121,8 +124,8 @@ func (d *Daemon) Exec(ctx context.Context, id string, req api.ExecRequest, out O
 		started := time.Now()
 		r, last, err := execute(ctx, sb, j.job, limits, out)
 		if err != nil {
-			d.records.count(l.Name(), "exec", outcomeError, nil)
-			return request.ErrorOf(fmt.Errorf("the session's sandbox failed during the execution: %w", err))
+			return d.records.failed(l.Name(), "exec", id, request.APILimits(limits),
+				request.ErrorOf(fmt.Errorf("the session's sandbox failed during the execution: %w", err)))
 		}
 		if last.Survivors > 0 {
 			d.Sessions.MarkLost(ss, fmt.Sprintf("%d processes survived the kill at the deadline", last.Survivors))

@@ -12,8 +12,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
-	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -149,10 +147,10 @@ func (h *handler) buildImages(w http.ResponseWriter, r *http.Request) {
 	st := newStream(w)
 	res, err := h.d.BuildImages(r.Context(), req, func(ev api.ImageBuildEvent) { st.event(ev) })
 	if err != nil {
-		st.event(api.ImageBuildEvent{Type: api.EventError, Error: err})
+		st.finish(api.ImageBuildEvent{Type: api.EventError, Error: err})
 		return
 	}
-	st.event(api.ImageBuildEvent{Type: api.EventResult, Result: res})
+	st.finish(api.ImageBuildEvent{Type: api.EventResult, Result: res})
 }
 
 // respondExecution answers with the result as one JSON body, or streams
@@ -232,72 +230,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
-}
-
-// stream writes NDJSON events, flushing each. Output chunks that end inside
-// a UTF-8 sequence keep the tail for the next chunk, so text stays text;
-// bytes that are not UTF-8 at all go out as base64.
-type stream struct {
-	mu   sync.Mutex
-	w    http.ResponseWriter
-	enc  *json.Encoder
-	rc   *http.ResponseController
-	tail map[string][]byte
-}
-
-func newStream(w http.ResponseWriter) *stream {
-	w.Header().Set("Content-Type", api.ContentTypeNDJSON)
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusOK)
-	return &stream{w: w, enc: json.NewEncoder(w), rc: http.NewResponseController(w), tail: map[string][]byte{}}
-}
-
-func (s *stream) output(streamName string, data []byte) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	buf := append(s.tail[streamName], data...)
-	cut := len(buf)
-	// Hold back at most 3 bytes of an unfinished rune.
-	for i := len(buf) - 1; i >= 0 && i >= len(buf)-3; i-- {
-		if utf8.RuneStart(buf[i]) {
-			if !utf8.FullRune(buf[i:]) {
-				cut = i
-			}
-			break
-		}
-	}
-	s.tail[streamName] = append([]byte(nil), buf[cut:]...)
-	s.emitLocked(streamName, buf[:cut])
-}
-
-func (s *stream) emitLocked(streamName string, data []byte) {
-	if len(data) == 0 {
-		return
-	}
-	ev := api.Event{Type: streamName}
-	ev.Data, ev.Encoding = api.EncodeBytes(data)
-	s.encodeLocked(ev)
-}
-
-// event writes one event as it is.
-func (s *stream) event(ev any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.encodeLocked(ev)
-}
-
-func (s *stream) encodeLocked(ev any) {
-	_ = s.enc.Encode(ev)
-	_ = s.rc.Flush()
-}
-
-// finish flushes held-back bytes and writes the final event.
-func (s *stream) finish(ev api.Event) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, name := range []string{api.EventStdout, api.EventStderr} {
-		s.emitLocked(name, s.tail[name])
-		delete(s.tail, name)
-	}
-	s.encodeLocked(ev)
 }

@@ -2,10 +2,14 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"net/http/httptest"
+	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/sandboxd/sandboxd/api"
 )
@@ -49,5 +53,45 @@ func TestStreamKeepsRunesWhole(t *testing.T) {
 	}
 	if ct := rec.Header().Get("Content-Type"); ct != api.ContentTypeNDJSON {
 		t.Errorf("content type %q", ct)
+	}
+}
+
+// stalled is a client that never reads: a write returns only at its
+// deadline, or when the test lets it fail.
+type stalled struct {
+	httptest.ResponseRecorder
+	deadline time.Time
+	writes   atomic.Int32
+	fail     chan struct{}
+}
+
+func (s *stalled) SetWriteDeadline(t time.Time) error { s.deadline = t; return nil }
+
+func (s *stalled) Write(p []byte) (int, error) {
+	s.writes.Add(1)
+	select {
+	case <-time.After(time.Until(s.deadline)):
+	case <-s.fail:
+	}
+	return 0, os.ErrDeadlineExceeded
+}
+
+// The execution feeding a stream never waits on its client: everything is
+// produced while the first write is still stuck, and the stalled client
+// loses its stream.
+func TestStalledClientLosesItsStreamNotTheProducer(t *testing.T) {
+	w := &stalled{ResponseRecorder: *httptest.NewRecorder(), fail: make(chan struct{})}
+	st := newStream(w)
+	chunk := bytes.Repeat([]byte("x"), 1<<20)
+	for i := 0; i < 40; i++ { // past the backlog bound
+		st.output(api.EventStdout, chunk)
+	}
+	if n := w.writes.Load(); n > 1 {
+		t.Fatalf("%d writes to a client that took nothing", n)
+	}
+	close(w.fail) // the write deadline passes
+	st.finish(api.Event{Type: api.EventResult})
+	if n := w.writes.Load(); n != 1 || !st.lost {
+		t.Fatalf("%d writes, lost %v: a stalled client must lose its stream after one", n, st.lost)
 	}
 }

@@ -35,6 +35,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -50,6 +51,42 @@ const FileName = "sandboxd.db"
 
 // MaxExecutions bounds the history; the oldest records go first.
 const MaxExecutions = 50000
+
+// Bounds of one history record, so that MaxExecutions bounds the bytes too
+// (a few KiB each at most).
+const (
+	maxRecordFindings = 10
+	maxRecordText     = 256 // bytes of a finding's message or snippet
+	maxRecordError    = 1024
+)
+
+// bounded is e cut to the bounds of a history record.
+func bounded(e api.Execution) api.Execution {
+	if n := len(e.Findings); n > maxRecordFindings {
+		e.FindingsOmitted += n - maxRecordFindings
+		e.Findings = e.Findings[:maxRecordFindings]
+	}
+	fs := make([]api.Finding, len(e.Findings))
+	for i, f := range e.Findings {
+		f.Message, f.Snippet = cut(f.Message, maxRecordText), cut(f.Snippet, maxRecordText)
+		f.Rule, f.Policy, f.File = cut(f.Rule, maxRecordText), cut(f.Policy, maxRecordText), cut(f.File, maxRecordText)
+		fs[i] = f
+	}
+	e.Findings = fs
+	e.Error = cut(e.Error, maxRecordError)
+	return e
+}
+
+// cut shortens s to at most n bytes on a rune boundary, marking the cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
 
 var (
 	bucketMeta       = []byte("meta")
@@ -246,7 +283,7 @@ func (s *Store) RecordExecution(e api.Execution) error {
 	if err != nil || len(key) != 12 {
 		return fmt.Errorf("execution id %q was not made by NewID", e.ID)
 	}
-	val, err := json.Marshal(executionEntry{V: 1, Execution: e})
+	val, err := json.Marshal(executionEntry{V: 1, Execution: bounded(e)})
 	if err != nil {
 		return err
 	}

@@ -1,9 +1,12 @@
 package state
 
 import (
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sandboxd/sandboxd/api"
 )
@@ -65,5 +68,30 @@ func TestSecondOpenIsRefused(t *testing.T) {
 	_, err = Open(dir)
 	if !errors.Is(err, ErrLocked) {
 		t.Fatalf("want ErrLocked, got %v", err)
+	}
+}
+
+// A denied request with hundreds of long findings is stored in a few KiB.
+func TestHistoryRecordsAreBounded(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	long := strings.Repeat("é", 4000)
+	e := api.Execution{ID: NewID(time.Now()), Error: long}
+	for i := 0; i < 200; i++ {
+		e.Findings = append(e.Findings, api.Finding{Rule: "r", Message: long, Snippet: long})
+	}
+	if err := s.RecordExecution(e); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.Executions(1, "", "")
+	size, _ := json.Marshal(got[0])
+	if len(got[0].Findings) != maxRecordFindings || got[0].FindingsOmitted != 190 || len(size) > 8<<10 {
+		t.Fatalf("%d findings, %d omitted, %d bytes", len(got[0].Findings), got[0].FindingsOmitted, len(size))
+	}
+	if m := got[0].Findings[0].Message; !utf8.ValidString(m) || !strings.HasSuffix(m, "…") {
+		t.Fatalf("a cut message: %q", m)
 	}
 }
