@@ -26,8 +26,9 @@ import (
 const (
 	outputsDir  = "outputs"
 	projectDir  = "project_files"
-	maxEntries  = 100000 // listing and archive bound
-	tarOverhead = 1024   // the two zero blocks that end an archive
+	maxEntries  = 100000   // listing and archive bound
+	maxListing  = 16 << 20 // bytes of names and link targets in one listing: it travels as one line
+	tarOverhead = 1024     // the two zero blocks that end an archive
 )
 
 // upload is a put in progress: the in chunks that follow land in f.
@@ -263,7 +264,7 @@ func (s *server) tar(id uint64, req supervisor.FileRequest) *supervisor.FileResu
 	defer root.Close()
 	entries, err := walk(root, req.Path, true)
 	if err != nil {
-		return failure(err)
+		return walkFailure(err)
 	}
 	total := int64(tarOverhead)
 	skipped := 0
@@ -276,7 +277,7 @@ func (s *server) tar(id uint64, req supervisor.FileRequest) *supervisor.FileResu
 		default:
 			skipped++
 		}
-		total += 1024 // room for a long-name header
+		total += paxRoom(e)
 	}
 	if total > req.Max {
 		return refuse(supervisor.ErrTooLarge, "%s makes an archive of about %d bytes, over the %d-byte download limit", req.Path, total, req.Max)
@@ -322,6 +323,14 @@ func (s *server) tar(id uint64, req supervisor.FileRequest) *supervisor.FileResu
 	return &supervisor.FileResult{Size: w.n, Skipped: skipped}
 }
 
+// paxRoom bounds the PAX header an entry may need for a long name or link
+// target: a header block and its records, rounded up to whole blocks.
+func paxRoom(e supervisor.Entry) int64 {
+	const recordOverhead = 64 // "NNNN path=" and the newline, with the archive's top name
+	records := int64(len(e.Path) + len(e.Target) + 2*recordOverhead)
+	return 512 + (records+511)/512*512
+}
+
 // copyExactly writes size bytes of name: what the file holds now, cut or
 // padded with zeros, since the code beside us may change it meanwhile. A
 // file that turned into something else is written as zeros.
@@ -350,13 +359,23 @@ func (s *server) list(req supervisor.FileRequest) *supervisor.FileResult {
 	defer root.Close()
 	entries, err := walk(root, req.Path, req.Recursive)
 	if err != nil {
-		return failure(err)
+		return walkFailure(err)
 	}
 	return &supervisor.FileResult{Entries: entries}
 }
 
+// errTooMany means a listing went past maxEntries or maxListing.
+var errTooMany = errors.New("too many entries")
+
+func walkFailure(err error) *supervisor.FileResult {
+	if errors.Is(err, errTooMany) {
+		return &supervisor.FileResult{ErrorKind: supervisor.ErrTooLarge, Error: err.Error()}
+	}
+	return failure(err)
+}
+
 // walk returns name first and, for a directory, what is under it (all levels or
-// one), without following any link.
+// one), without following any link, within maxEntries and maxListing.
 func walk(root *os.Root, name string, recursive bool) ([]supervisor.Entry, error) {
 	name = path.Clean(name)
 	st, err := root.Lstat(name)
@@ -367,6 +386,7 @@ func walk(root *os.Root, name string, recursive bool) ([]supervisor.Entry, error
 	if !st.IsDir() {
 		return out, nil
 	}
+	size := 0
 	var visit func(dir string) error
 	visit = func(dir string) error {
 		d, err := root.Open(dir)
@@ -380,15 +400,17 @@ func walk(root *os.Root, name string, recursive bool) ([]supervisor.Entry, error
 		}
 		sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
 		for _, de := range ents {
-			if len(out) >= maxEntries {
-				return fmt.Errorf("%s: more than %d entries", name, maxEntries)
+			if len(out) >= maxEntries || size > maxListing {
+				return fmt.Errorf("%w: %s holds more than %d entries or %d bytes of names: list or download a part of it", errTooMany, name, maxEntries, maxListing)
 			}
 			p := path.Join(dir, de.Name())
 			info, err := de.Info()
 			if err != nil {
 				continue // gone meanwhile
 			}
-			out = append(out, entry(root, p, info))
+			e := entry(root, p, info)
+			size += len(e.Path) + len(e.Target)
+			out = append(out, e)
 			if info.IsDir() && recursive {
 				if err := visit(p); err != nil {
 					return err

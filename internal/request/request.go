@@ -17,13 +17,20 @@ import (
 	"github.com/sandboxd/sandboxd/plugins/program"
 )
 
-// Bounds of a request, beyond the operator's limits.
+// Bounds of a request, beyond the operator's limits. A program's files
+// travel to the supervisor in one protocol line (supervisor.MaxLine, as
+// base64): maxProgramBytes keeps them well inside it. Env values are
+// bounded as the kernel bounds one argument string (MAX_ARG_STRLEN), and
+// args and env together as execve's room for them.
 const (
-	maxFiles    = 1000
-	maxArgs     = 1000
-	maxEnv      = 1000
-	maxPathLen  = 4096
-	maxArgBytes = 1 << 20
+	maxFiles        = 1000
+	maxArgs         = 1000
+	maxEnv          = 1000
+	maxPathLen      = 4096
+	maxArgBytes     = 1 << 20
+	maxEnvValue     = 128 << 10
+	maxEnvBytes     = 1 << 20
+	maxProgramBytes = 32 << 20
 )
 
 // Program is a request's program, decoded and checked. Code, when set,
@@ -68,6 +75,7 @@ func DecodeProgram(code string, files []api.File, entry string, in Input) (Progr
 	if len(files) > maxFiles {
 		return p, api.Errorf(api.CodeInvalidRequest, "%d files: at most %d", len(files), maxFiles)
 	}
+	size := len(code)
 	for i, f := range files {
 		name, err := CleanPath(f.Path)
 		if err != nil {
@@ -80,7 +88,13 @@ func DecodeProgram(code string, files []api.File, entry string, in Input) (Progr
 		if f.Mode > 0o777 {
 			return p, api.Errorf(api.CodeInvalidRequest, "files[%d].mode %o: only permission bits (at most 0777)", i, f.Mode)
 		}
+		if size += len(data); size > maxProgramBytes {
+			return p, api.Errorf(api.CodeTooLarge, "the program's code and files pass %d bytes: send large data as a session file (PUT) or as stdin", maxProgramBytes)
+		}
 		p.Files = append(p.Files, program.File{Path: name, Content: data, Mode: f.Mode})
+	}
+	if size > maxProgramBytes {
+		return p, api.Errorf(api.CodeTooLarge, "the program's code is %d bytes, over %d: send large data as a session file (PUT) or as stdin", size, maxProgramBytes)
 	}
 	if entry != "" {
 		clean, err := CleanPath(entry)
@@ -109,7 +123,7 @@ func DecodeInput(in Input) ([]byte, *api.Error) {
 		}
 	}
 	if size > maxArgBytes {
-		return nil, api.Errorf(api.CodeInvalidRequest, "args total %d bytes: at most %d", size, maxArgBytes)
+		return nil, api.Errorf(api.CodeTooLarge, "args total %d bytes: at most %d", size, maxArgBytes)
 	}
 	data, err := api.DecodeBytes(in.Stdin, in.StdinEncoding)
 	if err != nil {
@@ -123,10 +137,18 @@ func CheckEnv(env map[string]string) *api.Error {
 	if len(env) > maxEnv {
 		return api.Errorf(api.CodeInvalidRequest, "%d env entries: at most %d", len(env), maxEnv)
 	}
+	size := 0
 	for k, v := range env {
 		if k == "" || strings.ContainsAny(k, "=\x00") || strings.IndexByte(v, 0) >= 0 {
 			return api.Errorf(api.CodeInvalidRequest, "env %q: names are non-empty without '=' or NUL, values without NUL", k)
 		}
+		if len(k)+1+len(v) > maxEnvValue {
+			return api.Errorf(api.CodeTooLarge, "env %q is %d bytes: at most %d per entry; pass data in a file or on stdin", k, len(k)+1+len(v), maxEnvValue)
+		}
+		size += len(k) + 1 + len(v)
+	}
+	if size > maxEnvBytes {
+		return api.Errorf(api.CodeTooLarge, "env totals %d bytes: at most %d", size, maxEnvBytes)
 	}
 	return nil
 }

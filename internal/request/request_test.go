@@ -1,6 +1,7 @@
 package request
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -88,5 +89,42 @@ func TestDecodeProgram(t *testing.T) {
 		if _, aerr := DecodeProgram(c.code, c.files, "", c.in); aerr == nil || aerr.Code != api.CodeInvalidRequest {
 			t.Errorf("%s: want invalid_request, got %v", name, aerr)
 		}
+	}
+}
+
+// Sizes that would not fit the way to the sandbox are refused as too_large
+// before anything is sent.
+func TestSizesAreRefusedAsTooLarge(t *testing.T) {
+	big := strings.Repeat("x", maxProgramBytes/2+1)
+	for name, call := range map[string]func() *api.Error{
+		"code": func() *api.Error {
+			_, aerr := DecodeProgram(big+big, nil, "", Input{})
+			return aerr
+		},
+		"code and files": func() *api.Error {
+			_, aerr := DecodeProgram(big, []api.File{{Path: "a", Content: big}}, "", Input{})
+			return aerr
+		},
+		"one env entry": func() *api.Error {
+			return CheckEnv(map[string]string{"K": strings.Repeat("v", maxEnvValue)})
+		},
+		"env in all": func() *api.Error {
+			env := map[string]string{}
+			for i := 0; i < 10; i++ {
+				env[fmt.Sprint("K", i)] = strings.Repeat("v", maxEnvValue-10)
+			}
+			return CheckEnv(env)
+		},
+		"args": func() *api.Error {
+			_, aerr := DecodeInput(Input{Args: []string{strings.Repeat("a", maxArgBytes+1)}})
+			return aerr
+		},
+	} {
+		if aerr := call(); aerr == nil || aerr.Code != api.CodeTooLarge {
+			t.Errorf("%s: %v, want too_large", name, aerr)
+		}
+	}
+	if _, aerr := DecodeProgram(big, nil, "", Input{Env: map[string]string{"K": "v"}}); aerr != nil {
+		t.Fatalf("a program within the bounds: %v", aerr)
 	}
 }

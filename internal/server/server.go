@@ -187,7 +187,7 @@ func decode(w http.ResponseWriter, r *http.Request, v any) *api.Error {
 		var tooBig *http.MaxBytesError
 		switch {
 		case errors.As(err, &tooBig):
-			return &api.Error{Code: api.CodeInvalidRequest, Message: fmt.Sprintf("request body over %d bytes", maxBody)}
+			return &api.Error{Code: api.CodeTooLarge, Message: fmt.Sprintf("request body over %d bytes: send large data as session files (PUT) or project files", maxBody)}
 		case errors.Is(err, io.EOF):
 			return &api.Error{Code: api.CodeInvalidRequest, Message: "empty body: send a JSON object"}
 		}

@@ -136,9 +136,12 @@ func (m *Sessions) Create(ctx context.Context, req api.SessionRequest) (*api.Ses
 
 	// Reserve a place under the ceiling before the (possibly slow) create.
 	m.mu.Lock()
-	if len(m.live)+m.pending >= m.cfg.Max {
+	// Lost sessions count too: they hold state until deleted or expired,
+	// so create-and-kill loops cannot grow it without bound.
+	if len(m.live)+len(m.lost)+m.pending >= m.cfg.Max {
+		lost := len(m.lost)
 		m.mu.Unlock()
-		return nil, api.Errorf(api.CodeTooManySessions, "%d sessions are open, the most sandboxd.hcl allows (sessions.max); delete one or wait for one to expire", m.cfg.Max)
+		return nil, api.Errorf(api.CodeTooManySessions, "%d sessions are open or lost (%d lost), the most sandboxd.hcl allows (sessions.max); delete one or wait for one to expire", m.cfg.Max, lost)
 	}
 	m.pending++
 	m.mu.Unlock()
