@@ -159,3 +159,41 @@ func TestStalledClientDoesNotWedgeASession(t *testing.T) {
 		t.Fatalf("the next exec waited %s behind a stalled client", took)
 	}
 }
+
+// A reset gives a fresh sandbox, whatever the program left behind: shared
+// memory, SysV IPC, POSIX message queues, directories it locked itself out
+// of, a workspace it made unwritable.
+func TestResetIsFresh(t *testing.T) {
+	d := testutil.StartDaemon(t, testutil.Options{})
+	c := d.Client()
+	id := newSession(t, c, api.SessionRequest{})
+	leave := `import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+assert libc.shmget(1234, 4096, 0o1000 | 0o600) >= 0
+assert libc.semget(1235, 1, 0o1000 | 0o600) >= 0
+assert libc.msgget(1236, 0o1000 | 0o600) >= 0
+rt = ctypes.CDLL('librt.so.1', use_errno=True)
+assert rt.mq_open(b'/left', os.O_CREAT | os.O_RDWR, 0o600, None) >= 0, ctypes.get_errno()
+open('/dev/shm/left', 'w').write('x')
+os.makedirs('locked/deep')
+open('locked/deep/f', 'w').write('x')
+for p in ('locked/deep', 'locked', '/workspace'):
+    os.chmod(p, 0)
+print('left')
+`
+	if res, err := c.Exec(ctx(t), id, api.ExecRequest{Code: leave}); err != nil || res.Stdout != "left\n" {
+		t.Fatalf("leaving things behind: %+v %v", res, err)
+	}
+	if _, err := c.ResetSession(ctx(t), id); err != nil {
+		t.Fatalf("reset: %v", err)
+	}
+	check := "cd /workspace && ls -A . /dev/shm /dev/mqueue && tail -n +2 /proc/sysvipc/shm /proc/sysvipc/sem /proc/sysvipc/msg | grep -c '^ *[0-9]' ; stat -c %a /workspace"
+	res := sh(t, c, id, check)
+	want := ".:\noutputs\n\n/dev/mqueue:\n\n/dev/shm:\n0\n755\n"
+	if res.Stdout != want {
+		t.Fatalf("after reset:\n%s\nwant:\n%s\nstderr: %s", res.Stdout, want, res.Stderr)
+	}
+	if s, err := c.Session(ctx(t), id); err != nil || s.State != api.SessionActive {
+		t.Fatalf("session after reset: %+v %v", s, err)
+	}
+}

@@ -461,28 +461,43 @@ func (s *server) remove(req supervisor.FileRequest) *supervisor.FileResult {
 	if _, err := root.Lstat(req.Path); err != nil {
 		return failure(err)
 	}
-	if err := root.RemoveAll(req.Path); err != nil {
+	if err := removeTree(root, req.Path); err != nil {
 		return failure(err)
 	}
 	return &supervisor.FileResult{}
 }
 
-// reset ends every process and empties the workspace and /tmp, keeping
-// project_files; the session goes on as if new.
+// reset ends every process and empties the workspace, /tmp, shared memory,
+// message queues and SysV IPC, keeping project_files: the session goes on
+// as if new. What the code left behind (a mode-0000 directory, a
+// workspace it made unwritable) is its own, and opened up to be removed.
 func (s *server) reset() *supervisor.FileResult {
 	if n := s.endAll(); n > 0 {
 		return refuse(supervisor.ErrInvalid, "%d processes survived the kill", n)
 	}
-	for _, dir := range []string{s.workspace, s.tmp} {
+	s.clearIPC()
+	dirs := map[string]os.FileMode{s.workspace: 0o755, s.tmp: 0o777 | os.ModeSticky}
+	for _, d := range s.scratch {
+		dirs[d] = 0 // mounted by the engine; emptied, not changed
+	}
+	for dir, mode := range dirs {
+		if mode != 0 {
+			if err := os.Chmod(dir, mode); err != nil {
+				return failure(err)
+			}
+		}
 		root, err := os.OpenRoot(dir)
+		if errors.Is(err, fs.ErrNotExist) && mode == 0 {
+			continue // an engine without /dev/mqueue
+		}
 		if err != nil {
 			return failure(err)
 		}
-		if err := s.emptyDir(root); err != nil {
-			root.Close()
+		err = s.emptyDir(root)
+		root.Close()
+		if err != nil {
 			return failure(err)
 		}
-		root.Close()
 	}
 	s.makeOutputs()
 	return &supervisor.FileResult{}
@@ -502,11 +517,41 @@ func (s *server) emptyDir(root *os.Root) error {
 		if n == projectDir && root.Name() == s.workspace {
 			continue
 		}
-		if err := root.RemoveAll(n); err != nil {
+		if err := removeTree(root, n); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// removeTree removes name and what is under it. Directories the code made
+// unreadable or unwritable are opened up first: they are the sandbox's own.
+func removeTree(root *os.Root, name string) error {
+	err := root.RemoveAll(name)
+	if err == nil || !errors.Is(err, fs.ErrPermission) {
+		return err
+	}
+	openUp(root, name)
+	return root.RemoveAll(name)
+}
+
+// openUp gives the owner full access to every directory at and under
+// name, never following a link.
+func openUp(root *os.Root, name string) {
+	st, err := root.Lstat(name)
+	if err != nil || !st.IsDir() {
+		return
+	}
+	_ = root.Chmod(name, 0o700)
+	d, err := root.Open(name)
+	if err != nil {
+		return
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	for _, n := range names {
+		openUp(root, path.Join(name, n))
+	}
 }
 
 // makeOutputs creates the workspace's outputs/, where results are expected,

@@ -51,7 +51,7 @@ func main() {
 	}()
 
 	reserveThreads(supervisor.ReservedThreads)
-	s := newServer(os.Stdout, containerPaths, killContainer)
+	s := newServer(os.Stdout, containerPaths, realContainer)
 	s.makeOutputs()
 	go s.reap(nil)
 	if err := s.serve(os.Stdin); err != nil {

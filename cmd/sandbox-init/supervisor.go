@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,9 +22,23 @@ import (
 // sandbox, a test's temporary ones in unit tests.
 type paths struct {
 	workspace, tmp string
+	// scratch are emptied by a reset besides the workspace and tmp:
+	// shared memory and POSIX message queues.
+	scratch []string
 }
 
-var containerPaths = paths{workspace: "/workspace", tmp: "/tmp"}
+var containerPaths = paths{workspace: "/workspace", tmp: "/tmp", scratch: []string{"/dev/shm", "/dev/mqueue"}}
+
+// container is what only PID 1 of a sandbox may do; unit tests stand in.
+type container struct {
+	// endAll ends every process but the supervisor and says how many
+	// survived.
+	endAll func() int
+	// clearIPC removes the SysV IPC objects of the sandbox's namespace.
+	clearIPC func()
+}
+
+var realContainer = container{endAll: killContainer, clearIPC: removeSysVIPC}
 
 // buildDir is supervisor.BuildDir under these paths.
 func (p paths) buildDir() string {
@@ -37,9 +52,7 @@ const programNice = 10
 // wait4 in the container, so no other code may wait for a child.
 type server struct {
 	paths
-	// endAll ends every process but the supervisor and says how many
-	// survived: killContainer in a sandbox.
-	endAll func() int
+	container
 
 	outMu sync.Mutex
 	out   *json.Encoder
@@ -50,14 +63,14 @@ type server struct {
 	uploads map[uint64]*upload    // puts waiting for their in chunks
 }
 
-func newServer(w io.Writer, at paths, endAll func() int) *server {
+func newServer(w io.Writer, at paths, c container) *server {
 	return &server{
-		paths:   at,
-		endAll:  endAll,
-		out:     json.NewEncoder(w),
-		execs:   map[uint64]*execution{},
-		byPID:   map[int]*execution{},
-		uploads: map[uint64]*upload{},
+		paths:     at,
+		container: c,
+		out:       json.NewEncoder(w),
+		execs:     map[uint64]*execution{},
+		byPID:     map[int]*execution{},
+		uploads:   map[uint64]*upload{},
 	}
 }
 
@@ -306,4 +319,31 @@ func (s *server) writeFiles(files []supervisor.File) error {
 		}
 	}
 	return nil
+}
+
+// removeSysVIPC removes every SysV shared memory segment, semaphore set and
+// message queue of the container's IPC namespace (all the sandbox's own:
+// the namespace is private to the container).
+func removeSysVIPC() {
+	for _, kind := range []struct {
+		file string
+		rmid func(id int)
+	}{
+		{"shm", func(id int) { _, _ = unix.SysvShmCtl(id, unix.IPC_RMID, nil) }},
+		{"sem", func(id int) { _, _, _ = unix.Syscall6(unix.SYS_SEMCTL, uintptr(id), 0, unix.IPC_RMID, 0, 0, 0) }},
+		{"msg", func(id int) { _, _, _ = unix.Syscall(unix.SYS_MSGCTL, uintptr(id), unix.IPC_RMID, 0) }},
+	} {
+		data, err := os.ReadFile("/proc/sysvipc/" + kind.file)
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(string(data), "\n")
+		for _, line := range lines[min(1, len(lines)):] { // a header line first
+			if f := strings.Fields(line); len(f) > 1 {
+				if id, err := strconv.Atoi(f[1]); err == nil {
+					kind.rmid(id)
+				}
+			}
+		}
+	}
 }

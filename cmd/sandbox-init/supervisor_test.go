@@ -29,17 +29,20 @@ type peer struct {
 
 func newPeer(t *testing.T) *peer {
 	t.Helper()
-	dirs := paths{workspace: t.TempDir(), tmp: t.TempDir()}
+	dirs := paths{workspace: t.TempDir(), tmp: t.TempDir(), scratch: []string{t.TempDir(), filepath.Join(t.TempDir(), "absent")}}
 	hostR, initW := io.Pipe()
 	initR, hostW := io.Pipe()
 	p := &peer{t: t, in: hostW, dirs: dirs}
-	p.s = newServer(initW, dirs, func() int {
-		p.s.mu.Lock()
-		defer p.s.mu.Unlock()
-		for pid := range p.s.byPID {
-			_ = unix.Kill(-pid, unix.SIGKILL)
-		}
-		return 0
+	p.s = newServer(initW, dirs, container{
+		endAll: func() int {
+			p.s.mu.Lock()
+			defer p.s.mu.Unlock()
+			for pid := range p.s.byPID {
+				_ = unix.Kill(-pid, unix.SIGKILL)
+			}
+			return 0
+		},
+		clearIPC: func() {}, // the test process's namespace is the host's
 	})
 	p.s.makeOutputs()
 	// One reaper at a time: it waits for any child of the test process.
@@ -259,7 +262,7 @@ func TestWorkspaceOperations(t *testing.T) {
 
 func TestResetEmptiesAllButProjectFiles(t *testing.T) {
 	p := newPeer(t)
-	for _, f := range []string{"project_files/keep", "x/y", "outputs/z"} {
+	for _, f := range []string{"project_files/keep", "x/y", "outputs/z", "locked/deep/f"} {
 		full := filepath.Join(p.dirs.workspace, f)
 		_ = os.MkdirAll(filepath.Dir(full), 0o755)
 		if err := os.WriteFile(full, nil, 0o644); err != nil {
@@ -269,10 +272,19 @@ func TestResetEmptiesAllButProjectFiles(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(p.dirs.tmp, "t"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(p.dirs.scratch[0], "shm-segment"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// What the code leaves behind to make a reset fail.
+	for _, d := range []string{"locked/deep", "locked", "."} {
+		if err := os.Chmod(filepath.Join(p.dirs.workspace, d), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, res := p.fileOp(1, supervisor.OpReset, supervisor.FileRequest{}); res.Error != "" {
 		t.Fatalf("reset: %+v", res)
 	}
-	for dir, want := range map[string]string{p.dirs.workspace: "outputs project_files", p.dirs.tmp: ".sandboxd"} {
+	for dir, want := range map[string]string{p.dirs.workspace: "outputs project_files", p.dirs.tmp: ".sandboxd", p.dirs.scratch[0]: ""} {
 		ents, _ := os.ReadDir(dir)
 		var names []string
 		for _, e := range ents {
