@@ -6,12 +6,16 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/internal/testutil"
 )
 
@@ -195,5 +199,46 @@ print('left')
 	}
 	if s, err := c.Session(ctx(t), id); err != nil || s.State != api.SessionActive {
 		t.Fatalf("session after reset: %+v %v", s, err)
+	}
+}
+
+// sandboxd SIGKILLed with a corrupted session record, and then again with
+// its state file removed: each start reports what it skipped and goes on,
+// and no container is left orphaned.
+func TestStartSurvivesCorruptAndLostState(t *testing.T) {
+	d := testutil.StartDaemon(t, testutil.Options{})
+	c := d.Client()
+	corrupt := newSession(t, c, api.SessionRequest{})
+	kept := newSession(t, c, api.SessionRequest{})
+	d.Kill()
+	db, err := bolt.Open(filepath.Join(d.StateDir, state.FileName), 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("sessions")).Put([]byte(corrupt), []byte("{torn")) }); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	d.Restart()
+	if !strings.Contains(d.Logs(), "skipped a session record that does not decode") {
+		t.Fatal("the corrupt record was not reported")
+	}
+	if res := sh(t, c, kept, "echo on"); res.Stdout != "on\n" {
+		t.Fatalf("the intact session: %+v", res)
+	}
+	waitFor(t, "the corrupt session's container removed", func() bool {
+		return len(testutil.Containers(t, "io.sandboxd.session="+corrupt)) == 0
+	})
+
+	d.Kill()
+	if err := os.Remove(filepath.Join(d.StateDir, state.FileName)); err != nil {
+		t.Fatal(err)
+	}
+	d.Restart()
+	waitFor(t, "the unknown session's container removed", func() bool {
+		return len(testutil.Containers(t, "io.sandboxd.session="+kept)) == 0
+	})
+	if res := run(t, c, api.RunRequest{Language: "python", Code: "print('fresh')"}); res.Stdout != "fresh\n" {
+		t.Fatalf("a run after the state was lost: %+v", res)
 	}
 }

@@ -163,14 +163,15 @@ type Runtime interface {
 // at its end. Like Nomad's dangling-container reconciler, it touches only
 // containers labelled as this daemon's (List returns no others).
 func RemoveUnclaimed(ctx context.Context, rt Runtime, list []Container, keep map[string]bool, log hclog.Logger) error {
+	var errs []error
 	for _, c := range list {
 		if keep[c.ID] {
 			continue
 		}
 		log.Info("removing a container no session claims", "container_id", ShortID(c.ID), "language", c.Language)
 		if err := rt.Remove(ctx, c.ID); err != nil {
-			return err
+			errs = append(errs, err) // the others are still removed
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }

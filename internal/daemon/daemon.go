@@ -87,7 +87,16 @@ func (d *Daemon) reconcile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return runtime.RemoveUnclaimed(ctx, d.rt, list, keep, d.log)
+	if err := runtime.RemoveUnclaimed(ctx, d.rt, list, keep, d.log); err != nil {
+		// Left for the next start (or the operator): serving goes on.
+		d.log.Error("some containers no session claims could not be removed", "error", err)
+	}
+	if _, corrupt, err := d.store.Projects(); err == nil {
+		for _, c := range corrupt {
+			d.log.Error("skipped a project record that does not decode", "key", c.Key, "error", c.Err)
+		}
+	}
+	return nil
 }
 
 // Close drains: new requests are refused, running executions finish (or

@@ -79,7 +79,7 @@ func (ps *Projects) Create(req api.ProjectRequest) (*api.Project, *api.Error) {
 // List lists every project with the sessions that mount it.
 func (ps *Projects) List() ([]api.Project, *api.Error) {
 	ps.mu.Lock()
-	list, err := ps.store.Projects()
+	list, _, err := ps.store.Projects() // undecodable ones are reported at start
 	ps.mu.Unlock()
 	if err != nil {
 		return nil, api.Errorf(api.CodeInternal, "reading projects: %v", err)
@@ -108,7 +108,7 @@ func (ps *Projects) Find(ref string) (*api.Project, *api.Error) {
 }
 
 func (ps *Projects) findProjectLocked(ref string) (*api.Project, *api.Error) {
-	list, err := ps.store.Projects()
+	list, _, err := ps.store.Projects() // undecodable ones are reported at start
 	if err != nil {
 		return nil, api.Errorf(api.CodeInternal, "reading projects: %v", err)
 	}
@@ -222,7 +222,7 @@ func (ps *Projects) receiveBlob(body io.Reader) (string, string, int64, *api.Err
 // collectBlobsLocked removes blobs no project refers to (and uploads
 // abandoned by a crash).
 func (ps *Projects) collectBlobsLocked() {
-	list, err := ps.store.Projects()
+	list, _, err := ps.store.Projects() // undecodable ones are reported at start
 	if err != nil {
 		return
 	}

@@ -440,55 +440,81 @@ func (m *Sessions) flush() {
 }
 
 // Recover runs at start: each stored session gets its container back if it
-// still runs and its supervisor answers; otherwise it is lost. It returns
-// the containers that stay.
+// still runs and its supervisor answers; otherwise it is lost. Records that
+// do not decode are skipped and reported. Containers are attached to in
+// parallel, a few at a time. It returns the containers that stay.
 func (m *Sessions) Recover(ctx context.Context, containers []runtime.Container) (map[string]bool, error) {
-	stored, err := m.store.Sessions()
+	stored, corrupt, err := m.store.Sessions()
 	if err != nil {
 		return nil, fmt.Errorf("reading sessions: %w", err)
+	}
+	for _, c := range corrupt {
+		m.log.Error("skipped a session record that does not decode; its container, if any, is removed", "key", c.Key, "error", c.Err)
 	}
 	byID := map[string]runtime.Container{}
 	for _, c := range containers {
 		byID[c.ID] = c
 	}
-	keep := map[string]bool{}
-	now := time.Now()
+	var (
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		keep = map[string]bool{}
+		now  = time.Now()
+		slot = make(chan struct{}, recoverParallel)
+	)
 	for _, rec := range stored {
 		if rec.State != api.SessionActive {
+			mu.Lock()
 			m.lost[rec.ID] = rec
+			mu.Unlock()
 			continue
 		}
 		if now.After(rec.ExpiresAt) {
 			_ = m.store.DeleteSession(rec.ID)
 			continue
 		}
-		why := ""
-		l, known := m.langs.Lookup(rec.Language)
-		c, found := byID[rec.ContainerID]
-		var sb *runtime.Sandbox
-		switch {
-		case !known:
-			why = "its language " + rec.Language + " is no longer configured"
-		case !found || !c.Running:
-			why = "its container was gone when sandboxd restarted"
-		default:
-			if sb, err = m.rt.Attach(ctx, c); err != nil {
-				why = "its container did not answer when sandboxd restarted: " + err.Error()
+		wg.Add(1)
+		slot <- struct{}{}
+		go func() {
+			defer func() { <-slot; wg.Done() }()
+			l, sb, why := m.reattach(ctx, rec, byID)
+			mu.Lock()
+			defer mu.Unlock()
+			if why != "" {
+				rec.State, rec.Error = api.SessionLost, why
+				m.lost[rec.ID] = rec
+				m.log.Warn("session lost", "session", rec.ID, "why", why)
+				if err := m.store.PutSession(rec); err != nil {
+					m.log.Error("storing a lost session failed", "session", rec.ID, "error", err)
+				}
+				return
 			}
-		}
-		if why != "" {
-			rec.State, rec.Error = api.SessionLost, why
-			m.lost[rec.ID] = rec
-			m.log.Warn("session lost", "session", rec.ID, "why", why)
-			if err := m.store.PutSession(rec); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		limits, _ := request.Limits(l.Limits(), 0, &rec.Limits)
-		m.live[rec.ID] = newSession(l, limits, rec, sb)
-		keep[c.ID] = true
-		m.log.Info("session recovered", "session", rec.ID, "container_id", runtime.ShortID(c.ID))
+			limits, _ := request.Limits(l.Limits(), 0, &rec.Limits)
+			m.live[rec.ID] = newSession(l, limits, rec, sb)
+			keep[sb.ID] = true
+			m.log.Info("session recovered", "session", rec.ID, "container_id", runtime.ShortID(sb.ID))
+		}()
 	}
+	wg.Wait()
 	return keep, nil
+}
+
+// recoverParallel is how many session containers Recover attaches to at once.
+const recoverParallel = 8
+
+// reattach gets a stored session's container back, or says why not.
+func (m *Sessions) reattach(ctx context.Context, rec api.Session, byID map[string]runtime.Container) (*languages.Language, *runtime.Sandbox, string) {
+	l, known := m.langs.Lookup(rec.Language)
+	c, found := byID[rec.ContainerID]
+	switch {
+	case !known:
+		return nil, nil, "its language " + rec.Language + " is no longer configured"
+	case !found || !c.Running:
+		return nil, nil, "its container was gone when sandboxd restarted"
+	}
+	sb, err := m.rt.Attach(ctx, c)
+	if err != nil {
+		return nil, nil, "its container did not answer when sandboxd restarted: " + err.Error()
+	}
+	return l, sb, ""
 }

@@ -26,6 +26,7 @@ package state
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -127,14 +128,14 @@ func Open(dir string) (*Store, error) {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
 	s := &Store{db: db}
-	if err := s.init(); err != nil {
+	if err := s.init(dir); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return s, nil
 }
 
-func (s *Store) init() error {
+func (s *Store) init(dir string) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
 		if err != nil {
@@ -151,7 +152,7 @@ func (s *Store) init() error {
 		if id := meta.Get(keyInstance); id != nil {
 			s.instance = string(id)
 		} else {
-			s.instance = randomHex(8)
+			s.instance = instanceOf(dir)
 			if err := meta.Put(keyInstance, []byte(s.instance)); err != nil {
 				return err
 			}
@@ -183,18 +184,17 @@ func (s *Store) PutSession(sess api.Session) error {
 // DeleteSession forgets a session.
 func (s *Store) DeleteSession(id string) error { return s.delete(bucketSessions, id) }
 
-// Sessions returns every stored session.
-func (s *Store) Sessions() ([]api.Session, error) {
-	var out []api.Session
-	err := s.each(bucketSessions, func(v []byte) error {
-		var e sessionEntry
-		if err := json.Unmarshal(v, &e); err != nil {
-			return err
-		}
-		out = append(out, e.Session)
-		return nil
-	})
-	return out, err
+// Corrupt is a stored record that no longer decodes. Readers skip it and
+// say which, so that one bad record never stops a start.
+type Corrupt struct {
+	Key string
+	Err error
+}
+
+// Sessions returns every stored session that decodes, and the ones that
+// do not.
+func (s *Store) Sessions() ([]api.Session, []Corrupt, error) {
+	return decodeAll(s, bucketSessions, func(e sessionEntry) api.Session { return e.Session })
 }
 
 // PutProject stores (or replaces) a project.
@@ -205,18 +205,9 @@ func (s *Store) PutProject(p api.Project) error {
 // DeleteProject forgets a project.
 func (s *Store) DeleteProject(id string) error { return s.delete(bucketProjects, id) }
 
-// Projects returns every project.
-func (s *Store) Projects() ([]api.Project, error) {
-	var out []api.Project
-	err := s.each(bucketProjects, func(v []byte) error {
-		var e projectEntry
-		if err := json.Unmarshal(v, &e); err != nil {
-			return err
-		}
-		out = append(out, e.Project)
-		return nil
-	})
-	return out, err
+// Projects returns every project that decodes, and the ones that do not.
+func (s *Store) Projects() ([]api.Project, []Corrupt, error) {
+	return decodeAll(s, bucketProjects, func(e projectEntry) api.Project { return e.Project })
 }
 
 type versionEntry struct {
@@ -253,10 +244,37 @@ func (s *Store) delete(bucket []byte, key string) error {
 	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucket).Delete([]byte(key)) })
 }
 
-func (s *Store) each(bucket []byte, fn func(v []byte) error) error {
-	return s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucket).ForEach(func(_, v []byte) error { return fn(v) })
+// decodeAll decodes every record of a bucket as E, skipping (and
+// returning) those that do not decode.
+func decodeAll[E, T any](s *Store, bucket []byte, unwrap func(E) T) ([]T, []Corrupt, error) {
+	var out []T
+	var bad []Corrupt
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucket).ForEach(func(k, v []byte) error {
+			var e E
+			if err := json.Unmarshal(v, &e); err != nil {
+				bad = append(bad, Corrupt{Key: string(k), Err: err})
+				return nil
+			}
+			out = append(out, unwrap(e))
+			return nil
+		})
 	})
+	return out, bad, err
+}
+
+// instanceOf is the instance id of a state dir: derived from its path, not
+// drawn at random, so that a state file lost or removed comes back with the
+// id the containers carry in their io.sandboxd.instance label, and the
+// next start finds and reconciles them instead of orphaning them. Two
+// daemons never share a state dir (the file lock), so never an id.
+func instanceOf(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		abs = dir
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return hex.EncodeToString(sum[:8])
 }
 
 // RandomID returns n random bytes in hex: session and project ids.

@@ -3,10 +3,14 @@ package state
 import (
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/sandboxd/sandboxd/api"
 )
@@ -93,5 +97,38 @@ func TestHistoryRecordsAreBounded(t *testing.T) {
 	}
 	if m := got[0].Findings[0].Message; !utf8.ValidString(m) || !strings.HasSuffix(m, "…") {
 		t.Fatalf("a cut message: %q", m)
+	}
+}
+
+// One undecodable record is skipped and reported, never fatal; a state file
+// lost and made again keeps the instance id the containers carry.
+func TestCorruptRecordsAreSkippedAndTheInstanceSurvivesTheFile(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	instance := s.Instance()
+	if err := s.PutSession(api.Session{ID: "good"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketSessions).Put([]byte("bad"), []byte("{torn")) }); err != nil {
+		t.Fatal(err)
+	}
+	got, corrupt, err := s.Sessions()
+	if err != nil || len(got) != 1 || got[0].ID != "good" || len(corrupt) != 1 || corrupt[0].Key != "bad" {
+		t.Fatalf("sessions %+v corrupt %+v err %v", got, corrupt, err)
+	}
+	s.Close()
+	if err := os.Remove(filepath.Join(dir, FileName)); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.Instance() != instance {
+		t.Fatalf("instance %s after the state file was lost, was %s", s.Instance(), instance)
 	}
 }
