@@ -28,7 +28,7 @@ SOCKET_GROUP ?= sandboxd
 STATICCHECK := $(BIN)/tools/staticcheck
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: all build engine images npm-tools lint run test unit bench proto install clean
+.PHONY: all build engine images npm-tools lint run test unit fuzz bench proto install clean
 
 all: build
 
@@ -69,6 +69,18 @@ $(STATICCHECK):
 
 unit:
 	$(GO) test -count=1 -short ./...
+
+# Fuzz targets: the API's request decoding, the HCL config, the supervisor
+# protocol (both ends) and archive extraction. `make test` runs their seed
+# corpora; this runs each for FUZZTIME.
+FUZZTIME ?= 60s
+FUZZ_TARGETS := FuzzDecodeProgram:./internal/request FuzzParse:./internal/config \
+	FuzzConnFromSupervisor:./runtime/supervisor FuzzServe:./cmd/sandbox-init FuzzExtract:./cmd/sandboxctl
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		echo "fuzz: $${t%%:*} for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$${t%%:*}$$" -fuzztime $(FUZZTIME) $${t#*:} || exit 1; \
+	done
 
 bench: build images
 	$(GO) run ./internal/bench -bin $(BIN)

@@ -295,3 +295,32 @@ func TestResetEmptiesAllButProjectFiles(t *testing.T) {
 		}
 	}
 }
+
+// The supervisor takes whatever arrives on its stdin: malformed lines,
+// unknown ops and ids, workspace operations on hostile paths. Execs are
+// left out (the fuzzer would run commands on the test's host), and so are
+// the operations that finish in the background.
+func FuzzServe(f *testing.F) {
+	f.Add(`{"op":"put","id":1,"file":{"path":"a/b","max":10}}` + "\n" + `{"op":"in","id":1,"data":"eA=="}` + "\n" + `{"op":"in_close","id":1}`)
+	f.Add(`{"op":"list","id":2,"file":{"path":".","recursive":true}}` + "\n" + `{"op":"remove","id":3,"file":{"path":"../x"}}`)
+	f.Add(`{"op":"kill","id":9}` + "\n" + `{"op":"in","id":9}` + "\n{torn\n\n" + `{"op":"hello","nonce":"n"}`)
+	f.Fuzz(func(t *testing.T, lines string) {
+		p := newPeer(t)
+		for _, line := range strings.Split(lines, "\n") {
+			var m supervisor.Message
+			if json.Unmarshal([]byte(line), &m) == nil {
+				switch m.Op {
+				case supervisor.OpExec, supervisor.OpGet, supervisor.OpTar, supervisor.OpReset:
+					continue
+				}
+			}
+			p.sendLine(line)
+		}
+		p.send(supervisor.Message{Op: supervisor.OpHello, Nonce: "end"})
+		for {
+			if m := p.next(); m.Op == supervisor.OpHello && m.Nonce == "end" {
+				return // still serving
+			}
+		}
+	})
+}

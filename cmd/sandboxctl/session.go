@@ -386,6 +386,16 @@ func extract(r io.Reader, dst string) error {
 	}
 }
 
+// sparse reports a GNU sparse entry (old format or PAX records).
+func sparse(hdr *tar.Header) bool {
+	for k := range hdr.PAXRecords {
+		if strings.HasPrefix(k, "GNU.sparse.") {
+			return true
+		}
+	}
+	return hdr.Typeflag == tar.TypeGNUSparse
+}
+
 func extractEntry(root *os.Root, r io.Reader, hdr *tar.Header, name string) error {
 	if dir := path.Dir(name); dir != "." {
 		if err := root.MkdirAll(dir, 0o755); err != nil {
@@ -400,6 +410,11 @@ func extractEntry(root *os.Root, r io.Reader, hdr *tar.Header, name string) erro
 		_ = root.Remove(name)
 		return root.Symlink(hdr.Linkname, name)
 	case tar.TypeReg:
+		if sparse(hdr) {
+			// The reader would write the holes out in full: a few bytes of
+			// archive could fill the host's disk.
+			return errors.New("a sparse file: not extracted")
+		}
 		f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
 		if err != nil {
 			return err
