@@ -82,7 +82,7 @@ func (d *Daemon) Run(ctx context.Context, req api.RunRequest, out OutputFunc) (*
 	res, _, err := execute(ctx, sb, j.job, limits, out)
 	if err != nil {
 		d.log.Error("execution failed", "language", l.Name(), "container_id", runtime.ShortID(sb.ID), "error", err)
-		return nil, failed(fmt.Errorf("the sandbox failed during the execution: %w", err))
+		return nil, failed(d.sandboxFailed("the sandbox", err))
 	}
 	d.finish(res, "run", l, "", decision, limits, received, acquired)
 	return res, nil
@@ -125,7 +125,7 @@ func (d *Daemon) Exec(ctx context.Context, id string, req api.ExecRequest, out O
 		r, last, err := execute(ctx, sb, j.job, limits, out)
 		if err != nil {
 			return d.records.failed(l.Name(), "exec", id, request.APILimits(limits),
-				request.ErrorOf(fmt.Errorf("the session's sandbox failed during the execution: %w", err)))
+				request.ErrorOf(d.sandboxFailed("the session's sandbox", err)))
 		}
 		if last.Survivors > 0 {
 			d.Sessions.MarkLost(ss, fmt.Sprintf("%d processes survived the kill at the deadline", last.Survivors))
@@ -138,6 +138,31 @@ func (d *Daemon) Exec(ctx context.Context, id string, req api.ExecRequest, out O
 	})
 	return res, aerr
 }
+
+// sandboxFailed says why a sandbox failed mid-execution: the engine went
+// away (runtime_unavailable: retry when it is back) or the sandbox itself
+// died (internal). An engine that is shutting down kills its containers
+// before it stops answering, so it is asked a few times.
+func (d *Daemon) sandboxFailed(which string, err error) error {
+	for i := 0; i < engineChecks; i++ {
+		if i > 0 {
+			time.Sleep(engineCheckEvery)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), engineCheckEvery)
+		_, perr := d.rt.Ping(ctx)
+		cancel()
+		if perr != nil {
+			return fmt.Errorf("%s failed during the execution: %w", which, perr)
+		}
+	}
+	return fmt.Errorf("%s failed during the execution: %w", which, err)
+}
+
+// How long sandboxFailed watches the engine: 3 s.
+const (
+	engineChecks     = 10
+	engineCheckEvery = 300 * time.Millisecond
+)
 
 // planned is a job as planned, before its environment is complete.
 type planned struct {

@@ -219,6 +219,8 @@ type Options struct {
 	RunID string
 	// Extra is more top-level HCL, e.g. a sessions block.
 	Extra string
+	// DockerHost is the engine; default: the environment's.
+	DockerHost string
 }
 
 // DefaultLanguages is the language HCL of Options.
@@ -285,6 +287,7 @@ plugin_dir = %q
 supervisor = %q
 images_dir = %q
 docker {
+  host   = %q
   labels = { %q = %q }
 }
 defaults {
@@ -293,7 +296,7 @@ defaults {
 %s
 %s
 `, uidRange(), opts.Socket, opts.StateDir, filepath.Join(bin, "plugins"), filepath.Join(bin, "sandbox-init"),
-		filepath.Join(repoRoot(), "images"), TestLabel, opts.RunID, opts.Defaults, opts.Extra, opts.Languages)
+		filepath.Join(repoRoot(), "images"), opts.DockerHost, TestLabel, opts.RunID, opts.Defaults, opts.Extra, opts.Languages)
 	cfgPath := filepath.Join(dir, "sandboxd.hcl")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)

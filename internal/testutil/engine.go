@@ -1,0 +1,114 @@
+package testutil
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Engine is a Docker engine of a test's own, so that the test may stop and
+// start it without touching the engine every other test uses. It runs with
+// the project's network rules (no bridge, no iptables, no masquerading),
+// on a Unix socket only, with its data in a temporary directory.
+type Engine struct {
+	Host string // unix:// address for DOCKER_HOST or docker { host }
+	dir  string
+	t    T
+}
+
+// StartEngine starts an engine and loads images into it from the main
+// engine. Cleanup removes its containers, stops it and deletes its data.
+func StartEngine(t T, images ...string) *Engine {
+	t.Helper()
+	RequireDocker(t, images...)
+	dir, err := os.MkdirTemp("/tmp", "sbxe-") // socket paths are short
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Engine{Host: "unix://" + filepath.Join(dir, "d.sock"), dir: dir, t: t}
+	t.Cleanup(func() {
+		if ids, err := e.docker("ps", "-aq"); err == nil && len(ids) > 0 {
+			_, _ = e.docker(append([]string{"rm", "-f"}, strings.Fields(ids)...)...)
+		}
+		e.Stop()
+		_ = os.RemoveAll(dir)
+	})
+	e.Start()
+	for _, img := range images {
+		save := exec.Command("docker", "save", img)
+		load := exec.Command("docker", "-H", e.Host, "load")
+		pipe, err := save.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		load.Stdin = pipe
+		if err := save.Start(); err != nil {
+			t.Fatal(err)
+		}
+		out, err := load.CombinedOutput()
+		if werr := save.Wait(); err != nil || werr != nil {
+			t.Fatalf("loading %s into the test engine: %v %v\n%s", img, err, werr, out)
+		}
+	}
+	return e
+}
+
+func (e *Engine) docker(args ...string) (string, error) {
+	out, err := exec.Command("docker", append([]string{"-H", e.Host}, args...)...).CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+// Start starts the engine (again) and returns once it answers.
+func (e *Engine) Start() {
+	e.t.Helper()
+	log, err := os.OpenFile(filepath.Join(e.dir, "dockerd.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer log.Close()
+	cmd := exec.Command("dockerd", "--data-root", filepath.Join(e.dir, "data"), "--exec-root", filepath.Join(e.dir, "exec"),
+		"-H", e.Host, "--pidfile", filepath.Join(e.dir, "d.pid"), "--bridge=none", "--iptables=false", "--ip-masq=false")
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	go func() { _ = cmd.Wait() }()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := e.docker("info"); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			logs, _ := os.ReadFile(filepath.Join(e.dir, "dockerd.log"))
+			e.t.Fatalf("the test engine did not answer in 60s:\n%s", logs)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Stop stops the engine (SIGTERM, as an operator would) and returns once
+// it is gone. Its containers stop with it.
+func (e *Engine) Stop() {
+	pidFile := filepath.Join(e.dir, "d.pid")
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		return // not running
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		return
+	}
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(pidFile); os.IsNotExist(err) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	e.t.Errorf("the test engine (pid %d) did not stop in 60s", pid)
+}
