@@ -28,7 +28,7 @@ SOCKET_GROUP ?= sandboxd
 STATICCHECK := $(BIN)/tools/staticcheck
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: all build engine images npm-tools lint run test unit fuzz bench proto install clean
+.PHONY: all build engine images npm-tools lint run test unit fuzz soak bench proto install clean
 
 all: build
 
@@ -81,6 +81,12 @@ fuzz:
 		echo "fuzz: $${t%%:*} for $(FUZZTIME)"; \
 		$(GO) test -run '^$$' -fuzz "^$${t%%:*}$$" -fuzztime $(FUZZTIME) $${t#*:} || exit 1; \
 	done
+
+# A mixed workload (runs, sessions, files, hostile programs, a plugin kill
+# and an engine restart, on an engine of its own) for SOAK at 8 clients.
+SOAK ?= 10m
+soak: build images
+	$(GO) run ./internal/soak -duration $(SOAK) -clients 8
 
 bench: build images
 	$(GO) run ./internal/bench -bin $(BIN)

@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -15,9 +14,11 @@ import (
 // the project's network rules (no bridge, no iptables, no masquerading),
 // on a Unix socket only, with its data in a temporary directory.
 type Engine struct {
-	Host string // unix:// address for DOCKER_HOST or docker { host }
-	dir  string
-	t    T
+	Host   string // unix:// address for DOCKER_HOST or docker { host }
+	dir    string
+	t      T
+	pid    int
+	exited chan struct{} // closed when the running dockerd has exited
 }
 
 // StartEngine starts an engine and loads images into it from the main
@@ -76,7 +77,8 @@ func (e *Engine) Start() {
 	if err := cmd.Start(); err != nil {
 		e.t.Fatal(err)
 	}
-	go func() { _ = cmd.Wait() }()
+	e.pid, e.exited = cmd.Process.Pid, make(chan struct{})
+	go func(exited chan struct{}) { _ = cmd.Wait(); close(exited) }(e.exited)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if _, err := e.docker("info"); err == nil {
@@ -91,24 +93,17 @@ func (e *Engine) Start() {
 }
 
 // Stop stops the engine (SIGTERM, as an operator would) and returns once
-// it is gone. Its containers stop with it.
+// its process has exited: it removes its socket last, so a Start before
+// that would lose the new socket. Its containers stop with it.
 func (e *Engine) Stop() {
-	pidFile := filepath.Join(e.dir, "d.pid")
-	data, err := os.ReadFile(pidFile)
-	if err != nil {
+	if e.exited == nil {
 		return // not running
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
-		return
+	_ = syscall.Kill(e.pid, syscall.SIGTERM)
+	select {
+	case <-e.exited:
+		e.exited = nil
+	case <-time.After(60 * time.Second):
+		e.t.Errorf("the test engine (pid %d) did not stop in 60s", e.pid)
 	}
-	_ = syscall.Kill(pid, syscall.SIGTERM)
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if _, err := os.Stat(pidFile); os.IsNotExist(err) {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	e.t.Errorf("the test engine (pid %d) did not stop in 60s", pid)
 }

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,10 +60,17 @@ type Docker struct {
 
 	uids *runtime.UIDs
 
-	mu      sync.Mutex
-	attachs map[string]io.Closer // open attach streams by container id
-	owners  map[string]uint32    // the uid each known container runs as
+	mu        sync.Mutex
+	attachs   map[string]io.Closer // open attach streams by container id
+	owners    map[string]uint32    // the uid each known container runs as
+	unremoved map[string]bool      // removals that failed, retried by sweep
+	stop      chan struct{}
+	swept     sync.WaitGroup
 }
+
+// sweepEvery is how often removals that failed (the engine was away) are
+// tried again.
+const sweepEvery = 20 * time.Second
 
 var _ runtime.Runtime = (*Docker)(nil)
 
@@ -81,10 +89,13 @@ func New(opts Options) (*Docker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Docker{
+	d := &Docker{
 		cli: cli, opts: opts, seccomp: profile, logger: opts.Logger.Named("docker"), uids: runtime.NewUIDs(opts.UIDs),
-		attachs: map[string]io.Closer{}, owners: map[string]uint32{},
-	}, nil
+		attachs: map[string]io.Closer{}, owners: map[string]uint32{}, unremoved: map[string]bool{}, stop: make(chan struct{}),
+	}
+	d.swept.Add(1)
+	go d.sweep()
+	return d, nil
 }
 
 // Ping implements runtime.Runtime.
@@ -136,6 +147,9 @@ func (d *Docker) Create(ctx context.Context, spec runtime.Spec) (sb *runtime.San
 	}
 	sb = &runtime.Sandbox{ID: id, Language: spec.Language, Labels: cfg.Labels, Created: time.Now(), Conn: conn}
 	if err := sb.Hello(ctx); err != nil {
+		if _, perr := d.Ping(ctx); perr != nil {
+			return nil, perr // the engine went away meanwhile
+		}
 		return nil, fmt.Errorf("sandbox supervisor did not start: %w", err)
 	}
 	return sb, nil
@@ -306,8 +320,14 @@ func (d *Docker) Remove(ctx context.Context, id string) error {
 	defer cancel()
 	err := d.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	if err != nil && !cerrdefs.IsNotFound(err) && !strings.Contains(err.Error(), "is already in progress") {
+		d.mu.Lock()
+		d.unremoved[id] = true // tried again until it goes
+		d.mu.Unlock()
 		return d.engineError("removing container "+runtime.ShortID(id), err)
 	}
+	d.mu.Lock()
+	delete(d.unremoved, id)
+	d.mu.Unlock()
 	d.disown(id) // nothing runs as its uid any more
 	return nil
 }
@@ -338,10 +358,42 @@ func (d *Docker) List(ctx context.Context) ([]runtime.Container, error) {
 }
 
 // Close implements runtime.Runtime.
-func (d *Docker) Close() error { return d.cli.Close() }
+func (d *Docker) Close() error {
+	close(d.stop)
+	d.swept.Wait()
+	return d.cli.Close()
+}
+
+// sweep tries again, now and then, the removals that failed, so that a
+// container whose removal met an engine that was away does not outlive
+// the engine's return.
+func (d *Docker) sweep() {
+	defer d.swept.Done()
+	tick := time.NewTicker(sweepEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-d.stop:
+			return
+		case <-tick.C:
+		}
+		d.mu.Lock()
+		ids := make([]string, 0, len(d.unremoved))
+		for id := range d.unremoved {
+			ids = append(ids, id)
+		}
+		d.mu.Unlock()
+		for _, id := range ids {
+			if err := d.Remove(context.Background(), id); err == nil {
+				d.logger.Info("removed a container whose removal had failed", "container_id", runtime.ShortID(id))
+			}
+		}
+	}
+}
 
 func (d *Docker) engineError(what string, err error) error {
-	if client.IsErrConnectionFailed(err) || errors.Is(err, context.DeadlineExceeded) {
+	var dial *net.OpError // a hijacked stream (attach) dials on its own
+	if client.IsErrConnectionFailed(err) || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &dial) && dial.Op == "dial") {
 		return fmt.Errorf("%w: %s: %v", runtime.ErrUnavailable, what, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
