@@ -127,12 +127,59 @@ func Open(dir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
+	if db, err = compactIfSparse(db, path, compactAbove); err != nil {
+		return nil, err
+	}
 	s := &Store{db: db}
 	if err := s.init(dir); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return s, nil
+}
+
+// compactAbove: a state file is compacted at open when its free pages (left
+// by the history's dropped records; bbolt reuses them but never gives them
+// back) pass this many bytes and half the file.
+const compactAbove = 64 << 20
+
+// compactIfSparse copies a state file that is mostly free pages into a new
+// one and puts it in its place. The old file stays open, and locked, until
+// the new one has replaced it, so no other sandboxd can open the old one
+// meanwhile, and nothing is written to the old one after the copy.
+func compactIfSparse(db *bolt.DB, path string, above int64) (*bolt.DB, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return db, nil
+	}
+	stats := db.Stats()
+	free := int64(stats.FreePageN+stats.PendingPageN) * int64(db.Info().PageSize)
+	if free < above || free*2 < st.Size() {
+		return db, nil
+	}
+	tmp := path + ".compact"
+	_ = os.Remove(tmp)
+	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: time.Second})
+	if err == nil {
+		err = bolt.Compact(dst, db, 16<<20)
+		if cerr := dst.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		// Serving matters more than a smaller file: go on with the old one.
+		_ = os.Remove(tmp)
+		return db, nil
+	}
+	db.Close()
+	db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("reopening %s after compacting it: %w", path, err)
+	}
+	return db, nil
 }
 
 func (s *Store) init(dir string) error {

@@ -3,6 +3,7 @@ package state
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -131,4 +132,54 @@ func TestCorruptRecordsAreSkippedAndTheInstanceSurvivesTheFile(t *testing.T) {
 	if s.Instance() != instance {
 		t.Fatalf("instance %s after the state file was lost, was %s", s.Instance(), instance)
 	}
+}
+
+// A state file left mostly free by dropped records is compacted at open,
+// with every record kept.
+func TestSparseStateFileIsCompacted(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, FileName)
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob := make([]byte, 64<<10)
+	err = db.Update(func(tx *bolt.Tx) error {
+		b, _ := tx.CreateBucketIfNotExists(bucketExecutions)
+		for i := 0; i < 200; i++ { // ~13 MiB
+			if err := b.Put([]byte(fmt.Sprint(i)), blob); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		err = db.Update(func(tx *bolt.Tx) error {
+			b := tx.Bucket(bucketExecutions)
+			for i := 1; i < 200; i++ { // the history drops all but one
+				if err := b.Delete([]byte(fmt.Sprint(i))); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.Stat(path)
+	if db, err = compactIfSparse(db, path, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	after, _ := os.Stat(path)
+	if after.Size()*4 > before.Size() {
+		t.Fatalf("%d bytes before, %d after", before.Size(), after.Size())
+	}
+	_ = db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketExecutions).Get([]byte("0")); len(v) != len(blob) {
+			t.Fatalf("the kept record: %d bytes", len(v))
+		}
+		return nil
+	})
 }
