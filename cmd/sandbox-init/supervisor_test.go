@@ -110,17 +110,25 @@ func (p *peer) exec(id uint64, req supervisor.ExecRequest, stdin ...string) (std
 	}
 	req.Stdin = len(stdin) > 0
 	p.send(supervisor.Message{Op: supervisor.OpExec, ID: id, Exec: &req})
-	for _, chunk := range stdin {
-		p.send(supervisor.Message{Op: supervisor.OpIn, ID: id, Data: []byte(chunk)})
-	}
-	if req.Stdin {
-		p.send(supervisor.Message{Op: supervisor.OpInClose, ID: id})
-	}
 	var out, errOut strings.Builder
+	// Stdin goes a chunk per in_ack, as the host sends it.
+	pending := stdin
+	sendNext := func() {
+		if len(pending) > 0 {
+			p.send(supervisor.Message{Op: supervisor.OpIn, ID: id, Data: []byte(pending[0])})
+			pending = pending[1:]
+		} else if req.Stdin {
+			p.send(supervisor.Message{Op: supervisor.OpInClose, ID: id})
+			req.Stdin = false
+		}
+	}
+	sendNext()
 	for {
 		m := p.next()
 		switch {
-		case m.ID != id || m.Op == supervisor.OpInAck:
+		case m.ID != id:
+		case m.Op == supervisor.OpInAck:
+			sendNext()
 		case m.Op == supervisor.OpOut && m.Stream == supervisor.Stdout:
 			out.Write(m.Data)
 		case m.Op == supervisor.OpOut && m.Stream == supervisor.Stderr:
@@ -137,17 +145,25 @@ func (p *peer) exec(id uint64, req supervisor.ExecRequest, stdin ...string) (std
 func (p *peer) fileOp(id uint64, op string, req supervisor.FileRequest, chunks ...string) (string, *supervisor.FileResult) {
 	p.t.Helper()
 	p.send(supervisor.Message{Op: op, ID: id, File: &req})
-	for _, c := range chunks {
-		p.send(supervisor.Message{Op: supervisor.OpIn, ID: id, Data: []byte(c)})
+	// A put's chunks go one per in_ack, as the host sends them.
+	pending, closing := chunks, op == supervisor.OpPut
+	sendNext := func() {
+		if len(pending) > 0 {
+			p.send(supervisor.Message{Op: supervisor.OpIn, ID: id, Data: []byte(pending[0])})
+			pending = pending[1:]
+		} else if closing {
+			p.send(supervisor.Message{Op: supervisor.OpInClose, ID: id})
+			closing = false
+		}
 	}
-	if op == supervisor.OpPut {
-		p.send(supervisor.Message{Op: supervisor.OpInClose, ID: id})
-	}
+	sendNext()
 	var data strings.Builder
 	for {
 		m := p.next()
 		switch {
-		case m.ID != id || m.Op == supervisor.OpInAck:
+		case m.ID != id:
+		case m.Op == supervisor.OpInAck:
+			sendNext()
 		case m.Op == supervisor.OpOut:
 			data.Write(m.Data)
 		case m.Op == supervisor.OpDone:
