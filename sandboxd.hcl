@@ -31,6 +31,11 @@ sessions {
   max_transfer = "256MiB"     # per file upload or download
 }
 
+projects {
+  max       = 100             # projects at once
+  max_bytes = "10GiB"         # all project files together (state_dir/blobs)
+}
+
 # One block per language. plugin defaults to the block's name
 # (bin/plugins/sandbox-lang-<plugin>); image defaults to the plugin's.
 language "python" {

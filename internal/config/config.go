@@ -43,6 +43,7 @@ type Config struct {
 	Docker    Docker
 	Defaults  Limits
 	Sessions  Sessions
+	Projects  Projects
 	Languages []Language
 	Policies  []Policy // in file order: the order of evaluation
 }
@@ -63,6 +64,12 @@ type Sessions struct {
 	IdleTimeout time.Duration // default time without use before expiry
 	Max         int           // sessions at once
 	MaxTransfer int64         // bytes per upload or download
+}
+
+// Projects bounds the project store (state_dir/blobs).
+type Projects struct {
+	Max      int   // projects at once
+	MaxBytes int64 // their files' bytes together
 }
 
 // Docker is the engine section.
@@ -136,6 +143,7 @@ func Builtin() Config {
 			TTL: time.Hour, MaxTTL: 24 * time.Hour, IdleTimeout: 10 * time.Minute,
 			Max: 32, MaxTransfer: 256 << 20,
 		},
+		Projects: Projects{Max: 100, MaxBytes: 10 << 30},
 	}
 }
 
@@ -161,6 +169,7 @@ type fileSchema struct {
 	Docker     *dockerSchema    `hcl:"docker,block"`
 	Defaults   *limitsSchema    `hcl:"defaults,block"`
 	Sessions   *sessionsSchema  `hcl:"sessions,block"`
+	Projects   *projectsSchema  `hcl:"projects,block"`
 	Languages  []languageSchema `hcl:"language,block"`
 	Policies   []policySchema   `hcl:"policy,block"`
 	Body       hcl.Body         `hcl:",body"`
@@ -190,6 +199,12 @@ type sessionsSchema struct {
 	Max         *int     `hcl:"max,optional"`
 	MaxTransfer *string  `hcl:"max_transfer,optional"`
 	Body        hcl.Body `hcl:",body"`
+}
+
+type projectsSchema struct {
+	Max      *int     `hcl:"max,optional"`
+	MaxBytes *string  `hcl:"max_bytes,optional"`
+	Body     hcl.Body `hcl:",body"`
 }
 
 type poolSchema struct {
@@ -367,6 +382,16 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 
 	if fs.Sessions != nil {
 		cfg.Sessions = v.sessions(fs.Sessions, cfg.Sessions)
+	}
+	if ps := fs.Projects; ps != nil {
+		if ps.Max != nil {
+			if cfg.Projects.Max = *ps.Max; cfg.Projects.Max < 0 || cfg.Projects.Max > 100000 {
+				v.fail(ps.Body, "max", fmt.Sprintf("is %d", cfg.Projects.Max), "a number of projects from 0 (none) to 100000")
+			}
+		}
+		if ps.MaxBytes != nil {
+			cfg.Projects.MaxBytes = v.size(ps.Body, "max_bytes", *ps.MaxBytes, 1<<10)
+		}
 	}
 
 	languages := map[string]bool{}

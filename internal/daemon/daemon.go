@@ -64,7 +64,7 @@ func New(ctx context.Context, cfg *config.Config, rt runtime.Runtime, store *sta
 		d.Languages.Close(ctx)
 		return nil, err
 	}
-	d.Projects = projects.New(cfg.StateDir, store, cfg.Sessions.MaxTransfer)
+	d.Projects = projects.New(cfg.StateDir, store, cfg.Sessions.MaxTransfer, cfg.Projects)
 	d.Sessions = sessions.New(cfg.Sessions, d.Languages, d.Projects, store, rt, &d.gate, log)
 	if err := d.reconcile(ctx); err != nil {
 		d.Languages.Close(ctx)

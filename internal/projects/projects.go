@@ -23,6 +23,7 @@ import (
 	"unicode"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/config"
 	"github.com/sandboxd/sandboxd/internal/state"
 )
 
@@ -33,6 +34,7 @@ type Projects struct {
 	dir         string // state_dir
 	store       *state.Store
 	maxTransfer int64 // bytes per upload
+	quota       config.Projects
 	// Users lists the active sessions that mount a project; set by the
 	// sessions, which know them.
 	Users func(id string) []string
@@ -40,10 +42,20 @@ type Projects struct {
 	mu sync.Mutex // project files and blobs
 }
 
-// New returns the projects kept under stateDir and in store; an upload
-// may be at most maxTransfer bytes.
-func New(stateDir string, store *state.Store, maxTransfer int64) *Projects {
-	return &Projects{dir: stateDir, store: store, maxTransfer: maxTransfer, Users: func(string) []string { return nil }}
+// New returns the projects kept under stateDir and in store, within
+// quota; an upload may be at most maxTransfer bytes.
+func New(stateDir string, store *state.Store, maxTransfer int64, quota config.Projects) *Projects {
+	ps := &Projects{dir: stateDir, store: store, maxTransfer: maxTransfer, quota: quota, Users: func(string) []string { return nil }}
+	// No upload is in progress yet: what an earlier process left half
+	// received (it crashed or was killed mid-upload) goes, and so do blobs
+	// no project refers to.
+	if uploads, err := filepath.Glob(filepath.Join(ps.blobDir(), "upload-*")); err == nil {
+		for _, u := range uploads {
+			_ = os.Remove(u)
+		}
+	}
+	ps.collectBlobsLocked()
+	return ps
 }
 
 func (ps *Projects) blobDir() string { return filepath.Join(ps.dir, "blobs") }
@@ -65,6 +77,9 @@ func (ps *Projects) Create(req api.ProjectRequest) (*api.Project, *api.Error) {
 	defer ps.mu.Unlock()
 	if _, aerr := ps.findProjectLocked(req.Name); aerr == nil {
 		return nil, api.Errorf(api.CodeConflict, "a project named %q exists already", req.Name)
+	}
+	if list, _, err := ps.store.Projects(); err == nil && len(list) >= ps.quota.Max {
+		return nil, api.Errorf(api.CodeTooLarge, "%d projects exist, the most sandboxd.hcl allows (projects.max); delete one first", len(list))
 	}
 	p := api.Project{ID: "p" + state.RandomID(6), Name: req.Name, CreatedAt: time.Now().UTC(), Files: []api.ProjectFile{}}
 	if err := os.MkdirAll(ps.Dir(p.ID), 0o755); err != nil {
@@ -140,6 +155,9 @@ func (ps *Projects) AddFile(ref, name string, body io.Reader, overwrite bool) (*
 	if aerr != nil {
 		return nil, aerr
 	}
+	if aerr := ps.withinBytesLocked(p, clean, size, overwrite); aerr != nil {
+		return nil, aerr
+	}
 	if _, err := os.Stat(ps.blobPath(sum)); errors.Is(err, os.ErrNotExist) {
 		if err := os.Rename(tmp, ps.blobPath(sum)); err != nil {
 			return nil, api.Errorf(api.CodeInternal, "%v", err)
@@ -182,6 +200,29 @@ func (ps *Projects) AddFile(ref, name string, body io.Reader, overwrite bool) (*
 	return &pf, nil
 }
 
+// withinBytesLocked refuses a file that would take the project files past
+// projects.max_bytes (counted as uploaded, before deduplication).
+func (ps *Projects) withinBytesLocked(p *api.Project, name string, size int64, overwrite bool) *api.Error {
+	list, _, err := ps.store.Projects()
+	if err != nil {
+		return api.Errorf(api.CodeInternal, "reading projects: %v", err)
+	}
+	total := size
+	for _, q := range list {
+		total += q.Size
+	}
+	for _, f := range p.Files {
+		if overwrite && f.Name == name {
+			total -= f.Size // replaced
+		}
+	}
+	if total > ps.quota.MaxBytes {
+		return api.Errorf(api.CodeTooLarge, "project files would take %s, over the %s sandboxd.hcl allows (projects.max_bytes); delete some first",
+			api.ByteSize(total), api.ByteSize(ps.quota.MaxBytes))
+	}
+	return nil
+}
+
 // receiveBlob writes an upload to a temporary file of the blob store,
 // read-only and synced, and returns it with its SHA-256 and size. The
 // caller moves it into place (or drops it: the content is there already).
@@ -219,8 +260,8 @@ func (ps *Projects) receiveBlob(body io.Reader) (string, string, int64, *api.Err
 	return tmp.Name(), hex.EncodeToString(h.Sum(nil)), n, nil
 }
 
-// collectBlobsLocked removes blobs no project refers to (and uploads
-// abandoned by a crash).
+// collectBlobsLocked removes blobs no project refers to; uploads in
+// progress are left alone (New removes those a crash abandoned).
 func (ps *Projects) collectBlobsLocked() {
 	list, _, err := ps.store.Projects() // undecodable ones are reported at start
 	if err != nil {
