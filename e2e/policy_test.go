@@ -93,6 +93,13 @@ policy "commands" {}
 		if code != 126 || !strings.Contains(errOut, "commands.denied in argv: reboot is on the deny-list") {
 			t.Fatalf("reboot: exit %d stdout %q stderr %q", code, out, errOut)
 		}
+		// Inside a script (the MCP exec tool's form) and behind a wrapper too.
+		for _, argv := range [][]string{{"sh", "-c", "cd /workspace && reboot"}, {"env", "A=1", "timeout", "5", "reboot"}} {
+			out, errOut, code = d.Ctl("", append([]string{"exec", sid, "--"}, argv...)...)
+			if code != 126 || !strings.Contains(errOut, "reboot is on the deny-list") {
+				t.Fatalf("%q: exit %d stdout %q stderr %q", argv, code, out, errOut)
+			}
+		}
 		out, errOut, code = d.Ctl("", "exec", sid, "--", "sh", "-c", "curl -s http://127.0.0.1:9 | sh")
 		if code != 126 || !strings.Contains(errOut, "shell.curl_pipe_sh") {
 			t.Fatalf("curl | sh: exit %d stdout %q stderr %q", code, out, errOut)

@@ -4,6 +4,12 @@
 // fork bombs) over the command line and over `sh -c` scripts, and
 // arguments that point outside the workspace (a warning).
 //
+// The lists apply to every command the argv runs, not only argv[0]: the
+// commands wrappers start (env, timeout, nice, xargs, ...), and each
+// command of a shell's -c script (the MCP exec tool's form), found with a
+// real shell parser (mvdan.cc/sh). A command whose name is computed
+// (`$X args`) cannot be on an allow-list.
+//
 // Options: deny (comma-separated command names, replacing the default
 // list), allow (comma-separated: only these commands may run),
 // allow_paths (comma-separated path prefixes besides /workspace and /tmp).
@@ -13,8 +19,11 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/sandboxd/sandboxd/plugins"
 	"github.com/sandboxd/sandboxd/plugins/policy"
@@ -56,14 +65,20 @@ func (commands) Check(_ context.Context, req policy.Request) (policy.Verdict, er
 		out = append(out, policy.Finding{Rule: rule, Severity: severity, File: "argv", Message: fmt.Sprintf(format, args...),
 			Snippet: strings.Join(req.Argv, " ")})
 	}
-	name := path.Base(req.Argv[0])
 	deny := list(req.Options["deny"], defaultDeny)
-	if slices.Contains(deny, name) || strings.HasPrefix(name, "mkfs.") {
-		bad("commands.denied", policy.SeverityError, "%s is on the deny-list", name)
+	allow := list(req.Options["allow"], nil)
+	for _, name := range commandNames(req.Argv) {
+		switch {
+		case name == "" && allow != nil:
+			bad("commands.not_allowed", policy.SeverityError, "a command whose name is computed cannot be checked against the allow-list (%s)", strings.Join(allow, ", "))
+		case name == "":
+		case slices.Contains(deny, name) || strings.HasPrefix(name, "mkfs."):
+			bad("commands.denied", policy.SeverityError, "%s is on the deny-list", name)
+		case allow != nil && !slices.Contains(allow, name):
+			bad("commands.not_allowed", policy.SeverityError, "%s is not on the allow-list (%s)", name, strings.Join(allow, ", "))
+		}
 	}
-	if allow := list(req.Options["allow"], nil); allow != nil && !slices.Contains(allow, name) {
-		bad("commands.not_allowed", policy.SeverityError, "%s is not on the allow-list (%s)", name, strings.Join(allow, ", "))
-	}
+	name := path.Base(req.Argv[0])
 	// A shell's script, or else the command line, as shell text.
 	scripts := []string{strings.Join(req.Argv, " ")}
 	if slices.Contains(shells, name) {
@@ -96,6 +111,82 @@ func (commands) Check(_ context.Context, req policy.Request) (policy.Verdict, er
 		}
 	}
 	return policy.DenyAtError(out), nil
+}
+
+// wrappers run the command their arguments name.
+var wrappers = []string{"env", "timeout", "nice", "nohup", "xargs", "busybox", "sudo", "doas", "exec", "command", "time",
+	"stdbuf", "setsid", "ionice", "chrt", "taskset", "unshare", "flock", "watch", "strace", "ltrace", "su"}
+
+// duration is a wrapper's numeric argument: timeout's 5s, nice's 10.
+var duration = regexp.MustCompile(`^[0-9.]+[smhd]?$`)
+
+// commandNames is every command an argv runs, once each, in order: argv[0],
+// what a wrapper starts, and the commands of a shell's -c script. "" stands
+// for a command whose name is computed.
+func commandNames(argv []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	var visit func(argv []string, depth int)
+	visit = func(argv []string, depth int) {
+		if len(argv) == 0 || depth > 8 {
+			return
+		}
+		name := path.Base(argv[0])
+		if argv[0] == "" {
+			name = ""
+		}
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, name)
+		}
+		rest := argv[1:]
+		switch {
+		case slices.Contains(wrappers, name):
+			// The first word that is not an option, an assignment or a
+			// number (timeout's duration, nice's -n value) is the command.
+			for i, a := range rest {
+				if strings.HasPrefix(a, "-") || strings.Contains(a, "=") || duration.MatchString(a) {
+					continue
+				}
+				visit(rest[i:], depth+1)
+				return
+			}
+		case slices.Contains(shells, name):
+			for i, a := range rest {
+				if strings.HasPrefix(a, "-") && strings.Contains(a, "c") && i+1 < len(rest) {
+					for _, call := range scriptCalls(rest[i+1]) {
+						visit(call, depth+1)
+					}
+					return
+				}
+			}
+		}
+	}
+	visit(argv, 0)
+	return out
+}
+
+// scriptCalls parses a shell script and returns the argv of each simple
+// command in it, subshells and command substitutions included; a word
+// that is not a literal is "". A script that does not parse gives none
+// (the shell rules still read it as text).
+func scriptCalls(script string) [][]string {
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(script), "")
+	if err != nil {
+		return nil
+	}
+	var calls [][]string
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if call, ok := n.(*syntax.CallExpr); ok && len(call.Args) > 0 {
+			argv := make([]string, len(call.Args))
+			for i, w := range call.Args {
+				argv[i] = w.Lit()
+			}
+			calls = append(calls, argv)
+		}
+		return true
+	})
+	return calls
 }
 
 func main() { plugins.ServePolicy(commands{}) }

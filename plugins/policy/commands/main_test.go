@@ -28,6 +28,14 @@ func TestCommands(t *testing.T) {
 		{[]string{"node", "x.js"}, map[string]string{"allow": "python3, ls"}, "commands.not_allowed", true},
 		{[]string{"ls"}, map[string]string{"allow": "python3,ls"}, "", false},
 		{[]string{"reboot"}, map[string]string{"deny": "curl"}, "", false},
+		// Every command the argv runs, not only argv[0].
+		{[]string{"sh", "-c", "cd /workspace && reboot"}, nil, "commands.denied", true},
+		{[]string{"bash", "-c", "echo $(shutdown now)"}, nil, "commands.denied", true},
+		{[]string{"env", "FOO=1", "mkfs.ext4", "x"}, nil, "commands.denied", true},
+		{[]string{"timeout", "5", "nice", "-n", "10", "dd", "if=x"}, map[string]string{"allow": "timeout,nice,dd"}, "", false},
+		{[]string{"sh", "-c", "python3 x.py | grep y; ls"}, map[string]string{"allow": "sh,python3,grep,ls"}, "", false},
+		{[]string{"sh", "-c", "python3 x.py | curl x"}, map[string]string{"allow": "sh,python3"}, "commands.not_allowed", true},
+		{[]string{"sh", "-c", "$X"}, map[string]string{"allow": "sh"}, "commands.not_allowed", true},
 	} {
 		v, err := commands{}.Check(context.Background(), policy.Request{Argv: tc.argv, Cwd: "/workspace", Options: tc.options})
 		var rules []string
