@@ -2,6 +2,10 @@ package e2e
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,4 +78,58 @@ language "python" {
 		pools, err := c.Pools(context.Background())
 		return err == nil && pools["python"].Idle >= 1
 	})
+}
+
+// The state dir's disk full (a 4 MiB tmpfs the test mounts): a write that
+// fails says no_space and what to do, runs go on, nothing written before
+// is lost, and once there is room again everything works.
+func TestStateDiskFull(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", state).CombinedOutput(); err != nil {
+		t.Fatalf("mounting a small tmpfs for the state dir: %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", state).Run() }) // after the daemon stops
+	d := testutil.StartDaemon(t, testutil.Options{StateDir: state})
+	c := d.Client()
+	first := run(t, c, api.RunRequest{Language: "python", Code: "print('before')"})
+	waitFor(t, "the first run in history", func() bool {
+		list, err := c.Executions(context.Background(), 10, "")
+		return err == nil && len(list) == 1 && list[0].ID == first.ID
+	})
+
+	filler := filepath.Join(state, "filler")
+	_ = exec.Command("dd", "if=/dev/zero", "of="+filler, "bs=64k").Run() // until ENOSPC
+	if res := run(t, c, api.RunRequest{Language: "python", Code: "print('still')"}); res.Stdout != "still\n" {
+		t.Fatalf("a run with the state disk full: %+v", res)
+	}
+	// bbolt writes into free pages of its file first: a write fails only
+	// once the file must grow, and then it says so.
+	for i := 0; i < 10; i++ {
+		_, err := c.CreateSession(ctx(t), api.SessionRequest{Language: "python"})
+		if err != nil && (apiCode(err) != api.CodeNoSpace || !strings.Contains(err.Error(), "state_dir is full")) {
+			t.Fatalf("a session with the state disk full: %v", err)
+		}
+	}
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	id := newSession(t, c, api.SessionRequest{})
+	if res := sh(t, c, id, "echo room"); res.Stdout != "room\n" {
+		t.Fatalf("after freeing space: %+v", res)
+	}
+	list, err := c.Executions(context.Background(), 50, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range list {
+		found = found || e.ID == first.ID
+	}
+	if !found {
+		t.Fatal("the record written before the disk filled is gone")
+	}
 }

@@ -2,6 +2,7 @@ package request
 
 import (
 	"errors"
+	"syscall"
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/pool"
@@ -30,6 +31,8 @@ func ErrorOf(err error) *api.Error {
 		return api.Errorf(api.CodeImageMissing, "%v", err)
 	case errors.Is(err, runtime.ErrUnavailable):
 		return api.Errorf(api.CodeRuntimeUnavailable, "%v", err)
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return api.Errorf(api.CodeNoSpace, "%v: the disk of state_dir is full; free space there (runs go on meanwhile)", err)
 	}
 	return api.Errorf(api.CodeInternal, "%v", err)
 }

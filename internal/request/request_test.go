@@ -2,7 +2,9 @@ package request
 
 import (
 	"fmt"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -126,5 +128,13 @@ func TestSizesAreRefusedAsTooLarge(t *testing.T) {
 	}
 	if _, aerr := DecodeProgram(big, nil, "", Input{Env: map[string]string{"K": "v"}}); aerr != nil {
 		t.Fatalf("a program within the bounds: %v", aerr)
+	}
+}
+
+// A full disk is no_space, saying where and what to do.
+func TestFullDiskIsNoSpace(t *testing.T) {
+	aerr := ErrorOf(fmt.Errorf("storing the session: %w", &os.PathError{Op: "write", Path: "/state/sandboxd.db", Err: syscall.ENOSPC}))
+	if aerr.Code != api.CodeNoSpace || !strings.Contains(aerr.Message, "state_dir is full") {
+		t.Fatalf("%+v", aerr)
 	}
 }

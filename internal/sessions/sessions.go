@@ -172,7 +172,7 @@ func (m *Sessions) Create(ctx context.Context, req api.SessionRequest) (*api.Ses
 	}
 	if err := m.store.PutSession(rec); err != nil {
 		m.langs.Remove(sb)
-		return nil, api.Errorf(api.CodeInternal, "storing the session: %v", err)
+		return nil, request.ErrorOf(fmt.Errorf("storing the session: %w", err))
 	}
 	m.mu.Lock()
 	m.live[rec.ID] = newSession(l, limits, rec, sb)
