@@ -449,6 +449,9 @@ type FileList struct {
 type FileWritten struct {
 	Path string `json:"path"`
 	Size int64  `json:"size"`
+	// Findings are what the policies said of the upload (they judge its
+	// first MiB) when they let it through; a denial is policy_denied.
+	Findings []Finding `json:"findings,omitempty"`
 }
 
 // ContentTypeTar marks a directory download.

@@ -82,6 +82,24 @@ policy "commands" {}
 		}
 	})
 
+	t.Run("put: uploads are judged", func(t *testing.T) {
+		s, err := c.CreateSession(ctx(t), api.SessionRequest{Language: "python"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = c.DeleteSession(context.Background(), s.ID) }()
+		// secrets warns by default: the upload goes through, with the finding.
+		w, err := c.PutFile(ctx(t), s.ID, "creds.py", strings.NewReader("KEY = '"+secret+"'\n"), 0o644)
+		if err != nil || len(w.Findings) != 1 || w.Findings[0].Rule != "secrets.aws_access_key" || strings.Contains(w.Findings[0].Snippet, secret) {
+			t.Fatalf("a secret uploaded: %+v %v", w, err)
+		}
+		if _, err := c.PutFile(ctx(t), s.ID, "data.csv", strings.NewReader("a,b\n1,2\n"), 0o644); err != nil {
+			t.Fatalf("a plain upload: %v", err)
+		}
+		if res := sh(t, c, s.ID, "ls; cat data.csv"); res.Stdout != "creds.py\ndata.csv\noutputs\na,b\n1,2\n" {
+			t.Fatalf("after the uploads: %+v", res)
+		}
+	})
 	t.Run("exec: commands are judged", func(t *testing.T) {
 		sid, _, code := d.Ctl("", "session", "create", "--lang", "bash")
 		sid = strings.TrimSpace(sid)

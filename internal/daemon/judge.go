@@ -1,12 +1,15 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/languages"
 	"github.com/sandboxd/sandboxd/internal/request"
+	"github.com/sandboxd/sandboxd/internal/sessions"
 	contract "github.com/sandboxd/sandboxd/plugins/policy"
 	"github.com/sandboxd/sandboxd/plugins/program"
 	"github.com/sandboxd/sandboxd/policy"
@@ -78,4 +81,40 @@ func (d *Daemon) Validate(ctx context.Context, req api.ValidateRequest) (*api.Va
 	}
 	dec, _ := d.judge(ctx, j)
 	return &api.ValidateResult{Allowed: dec.Allowed, Findings: dec.Findings}, nil
+}
+
+// judgedUpload is how much of an uploaded file the policies see: all of a
+// small one (a program put in place to run later), the start of a large
+// one.
+const judgedUpload = 1 << 20
+
+// PutFile uploads a file into a session after the policies judged it, so
+// that a program uploaded and then run meets the same patterns and secrets
+// rules as one sent to run.
+func (d *Daemon) PutFile(ctx context.Context, id, path string, mode uint32, body io.Reader) (*api.FileWritten, *api.Error) {
+	rec, aerr := d.Sessions.Get(id)
+	if aerr != nil {
+		return nil, aerr
+	}
+	l, ok := d.Languages.Lookup(rec.Language)
+	name, perr := sessions.Path(path)
+	if ok && perr == nil {
+		head, err := io.ReadAll(io.LimitReader(body, judgedUpload))
+		if err != nil {
+			return nil, api.Errorf(api.CodeInvalidRequest, "receiving the upload: %v", err)
+		}
+		limits, _ := request.Limits(l.Limits(), 0, &rec.Limits)
+		j := judgement{kind: contract.KindPut, lang: l, session: id, limits: limits,
+			files: []program.File{{Path: name, Content: head, Mode: mode}}, entry: name}
+		dec, aerr := d.judge(ctx, j)
+		if aerr != nil {
+			return nil, aerr
+		}
+		res, aerr := d.Sessions.PutFile(ctx, id, path, mode, io.MultiReader(bytes.NewReader(head), body))
+		if res != nil {
+			res.Findings = dec.Findings
+		}
+		return res, aerr
+	}
+	return d.Sessions.PutFile(ctx, id, path, mode, body)
 }

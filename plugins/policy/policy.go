@@ -48,6 +48,7 @@ const (
 	KindRun      = "run"      // POST /v1/run
 	KindExec     = "exec"     // a session's command (Argv) or program (Files)
 	KindValidate = "validate" // POST /v1/validate: nothing will run
+	KindPut      = "put"      // a file uploaded into a session (Files: its first MiB)
 )
 
 // Info describes a policy.
