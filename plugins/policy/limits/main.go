@@ -49,11 +49,15 @@ func (limits) Check(_ context.Context, req policy.Request) (policy.Verdict, erro
 			bad("limits.options", "", "option max_files is %q: a positive number", v)
 		}
 	}
-	if len(req.Files) > maxFiles {
+	if len(req.Files) > maxFiles && req.Kind != policy.KindPut {
 		bad("limits.files", "", "%d files: at most %d", len(req.Files), maxFiles)
 	}
+	files := req.Files
+	if req.Kind == policy.KindPut {
+		files = nil // an upload is data, bounded by sessions.max_transfer, not a program
+	}
 	var total int64
-	for _, f := range req.Files {
+	for _, f := range files {
 		total += int64(len(f.Content))
 		if n := int64(len(f.Content)); n > maxFile {
 			bad("limits.file_size", f.Path, "%s is %s: at most %s per file", f.Path, api.ByteSize(n), api.ByteSize(maxFile))

@@ -27,6 +27,11 @@ func TestLimits(t *testing.T) {
 	if v, _ := (limits{}).Check(context.Background(), big); !v.Deny || rulesOf(v) != "limits.file_size,limits.code_size,limits.timeout,limits.memory,limits.cpus,limits.pids" {
 		t.Errorf("over limits: %s", rulesOf(v))
 	}
+	upload := policy.Request{Kind: policy.KindPut, Files: []policy.File{{Path: "data.csv", Content: make([]byte, 2<<20)}}, Ceilings: ceil,
+		Options: map[string]string{"max_file_size": "1KiB"}}
+	if v, _ := (limits{}).Check(context.Background(), upload); v.Deny || len(v.Findings) != 0 {
+		t.Errorf("an upload is data, not a program: %s", rulesOf(v))
+	}
 	many := policy.Request{Files: make([]policy.File, 3), Options: map[string]string{"max_files": "2", "max_code_size": "lots"}}
 	if v, _ := (limits{}).Check(context.Background(), many); !v.Deny || rulesOf(v) != "limits.options,limits.files" {
 		t.Errorf("options: %s", rulesOf(v))
