@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,6 +58,8 @@ type server struct {
 	outMu sync.Mutex
 	out   *json.Encoder
 
+	fork forker
+
 	mu      sync.Mutex
 	execs   map[uint64]*execution // by request id
 	byPID   map[int]*execution    // main processes
@@ -68,6 +71,7 @@ func newServer(w io.Writer, at paths, c container) *server {
 		paths:     at,
 		container: c,
 		out:       json.NewEncoder(w),
+		fork:      startForker(),
 		execs:     map[uint64]*execution{},
 		byPID:     map[int]*execution{},
 		uploads:   map[uint64]*upload{},
@@ -192,11 +196,14 @@ func (s *server) start(id uint64, req supervisor.ExecRequest) {
 	s.mu.Lock()
 	e.oomBefore = oomKills()
 	e.started = time.Now()
-	pid, err := syscall.ForkExec(argv0, req.Argv, &syscall.ProcAttr{
-		Dir:   dir,
-		Env:   env,
-		Files: files,
-		Sys:   &syscall.SysProcAttr{Setpgid: true},
+	var pid int
+	s.fork.do(func() {
+		pid, err = syscall.ForkExec(argv0, req.Argv, &syscall.ProcAttr{
+			Dir:   dir,
+			Env:   env,
+			Files: files,
+			Sys:   &syscall.SysProcAttr{Setpgid: true},
+		})
 	})
 	if err == nil {
 		s.execs[id] = e
@@ -210,13 +217,42 @@ func (s *server) start(id uint64, req supervisor.ExecRequest) {
 		return
 	}
 	// Let the kernel pick this execution's processes first when memory runs
-	// out, so the supervisor survives a memory bomb; and let the supervisor
-	// win the container's CPU quota over them, so a fork bomb cannot delay
-	// the kill at the deadline. Children inherit both. The container's
-	// share against other containers does not depend on nice.
+	// out, so the supervisor survives a memory bomb (children inherit it;
+	// it is per process, so it can only be set once the process exists).
+	// The nice value came with the fork (see forker).
 	_ = os.WriteFile("/proc/"+itoa(pid)+"/oom_score_adj", []byte("1000"), 0)
-	_ = unix.Setpriority(unix.PRIO_PROCESS, pid, programNice)
 	go e.follow()
+}
+
+// forker runs every fork of a program on one OS thread of its own, whose
+// nice is programNice: nice is per thread and a child takes its parent
+// thread's at fork, so a program, and whatever it forks before its first
+// instruction is done, runs niced from the start. The supervisor's other
+// threads keep nice 0 and win the container's CPU quota over a fork bomb,
+// so the kill at the deadline is never delayed. The container's share
+// against other containers does not depend on nice.
+type forker chan func()
+
+func startForker() forker {
+	f := make(forker)
+	ready := make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the forker
+		_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), programNice)
+		close(ready)
+		for fn := range f {
+			fn()
+		}
+	}()
+	<-ready
+	return f
+}
+
+// do runs fn on the forker's thread and waits for it.
+func (f forker) do(fn func()) {
+	done := make(chan struct{})
+	f <- func() { fn(); close(done) }
+	<-done
 }
 
 func (s *server) finish(e *execution, res *supervisor.ExecResult) {

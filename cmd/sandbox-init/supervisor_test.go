@@ -73,6 +73,7 @@ func newPeer(t *testing.T) *peer {
 		initW.Close()
 		close(stopReaping)
 		<-reaped
+		close(p.s.fork) // its thread ends with it
 	})
 	return p
 }
@@ -339,4 +340,15 @@ func FuzzServe(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A program runs niced from its first instruction: the fork itself comes
+// from a niced thread.
+func TestProgramsStartNiced(t *testing.T) {
+	p := newPeer(t)
+	out, _, res := p.exec(1, supervisor.ExecRequest{Argv: []string{"cat", "/proc/self/stat"}, Env: []string{"PATH=/usr/bin:/bin"}, TimeoutMS: 5000, OutputLimit: 1 << 20})
+	fields := strings.Fields(out[strings.LastIndexByte(out, ')')+1:])
+	if res.ExitCode != 0 || len(fields) < 17 || fields[16] != "10" {
+		t.Fatalf("nice of the program: %q (%+v)", fields, res)
+	}
 }
