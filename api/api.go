@@ -281,6 +281,7 @@ type Language struct {
 	ImagePresent bool      `json:"image_present"`
 	Version      string    `json:"version,omitempty"` // the runtime's, as the image reports it; empty until known
 	Plugin       string    `json:"plugin"`
+	Runtime      string    `json:"runtime"` // the OCI runtime its containers run under, e.g. runc or runsc
 	Limits       Limits    `json:"limits"`
 	Pool         PoolStats `json:"pool"`
 	Error        string    `json:"error,omitempty"` // e.g. the image is missing, and how to build it

@@ -10,10 +10,24 @@ import (
 	"github.com/sandboxd/sandboxd/internal/testutil"
 )
 
+// ociRuntimes runs test once per OCI runtime sandboxes may run under:
+// runc, and gVisor's runsc (the engine must have it when CI=true).
+func ociRuntimes(t *testing.T, test func(t *testing.T, runtime string)) {
+	for _, rt := range []string{"runc", "runsc"} {
+		t.Run(rt, func(t *testing.T) {
+			testutil.RequireRuntime(t, rt)
+			t.Parallel()
+			test(t, rt)
+		})
+	}
+}
+
 // TestHardening checks the container from the inside, as the code we run
 // sees it.
-func TestHardening(t *testing.T) {
-	d := testutil.StartDaemon(t, testutil.Options{})
+func TestHardening(t *testing.T) { ociRuntimes(t, testHardening) }
+
+func testHardening(t *testing.T, runtime string) {
+	d := testutil.StartDaemon(t, testutil.Options{Runtime: runtime})
 	res := run(t, d.Client(), api.RunRequest{Language: "python", Code: `
 import os, ctypes, socket
 def status(key):
@@ -23,17 +37,18 @@ def status(key):
 print('uid', os.getuid() >= 1100000000 and os.getuid() == os.getgid() and os.stat('/workspace').st_uid == os.getuid())
 print('capeff', status('CapEff'), 'capbnd', status('CapBnd'))
 print('nonewprivs', status('NoNewPrivs'), 'seccomp', status('Seccomp'))
-try:
-    open('/etc/evil', 'w'); print('rootfs writable')
-except OSError as e:
-    print('rootfs', e.errno == 30 and 'read-only' or e)
 print('pid1', open('/proc/1/cmdline').read().split('\0')[0])
+print('kernel', os.uname().release == '4.4.0' and 'gVisor' or 'host')
 print('ifaces', sorted(n for _, n in socket.if_nameindex()))
 libc = ctypes.CDLL(None, use_errno=True)
 r = libc.syscall(425, 8, ctypes.create_string_buffer(120))  # io_uring_setup
 print('io_uring', r, ctypes.get_errno())
 print('workspace', os.getcwd(), oct(os.stat('.').st_mode & 0o777))
 mounts = {l.split()[1]: l.split()[3] for l in open('/proc/mounts')}
+try:
+    open('/etc/evil', 'w'); print('rootfs writable')
+except OSError as e:
+    print('rootfs', 'ro' in mounts['/'].split(',') and e.errno in (13, 30) and 'read-only' or e)
 print('ws_opts', 'nosuid' in mounts['/workspace'] and 'nodev' in mounts['/workspace'])
 print('docker_sock', os.path.exists('/var/run/docker.sock'))
 print('nice', os.nice(0), 'oom_score_adj', open('/proc/self/oom_score_adj').read().strip())
@@ -42,16 +57,23 @@ print('env', sorted(k for k in os.environ if k.startswith(('SANDBOXD', 'DOCKER',
 	want := []string{
 		"uid True", // its own, from the test daemon's sandbox_uids; the workspace is its
 		"capeff 0000000000000000 capbnd 0000000000000000",
-		"nonewprivs 1 seccomp 2",
 		"rootfs read-only",
 		"pid1 /.sandboxd/init",
 		"ifaces ['lo']",
-		"io_uring -1 1", // EPERM
 		"workspace /workspace",
-		"ws_opts True",
 		"docker_sock False",
 		"nice 10 oom_score_adj 1000", // the supervisor wins CPU and memory over the program
 		"env []",
+	}
+	switch runtime {
+	case "runc":
+		want = append(want, "kernel host", "nonewprivs 1 seccomp 2", "io_uring -1 1" /* EPERM */, "ws_opts True")
+	case "runsc":
+		// The program's system calls reach gVisor's kernel, which
+		// implements them itself (io_uring too) and shows neither
+		// no_new_privs nor nosuid and nodev; the host kernel sees only
+		// gVisor's own filtered calls.
+		want = append(want, "kernel gVisor")
 	}
 	for _, w := range want {
 		if !strings.Contains(res.Stdout, w) {
@@ -63,8 +85,10 @@ print('env', sorted(k for k in os.environ if k.startswith(('SANDBOXD', 'DOCKER',
 // TestHostilePrograms runs programs written to break the limits. Each must
 // come back within its deadline plus a second, say what happened, and leave
 // the daemon healthy; a well-behaved run beside them is unharmed.
-func TestHostilePrograms(t *testing.T) {
-	d := testutil.StartDaemon(t, testutil.Options{Languages: `
+func TestHostilePrograms(t *testing.T) { ociRuntimes(t, testHostilePrograms) }
+
+func testHostilePrograms(t *testing.T, runtime string) {
+	d := testutil.StartDaemon(t, testutil.Options{Runtime: runtime, Languages: `
 language "python" {
   image = "sandboxd/python:latest"
   pool {
@@ -143,6 +167,25 @@ language "node" {
 		{"closes stdout and keeps running", "import os, time\nprint('bye', flush=True)\nos.close(1)\nos.close(2)\ntime.sleep(10**6)\n", timedOut},
 		{"zombie army", "import os, time\nfor _ in range(100):\n    if os.fork() == 0: os._exit(0)\ntime.sleep(10**6)\n", timedOut},
 	}
+	if runtime == "runsc" {
+		// gVisor has no OOM killer of its own: memory filled anywhere in
+		// the sandbox ends all of it, gVisor's kernel with it, and the
+		// run says so. A fork bomb fills the memory with gVisor's host
+		// processes before the deadline.
+		for i, tc := range cases {
+			switch tc.name {
+			case "fork bomb":
+				cases[i].check = endedByLimit
+			case "memory bomb in a child":
+				cases[i].check = func(r *api.RunResult) string {
+					if !r.OOMKilled || r.ExitCode != 137 {
+						return "the OOM kill of the sandbox must be reported with exit 137"
+					}
+					return ""
+				}
+			}
+		}
+	}
 	stdin := map[string]string{"64 MiB on stdin, never read": strings.Repeat("x", 64<<20)}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -195,6 +238,14 @@ language "node" {
 func timedOut(r *api.RunResult) string {
 	if !r.TimedOut || r.ExitCode != 137 {
 		return "must time out, killed"
+	}
+	return ""
+}
+
+// endedByLimit accepts the deadline's kill or an OOM kill.
+func endedByLimit(r *api.RunResult) string {
+	if (!r.TimedOut && !r.OOMKilled) || r.ExitCode != 137 {
+		return "must time out or be OOM-killed"
 	}
 	return ""
 }

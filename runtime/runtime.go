@@ -35,6 +35,10 @@ const (
 // ErrImageMissing means the sandbox image is not on the engine.
 var ErrImageMissing = errors.New("image not found")
 
+// ErrFixedLimits means the container's OCI runtime cannot change the limits
+// of a running container (gVisor's runsc cannot).
+var ErrFixedLimits = errors.New("the OCI runtime cannot change a running container's limits")
+
 // ErrUnavailable means the engine could not be reached.
 var ErrUnavailable = errors.New("container engine unavailable")
 
@@ -70,6 +74,7 @@ type Mount struct {
 type Spec struct {
 	Language string
 	Image    string
+	Runtime  string // OCI runtime; empty: the engine runtime's default
 	Limits   Limits
 	Env      []string          // KEY=VALUE set at create time
 	Labels   map[string]string // extra labels (operator's, session id)
@@ -83,6 +88,10 @@ type Sandbox struct {
 	Labels   map[string]string
 	Created  time.Time
 	*supervisor.Conn
+	// OOMKilled reports, once the supervisor is gone, whether the kernel
+	// ended the container for memory (under gVisor its kernel dies with
+	// the program that filled the memory).
+	OOMKilled func(context.Context) bool
 }
 
 // Session is the session id the sandbox's label carries: every warm

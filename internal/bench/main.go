@@ -6,7 +6,8 @@
 // session creation, and throughput with 4 concurrent clients; then hello
 // world in every shipped language, one-shot through `sandboxctl run`
 // against `docker run --rm` of the same image doing the same steps, with
-// the compile and run steps apart. It starts its own daemon from -bin with
+// the compile and run steps apart; then python under runc against gVisor's
+// runsc. It starts its own daemon from -bin with
 // the language blocks of the repository's sandboxd.hcl; run it through
 // `make bench`.
 package main
@@ -50,7 +51,7 @@ func main() {
 
 func run(bin string, n, nDocker int) error {
 	bin, _ = filepath.Abs(bin)
-	d, err := startDaemon(bin)
+	d, err := startDaemon(bin, "")
 	if err != nil {
 		return err
 	}
@@ -136,6 +137,9 @@ func run(bin string, n, nDocker int) error {
 		return err
 	}
 	if err := perLanguage(c, bin, d, max(n/4, 5), max(nDocker/3, 3)); err != nil {
+		return err
+	}
+	if err := ociRuntimes(bin, n, nDocker); err != nil {
 		return err
 	}
 	st, err := c.Stats(context.Background())
@@ -347,7 +351,9 @@ type daemon struct {
 	cmd         *exec.Cmd
 }
 
-func startDaemon(bin string) (*daemon, error) {
+// startDaemon starts sandboxd with the shipped language blocks and extra
+// top-level HCL.
+func startDaemon(bin, extra string) (*daemon, error) {
 	dir, err := os.MkdirTemp("/tmp", "sandboxd-bench-")
 	if err != nil {
 		return nil, err
@@ -363,7 +369,8 @@ state_dir  = %q
 plugin_dir = %q
 supervisor = %q
 %s
-`, d.socket, filepath.Join(dir, "state"), filepath.Join(bin, "plugins"), filepath.Join(bin, "sandbox-init"), blocks)
+%s
+`, d.socket, filepath.Join(dir, "state"), filepath.Join(bin, "plugins"), filepath.Join(bin, "sandbox-init"), extra, blocks)
 	if err := os.WriteFile(filepath.Join(dir, "sandboxd.hcl"), []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}

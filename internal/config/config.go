@@ -100,7 +100,10 @@ type Language struct {
 	Packages []string
 	Pool     Pool
 	Limits   Limits
-	Generic  *Generic // set when Plugin is "generic"
+	// Runtime is the OCI runtime its containers run under: docker's
+	// runtime unless the block names one ("runsc" for gVisor).
+	Runtime string
+	Generic *Generic // set when Plugin is "generic"
 }
 
 // GenericPlugin is the plugin that runs languages defined in HCL alone.
@@ -179,6 +182,7 @@ type dockerSchema struct {
 	Host    *string           `hcl:"host,optional"`
 	Runtime *string           `hcl:"runtime,optional"`
 	Labels  map[string]string `hcl:"labels,optional"`
+	Body    hcl.Body          `hcl:",body"`
 }
 
 type limitsSchema struct {
@@ -228,6 +232,7 @@ type languageSchema struct {
 	Plugin   *string       `hcl:"plugin,optional"`
 	Image    *string       `hcl:"image,optional"`
 	Packages []string      `hcl:"packages,optional"`
+	Runtime  *string       `hcl:"runtime,optional"`
 	Pool     *poolSchema   `hcl:"pool,block"`
 	Limits   *limitsSchema `hcl:"limits,block"`
 	// For plugin = "generic" only.
@@ -374,6 +379,7 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 	if d := fs.Docker; d != nil {
 		setString(&cfg.Docker.Host, d.Host)
 		setString(&cfg.Docker.Runtime, d.Runtime)
+		v.ociRuntime(d.Body, cfg.Docker.Runtime)
 		cfg.Docker.Labels = d.Labels
 	}
 	if fs.Defaults != nil {
@@ -399,9 +405,13 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 		if v.defined(languages, "language", ls.Name, ls.Body) {
 			continue
 		}
-		lang := Language{Name: ls.Name, Plugin: ls.Name, Pool: defaultPool(), Limits: cfg.Defaults}
+		lang := Language{Name: ls.Name, Plugin: ls.Name, Pool: defaultPool(), Limits: cfg.Defaults, Runtime: cfg.Docker.Runtime}
 		setString(&lang.Plugin, ls.Plugin)
 		setString(&lang.Image, ls.Image)
+		if ls.Runtime != nil {
+			lang.Runtime = *ls.Runtime
+			v.ociRuntime(ls.Body, lang.Runtime)
+		}
 		lang.Packages = v.packages(ls.Body, ls.Packages)
 		if ls.Pool != nil {
 			lang.Pool = v.pool(ls.Pool, lang.Pool)
@@ -427,6 +437,15 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 		})
 	}
 	return &cfg
+}
+
+// ociRuntimeName is what the engine accepts as a runtime's name.
+var ociRuntimeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+func (v *validator) ociRuntime(body hcl.Body, name string) {
+	if !ociRuntimeName.MatchString(name) {
+		v.fail(body, "runtime", fmt.Sprintf("%q is not a runtime name", name), `an OCI runtime the engine has registered: "runc", or "runsc" for gVisor`)
+	}
 }
 
 // defined tells whether a block of this kind and name came before (an

@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"time"
 
@@ -64,7 +65,18 @@ func execute(ctx context.Context, sb *runtime.Sandbox, j job, limits runtime.Lim
 		mark := col.bufs[1].Len()
 		var err error
 		if res, err = sb.Exec(ctx, req, in, col.write); err != nil {
-			return nil, nil, err
+			switch {
+			case sb.OOMKilled != nil && sb.OOMKilled(ctx):
+				// The kernel ended the whole sandbox for memory: that is
+				// what the program did, and its result.
+				res = supervisor.ExecResult{ExitCode: 137, OOMKilled: true, Gone: "the kernel ended the sandbox for memory"}
+			case errors.Is(err, supervisor.ErrPastDeadline):
+				// The program so loaded its sandbox that the kill at the
+				// deadline went unreported; it ends with the container.
+				res = supervisor.ExecResult{ExitCode: 137, TimedOut: true, Gone: "the sandbox did not answer the kill at the deadline"}
+			default:
+				return nil, nil, err
+			}
 		}
 		col.add(res)
 		if len(j.steps) > 1 {

@@ -68,17 +68,12 @@ func (d *Daemon) Run(ctx context.Context, req api.RunRequest, out OutputFunc) (*
 	failed := func(err error) *api.Error {
 		return d.records.failed(l.Name(), "run", "", request.APILimits(limits), request.ErrorOf(err))
 	}
-	sb, err := d.Languages.Acquire(ctx, l)
+	sb, release, err := d.Languages.Acquire(ctx, l, limits)
 	if err != nil {
 		return nil, failed(err)
 	}
-	defer d.Languages.Release(l, sb)
+	defer release()
 	acquired := time.Now()
-	if request.Lowered(limits, l.Limits()) {
-		if err := d.rt.Update(ctx, sb.ID, limits); err != nil {
-			return nil, failed(err)
-		}
-	}
 	res, _, err := execute(ctx, sb, j.job, limits, out)
 	if err != nil {
 		d.log.Error("execution failed", "language", l.Name(), "container_id", runtime.ShortID(sb.ID), "error", err)
@@ -127,8 +122,11 @@ func (d *Daemon) Exec(ctx context.Context, id string, req api.ExecRequest, out O
 			return d.records.failed(l.Name(), "exec", id, request.APILimits(limits),
 				request.ErrorOf(d.sandboxFailed("the session's sandbox", err)))
 		}
-		if last.Survivors > 0 {
+		switch {
+		case last.Survivors > 0:
 			d.Sessions.MarkLost(ss, fmt.Sprintf("%d processes survived the kill at the deadline", last.Survivors))
+		case last.Gone != "":
+			d.Sessions.MarkLost(ss, last.Gone)
 		}
 		r.Session = id
 		d.finish(r, "exec", l, id, decision, limits, received, started)

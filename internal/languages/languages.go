@@ -11,10 +11,12 @@ package languages
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -41,6 +43,9 @@ type Language struct {
 	baseImage string // the configured image (or the plugin's default)
 	img       imageCell
 	pool      *pool.Pool[*runtime.Sandbox]
+	// fixedLimits is set once its OCI runtime refused to change a running
+	// container's limits: lower limits then get a container of their own.
+	fixedLimits atomic.Bool
 }
 
 // Name is the language's configured name.
@@ -183,29 +188,67 @@ func (r *Registry) names() string {
 	return strings.Join(names, ", ")
 }
 
-// Acquire takes a warm container of l for one run; Release destroys it.
-func (r *Registry) Acquire(ctx context.Context, l *Language) (*runtime.Sandbox, error) {
+// Acquire takes a container of l for one run, under limits; release ends
+// its use (the container is never reused).
+func (r *Registry) Acquire(ctx context.Context, l *Language, limits runtime.Limits) (sb *runtime.Sandbox, release func(), err error) {
 	if err := r.ready(ctx, l); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return l.pool.Acquire(ctx)
+	if request.Lowered(limits, l.Limits()) && l.fixedLimits.Load() {
+		sb, err = r.create(ctx, l, limits, nil)
+	} else if sb, err = l.pool.Acquire(ctx); err == nil {
+		warm := sb
+		if sb, err = r.fit(ctx, l, warm, limits, func() { l.pool.Release(warm) }); sb == warm {
+			return sb, func() { l.pool.Release(warm) }, nil
+		}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return sb, func() { r.Remove(sb) }, nil
 }
 
-// Release ends a run's use of its container, which is never reused.
-func (r *Registry) Release(l *Language, sb *runtime.Sandbox) { l.pool.Release(sb) }
-
-// Take is a container of l that a session keeps: a warm one, or with
-// mounts (a project's files) a new one, as mounts are fixed at create
-// time. The caller removes it with Remove.
-func (r *Registry) Take(ctx context.Context, l *Language, mounts []runtime.Mount) (*runtime.Sandbox, error) {
+// Take is a container of l, under limits, that a session keeps: a warm
+// one, or with mounts (a project's files) a new one, as mounts are fixed
+// at create time. The caller removes it with Remove.
+func (r *Registry) Take(ctx context.Context, l *Language, limits runtime.Limits, mounts []runtime.Mount) (*runtime.Sandbox, error) {
 	if err := r.ready(ctx, l); err != nil {
 		return nil, err
 	}
-	if len(mounts) == 0 {
-		return l.pool.Take(ctx)
+	if len(mounts) > 0 || (request.Lowered(limits, l.Limits()) && l.fixedLimits.Load()) {
+		return r.create(ctx, l, limits, mounts)
 	}
+	sb, err := l.pool.Take(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.fit(ctx, l, sb, limits, func() { r.Remove(sb) })
+}
+
+// fit gives a warm container limits below the language's: in place, or
+// where its OCI runtime cannot change them (gVisor's runsc), in a new
+// container made with them, after which the language's warm containers
+// are never tried again. done gives sb up when it is not the one returned.
+func (r *Registry) fit(ctx context.Context, l *Language, sb *runtime.Sandbox, limits runtime.Limits, done func()) (*runtime.Sandbox, error) {
+	if !request.Lowered(limits, l.Limits()) {
+		return sb, nil
+	}
+	err := r.rt.Update(ctx, sb.ID, limits)
+	if err == nil {
+		return sb, nil
+	}
+	done()
+	if !errors.Is(err, runtime.ErrFixedLimits) {
+		return nil, err
+	}
+	l.fixedLimits.Store(true)
+	return r.create(ctx, l, limits, nil)
+}
+
+// create makes a container of l outside its pool.
+func (r *Registry) create(ctx context.Context, l *Language, limits runtime.Limits, mounts []runtime.Mount) (*runtime.Sandbox, error) {
 	spec := r.spec(l)
-	spec.Mounts = mounts
+	spec.Limits, spec.Mounts = limits, mounts
 	return r.Create(ctx, spec)
 }
 
@@ -215,6 +258,7 @@ func (r *Registry) spec(l *Language) runtime.Spec {
 	return runtime.Spec{
 		Language: l.Config.Name,
 		Image:    l.img.get().ref,
+		Runtime:  l.Config.Runtime,
 		Limits:   l.Config.Limits,
 		Labels:   map[string]string{runtime.LabelSession: state.RandomID(8)},
 	}
@@ -250,7 +294,7 @@ func (r *Registry) List(ctx context.Context) []api.Language {
 			Name: l.Config.Name, DisplayName: l.Info.DisplayName,
 			Aliases: l.Info.Aliases, Extensions: l.Info.Extensions,
 			Image: st.ref, BaseImage: l.baseImage, Packages: l.Config.Packages, ImagePresent: st.id != "",
-			Version: st.version, Plugin: l.Config.Plugin, Limits: request.APILimits(l.Config.Limits), Pool: l.pool.Stats(),
+			Version: st.version, Plugin: l.Config.Plugin, Runtime: l.Config.Runtime, Limits: request.APILimits(l.Config.Limits), Pool: l.pool.Stats(),
 		}
 		if st.err != nil {
 			entry.Error = st.err.Error()

@@ -151,15 +151,9 @@ func (m *Sessions) Create(ctx context.Context, req api.SessionRequest) (*api.Ses
 		m.mu.Unlock()
 	}()
 
-	sb, err := m.langs.Take(ctx, l, mounts)
+	sb, err := m.langs.Take(ctx, l, limits, mounts)
 	if err != nil {
 		return nil, request.ErrorOf(err)
-	}
-	if request.Lowered(limits, l.Limits()) {
-		if err := m.rt.Update(ctx, sb.ID, limits); err != nil {
-			m.langs.Remove(sb)
-			return nil, request.ErrorOf(err)
-		}
 	}
 	now := time.Now().UTC()
 	rec := api.Session{

@@ -10,6 +10,7 @@ package testutil
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -170,6 +171,21 @@ func DockerMissing(images ...string) string {
 	return ""
 }
 
+// RequireRuntime skips the test (fails it when CI=true) unless the engine
+// has the OCI runtime name registered.
+func RequireRuntime(t T, name string) {
+	t.Helper()
+	out, err := exec.Command("docker", "info", "--format", "{{json .Runtimes}}").Output()
+	if err != nil {
+		missing(t, fmt.Sprintf("docker info: %v", err))
+		return
+	}
+	var runtimes map[string]any
+	if err := json.Unmarshal(out, &runtimes); err != nil || runtimes[name] == nil {
+		missing(t, fmt.Sprintf("the engine has no runtime %s; restart it with scripts/docker-engine.sh, which installs and registers runsc", name))
+	}
+}
+
 // TestImages are the images every test daemon runs.
 var TestImages = []string{"sandboxd/python:latest", "sandboxd/node:latest"}
 
@@ -221,6 +237,8 @@ type Options struct {
 	Extra string
 	// DockerHost is the engine; default: the environment's.
 	DockerHost string
+	// Runtime is the OCI runtime of every sandbox; default: runc.
+	Runtime string
 }
 
 // DefaultLanguages is the language HCL of Options.
@@ -279,6 +297,9 @@ func StartDaemon(t T, opts Options) *Daemon {
 	if opts.Defaults == "" {
 		opts.Defaults = `timeout = "10s"`
 	}
+	if opts.Runtime == "" {
+		opts.Runtime = "runc"
+	}
 	cfg := fmt.Sprintf(`
 sandbox_uids = %q
 socket     = %q
@@ -287,8 +308,9 @@ plugin_dir = %q
 supervisor = %q
 images_dir = %q
 docker {
-  host   = %q
-  labels = { %q = %q }
+  host    = %q
+  runtime = %q
+  labels  = { %q = %q }
 }
 defaults {
   %s
@@ -296,7 +318,7 @@ defaults {
 %s
 %s
 `, uidRange(), opts.Socket, opts.StateDir, filepath.Join(bin, "plugins"), filepath.Join(bin, "sandbox-init"),
-		filepath.Join(repoRoot(), "images"), opts.DockerHost, TestLabel, opts.RunID, opts.Defaults, opts.Extra, opts.Languages)
+		filepath.Join(repoRoot(), "images"), opts.DockerHost, opts.Runtime, TestLabel, opts.RunID, opts.Defaults, opts.Extra, opts.Languages)
 	cfgPath := filepath.Join(dir, "sandboxd.hcl")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)

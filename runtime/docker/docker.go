@@ -128,6 +128,9 @@ func (d *Docker) Create(ctx context.Context, spec runtime.Spec) (sb *runtime.San
 		if cerrdefs.IsNotFound(err) {
 			return nil, fmt.Errorf("%w: %s (build it with `make images` or `images/build.sh %s`)", runtime.ErrImageMissing, spec.Image, spec.Language)
 		}
+		if strings.Contains(err.Error(), "Unknown runtime specified") {
+			return nil, fmt.Errorf("the engine has no OCI runtime %q: install it (Debian's runsc package for gVisor) and restart the engine with scripts/docker-engine.sh, which registers runsc, or add it under \"runtimes\" in the engine's daemon.json", d.ociRuntime(spec))
+		}
 		return nil, d.engineError("creating a container", err)
 	}
 	id := created.ID
@@ -145,7 +148,7 @@ func (d *Docker) Create(ctx context.Context, spec runtime.Spec) (sb *runtime.San
 	if err := d.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
 		return nil, d.engineError("starting a container", err)
 	}
-	sb = &runtime.Sandbox{ID: id, Language: spec.Language, Labels: cfg.Labels, Created: time.Now(), Conn: conn}
+	sb = &runtime.Sandbox{ID: id, Language: spec.Language, Labels: cfg.Labels, Created: time.Now(), Conn: conn, OOMKilled: d.oomKilled(id)}
 	if err := sb.Hello(ctx); err != nil {
 		if _, perr := d.Ping(ctx); perr != nil {
 			return nil, perr // the engine went away meanwhile
@@ -153,6 +156,38 @@ func (d *Docker) Create(ctx context.Context, spec runtime.Spec) (sb *runtime.San
 		return nil, fmt.Errorf("sandbox supervisor did not start: %w", err)
 	}
 	return sb, nil
+}
+
+// oomKilled is Sandbox.OOMKilled for container id. The engine learns of
+// the end a moment after the supervisor's connection drops: it is asked
+// until it has (2 s at most).
+func (d *Docker) oomKilled(id string) func(context.Context) bool {
+	return func(ctx context.Context) bool {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		for {
+			info, err := d.cli.ContainerInspect(ctx, id)
+			if err != nil || info.State == nil {
+				return false
+			}
+			if !info.State.Running {
+				return info.State.OOMKilled
+			}
+			select {
+			case <-ctx.Done():
+				return false
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// ociRuntime is the OCI runtime spec's container runs under.
+func (d *Docker) ociRuntime(spec runtime.Spec) string {
+	if spec.Runtime != "" {
+		return spec.Runtime
+	}
+	return d.opts.Runtime
 }
 
 // Attach implements runtime.Runtime.
@@ -163,7 +198,7 @@ func (d *Docker) Attach(ctx context.Context, c runtime.Container) (*runtime.Sand
 	if err != nil {
 		return nil, err
 	}
-	sb := &runtime.Sandbox{ID: c.ID, Language: c.Language, Labels: c.Labels, Created: c.Created, Conn: conn}
+	sb := &runtime.Sandbox{ID: c.ID, Language: c.Language, Labels: c.Labels, Created: c.Created, Conn: conn, OOMKilled: d.oomKilled(c.ID)}
 	if err := sb.Hello(ctx); err != nil {
 		d.detach(c.ID)
 		return nil, fmt.Errorf("sandbox supervisor did not answer: %w", err)
@@ -256,6 +291,19 @@ func (d *Docker) containerConfig(spec runtime.Spec, uid uint32) (*container.Conf
 		Tty:          false,
 	}
 	pids := spec.Limits.Pids + supervisor.ReservedThreads
+	// RLIMIT_NPROC counts per host uid, and the uid is this sandbox's
+	// alone: a second bound beside pids.
+	nproc := int64(8192)
+	if d.ociRuntime(spec) == "runsc" {
+		// gVisor runs a sandbox's processes inside host processes and
+		// threads of its own (about five per process on its ptrace
+		// platform), which the pids cgroup counts: a limit that tight
+		// kills gVisor itself. Its kernel enforces RLIMIT_NPROC for the
+		// sandbox's uid, which bounds the program's processes instead,
+		// and the cgroup keeps a loose bound on the host's.
+		nproc = pids
+		pids = 8*pids + 512
+	}
 	init := false
 	tmpfs := func(size int64, mode string) string {
 		return fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,uid=%d,gid=%d,mode=%s", size, uid, uid, mode)
@@ -266,7 +314,7 @@ func (d *Docker) containerConfig(spec runtime.Spec, uid uint32) (*container.Conf
 		CapDrop:        []string{"ALL"},
 		SecurityOpt:    []string{"no-new-privileges", "seccomp=" + d.seccomp},
 		LogConfig:      container.LogConfig{Type: "none"},
-		Runtime:        d.opts.Runtime,
+		Runtime:        d.ociRuntime(spec),
 		Init:           &init, // the supervisor is PID 1 and reaps
 		Tmpfs: map[string]string{
 			runtime.Workspace: tmpfs(spec.Limits.Disk, "0755"),
@@ -283,9 +331,7 @@ func (d *Docker) containerConfig(spec runtime.Spec, uid uint32) (*container.Conf
 			PidsLimit:  &pids,
 			Ulimits: []*units.Ulimit{
 				{Name: "nofile", Soft: 1024, Hard: 1024},
-				// RLIMIT_NPROC counts per host uid, and the uid is this
-				// sandbox's alone: a second bound beside pids.
-				{Name: "nproc", Soft: 8192, Hard: 8192},
+				{Name: "nproc", Soft: nproc, Hard: nproc},
 				{Name: "core", Soft: 0, Hard: 0},
 			},
 		},
@@ -308,6 +354,9 @@ func (d *Docker) Update(ctx context.Context, id string, l runtime.Limits) error 
 		Memory: l.Memory, MemorySwap: l.Memory, NanoCPUs: int64(l.CPUs * 1e9), PidsLimit: &pids,
 	}})
 	if err != nil {
+		if info, ierr := d.cli.ContainerInspect(ctx, id); ierr == nil && info.HostConfig != nil && info.HostConfig.Runtime != "runc" {
+			return fmt.Errorf("%w: %s: %v", runtime.ErrFixedLimits, info.HostConfig.Runtime, err)
+		}
 		return d.engineError("updating the limits of container "+runtime.ShortID(id), err)
 	}
 	return nil

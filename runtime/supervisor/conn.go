@@ -17,6 +17,11 @@ import (
 // container must be destroyed.
 var ErrDead = errors.New("sandbox supervisor is gone")
 
+// ErrPastDeadline is the ErrDead of an execution whose end the supervisor
+// did not report within killGrace of its deadline: the deadline passed,
+// and the program is ended with its container.
+var ErrPastDeadline = fmt.Errorf("%w: no answer past the deadline", ErrDead)
+
 // killGrace is how long past a deadline the host waits for the exit report
 // before it declares the supervisor dead.
 const killGrace = 2 * time.Second
@@ -192,7 +197,7 @@ func (c *Conn) call(ctx context.Context, m Message, limit int64, in io.Reader, o
 	case <-c.done:
 		return Message{}, c.Err()
 	case <-backstop.C:
-		return Message{}, fmt.Errorf("%w: no answer to %s %s past its deadline", ErrDead, m.Op, killGrace)
+		return Message{}, fmt.Errorf("%w (%s, %s)", ErrPastDeadline, m.Op, killGrace)
 	case <-ctx.Done():
 	}
 	_ = c.send(Message{Op: OpKill, ID: id})

@@ -180,4 +180,7 @@ type ExecResult struct {
 	// StartError is set when the process could not be started at all
 	// (no such program, bad file): the host reports it like a failed exec.
 	StartError string `json:"start_error,omitempty"`
+	// Gone is set by the host, never sent: why the sandbox ended with the
+	// execution, or must be removed after it.
+	Gone string `json:"-"`
 }
