@@ -207,6 +207,44 @@ print('left')
 	}
 }
 
+// A reset the sandbox cannot do gives the session a new container: here
+// its container was killed from outside. The session keeps its id, its
+// project files and its limits.
+func TestResetRenewsASandboxThatCannotReset(t *testing.T) {
+	d := testutil.StartDaemon(t, testutil.Options{})
+	c := d.Client()
+	p, err := c.CreateProject(ctx(t), "renew")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.AddProjectFile(ctx(t), p.ID, "data.txt", strings.NewReader("kept\n"), false); err != nil {
+		t.Fatal(err)
+	}
+	id := newSession(t, c, api.SessionRequest{Project: p.ID, Limits: &api.Limits{Memory: 300 << 20}})
+	before := testutil.Containers(t, "io.sandboxd.session="+id)
+	if len(before) != 1 {
+		t.Fatalf("session containers: %v", before)
+	}
+	if res := sh(t, c, id, "echo left > note"); res.ExitCode != 0 {
+		t.Fatalf("%+v", res)
+	}
+	if out, err := exec.Command("docker", "kill", before[0]).CombinedOutput(); err != nil {
+		t.Fatalf("docker kill: %v %s", err, out)
+	}
+	s, err := c.ResetSession(ctx(t), id)
+	if err != nil {
+		t.Fatalf("reset: %v", err)
+	}
+	after := testutil.Containers(t, "io.sandboxd.session="+id)
+	if s.State != api.SessionActive || len(after) != 1 || after[0] == before[0] || !strings.HasPrefix(s.ContainerID, after[0]) {
+		t.Fatalf("after reset: %+v, containers %v (before %v)", s, after, before)
+	}
+	res := sh(t, c, id, "ls; cat project_files/data.txt; cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null")
+	if res.Stdout != "outputs\nproject_files\nkept\n"+fmt.Sprint(300<<20)+"\n" {
+		t.Fatalf("the new container: %+v", res)
+	}
+}
+
 // sandboxd SIGKILLed with a corrupted session record, and then again with
 // its state file removed: each start reports what it skipped and goes on,
 // and no container is left orphaned.

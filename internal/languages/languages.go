@@ -195,7 +195,7 @@ func (r *Registry) Acquire(ctx context.Context, l *Language, limits runtime.Limi
 		return nil, nil, err
 	}
 	if request.Lowered(limits, l.Limits()) && l.fixedLimits.Load() {
-		sb, err = r.create(ctx, l, limits, nil)
+		sb, err = r.create(ctx, l, limits, nil, "")
 	} else if sb, err = l.pool.Acquire(ctx); err == nil {
 		warm := sb
 		if sb, err = r.fit(ctx, l, warm, limits, func() { l.pool.Release(warm) }); sb == warm {
@@ -216,7 +216,7 @@ func (r *Registry) Take(ctx context.Context, l *Language, limits runtime.Limits,
 		return nil, err
 	}
 	if len(mounts) > 0 || (request.Lowered(limits, l.Limits()) && l.fixedLimits.Load()) {
-		return r.create(ctx, l, limits, mounts)
+		return r.create(ctx, l, limits, mounts, "")
 	}
 	sb, err := l.pool.Take(ctx)
 	if err != nil {
@@ -242,13 +242,26 @@ func (r *Registry) fit(ctx context.Context, l *Language, sb *runtime.Sandbox, li
 		return nil, err
 	}
 	l.fixedLimits.Store(true)
-	return r.create(ctx, l, limits, nil)
+	return r.create(ctx, l, limits, nil, "")
 }
 
-// create makes a container of l outside its pool.
-func (r *Registry) create(ctx context.Context, l *Language, limits runtime.Limits, mounts []runtime.Mount) (*runtime.Sandbox, error) {
+// Renew makes a new container of l for the session id: the replacement
+// of one that could not be reset. The caller removes it with Remove.
+func (r *Registry) Renew(ctx context.Context, l *Language, limits runtime.Limits, mounts []runtime.Mount, session string) (*runtime.Sandbox, error) {
+	if err := r.ready(ctx, l); err != nil {
+		return nil, err
+	}
+	return r.create(ctx, l, limits, mounts, session)
+}
+
+// create makes a container of l outside its pool, labelled with session
+// ("": a fresh id).
+func (r *Registry) create(ctx context.Context, l *Language, limits runtime.Limits, mounts []runtime.Mount, session string) (*runtime.Sandbox, error) {
 	spec := r.spec(l)
 	spec.Limits, spec.Mounts = limits, mounts
+	if session != "" {
+		spec.Labels[runtime.LabelSession] = session
+	}
 	return r.Create(ctx, spec)
 }
 

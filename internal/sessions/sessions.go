@@ -14,6 +14,7 @@ package sessions
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -131,7 +132,7 @@ func (m *Sessions) Create(ctx context.Context, req api.SessionRequest) (*api.Ses
 		if project, aerr = m.projects.Find(req.Project); aerr != nil {
 			return nil, aerr
 		}
-		mounts = []runtime.Mount{{Source: m.projects.Dir(project.ID), Target: runtime.Workspace + "/project_files", ReadOnly: true}}
+		mounts = m.mounts(project.ID)
 	}
 
 	// Reserve a place under the ceiling before the (possibly slow) create.
@@ -294,7 +295,10 @@ func (m *Sessions) Use(ctx context.Context, id string, fn func(ss *Session, sb *
 	ss.Touch(0)
 	aerr := fn(ss, sb)
 	ss.Touch(0)
-	if !sb.Alive() {
+	ss.mu.Lock()
+	sb = ss.sb // fn may have renewed it
+	ss.mu.Unlock()
+	if sb != nil && !sb.Alive() {
 		m.MarkLost(ss, fmt.Sprintf("its container stopped answering (%v)", sb.Err()))
 	}
 	return aerr
@@ -322,24 +326,55 @@ func (m *Sessions) MarkLost(ss *Session, why string) {
 	m.close(ss, "lost")
 }
 
+// mounts are what a session of project (if any) has mounted.
+func (m *Sessions) mounts(project string) []runtime.Mount {
+	if project == "" {
+		return nil
+	}
+	return []runtime.Mount{{Source: m.projects.Dir(project), Target: runtime.Workspace + "/project_files", ReadOnly: true}}
+}
+
 // Reset ends every process of a session and empties its workspace (but
-// project_files), leaving it usable.
+// project_files), leaving it usable. When the sandbox cannot do it (what
+// the program left behind defeats it, or the sandbox is gone), the session
+// gets a new container instead.
 func (m *Sessions) Reset(ctx context.Context, id string) (*api.Session, *api.Error) {
 	aerr := m.Use(ctx, id, func(ss *Session, sb *runtime.Sandbox) *api.Error {
 		res, err := sb.File(ctx, supervisor.OpReset, supervisor.FileRequest{Path: "."}, nil, nil)
-		if err != nil {
-			return request.ErrorOf(fmt.Errorf("resetting the session: %w", err))
+		if err == nil && res.Error == "" {
+			return nil
 		}
-		if res.Error != "" {
-			m.MarkLost(ss, "reset failed: "+res.Error)
-			return api.Errorf(api.CodeSessionLost, "reset failed, the session is lost: %s", res.Error)
+		if err == nil {
+			err = errors.New(res.Error)
 		}
-		return nil
+		return m.renew(ctx, ss, sb, err)
 	})
 	if aerr != nil {
 		return nil, aerr
 	}
 	return m.Get(id)
+}
+
+// renew gives a session a new container in place of sb, which failed to
+// reset for why; the session is lost when none can be made.
+func (m *Sessions) renew(ctx context.Context, ss *Session, sb *runtime.Sandbox, why error) *api.Error {
+	rec := ss.Record()
+	fresh, err := m.langs.Renew(ctx, ss.Lang, ss.Limits, m.mounts(rec.Project), rec.ID)
+	if err != nil {
+		m.MarkLost(ss, fmt.Sprintf("reset failed (%v), and no new container could be made: %v", why, err))
+		return api.Errorf(api.CodeSessionLost, "reset failed, the session is lost: %v; %v", why, err)
+	}
+	ss.mu.Lock()
+	ss.sb, ss.rec.ContainerID, ss.dirty = fresh, fresh.ID, true
+	rec = ss.rec
+	ss.mu.Unlock()
+	if err := m.store.PutSession(rec); err != nil {
+		m.log.Error("storing a session's new container failed", "session", rec.ID, "error", err)
+	}
+	m.log.Warn("session reset with a new container", "session", rec.ID, "why", why,
+		"old_container_id", runtime.ShortID(sb.ID), "container_id", runtime.ShortID(fresh.ID))
+	m.langs.Remove(sb)
+	return nil
 }
 
 // Start starts the janitor, which expires sessions and writes their usage
