@@ -5,9 +5,10 @@
 // arguments that point outside the workspace (a warning).
 //
 // The lists apply to every command the argv runs, not only argv[0]: the
-// commands wrappers start (env, timeout, nice, xargs, ...), and each
-// command of a shell's -c script (the MCP exec tool's form), found with a
-// real shell parser (mvdan.cc/sh). A command whose name is computed
+// commands wrappers start (env, timeout, nice, xargs, sudo, ..., read past
+// each wrapper's option values and operands, and through command strings
+// such as env -S and su -c), and each command of a shell's -c script (the
+// MCP exec tool's form), found with a real shell parser (mvdan.cc/sh). A command whose name is computed
 // (`$X args`) cannot be on an allow-list.
 //
 // Options: deny (comma-separated command names, replacing the default
@@ -19,7 +20,6 @@ import (
 	"context"
 	"fmt"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -113,12 +113,37 @@ func (commands) Check(_ context.Context, req policy.Request) (policy.Verdict, er
 	return policy.DenyAtError(out), nil
 }
 
-// wrappers run the command their arguments name.
-var wrappers = []string{"env", "timeout", "nice", "nohup", "xargs", "busybox", "sudo", "doas", "exec", "command", "time",
-	"stdbuf", "setsid", "ionice", "chrt", "taskset", "unshare", "flock", "watch", "strace", "ltrace", "su"}
+// wrappers run the command their arguments name. For each: the options
+// that take the next word as their value, and how many operands come
+// before the command (flock's lock file, taskset's mask).
+var wrappers = map[string]struct {
+	valued   []string
+	operands int
+}{
+	"env":     {valued: []string{"-u", "--unset", "-C", "--chdir"}},
+	"timeout": {valued: []string{"-s", "--signal", "-k", "--kill-after"}, operands: 1},
+	"nice":    {valued: []string{"-n", "--adjustment"}},
+	"nohup":   {}, "setsid": {}, "command": {}, "busybox": {},
+	"xargs":   {valued: []string{"-a", "--arg-file", "-d", "--delimiter", "-E", "-e", "-I", "-i", "-L", "-l", "-n", "--max-args", "-P", "--max-procs", "-s", "--max-chars"}},
+	"sudo":    {valued: []string{"-u", "--user", "-g", "--group", "-h", "--host", "-p", "--prompt", "-r", "--role", "-t", "--type", "-U", "--other-user", "-C", "--close-from", "-D", "--chdir", "-R", "--chroot"}},
+	"doas":    {valued: []string{"-u", "-C"}},
+	"exec":    {valued: []string{"-a"}},
+	"time":    {valued: []string{"-f", "--format", "-o", "--output"}},
+	"stdbuf":  {valued: []string{"-i", "--input", "-o", "--output", "-e", "--error"}},
+	"ionice":  {valued: []string{"-c", "--class", "-n", "--classdata", "-p", "--pid", "-P", "--pgid", "-u", "--uid"}},
+	"chrt":    {operands: 1},
+	"taskset": {operands: 1},
+	"unshare": {valued: []string{"-S", "--setuid", "-G", "--setgid", "-R", "--root", "-w", "--wd"}},
+	"flock":   {valued: []string{"-w", "--timeout", "-E", "--conflict-exit-code"}, operands: 1},
+	"watch":   {valued: []string{"-n", "--interval", "-d", "-q", "--equexit"}},
+	"strace":  {valued: []string{"-o", "-e", "-p", "-s", "-u", "-E", "-a", "-b", "-I", "-O", "-P", "-S", "-X"}},
+	"ltrace":  {valued: []string{"-o", "-e", "-p", "-s", "-u", "-a", "-l", "-n", "-A", "-D", "-F", "-x"}},
+	"su":      {valued: []string{"-s", "--shell", "-g", "--group", "-G", "--supp-group", "-w", "--whitelist-environment"}},
+}
 
-// duration is a wrapper's numeric argument: timeout's 5s, nice's 10.
-var duration = regexp.MustCompile(`^[0-9.]+[smhd]?$`)
+// commandString are a wrapper's options whose value is itself a command
+// line: env -S, su -c, flock -c, watch's whole operand list is one too.
+var commandString = map[string][]string{"env": {"-S", "--split-string"}, "su": {"-c", "--command"}, "flock": {"-c", "--command"}}
 
 // commandNames is every command an argv runs, once each, in order: argv[0],
 // what a wrapper starts, and the commands of a shell's -c script. "" stands
@@ -140,16 +165,28 @@ func commandNames(argv []string) []string {
 			out = append(out, name)
 		}
 		rest := argv[1:]
+		w, isWrapper := wrappers[name]
 		switch {
-		case slices.Contains(wrappers, name):
-			// The first word that is not an option, an assignment or a
-			// number (timeout's duration, nice's -n value) is the command.
-			for i, a := range rest {
-				if strings.HasPrefix(a, "-") || strings.Contains(a, "=") || duration.MatchString(a) {
-					continue
+		case isWrapper:
+			operands := w.operands
+			for i := 0; i < len(rest); i++ {
+				a := rest[i]
+				switch {
+				case slices.Contains(commandString[name], a) && i+1 < len(rest):
+					for _, call := range scriptCalls(rest[i+1]) {
+						visit(call, depth+1)
+					}
+					return // what follows are its arguments (or su's user)
+				case slices.Contains(w.valued, a):
+					i++ // its value
+				case a == "--":
+				case strings.HasPrefix(a, "-"), name == "env" && strings.Contains(a, "="):
+				case operands > 0:
+					operands--
+				default:
+					visit(rest[i:], depth+1)
+					return
 				}
-				visit(rest[i:], depth+1)
-				return
 			}
 		case slices.Contains(shells, name):
 			for i, a := range rest {
