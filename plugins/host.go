@@ -159,7 +159,9 @@ func (p *Process) call(ctx context.Context, fn func(ctx context.Context, raw int
 	case err == nil:
 		p.failures = 0
 		return nil
-	case ctx.Err() == context.DeadlineExceeded:
+	case ctx.Err() == context.DeadlineExceeded || status.Code(err) == codes.DeadlineExceeded:
+		// gRPC may see the deadline (the plugin's side resets the stream
+		// at it) a moment before the context reports it.
 		p.killLocked(fmt.Sprintf("no answer within %s", p.callTimeout))
 		return fmt.Errorf("%w: %s %q did not answer within %s", ErrUnavailable, p.kind, p.name, p.callTimeout)
 	case status.Code(err) == codes.Unavailable || (p.client != nil && p.client.Exited()):
