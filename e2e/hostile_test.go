@@ -165,6 +165,10 @@ language "node" {
 				return ""
 			}},
 		{"closes stdout and keeps running", "import os, time\nprint('bye', flush=True)\nos.close(1)\nos.close(2)\ntime.sleep(10**6)\n", timedOut},
+		// A program may lower the oom_score_adj it was given back to 0 (the
+		// kernel allows down to what its parent had), so PID 1 can be the
+		// OOM killer's choice: the run is then the program's OOM kill.
+		{"lowers its oom_score_adj and fills memory in small pieces", "import os, time\nopen('/proc/self/oom_score_adj', 'w').write('0')\nfor _ in range(64):\n    if os.fork() == 0:\n        x = bytearray(8 << 20)\n        time.sleep(100)\ntime.sleep(100)\n", endedByLimit},
 		{"zombie army", "import os, time\nfor _ in range(100):\n    if os.fork() == 0: os._exit(0)\ntime.sleep(10**6)\n", timedOut},
 	}
 	if runtime == "runsc" {
@@ -194,7 +198,7 @@ language "node" {
 			limit := deadline
 			req := api.RunRequest{Language: "python", Code: tc.code, Stdin: stdin[tc.name]}
 			switch tc.name {
-			case "memory bomb in the main process":
+			case "memory bomb in the main process", "lowers its oom_score_adj and fills memory in small pieces":
 				// A small limit is reached at once even on a loaded machine.
 				req.Limits = &api.Limits{Memory: 128 << 20}
 			case "memory bomb in a child":
