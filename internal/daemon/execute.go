@@ -66,14 +66,14 @@ func execute(ctx context.Context, sb *runtime.Sandbox, j job, limits runtime.Lim
 		var err error
 		if res, err = sb.Exec(ctx, req, in, col.write); err != nil {
 			switch {
-			case sb.OOMKilled != nil && sb.OOMKilled(ctx):
-				// The kernel ended the whole sandbox for memory: that is
-				// what the program did, and its result.
-				res = supervisor.ExecResult{ExitCode: 137, OOMKilled: true, Gone: "the kernel ended the sandbox for memory"}
 			case errors.Is(err, supervisor.ErrPastDeadline):
 				// The program so loaded its sandbox that the kill at the
 				// deadline went unreported; it ends with the container.
 				res = supervisor.ExecResult{ExitCode: 137, TimedOut: true, Gone: "the sandbox did not answer the kill at the deadline"}
+			case sb.OOMKilled != nil && sb.OOMKilled(ctx):
+				// The kernel ended the whole sandbox for memory: that is
+				// what the program did, and its result.
+				res = supervisor.ExecResult{ExitCode: 137, OOMKilled: true, Gone: "the kernel ended the sandbox for memory"}
 			default:
 				return nil, nil, err
 			}

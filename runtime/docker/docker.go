@@ -159,27 +159,40 @@ func (d *Docker) Create(ctx context.Context, spec runtime.Spec) (sb *runtime.San
 }
 
 // oomKilled is Sandbox.OOMKilled for container id. The engine learns of
-// the end a moment after the supervisor's connection drops: it is asked
-// until it has (2 s at most).
+// the end a moment after the supervisor's connection drops (gVisor's
+// teardown can take seconds on a loaded machine), and of the OOM kill a
+// moment after that: it waits for the container to stop, 10 s at most.
 func (d *Docker) oomKilled(id string) func(context.Context) bool {
 	return func(ctx context.Context) bool {
-		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		for {
-			info, err := d.cli.ContainerInspect(ctx, id)
-			if err != nil || info.State == nil {
-				return false
-			}
-			if !info.State.Running {
-				return info.State.OOMKilled
-			}
-			select {
-			case <-ctx.Done():
-				return false
-			case <-time.After(50 * time.Millisecond):
-			}
+		waited, failed := d.cli.ContainerWait(ctx, id, container.WaitConditionNotRunning)
+		select {
+		case <-waited:
+		case <-failed:
+			// Gone already, or the engine cannot say: inspect decides.
 		}
+		// The OOM event may come in after the exit: a second more for it.
+		for range 20 {
+			info, err := d.cli.ContainerInspect(ctx, id)
+			if err != nil || info.State == nil || info.State.Running {
+				return false
+			}
+			if info.State.OOMKilled || gVisorOutOfMemory(info) {
+				return true
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		return false
 	}
+}
+
+// gVisorOutOfMemory tells a runsc container that ended for memory: its
+// kernel, a Go program, exits 2 when its own allocations fail at the
+// limit, or is SIGKILLed by the host's OOM killer, an end the engine does
+// not always report as an OOM kill.
+func gVisorOutOfMemory(info container.InspectResponse) bool {
+	return info.HostConfig != nil && info.HostConfig.Runtime == "runsc" && (info.State.ExitCode == 2 || info.State.ExitCode == 137)
 }
 
 // ociRuntime is the OCI runtime spec's container runs under.
