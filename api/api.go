@@ -85,6 +85,25 @@ type RunRequest struct {
 	Env           map[string]string `json:"env,omitempty"`
 	Timeout       Duration          `json:"timeout,omitempty"`
 	Limits        *Limits           `json:"limits,omitempty"`
+	Network       *Network          `json:"network,omitempty"` // left out: the language's allow-list
+}
+
+// Network is a sandbox's egress: the hosts it may reach through sandboxd's
+// proxy, a subset of its language's allow-list. An empty list reaches
+// nothing.
+type Network struct {
+	Allow []string `json:"allow"`
+}
+
+// Egress is one connection a program opened (or tried to) through the
+// egress proxy.
+type Egress struct {
+	Host          string `json:"host"`
+	Port          int    `json:"port"`
+	Allowed       bool   `json:"allowed"`
+	BytesSent     int64  `json:"bytes_sent"`
+	BytesReceived int64  `json:"bytes_received"`
+	Error         string `json:"error,omitempty"` // why it was refused or ended
 }
 
 // Usage is what an execution consumed.
@@ -180,6 +199,10 @@ type RunResult struct {
 	Timings        Timings   `json:"timings"`
 	Findings       []Finding `json:"findings"`
 	Decision       string    `json:"decision"` // the policies' combined decision: allowed
+	// Egress lists the execution's connections through the egress proxy,
+	// up to 256; EgressUnrecorded counts those beyond.
+	Egress           []Egress `json:"egress,omitempty"`
+	EgressUnrecorded int      `json:"egress_unrecorded,omitempty"`
 }
 
 // Step is one step of a run (compile, then run), reported apart so that
@@ -239,6 +262,11 @@ type Execution struct {
 	Decision        string    `json:"decision"`
 	Findings        []Finding `json:"findings,omitempty"`
 	FindingsOmitted int       `json:"findings_omitted,omitempty"`
+	// Egress is the execution's connections through the egress proxy,
+	// denied ones first; the history keeps a few and counts the rest in
+	// EgressOmitted.
+	Egress        []Egress `json:"egress,omitempty"`
+	EgressOmitted int      `json:"egress_omitted,omitempty"`
 }
 
 // Policy decisions.
@@ -283,6 +311,7 @@ type Language struct {
 	Plugin       string    `json:"plugin"`
 	Runtime      string    `json:"runtime"` // the OCI runtime its containers run under, e.g. runc or runsc
 	Limits       Limits    `json:"limits"`
+	Network      Network   `json:"network"` // the most its sandboxes may reach
 	Pool         PoolStats `json:"pool"`
 	Error        string    `json:"error,omitempty"` // e.g. the image is missing, and how to build it
 }
@@ -382,6 +411,7 @@ type SessionRequest struct {
 	TTL         Duration          `json:"ttl,omitempty"`
 	IdleTimeout Duration          `json:"idle_timeout,omitempty"`
 	Project     string            `json:"project,omitempty"` // id or name
+	Network     *Network          `json:"network,omitempty"` // left out: the language's allow-list
 }
 
 // Session states.
@@ -403,6 +433,7 @@ type Session struct {
 	LastUsedAt  time.Time         `json:"last_used_at"`
 	IdleTimeout Duration          `json:"idle_timeout"`
 	Limits      Limits            `json:"limits"`
+	Network     Network           `json:"network"`
 	Env         map[string]string `json:"env,omitempty"`
 	ContainerID string            `json:"container_id"`
 	Executions  int               `json:"executions"`

@@ -51,9 +51,10 @@ func Source(dir, ref string) (b runtime.ImageBuild, ok bool) {
 // for HTTPS (the host's, for machines behind a TLS-inspecting proxy).
 const CAPath = "/usr/local/share/sandboxd/build-ca.crt"
 
-// caVariables point the usual installers at CAPath. They are build
-// arguments, so they hold for the install step and stay out of the image.
-var caVariables = []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "PIP_CERT", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO"}
+// CAVariables point the usual installers and HTTPS clients at a CA
+// bundle. In a derived image's build they are build arguments naming
+// CAPath, so they hold for the install step and stay out of the image.
+var CAVariables = []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "PIP_CERT", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO"}
 
 // Derived is the build of the image that adds packages to base (as the
 // engine describes baseRef), installed by install (language.Info's
@@ -70,7 +71,7 @@ func Derived(lang, baseRef string, base runtime.Image, install, packages []strin
 	if len(ca) > 0 {
 		files["ca.crt"] = ca
 		fmt.Fprintf(&df, "COPY ca.crt %s\n", CAPath)
-		for _, v := range caVariables {
+		for _, v := range CAVariables {
 			fmt.Fprintf(&df, "ARG %s=%s\n", v, CAPath)
 		}
 	}

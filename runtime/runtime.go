@@ -23,7 +23,8 @@ const (
 	LabelInstance = "io.sandboxd.instance" // which sandboxd (state dir) owns it
 	LabelLanguage = "io.sandboxd.language"
 	LabelSession  = "io.sandboxd.session"
-	LabelUID      = "io.sandboxd.uid" // the host uid (and gid) its processes run as
+	LabelUID      = "io.sandboxd.uid"    // the host uid (and gid) its processes run as
+	LabelEgress   = "io.sandboxd.egress" // the key of its egress proxy socket, when it has one
 )
 
 // Fixed places inside every sandbox.

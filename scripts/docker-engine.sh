@@ -12,7 +12,30 @@ set -euo pipefail
 log=${SANDBOXD_DOCKERD_LOG:-/var/log/sandboxd-dockerd.log}
 say() { printf 'docker-engine: %s\n' "$*" >&2; }
 
+# The engine's settings file is this project's own. runsc's network stack
+# stays off: sandboxes have no network, and bytes that must leave one travel
+# over a channel sandboxd owns: the egress proxy's Unix socket, mounted
+# into the sandbox, which runsc may open (--host-uds=open) but not create.
+# The container's seccomp profile is left to runc: under runsc a program's
+# system calls reach gVisor's kernel, not the host's, and its 2022 release
+# answers EPERM where the profile says ENOSYS (clone3), which breaks every
+# thread start.
+conf=/etc/sandboxd/dockerd.json
+write_settings() {
+	want="{\"runtimes\": {\"runsc\": {\"path\": \"$(command -v runsc)\", \"runtimeArgs\": [\"--network=none\", \"--host-uds=open\"]}}}"
+	[ "$(cat "$conf" 2>/dev/null)" != "$want" ] || return 1
+	mkdir -p "$(dirname "$conf")"
+	printf '%s\n' "$want" >"$conf"
+}
+
 if docker info >/dev/null 2>&1; then
+	# The dockerd this script started takes new settings (runtimes are
+	# among those it reloads on SIGHUP); any other engine is left alone.
+	pid=$(cat /var/run/sandboxd-dockerd.pid 2>/dev/null || true)
+	if [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = dockerd ] && command -v runsc >/dev/null && write_settings; then
+		kill -HUP "$pid"
+		say "sent dockerd the new settings in $conf"
+	fi
 	say "engine answers: $(docker version --format '{{.Server.Version}} (API {{.Server.APIVersion}})')"
 	exit 0
 fi
@@ -48,18 +71,7 @@ if running_dockerd; then
 	exit 1
 fi
 rm -f /var/run/docker.pid /var/run/docker.sock
-
-# The engine's settings file is this project's own. runsc's network stack
-# stays off: sandboxes have no network, and bytes that must leave one travel
-# over a channel sandboxd owns. The container's seccomp profile is left to
-# runc: under runsc a program's system calls reach gVisor's kernel, not the
-# host's, and its 2022 release answers EPERM where the profile says ENOSYS
-# (clone3), which breaks every thread start.
-conf=/etc/sandboxd/dockerd.json
-mkdir -p "$(dirname "$conf")"
-cat >"$conf" <<EOF
-{"runtimes": {"runsc": {"path": "$(command -v runsc)", "runtimeArgs": ["--network=none"]}}}
-EOF
+write_settings || true
 say "starting dockerd (settings: $conf, log: $log)"
 nohup dockerd --config-file "$conf" --bridge=none --iptables=false --ip-masq=false >>"$log" 2>&1 </dev/null &
 echo $! >/var/run/sandboxd-dockerd.pid

@@ -54,6 +54,7 @@ func main() {
 	s := newServer(os.Stdout, containerPaths, realContainer)
 	s.makeOutputs()
 	go s.reap(nil)
+	go relayEgress()
 	if err := s.serve(os.Stdin); err != nil {
 		fmt.Fprintf(os.Stderr, "sandbox-init: reading stdin: %v\n", err)
 	}

@@ -191,6 +191,13 @@ func newHistoryCmd(g *globals) *cobra.Command {
 					if e.Decision == api.DecisionDenied {
 						flags = append(flags, "denied by policy")
 					}
+					if denied := deniedEgress(e.Egress); len(denied) > 0 {
+						dests := make([]string, len(denied))
+						for i, d := range denied {
+							dests[i] = d.dest
+						}
+						flags = append(flags, "egress denied: "+strings.Join(dests, ", "))
+					}
 					if n := len(e.Findings); n > 0 {
 						flags = append(flags, fmt.Sprintf("%d findings (%s/%s)", n, e.Findings[0].Policy, e.Findings[0].Rule))
 					}

@@ -3,12 +3,15 @@ package main
 import (
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/sandboxd/sandboxd/api"
 )
@@ -21,6 +24,7 @@ func newRunCmd(g *globals) *cobra.Command {
 		lang, stdinPath, memory string
 		timeout                 time.Duration
 		asJSON, markdown        bool
+		network                 networkFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run [flags] FILE|- [-- ARGS...]",
@@ -72,6 +76,7 @@ The exit code is the program's; 124 on timeout, 137 when killed for memory,
 				}
 			}
 			req.Timeout = api.Duration(timeout)
+			req.Network = network.request()
 			if req.Limits, err = memoryLimit(memory); err != nil {
 				return err
 			}
@@ -87,8 +92,30 @@ The exit code is the program's; 124 on timeout, 137 when killed for memory,
 	f.DurationVar(&timeout, "timeout", 0, "deadline, e.g. 2s (default: the daemon's)")
 	f.StringVar(&memory, "memory", "", "memory limit, e.g. 128m (default: the daemon's)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON instead of streaming the output")
+	network.add(f)
 	f.BoolVar(&markdown, "markdown", false, "run the fenced code blocks of a Markdown document (e.g. a chat answer) one after another, each in its fence's language; --lang is for blocks without one")
 	return cmd
+}
+
+// networkFlags ask for a sandbox's egress: a subset of its language's
+// allow-list, or none.
+type networkFlags struct {
+	allow []string
+	none  bool
+}
+
+func (n *networkFlags) add(f *pflag.FlagSet) {
+	f.StringArrayVar(&n.allow, "allow", nil, "a host the program may reach through sandboxd's egress proxy, HOST[:PORT] (repeatable; default: all its language allows)")
+	f.BoolVar(&n.none, "no-network", false, "no egress at all, even where the language allows some")
+}
+
+// request is the network a request asks for; nil leaves it to the
+// language.
+func (n *networkFlags) request() *api.Network {
+	if n.none || len(n.allow) > 0 {
+		return &api.Network{Allow: append([]string{}, n.allow...)}
+	}
+	return nil
 }
 
 // memoryLimit is the limits a --memory flag asks for; nil without one.
@@ -180,8 +207,49 @@ func execute(asJSON bool, whole func() (*api.RunResult, error), stream func(func
 		}
 	} else {
 		printFindings(os.Stderr, "sandboxctl: ", res.Findings)
+		printEgressDenied(os.Stderr, res.Egress)
 	}
 	return resultExit(res)
+}
+
+// printEgressDenied says which connections the egress proxy refused, once
+// per destination, with why.
+func printEgressDenied(w io.Writer, list []api.Egress) {
+	for _, d := range deniedEgress(list) {
+		fmt.Fprintf(w, "sandboxctl: egress denied: %s: %s\n", d.dest, d.why)
+	}
+}
+
+type denial struct {
+	dest, why string
+	tries     int
+}
+
+// deniedEgress gathers refused connections by destination, in order.
+func deniedEgress(list []api.Egress) []denial {
+	var out []denial
+	index := map[string]int{}
+	for _, e := range list {
+		if e.Allowed {
+			continue
+		}
+		dest := "(a connection)"
+		if e.Host != "" {
+			dest = net.JoinHostPort(e.Host, strconv.Itoa(e.Port))
+		}
+		if i, ok := index[dest]; ok {
+			out[i].tries++
+			continue
+		}
+		index[dest] = len(out)
+		out = append(out, denial{dest: dest, why: e.Error, tries: 1})
+	}
+	for i, d := range out {
+		if d.tries > 1 {
+			out[i].dest = fmt.Sprintf("%s (%d times)", d.dest, d.tries)
+		}
+	}
+	return out
 }
 
 // resultExit maps a result to sandboxctl's exit code, saying why on stderr

@@ -38,6 +38,7 @@ func newSessionCreateCmd(g *globals) *cobra.Command {
 		cpus                  float64
 		pids                  int64
 		env                   []string
+		network               networkFlags
 	)
 	cmd := &cobra.Command{
 		Use:     "create --lang L [flags]",
@@ -48,7 +49,7 @@ func newSessionCreateCmd(g *globals) *cobra.Command {
 			if lang == "" {
 				return fail("--lang is required (see `sandboxctl languages`)")
 			}
-			req := api.SessionRequest{Language: lang, Project: project, TTL: api.Duration(ttl), IdleTimeout: api.Duration(idle)}
+			req := api.SessionRequest{Language: lang, Project: project, TTL: api.Duration(ttl), IdleTimeout: api.Duration(idle), Network: network.request()}
 			limits := &api.Limits{CPUs: cpus, Pids: pids}
 			if memory != "" {
 				n, err := api.ParseByteSize(memory)
@@ -79,6 +80,7 @@ func newSessionCreateCmd(g *globals) *cobra.Command {
 	f.Int64Var(&pids, "pids", 0, "process limit")
 	f.StringVar(&project, "project", "", "project to mount read-only at /workspace/project_files")
 	f.StringArrayVarP(&env, "env", "e", nil, "KEY=VALUE for every exec (repeatable)")
+	network.add(f)
 	return cmd
 }
 

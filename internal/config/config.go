@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/egress"
 	"github.com/sandboxd/sandboxd/runtime"
 )
 
@@ -38,6 +39,13 @@ type Config struct {
 	// behind a TLS-inspecting proxy reach the registries the host does.
 	BuildCAFile string
 	Supervisor  string // host path of sandbox-init
+	// Network is the egress every language has unless its block says
+	// otherwise.
+	Network Network
+	// EgressCAFile is the CA bundle sandboxes with egress trust, mounted
+	// into them: by default the host's own, so that a TLS-inspecting
+	// proxy the host trusts is trusted inside too.
+	EgressCAFile string
 	// UIDs are the host uids sandboxes run as, one of its own each.
 	UIDs      runtime.UIDRange
 	Docker    Docker
@@ -72,6 +80,14 @@ type Projects struct {
 	MaxBytes int64 // their files' bytes together
 }
 
+// Network is a language's egress through sandboxd's proxy.
+type Network struct {
+	Allow          []string // entries as egress.ParseRule reads them; empty: no egress
+	MaxConnections int      // per sandbox at once
+	MaxBytes       int64    // per execution, both directions
+	ConnectTimeout time.Duration
+}
+
 // Docker is the engine section.
 type Docker struct {
 	Host    string
@@ -103,6 +119,7 @@ type Language struct {
 	// Runtime is the OCI runtime its containers run under: docker's
 	// runtime unless the block names one ("runsc" for gVisor).
 	Runtime string
+	Network Network
 	Generic *Generic // set when Plugin is "generic"
 }
 
@@ -147,6 +164,7 @@ func Builtin() Config {
 			Max: 32, MaxTransfer: 256 << 20,
 		},
 		Projects: Projects{Max: 100, MaxBytes: 10 << 30},
+		Network:  Network{MaxConnections: 16, MaxBytes: 1 << 30, ConnectTimeout: 10 * time.Second},
 	}
 }
 
@@ -173,6 +191,7 @@ type fileSchema struct {
 	Defaults   *limitsSchema    `hcl:"defaults,block"`
 	Sessions   *sessionsSchema  `hcl:"sessions,block"`
 	Projects   *projectsSchema  `hcl:"projects,block"`
+	Network    *networkSchema   `hcl:"network,block"`
 	Languages  []languageSchema `hcl:"language,block"`
 	Policies   []policySchema   `hcl:"policy,block"`
 	Body       hcl.Body         `hcl:",body"`
@@ -194,6 +213,15 @@ type limitsSchema struct {
 	Network     *string  `hcl:"network,optional"`
 	OutputLimit *string  `hcl:"output_limit,optional"`
 	Body        hcl.Body `hcl:",body"`
+}
+
+type networkSchema struct {
+	Allow          []string `hcl:"allow,optional"`
+	MaxConnections *int     `hcl:"max_connections,optional"`
+	MaxBytes       *string  `hcl:"max_bytes,optional"`
+	ConnectTimeout *string  `hcl:"connect_timeout,optional"`
+	CAFile         *string  `hcl:"ca_file,optional"` // top level only
+	Body           hcl.Body `hcl:",body"`
 }
 
 type sessionsSchema struct {
@@ -228,13 +256,14 @@ type policySchema struct {
 }
 
 type languageSchema struct {
-	Name     string        `hcl:"name,label"`
-	Plugin   *string       `hcl:"plugin,optional"`
-	Image    *string       `hcl:"image,optional"`
-	Packages []string      `hcl:"packages,optional"`
-	Runtime  *string       `hcl:"runtime,optional"`
-	Pool     *poolSchema   `hcl:"pool,block"`
-	Limits   *limitsSchema `hcl:"limits,block"`
+	Name     string         `hcl:"name,label"`
+	Plugin   *string        `hcl:"plugin,optional"`
+	Image    *string        `hcl:"image,optional"`
+	Packages []string       `hcl:"packages,optional"`
+	Runtime  *string        `hcl:"runtime,optional"`
+	Pool     *poolSchema    `hcl:"pool,block"`
+	Limits   *limitsSchema  `hcl:"limits,block"`
+	Network  *networkSchema `hcl:"network,block"`
 	// For plugin = "generic" only.
 	DisplayName    *string           `hcl:"display_name,optional"`
 	Extensions     []string          `hcl:"extensions,optional"`
@@ -386,6 +415,20 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 		cfg.Defaults = v.limits(fs.Defaults, cfg.Defaults)
 	}
 
+	if ns := fs.Network; ns != nil {
+		cfg.Network = v.network(ns, cfg.Network)
+		if ns.CAFile != nil {
+			cfg.EgressCAFile = abs(*ns.CAFile)
+			if _, err := os.Stat(cfg.EgressCAFile); cfg.EgressCAFile != "" && err != nil {
+				v.fail(ns.Body, "ca_file", fmt.Sprintf("cannot be read: %v", err), `a PEM bundle such as "/etc/ssl/certs/ca-certificates.crt", or "" for the image's own trust store`)
+			}
+		}
+	}
+	if fs.Network == nil || fs.Network.CAFile == nil {
+		if _, err := os.Stat(hostCABundle); err == nil {
+			cfg.EgressCAFile = hostCABundle
+		}
+	}
 	if fs.Sessions != nil {
 		cfg.Sessions = v.sessions(fs.Sessions, cfg.Sessions)
 	}
@@ -405,7 +448,13 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 		if v.defined(languages, "language", ls.Name, ls.Body) {
 			continue
 		}
-		lang := Language{Name: ls.Name, Plugin: ls.Name, Pool: defaultPool(), Limits: cfg.Defaults, Runtime: cfg.Docker.Runtime}
+		lang := Language{Name: ls.Name, Plugin: ls.Name, Pool: defaultPool(), Limits: cfg.Defaults, Runtime: cfg.Docker.Runtime, Network: cfg.Network}
+		if ns := ls.Network; ns != nil {
+			lang.Network = v.network(ns, cfg.Network)
+			if ns.CAFile != nil {
+				v.fail(ns.Body, "ca_file", "is set in a language block", "the CA file is one for every sandbox: set it in the top-level network block")
+			}
+		}
 		setString(&lang.Plugin, ls.Plugin)
 		setString(&lang.Image, ls.Image)
 		if ls.Runtime != nil {
@@ -546,6 +595,31 @@ func (v *validator) policy(ps policySchema) Policy {
 		p.Timeout = v.duration(ps.Body, "timeout", *ps.Timeout, 10*time.Millisecond, time.Minute)
 	}
 	return p
+}
+
+// network reads a network block over n: a language's allow replaces the
+// default's, it does not add to it.
+func (v *validator) network(ns *networkSchema, n Network) Network {
+	if ns.Allow != nil {
+		n.Allow = ns.Allow
+		for _, e := range ns.Allow {
+			if _, err := egress.ParseRule(e); err != nil {
+				v.fail(ns.Body, "allow", err.Error(), egress.RuleSyntax)
+			}
+		}
+	}
+	if ns.MaxConnections != nil {
+		if n.MaxConnections = *ns.MaxConnections; n.MaxConnections < 1 || n.MaxConnections > 4096 {
+			v.fail(ns.Body, "max_connections", fmt.Sprintf("is %d", n.MaxConnections), "a number of connections from 1 to 4096")
+		}
+	}
+	if ns.MaxBytes != nil {
+		n.MaxBytes = v.size(ns.Body, "max_bytes", *ns.MaxBytes, 1<<10)
+	}
+	if ns.ConnectTimeout != nil {
+		n.ConnectTimeout = v.duration(ns.Body, "connect_timeout", *ns.ConnectTimeout, 10*time.Millisecond, 5*time.Minute)
+	}
+	return n
 }
 
 func (v *validator) pool(ps *poolSchema, p Pool) Pool {

@@ -9,6 +9,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -16,6 +17,7 @@ import (
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/config"
 	"github.com/sandboxd/sandboxd/internal/drain"
+	"github.com/sandboxd/sandboxd/internal/egress"
 	"github.com/sandboxd/sandboxd/internal/languages"
 	"github.com/sandboxd/sandboxd/internal/metrics"
 	"github.com/sandboxd/sandboxd/internal/projects"
@@ -44,6 +46,7 @@ type Daemon struct {
 	Metrics   *metrics.Metrics
 	policies  *policy.Chain
 	records   *recorder
+	egress    *egress.Proxy
 }
 
 // New starts the plugins, gives stored sessions their containers back,
@@ -57,7 +60,10 @@ func New(ctx context.Context, cfg *config.Config, rt runtime.Runtime, store *sta
 		return nil, err
 	}
 	var err error
-	if d.Languages, err = languages.Load(ctx, cfg, rt, store, d.Metrics, log); err != nil {
+	if d.egress, err = egress.New(egress.Options{Dir: filepath.Join(cfg.StateDir, "egress"), Events: d.Metrics, Log: log}); err != nil {
+		return nil, err
+	}
+	if d.Languages, err = languages.Load(ctx, cfg, rt, store, d.Metrics, d.egress, log); err != nil {
 		return nil, err
 	}
 	if d.policies, err = policy.Load(ctx, cfg.Policies, cfg.PluginDir, log); err != nil {
@@ -65,7 +71,7 @@ func New(ctx context.Context, cfg *config.Config, rt runtime.Runtime, store *sta
 		return nil, err
 	}
 	d.Projects = projects.New(cfg.StateDir, store, cfg.Sessions.MaxTransfer, cfg.Projects)
-	d.Sessions = sessions.New(cfg.Sessions, d.Languages, d.Projects, store, rt, &d.gate, log)
+	d.Sessions = sessions.New(cfg.Sessions, d.Languages, d.Projects, store, &d.gate, log)
 	if err := d.reconcile(ctx); err != nil {
 		d.Languages.Close(ctx)
 		d.policies.Close()
@@ -91,6 +97,7 @@ func (d *Daemon) reconcile(ctx context.Context) error {
 		// Left for the next start (or the operator): serving goes on.
 		d.log.Error("some containers no session claims could not be removed", "error", err)
 	}
+	d.egress.Prune() // the sockets of the containers just removed
 	if _, corrupt, err := d.store.Projects(); err == nil {
 		for _, c := range corrupt {
 			d.log.Error("skipped a project record that does not decode", "key", c.Key, "error", c.Err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/egress"
 	"github.com/sandboxd/sandboxd/plugins/language"
 	"github.com/sandboxd/sandboxd/plugins/program"
 	"github.com/sandboxd/sandboxd/runtime"
@@ -30,12 +31,15 @@ type job struct {
 	killOnExit bool
 }
 
-// execute runs a job in sb under limits, collecting its output and
-// usage into a result. out, if not nil, also receives the output as it
-// comes. An error means the sandbox failed (its supervisor died), not the
-// program.
-func execute(ctx context.Context, sb *runtime.Sandbox, j job, limits runtime.Limits, out OutputFunc) (*api.RunResult, *supervisor.ExecResult, error) {
+// execute runs a job in sb under limits, collecting its output, usage
+// and connections through gate (nil: sb has no egress) into a result.
+// out, if not nil, also receives the output as it comes. An error means
+// the sandbox failed (its supervisor died), not the program.
+func execute(ctx context.Context, sb *runtime.Sandbox, gate *egress.Gate, j job, limits runtime.Limits, out OutputFunc) (*api.RunResult, *supervisor.ExecResult, error) {
 	col := &collector{out: out}
+	if gate != nil {
+		gate.Begin()
+	}
 	files := make([]supervisor.File, len(j.files))
 	for i, f := range j.files {
 		files[i] = supervisor.File{Path: f.Path, Data: f.Content, Mode: f.Mode}
@@ -91,6 +95,9 @@ func execute(ctx context.Context, sb *runtime.Sandbox, j job, limits runtime.Lim
 	r := col.result(res)
 	if stage != "run" {
 		r.Stage = stage
+	}
+	if gate != nil {
+		r.Egress, r.EgressUnrecorded = gate.Records()
 	}
 	return r, &res, nil
 }

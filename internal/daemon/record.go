@@ -74,7 +74,7 @@ func (r *recorder) ran(res *api.RunResult, kind string, limits api.Limits, start
 		ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut, OOMKilled: res.OOMKilled,
 		Truncated: res.Truncated, StdoutBytes: res.StdoutBytes, StderrBytes: res.StderrBytes,
 		Limits: limits, Usage: res.Usage, Timings: res.Timings, Error: res.Error,
-		Decision: res.Decision, Findings: res.Findings,
+		Decision: res.Decision, Findings: res.Findings, Egress: res.Egress, EgressOmitted: res.EgressUnrecorded,
 	})
 }
 

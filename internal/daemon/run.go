@@ -63,6 +63,10 @@ func (d *Daemon) Run(ctx context.Context, req api.RunRequest, out OutputFunc) (*
 	if aerr := request.Within(limits, l.Limits(), l.Name()); aerr != nil {
 		return nil, aerr
 	}
+	allow, aerr := l.Narrow(req.Network)
+	if aerr != nil {
+		return nil, aerr
+	}
 
 	// From here on a failure is sandboxd's, and recorded as such.
 	failed := func(err error) *api.Error {
@@ -74,7 +78,11 @@ func (d *Daemon) Run(ctx context.Context, req api.RunRequest, out OutputFunc) (*
 	}
 	defer release()
 	acquired := time.Now()
-	res, _, err := execute(ctx, sb, j.job, limits, out)
+	gate := d.Languages.Gate(sb)
+	if gate != nil {
+		gate.Allow(allow)
+	}
+	res, _, err := execute(ctx, sb, gate, j.job, limits, out)
 	if err != nil {
 		d.log.Error("execution failed", "language", l.Name(), "container_id", runtime.ShortID(sb.ID), "error", err)
 		return nil, failed(d.sandboxFailed("the sandbox", err))
@@ -117,7 +125,7 @@ func (d *Daemon) Exec(ctx context.Context, id string, req api.ExecRequest, out O
 			return aerr
 		}
 		started := time.Now()
-		r, last, err := execute(ctx, sb, j.job, limits, out)
+		r, last, err := execute(ctx, sb, d.Languages.Gate(sb), j.job, limits, out)
 		if err != nil {
 			return d.records.failed(l.Name(), "exec", id, request.APILimits(limits),
 				request.ErrorOf(d.sandboxFailed("the session's sandbox", err)))

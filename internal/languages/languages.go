@@ -23,6 +23,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/config"
+	"github.com/sandboxd/sandboxd/internal/egress"
 	"github.com/sandboxd/sandboxd/internal/metrics"
 	"github.com/sandboxd/sandboxd/internal/pool"
 	"github.com/sandboxd/sandboxd/internal/request"
@@ -46,6 +47,7 @@ type Language struct {
 	// fixedLimits is set once its OCI runtime refused to change a running
 	// container's limits: lower limits then get a container of their own.
 	fixedLimits atomic.Bool
+	allow       egress.List // Config.Network.Allow, parsed
 }
 
 // Name is the language's configured name.
@@ -60,6 +62,7 @@ type Registry struct {
 	rt      runtime.Runtime
 	store   *state.Store
 	metrics *metrics.Metrics
+	egress  *egress.Proxy
 	log     hclog.Logger
 
 	langs   []*Language
@@ -73,8 +76,8 @@ type Registry struct {
 
 // Load starts the language plugins and resolves the languages' images;
 // the pools start with Start.
-func Load(ctx context.Context, cfg *config.Config, rt runtime.Runtime, store *state.Store, m *metrics.Metrics, log hclog.Logger) (*Registry, error) {
-	r := &Registry{cfg: cfg, rt: rt, store: store, metrics: m, log: log, lookup: map[string]*Language{},
+func Load(ctx context.Context, cfg *config.Config, rt runtime.Runtime, store *state.Store, m *metrics.Metrics, gates *egress.Proxy, log hclog.Logger) (*Registry, error) {
+	r := &Registry{cfg: cfg, rt: rt, store: store, metrics: m, egress: gates, log: log, lookup: map[string]*Language{},
 		starts: make(chan struct{}, 2), // concurrent background creates: one per core here
 		stop:   make(chan struct{})}
 	for _, lc := range cfg.Languages {
@@ -108,6 +111,10 @@ func (r *Registry) load(ctx context.Context, lc config.Language) (*Language, err
 		return nil, fmt.Errorf("language %q: %w", lc.Name, err)
 	}
 	l := &Language{Config: lc, Plugin: plugins.Language{Process: proc}}
+	if l.allow, err = egress.Parse(lc.Network.Allow); err != nil { // config checked them
+		proc.Close()
+		return nil, fmt.Errorf("language %q: network: %w", lc.Name, err)
+	}
 	if l.Info, err = l.Plugin.Info(ctx); err != nil {
 		proc.Close()
 		return nil, fmt.Errorf("language %q: %w", lc.Name, err)
@@ -152,7 +159,7 @@ func (r *Registry) Start() {
 				if err := l.img.get().err; err != nil {
 					return nil, err
 				}
-				return r.Create(ctx, r.spec(l))
+				return r.createFor(ctx, l, r.spec(l))
 			},
 			Destroy: r.Remove,
 			Alive:   func(sb *runtime.Sandbox) bool { return sb.Alive() },
@@ -262,7 +269,7 @@ func (r *Registry) create(ctx context.Context, l *Language, limits runtime.Limit
 	if session != "" {
 		spec.Labels[runtime.LabelSession] = session
 	}
-	return r.Create(ctx, spec)
+	return r.createFor(ctx, l, spec)
 }
 
 // spec is what a language's containers are made from; each gets a fresh
@@ -294,6 +301,9 @@ func (r *Registry) Remove(sb *runtime.Sandbox) {
 		r.log.Warn("removing a sandbox failed", "container_id", runtime.ShortID(sb.ID), "error", err)
 	}
 	r.metrics.ContainerRemoved(sb.Language, err)
+	if key := sb.Labels[runtime.LabelEgress]; key != "" && r.egress != nil {
+		r.egress.Close(key)
+	}
 }
 
 // List describes the languages with their images, runtime versions and
@@ -308,6 +318,7 @@ func (r *Registry) List(ctx context.Context) []api.Language {
 			Aliases: l.Info.Aliases, Extensions: l.Info.Extensions,
 			Image: st.ref, BaseImage: l.baseImage, Packages: l.Config.Packages, ImagePresent: st.id != "",
 			Version: st.version, Plugin: l.Config.Plugin, Runtime: l.Config.Runtime, Limits: request.APILimits(l.Config.Limits), Pool: l.pool.Stats(),
+			Network: api.Network{Allow: l.allow.Strings()},
 		}
 		if st.err != nil {
 			entry.Error = st.err.Error()

@@ -98,6 +98,17 @@ type Result struct {
 	Error      string    `json:"error,omitempty" jsonschema:"why the program could not be started"`
 	DurationMS float64   `json:"duration_ms"`
 	Findings   []Finding `json:"findings" jsonschema:"policy warnings about the code or command"`
+	Egress     []Egress  `json:"egress,omitempty" jsonschema:"connections the program made through the egress proxy, refused ones with why"`
+}
+
+// Egress is one connection through the egress proxy.
+type Egress struct {
+	Host          string `json:"host"`
+	Port          int    `json:"port"`
+	Allowed       bool   `json:"allowed"`
+	BytesSent     int64  `json:"bytes_sent"`
+	BytesReceived int64  `json:"bytes_received"`
+	Error         string `json:"error,omitempty"`
 }
 
 // Finding is a policy finding.
@@ -119,7 +130,15 @@ func findings(fs []api.Finding) []Finding {
 func result(r *api.RunResult) Result {
 	return Result{ExitCode: r.ExitCode, Stdout: r.Stdout, Stderr: r.Stderr, StdoutEnc: r.StdoutEncoding, StderrEnc: r.StderrEncoding,
 		TimedOut: r.TimedOut, OOMKilled: r.OOMKilled, Truncated: r.Truncated, Signal: r.Signal, Stage: r.Stage, Error: r.Error,
-		DurationMS: r.DurationMS, Findings: findings(r.Findings)}
+		DurationMS: r.DurationMS, Findings: findings(r.Findings), Egress: egress(r.Egress)}
+}
+
+func egress(list []api.Egress) []Egress {
+	out := make([]Egress, len(list))
+	for i, e := range list {
+		out[i] = Egress(e)
+	}
+	return out
 }
 
 // failure is the tool error for a daemon error: its message, and for a
@@ -150,6 +169,7 @@ type Language struct {
 	Version    string   `json:"version,omitempty" jsonschema:"the runtime's version"`
 	Packages   []string `json:"packages,omitempty" jsonschema:"extra packages installed in its image"`
 	Ready      bool     `json:"ready" jsonschema:"false when its image is missing: runs fail until an operator builds it"`
+	Network    []string `json:"network,omitempty" jsonschema:"hosts its programs may reach through the egress proxy (HTTP_PROXY and HTTPS_PROXY are set); nothing else is reachable"`
 }
 
 type listLanguagesOut struct {
@@ -164,7 +184,7 @@ func (t tools) listLanguages(ctx context.Context, _ *mcp.CallToolRequest, _ stru
 	out := listLanguagesOut{Languages: []Language{}}
 	for _, l := range ls {
 		out.Languages = append(out.Languages, Language{Name: l.Name, Display: l.DisplayName, Aliases: nonNil(l.Aliases), Extensions: nonNil(l.Extensions),
-			Version: l.Version, Packages: l.Packages, Ready: l.ImagePresent})
+			Version: l.Version, Packages: l.Packages, Ready: l.ImagePresent, Network: l.Network.Allow})
 	}
 	return nil, out, nil
 }
@@ -183,10 +203,11 @@ type runIn struct {
 	Args           []string `json:"args,omitempty" jsonschema:"command-line arguments for the program"`
 	Stdin          string   `json:"stdin,omitempty" jsonschema:"text given on standard input"`
 	TimeoutSeconds float64  `json:"timeout_seconds,omitempty" jsonschema:"wall-clock limit in seconds; default the daemon's (usually 10), at most the language's ceiling"`
+	Allow          []string `json:"allow,omitempty" jsonschema:"hosts the program may reach through the egress proxy (HOST[:PORT]), a subset of what its language allows (see list_languages); left out, all of that"`
 }
 
 func (t tools) run(ctx context.Context, _ *mcp.CallToolRequest, in runIn) (*mcp.CallToolResult, Result, error) {
-	req := api.RunRequest{Language: in.Language, Code: in.Code, Args: in.Args, Stdin: in.Stdin, Timeout: seconds(in.TimeoutSeconds)}
+	req := api.RunRequest{Language: in.Language, Code: in.Code, Args: in.Args, Stdin: in.Stdin, Timeout: seconds(in.TimeoutSeconds), Network: allow(in.Allow)}
 	for _, f := range in.Files {
 		req.Files = append(req.Files, api.File{Path: f.Path, Content: f.Content})
 	}
@@ -239,10 +260,19 @@ type createSessionIn struct {
 	Language   string            `json:"language" jsonschema:"the language of code run in it; shell commands work in every language"`
 	TTLSeconds float64           `json:"ttl_seconds,omitempty" jsonschema:"how long it may live; default the daemon's"`
 	Env        map[string]string `json:"env,omitempty" jsonschema:"environment variables for everything run in it"`
+	Allow      []string          `json:"allow,omitempty" jsonschema:"hosts it may reach through the egress proxy (HOST[:PORT]), e.g. a package registry, a subset of what its language allows; left out, all of that"`
+}
+
+// allow is the network a tool asks for; nil (the language's) when none.
+func allow(hosts []string) *api.Network {
+	if len(hosts) == 0 {
+		return nil
+	}
+	return &api.Network{Allow: hosts}
 }
 
 func (t tools) createSession(ctx context.Context, _ *mcp.CallToolRequest, in createSessionIn) (*mcp.CallToolResult, Session, error) {
-	s, err := t.c.CreateSession(ctx, api.SessionRequest{Language: in.Language, TTL: seconds(in.TTLSeconds), Env: in.Env})
+	s, err := t.c.CreateSession(ctx, api.SessionRequest{Language: in.Language, TTL: seconds(in.TTLSeconds), Env: in.Env, Network: allow(in.Allow)})
 	if err != nil {
 		return nil, Session{}, failure(err)
 	}

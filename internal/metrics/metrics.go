@@ -32,6 +32,8 @@ type Metrics struct {
 	startSeconds    *prometheus.HistogramVec
 	containerErrors *prometheus.CounterVec
 	removed         *prometheus.CounterVec
+	egressConns     *prometheus.CounterVec
+	egressBytes     *prometheus.CounterVec
 }
 
 // Buckets from 1 ms (a warm exec) to a minute (a long compile or a
@@ -67,8 +69,17 @@ func New(f Figures, version string) *Metrics {
 			Name: "sandboxd_containers_removed_total",
 			Help: "Containers removed after use, pool trims and session ends included.",
 		}, []string{"language"}),
+		egressConns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandboxd_egress_connections_total",
+			Help: "Connections sandboxes opened through the egress proxy, by language, host and decision (allowed, denied); hosts no allow-list names are counted as (unlisted).",
+		}, []string{"language", "host", "decision"}),
+		egressBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandboxd_egress_bytes_total",
+			Help: "Bytes through the egress proxy, by language and direction (sent, received), counted as connections close.",
+		}, []string{"language", "direction"}),
 	}
 	registry.MustRegister(m.executions, m.queueSeconds, m.runSeconds, m.startSeconds, m.containerErrors, m.removed,
+		m.egressConns, m.egressBytes,
 		&scrape{figures: f},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -107,6 +118,17 @@ func (m *Metrics) ContainerRemoved(language string, err error) {
 		return
 	}
 	m.removed.WithLabelValues(language).Inc()
+}
+
+// EgressConnection implements egress.Events.
+func (m *Metrics) EgressConnection(language, host, decision string) {
+	m.egressConns.WithLabelValues(language, host, decision).Inc()
+}
+
+// EgressBytes implements egress.Events.
+func (m *Metrics) EgressBytes(language string, sent, received int64) {
+	m.egressBytes.WithLabelValues(language, "sent").Add(float64(sent))
+	m.egressBytes.WithLabelValues(language, "received").Add(float64(received))
 }
 
 // scrape turns the service's current figures into metrics.

@@ -25,6 +25,7 @@ import (
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/config"
 	"github.com/sandboxd/sandboxd/internal/drain"
+	"github.com/sandboxd/sandboxd/internal/egress"
 	"github.com/sandboxd/sandboxd/internal/languages"
 	"github.com/sandboxd/sandboxd/internal/projects"
 	"github.com/sandboxd/sandboxd/internal/request"
@@ -76,7 +77,6 @@ type Sessions struct {
 	langs    *languages.Registry
 	projects *projects.Projects
 	store    *state.Store
-	rt       runtime.Runtime
 	gate     *drain.Gate
 	log      hclog.Logger
 
@@ -89,8 +89,8 @@ type Sessions struct {
 }
 
 // New returns the sessions, none yet: Recover brings back the stored ones.
-func New(cfg config.Sessions, langs *languages.Registry, projects *projects.Projects, store *state.Store, rt runtime.Runtime, gate *drain.Gate, log hclog.Logger) *Sessions {
-	m := &Sessions{cfg: cfg, langs: langs, projects: projects, store: store, rt: rt, gate: gate, log: log,
+func New(cfg config.Sessions, langs *languages.Registry, projects *projects.Projects, store *state.Store, gate *drain.Gate, log hclog.Logger) *Sessions {
+	m := &Sessions{cfg: cfg, langs: langs, projects: projects, store: store, gate: gate, log: log,
 		live: map[string]*Session{}, lost: map[string]api.Session{}, stop: make(chan struct{}), stopped: make(chan struct{})}
 	projects.Users = m.projectUsers
 	return m
@@ -114,6 +114,10 @@ func (m *Sessions) Create(ctx context.Context, req api.SessionRequest) (*api.Ses
 		return nil, aerr
 	}
 	if aerr := request.CheckEnv(req.Env); aerr != nil {
+		return nil, aerr
+	}
+	allow, aerr := l.Narrow(req.Network)
+	if aerr != nil {
 		return nil, aerr
 	}
 	ttl, idle := time.Duration(req.TTL), time.Duration(req.IdleTimeout)
@@ -156,11 +160,12 @@ func (m *Sessions) Create(ctx context.Context, req api.SessionRequest) (*api.Ses
 	if err != nil {
 		return nil, request.ErrorOf(err)
 	}
+	m.allow(sb, allow)
 	now := time.Now().UTC()
 	rec := api.Session{
 		ID: sb.Session(), Language: l.Name(), State: api.SessionActive,
 		CreatedAt: now, ExpiresAt: now.Add(ttl), LastUsedAt: now, IdleTimeout: api.Duration(idle),
-		Limits: request.APILimits(limits), Env: req.Env, ContainerID: sb.ID,
+		Limits: request.APILimits(limits), Network: api.Network{Allow: allow.Strings()}, Env: req.Env, ContainerID: sb.ID,
 	}
 	if project != nil {
 		rec.Project = project.ID
@@ -364,6 +369,7 @@ func (m *Sessions) renew(ctx context.Context, ss *Session, sb *runtime.Sandbox, 
 		m.MarkLost(ss, fmt.Sprintf("reset failed (%v), and no new container could be made: %v", why, err))
 		return api.Errorf(api.CodeSessionLost, "reset failed, the session is lost: %v; %v", why, err)
 	}
+	m.allow(fresh, storedAllow(rec, ss.Lang))
 	ss.mu.Lock()
 	ss.sb, ss.rec.ContainerID, ss.dirty = fresh, fresh.ID, true
 	rec = ss.rec
@@ -375,6 +381,25 @@ func (m *Sessions) renew(ctx context.Context, ss *Session, sb *runtime.Sandbox, 
 		"old_container_id", runtime.ShortID(sb.ID), "container_id", runtime.ShortID(fresh.ID))
 	m.langs.Remove(sb)
 	return nil
+}
+
+// allow sets what a session's sandbox may reach.
+func (m *Sessions) allow(sb *runtime.Sandbox, list egress.List) {
+	if g := m.langs.Gate(sb); g != nil {
+		g.Allow(list)
+	}
+}
+
+// storedAllow is a session record's allow-list, less what its language
+// no longer allows (the configuration may have changed since).
+func storedAllow(rec api.Session, l *languages.Language) egress.List {
+	var list egress.List
+	for _, e := range rec.Network.Allow {
+		if r, err := egress.ParseRule(e); err == nil && (egress.List{r}).Within(l.Egress()) == "" {
+			list = append(list, r)
+		}
+	}
+	return list
 }
 
 // Start starts the janitor, which expires sessions and writes their usage
@@ -541,7 +566,7 @@ func (m *Sessions) reattach(ctx context.Context, rec api.Session, byID map[strin
 	case !found || !c.Running:
 		return nil, nil, "its container was gone when sandboxd restarted"
 	}
-	sb, err := m.rt.Attach(ctx, c)
+	sb, err := m.langs.Attach(ctx, l, c, storedAllow(rec, l))
 	if err != nil {
 		return nil, nil, "its container did not answer when sandboxd restarted: " + err.Error()
 	}

@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -57,6 +58,7 @@ const MaxExecutions = 50000
 // (a few KiB each at most).
 const (
 	maxRecordFindings = 10
+	maxRecordEgress   = 10
 	maxRecordText     = 256 // bytes of a finding's message or snippet
 	maxRecordError    = 1024
 )
@@ -75,6 +77,25 @@ func bounded(e api.Execution) api.Execution {
 	}
 	e.Findings = fs
 	e.Error = cut(e.Error, maxRecordError)
+	// Denied connections are what the history is read for: they stay.
+	egress := slices.Clone(e.Egress)
+	slices.SortStableFunc(egress, func(a, b api.Egress) int {
+		if a.Allowed == b.Allowed {
+			return 0
+		}
+		if !a.Allowed {
+			return -1
+		}
+		return 1
+	})
+	if n := len(egress); n > maxRecordEgress {
+		e.EgressOmitted += n - maxRecordEgress
+		egress = egress[:maxRecordEgress]
+	}
+	for i := range egress {
+		egress[i].Host, egress[i].Error = cut(egress[i].Host, maxRecordText), cut(egress[i].Error, maxRecordText)
+	}
+	e.Egress = egress
 	return e
 }
 

@@ -217,6 +217,7 @@ type Daemon struct {
 	Bin      string
 	Log      *os.File
 	RunID    string
+	env      []string
 	cmd      *exec.Cmd
 	done     chan error
 	t        T
@@ -239,6 +240,8 @@ type Options struct {
 	DockerHost string
 	// Runtime is the OCI runtime of every sandbox; default: runc.
 	Runtime string
+	// Env is added to sandboxd's environment (KEY=VALUE).
+	Env []string
 }
 
 // DefaultLanguages is the language HCL of Options.
@@ -327,7 +330,7 @@ defaults {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &Daemon{Socket: opts.Socket, StateDir: opts.StateDir, Config: cfgPath, Bin: bin, Log: log, RunID: opts.RunID, t: t}
+	d := &Daemon{Socket: opts.Socket, StateDir: opts.StateDir, Config: cfgPath, Bin: bin, Log: log, RunID: opts.RunID, env: opts.Env, t: t}
 	t.Cleanup(func() { RemoveTestContainers(t, opts.RunID) })
 	d.start()
 	t.Cleanup(func() {
@@ -343,6 +346,7 @@ func (d *Daemon) start() {
 	d.t.Helper()
 	d.cmd = exec.Command(filepath.Join(d.Bin, "sandboxd"), "--config", d.Config, "--log-level", "debug")
 	d.cmd.Stdout, d.cmd.Stderr = d.Log, d.Log
+	d.cmd.Env = append(os.Environ(), d.env...)
 	if err := d.cmd.Start(); err != nil {
 		d.t.Fatal(err)
 	}

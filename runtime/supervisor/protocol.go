@@ -45,6 +45,19 @@ const Version = 1
 // gets the limit it was given.
 const ReservedThreads = 24
 
+// Egress: a sandbox allowed out has sandboxd's egress proxy socket
+// mounted at EgressSocket; the supervisor listens on EgressListen, on the
+// container's own loopback, and carries each connection to the socket.
+// The container has no network interface but loopback.
+const (
+	EgressDir    = "/.sandboxd/egress"
+	EgressSocket = EgressDir + "/proxy.sock"
+	EgressListen = "127.0.0.1:3128"
+	// EgressCA is where the CA bundle sandboxes with egress trust is
+	// mounted.
+	EgressCA = "/.sandboxd/ca.crt"
+)
+
 // Message ops.
 const (
 	OpHello   = "hello"

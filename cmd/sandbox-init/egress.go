@@ -1,0 +1,73 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"time"
+
+	"github.com/sandboxd/sandboxd/runtime/supervisor"
+)
+
+// maxRelays bounds the connections relayed at once: each holds two of the
+// supervisor's file descriptors. sandboxd's proxy has its own, lower limit.
+const maxRelays = 256
+
+// relayEgress carries the programs' proxy connections, made to
+// supervisor.EgressListen on the container's loopback, to sandboxd's egress
+// proxy over the socket mounted from the host: the container has no other
+// way out. Without the socket, the sandbox has no egress and nothing
+// listens.
+func relayEgress() {
+	if _, err := os.Stat(supervisor.EgressSocket); err != nil {
+		return
+	}
+	ln, err := net.Listen("tcp", supervisor.EgressListen)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sandbox-init: egress: %v\n", err)
+		return
+	}
+	slots := make(chan struct{}, maxRelays)
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			time.Sleep(10 * time.Millisecond) // out of descriptors: the programs hold them
+			continue
+		}
+		select {
+		case slots <- struct{}{}:
+			go func() {
+				defer func() { <-slots }()
+				relay(c)
+			}()
+		default:
+			c.Close()
+		}
+	}
+}
+
+// relay copies both ways between c and the proxy socket until both ends
+// are done.
+func relay(c net.Conn) {
+	defer c.Close()
+	up, err := net.Dial("unix", supervisor.EgressSocket)
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	done := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(up, c)
+		_ = up.(*net.UnixConn).CloseWrite()
+		close(done)
+	}()
+	_, _ = io.Copy(c, up)
+	_ = c.(*net.TCPConn).CloseWrite()
+	// The proxy is done; a client that never closes its side does not
+	// hold the slot for long.
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+	}
+}

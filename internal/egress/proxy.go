@@ -1,0 +1,687 @@
+package egress
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"golang.org/x/net/http/httpproxy"
+
+	"github.com/sandboxd/sandboxd/api"
+)
+
+// Socket is the proxy socket's name in a sandbox's egress directory.
+const Socket = "proxy.sock"
+
+// Limits bound one sandbox's egress.
+type Limits struct {
+	MaxConnections int           // open at once
+	MaxBytes       int64         // sent and received together, per execution
+	ConnectTimeout time.Duration // resolving and connecting, per connection
+}
+
+// MaxRecords is how many connections an execution's result lists; the
+// rest are counted.
+const MaxRecords = 256
+
+// Events receives every connection's outcome, for metrics.
+type Events interface {
+	EgressConnection(language, host, decision string)
+	EgressBytes(language string, sent, received int64)
+}
+
+// Options configure a Proxy.
+type Options struct {
+	Dir    string // where the sandboxes' directories are made
+	Events Events
+	Log    hclog.Logger
+	// Upstream picks the proxy through which a destination is reached:
+	// nil (and a nil result) is direct. By default, sandboxd's own
+	// HTTPS_PROXY and NO_PROXY.
+	Upstream func(hostport string) (*url.URL, error)
+	// Resolve finds a name's addresses; by default the host's resolver.
+	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
+}
+
+// Proxy is every sandbox's egress gate.
+type Proxy struct {
+	opts      Options
+	transport *http.Transport
+	mu        sync.Mutex
+	gates     map[string]*Gate
+}
+
+// New returns a proxy that makes its sandboxes' directories under
+// opts.Dir.
+func New(opts Options) (*Proxy, error) {
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("egress: %w", err)
+	}
+	if opts.Upstream == nil {
+		fromEnv := httpproxy.FromEnvironment().ProxyFunc()
+		opts.Upstream = func(hostport string) (*url.URL, error) {
+			// Every connection is a tunnel, so HTTPS_PROXY is the one.
+			return fromEnv(&url.URL{Scheme: "https", Host: hostport})
+		}
+	}
+	if opts.Resolve == nil {
+		opts.Resolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
+			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		}
+	}
+	p := &Proxy{opts: opts, gates: map[string]*Gate{}}
+	p.transport = &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return ctx.Value(dialKey{}).(func() (net.Conn, error))()
+		},
+		DisableKeepAlives:      true, // one connection, one record
+		DisableCompression:     true,
+		MaxResponseHeaderBytes: 1 << 20,
+	}
+	return p, nil
+}
+
+// Dir is where the sandbox key's socket lives, to mount into it.
+func (p *Proxy) Dir(key string) string { return filepath.Join(p.opts.Dir, key) }
+
+// Open listens for the sandbox key (of language), allowing nothing until
+// Allow; opened again after a restart, it listens on the same path, so
+// that a container made before finds it.
+func (p *Proxy) Open(key, language string, limits Limits) (*Gate, error) {
+	if !validKey(key) {
+		return nil, fmt.Errorf("egress: bad sandbox key %q", key)
+	}
+	dir := p.Dir(key)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("egress: %w", err)
+	}
+	sock := filepath.Join(dir, Socket)
+	_ = os.Remove(sock) // a previous sandboxd's
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		return nil, fmt.Errorf("egress: %w", err)
+	}
+	// Sandboxes run as uids of their own: anyone may connect; the
+	// directory is theirs alone, as each gets its own mounted.
+	if err := os.Chmod(sock, 0o666); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("egress: %w", err)
+	}
+	g := &Gate{p: p, key: key, language: language, limits: limits, open: map[io.Closer]bool{}}
+	g.srv = &http.Server{
+		Handler:           g,
+		ReadHeaderTimeout: 10 * time.Second, // a slowloris client holds a slot this long at most
+		IdleTimeout:       time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          log.New(io.Discard, "", 0),
+	}
+	p.mu.Lock()
+	if old := p.gates[key]; old != nil {
+		old.close()
+	}
+	p.gates[key] = g
+	p.mu.Unlock()
+	go g.srv.Serve(&gateListener{Listener: ln, g: g})
+	return g, nil
+}
+
+func validKey(k string) bool {
+	return k != "" && len(k) <= 64 && strings.Trim(k, "abcdefghijklmnopqrstuvwxyz0123456789") == ""
+}
+
+// Gate is the sandbox key's gate; nil when it has none.
+func (p *Proxy) Gate(key string) *Gate {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.gates[key]
+}
+
+// Close ends the sandbox key's gate and its connections and removes its
+// directory.
+func (p *Proxy) Close(key string) {
+	p.mu.Lock()
+	g := p.gates[key]
+	delete(p.gates, key)
+	p.mu.Unlock()
+	if g != nil {
+		g.close()
+	}
+	if validKey(key) {
+		_ = os.RemoveAll(p.Dir(key))
+	}
+}
+
+// Prune removes the directories of sandboxes that have no gate: what a
+// previous sandboxd left for containers that are gone.
+func (p *Proxy) Prune() {
+	entries, _ := os.ReadDir(p.opts.Dir)
+	for _, e := range entries {
+		if p.Gate(e.Name()) == nil && validKey(e.Name()) {
+			_ = os.RemoveAll(p.Dir(e.Name()))
+		}
+	}
+}
+
+// Gate is one sandbox's egress: its allow-list, what its connections did
+// in the current execution, and its limits.
+type Gate struct {
+	p        *Proxy
+	key      string
+	language string
+	limits   Limits
+	srv      *http.Server
+
+	mu         sync.Mutex
+	allow      List
+	records    []*record
+	unrecorded int
+	conns      int                // open client connections
+	open       map[io.Closer]bool // hijacked tunnels, closed with the gate
+	closed     bool
+	spent      atomic.Int64 // bytes this execution
+}
+
+// Allow sets what the sandbox may reach from now on.
+func (g *Gate) Allow(l List) {
+	g.mu.Lock()
+	g.allow = l
+	g.mu.Unlock()
+}
+
+// Allowed is the current list.
+func (g *Gate) Allowed() List {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.allow
+}
+
+// Begin starts an execution: a fresh byte budget and record.
+func (g *Gate) Begin() {
+	g.mu.Lock()
+	g.records, g.unrecorded = nil, 0
+	g.mu.Unlock()
+	g.spent.Store(0)
+}
+
+// Records is what the execution's connections did so far, and how many
+// more there were than a result lists.
+func (g *Gate) Records() ([]api.Egress, int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]api.Egress, len(g.records))
+	for i, r := range g.records {
+		out[i] = r.snapshot()
+	}
+	return out, g.unrecorded
+}
+
+func (g *Gate) close() {
+	g.mu.Lock()
+	g.closed = true
+	open := g.open
+	g.open = map[io.Closer]bool{}
+	g.mu.Unlock()
+	_ = g.srv.Close()
+	for c := range open {
+		c.Close()
+	}
+}
+
+// record is one connection's outcome.
+type record struct {
+	host     string
+	port     uint16
+	mu       sync.Mutex
+	allowed  bool
+	err      string
+	sent     atomic.Int64
+	received atomic.Int64
+}
+
+func (r *record) snapshot() api.Egress {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return api.Egress{Host: r.host, Port: int(r.port), Allowed: r.allowed, BytesSent: r.sent.Load(), BytesReceived: r.received.Load(), Error: r.err}
+}
+
+// fail notes why the connection ended, keeping the first reason.
+func (r *record) fail(msg string) {
+	r.mu.Lock()
+	if r.err == "" {
+		r.err = msg
+	}
+	r.mu.Unlock()
+}
+
+// newRecord notes a connection attempt and its decision.
+func (g *Gate) newRecord(host string, port uint16, denied string) *record {
+	r := &record{host: host, port: port, allowed: denied == "", err: denied}
+	g.mu.Lock()
+	if len(g.records) < MaxRecords {
+		g.records = append(g.records, r)
+	} else {
+		g.unrecorded++
+	}
+	g.mu.Unlock()
+	decision, label := "allowed", host
+	if denied != "" {
+		decision = "denied"
+		if !g.Allowed().NameAllowed(host, port) {
+			// Names a program makes up would grow the metric without bound.
+			label = "(unlisted)"
+		}
+	}
+	if g.p.opts.Events != nil {
+		g.p.opts.Events.EgressConnection(g.language, label, decision)
+	}
+	return r
+}
+
+// ServeHTTP proxies one request: CONNECT as a tunnel, an absolute http://
+// URI forwarded.
+func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.Method == http.MethodConnect:
+		g.tunnel(w, r)
+	case r.URL.IsAbs() && r.URL.Scheme == "http":
+		g.forward(w, r)
+	case r.URL.IsAbs():
+		refuse(w, http.StatusBadRequest, "sandboxd egress: "+r.URL.Scheme+" URLs go through CONNECT")
+	default:
+		refuse(w, http.StatusBadRequest, "sandboxd egress: this is a proxy: send an absolute http:// URI, or CONNECT host:port")
+	}
+}
+
+func refuse(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Connection", "close")
+	w.WriteHeader(code)
+	fmt.Fprintln(w, msg)
+}
+
+// splitTarget reads host and port from a request's target.
+func splitTarget(hostport string, defaultPort uint16) (string, uint16, error) {
+	host, portText, err := net.SplitHostPort(hostport)
+	if err != nil {
+		if defaultPort == 0 {
+			return "", 0, err
+		}
+		host, portText = strings.Trim(hostport, "[]"), strconv.Itoa(int(defaultPort))
+	}
+	port, err := parsePort(portText)
+	if err != nil {
+		return "", 0, err
+	}
+	return strings.TrimSuffix(strings.ToLower(host), "."), port, nil
+}
+
+func (g *Gate) tunnel(w http.ResponseWriter, r *http.Request) {
+	host, port, err := splitTarget(r.Host, 0)
+	if err != nil {
+		refuse(w, http.StatusBadRequest, "sandboxd egress: CONNECT needs host:port")
+		return
+	}
+	rec := g.newRecord(host, port, g.check(host, port))
+	if !rec.allowed {
+		refuse(w, http.StatusForbidden, "sandboxd egress: "+rec.err)
+		return
+	}
+	up, err := g.connect(r.Context(), rec)
+	if err != nil {
+		refuse(w, http.StatusBadGateway, "sandboxd egress: "+err.Error())
+		return
+	}
+	client, buf, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		up.Close()
+		return
+	}
+	if !g.track(client, up) {
+		return
+	}
+	defer g.untrack(client, up)
+	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		return
+	}
+	// What the client sent behind its CONNECT (a TLS hello) is in buf.
+	if n := buf.Reader.Buffered(); n > 0 {
+		early, _ := buf.Reader.Peek(n)
+		if _, err := up.Write(early); err != nil {
+			return
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(up, client)
+		closeWrite(up)
+		close(done)
+	}()
+	_, _ = io.Copy(client, up)
+	closeWrite(client)
+	<-done
+}
+
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+		return
+	}
+	c.Close()
+}
+
+// track keeps tunnels to close with the gate; false if it closed already.
+func (g *Gate) track(cs ...net.Conn) bool {
+	g.mu.Lock()
+	closed := g.closed
+	if !closed {
+		for _, c := range cs {
+			g.open[c] = true
+		}
+	}
+	g.mu.Unlock()
+	if closed {
+		for _, c := range cs {
+			c.Close() // a metered one takes g.mu to give its slot back
+		}
+	}
+	return !closed
+}
+
+func (g *Gate) untrack(cs ...net.Conn) {
+	g.mu.Lock()
+	for _, c := range cs {
+		delete(g.open, c)
+	}
+	g.mu.Unlock()
+	for _, c := range cs {
+		c.Close() // a metered one takes g.mu to give its slot back
+	}
+}
+
+type dialKey struct{}
+
+func (g *Gate) forward(w http.ResponseWriter, r *http.Request) {
+	host, port, err := splitTarget(r.URL.Host, 80)
+	if err != nil {
+		refuse(w, http.StatusBadRequest, "sandboxd egress: bad host in URL")
+		return
+	}
+	rec := g.newRecord(host, port, g.check(host, port))
+	if !rec.allowed {
+		refuse(w, http.StatusForbidden, "sandboxd egress: "+rec.err)
+		return
+	}
+	ctx := context.WithValue(r.Context(), dialKey{}, func() (net.Conn, error) { return g.connect(r.Context(), rec) })
+	rp := &httputil.ReverseProxy{
+		// Rewrite, not Director: no X-Forwarded-For naming the sandbox.
+		// The outgoing request is written afresh from what Go parsed, so
+		// a smuggled second request in the body stays body.
+		Rewrite:   func(*httputil.ProxyRequest) {},
+		Transport: g.p.transport,
+		ErrorLog:  log.New(io.Discard, "", 0),
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			rec.fail(err.Error())
+			refuse(w, http.StatusBadGateway, "sandboxd egress: "+err.Error())
+		},
+	}
+	rp.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// check says why host:port is not allowed, or "".
+func (g *Gate) check(host string, port uint16) string {
+	allow := g.Allowed()
+	if a, err := netip.ParseAddr(host); err == nil {
+		if !allow.AddrAllowed(a, port) {
+			return fmt.Sprintf("%s port %d is not in the sandbox's allow-list", host, port)
+		}
+		return ""
+	}
+	if !validName(host) || !allow.NameAllowed(host, port) {
+		return fmt.Sprintf("%s port %d is not in the sandbox's allow-list", host, port)
+	}
+	return ""
+}
+
+// errBudget ends a connection over the execution's byte limit.
+var errBudget = errors.New("over the execution's egress byte limit")
+
+// connect resolves rec's host (the sandbox never does), keeps the
+// addresses a name may lead to, and connects to the first that answers,
+// directly or through the upstream proxy. Each connection resolves
+// afresh and connects to the address it checked, so a name that
+// re-resolves elsewhere (DNS rebinding) gains nothing.
+func (g *Gate) connect(ctx context.Context, rec *record) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.limits.ConnectTimeout)
+	defer cancel()
+	fail := func(allowed bool, msg string) (net.Conn, error) {
+		rec.mu.Lock()
+		rec.allowed, rec.err = allowed, msg
+		rec.mu.Unlock()
+		return nil, errors.New(msg)
+	}
+	if !g.claim() {
+		return fail(false, fmt.Sprintf("too many connections at once (limit %d)", g.limits.MaxConnections))
+	}
+	var addrs []netip.Addr
+	if a, err := netip.ParseAddr(rec.host); err == nil {
+		addrs = []netip.Addr{a.Unmap()}
+	} else {
+		found, err := g.p.opts.Resolve(ctx, rec.host)
+		if err != nil {
+			g.release()
+			return fail(true, "resolving "+rec.host+": "+err.Error())
+		}
+		allow := g.Allowed()
+		var refused []string
+		for _, a := range found {
+			a = a.Unmap()
+			if Special(a) && !allow.AddrAllowed(a, rec.port) {
+				refused = append(refused, a.String())
+				continue
+			}
+			addrs = append(addrs, a)
+		}
+		if len(addrs) == 0 {
+			g.release()
+			return fail(false, fmt.Sprintf("%s resolves to %s: loopback, private, link-local or metadata addresses need an address entry of their own",
+				rec.host, strings.Join(refused, ", ")))
+		}
+	}
+	var errs []string
+	for _, a := range addrs {
+		c, err := g.dial(ctx, netip.AddrPortFrom(a, rec.port))
+		if err == nil {
+			return &meteredConn{Conn: c, g: g, rec: rec}, nil
+		}
+		errs = append(errs, err.Error())
+	}
+	g.release()
+	if ctx.Err() != nil {
+		return fail(true, fmt.Sprintf("connecting to %s took longer than %s", rec.host, g.limits.ConnectTimeout))
+	}
+	return fail(true, strings.Join(errs, "; "))
+}
+
+// claim takes one of the sandbox's connections at once.
+func (g *Gate) claim() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.conns >= g.limits.MaxConnections {
+		return false
+	}
+	g.conns++
+	return true
+}
+
+func (g *Gate) release() {
+	g.mu.Lock()
+	g.conns--
+	g.mu.Unlock()
+}
+
+// dial connects to ap, through the upstream proxy when one serves it
+// (never for loopback: the host's own services are not behind it).
+func (g *Gate) dial(ctx context.Context, ap netip.AddrPort) (net.Conn, error) {
+	var d net.Dialer
+	var up *url.URL
+	if !ap.Addr().IsLoopback() {
+		var err error
+		if up, err = g.p.opts.Upstream(ap.String()); err != nil {
+			return nil, fmt.Errorf("upstream proxy: %w", err)
+		}
+	}
+	if up == nil {
+		return d.DialContext(ctx, "tcp", ap.String())
+	}
+	c, err := d.DialContext(ctx, "tcp", canonicalAddr(up))
+	if err != nil {
+		return nil, fmt.Errorf("upstream proxy %s: %w", up.Host, err)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.SetDeadline(dl)
+	}
+	req := &http.Request{Method: http.MethodConnect, URL: &url.URL{Opaque: ap.String()}, Host: ap.String(), Header: http.Header{}}
+	if u := up.User; u != nil {
+		pw, _ := u.Password()
+		req.SetBasicAuth(u.Username(), pw)
+		req.Header["Proxy-Authorization"], req.Header["Authorization"] = req.Header["Authorization"], nil
+	}
+	br := bufio.NewReader(c)
+	var resp *http.Response
+	if err = req.Write(c); err == nil {
+		resp, err = http.ReadResponse(br, req)
+	}
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = errors.New(resp.Status)
+	}
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("upstream proxy %s: CONNECT %s: %w", up.Host, ap, err)
+	}
+	_ = c.SetDeadline(time.Time{})
+	if br.Buffered() > 0 {
+		return &bufferedConn{Conn: c, r: br}, nil
+	}
+	return c, nil
+}
+
+func canonicalAddr(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	port := "80"
+	if u.Scheme == "https" {
+		port = "443"
+	}
+	return net.JoinHostPort(u.Hostname(), port)
+}
+
+type bufferedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *bufferedConn) Read(b []byte) (int, error) { return c.r.Read(b) }
+
+// meteredConn counts a connection's bytes into its record and the
+// execution's budget, and gives back its slot when closed.
+type meteredConn struct {
+	net.Conn
+	g      *Gate
+	rec    *record
+	closed sync.Once
+}
+
+func (c *meteredConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.rec.received.Add(int64(n))
+	return n, c.spend(n, err)
+}
+
+func (c *meteredConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	c.rec.sent.Add(int64(n))
+	return n, c.spend(n, err)
+}
+
+func (c *meteredConn) spend(n int, err error) error {
+	if c.g.spent.Add(int64(n)) > c.g.limits.MaxBytes {
+		c.rec.fail(fmt.Sprintf("closed: over the execution's limit of %s", api.ByteSize(c.g.limits.MaxBytes)))
+		c.Close()
+		return errBudget
+	}
+	return err
+}
+
+func (c *meteredConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+func (c *meteredConn) Close() error {
+	err := c.Conn.Close()
+	c.closed.Do(func() {
+		c.g.release()
+		if e := c.g.p.opts.Events; e != nil {
+			e.EgressBytes(c.g.language, c.rec.sent.Load(), c.rec.received.Load())
+		}
+	})
+	return err
+}
+
+// gateListener bounds the client connections a sandbox holds open
+// (idle ones included) at twice its connection limit and a few more,
+// answering the others 503 and recording them.
+type gateListener struct {
+	net.Listener
+	g       *Gate
+	clients atomic.Int64
+}
+
+func (l *gateListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if l.clients.Add(1) <= int64(2*l.g.limits.MaxConnections+8) {
+			return &clientConn{Conn: c, l: l}, nil
+		}
+		l.clients.Add(-1)
+		l.g.newRecord("", 0, fmt.Sprintf("too many connections at once (limit %d)", l.g.limits.MaxConnections))
+		go func() {
+			_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+			_, _ = io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
+			c.Close()
+		}()
+	}
+}
+
+type clientConn struct {
+	net.Conn
+	l    *gateListener
+	once sync.Once
+}
+
+func (c *clientConn) Close() error {
+	c.once.Do(func() { c.l.clients.Add(-1) })
+	return c.Conn.Close()
+}
