@@ -36,6 +36,17 @@ projects {
   max_bytes = "10GiB"         # all project files together (state_dir/blobs)
 }
 
+# Egress: sandboxes have no network. A network block lets programs reach
+# the hosts it names, and nothing else, through sandboxd's proxy (see the
+# README's Network egress). Here: every language's default and the limits;
+# a language's own network block replaces the allow-list.
+network {
+  allow           = []        # e.g. ["registry.npmjs.org:443", "*.example.net", "203.0.113.0/24:8080"]
+  max_connections = 16        # per sandbox at once
+  max_bytes       = "1GiB"    # per execution
+  connect_timeout = "10s"
+}
+
 # One block per language. plugin defaults to the block's name
 # (bin/plugins/sandbox-lang-<plugin>); image defaults to the plugin's.
 language "python" {
@@ -53,6 +64,9 @@ language "node" {
     min_idle = 2
     max      = 16
   }
+  # network {
+  #   allow = ["registry.npmjs.org:443"]   # npm install in sessions
+  # }
 }
 
 language "typescript" {

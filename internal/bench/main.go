@@ -42,15 +42,26 @@ func main() {
 	bin := flag.String("bin", "bin", "directory with sandboxd, sandboxctl, sandbox-init and plugins/")
 	n := flag.Int("n", 40, "iterations per sandboxd measurement")
 	nDocker := flag.Int("n-docker", 15, "iterations per docker baseline")
+	only := flag.String("only", "", "one section alone: runtimes (runc against runsc) or egress")
 	flag.Parse()
-	if err := run(*bin, *n, *nDocker); err != nil {
+	var err error
+	switch *bin, _ = filepath.Abs(*bin); *only {
+	case "":
+		err = run(*bin, *n, *nDocker)
+	case "runtimes":
+		err = ociRuntimes(*bin, *n, *nDocker)
+	case "egress":
+		err = egressPath(*bin, *n)
+	default:
+		err = fmt.Errorf("-only %q: runtimes or egress", *only)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
 func run(bin string, n, nDocker int) error {
-	bin, _ = filepath.Abs(bin)
 	d, err := startDaemon(bin, "")
 	if err != nil {
 		return err
@@ -140,6 +151,9 @@ func run(bin string, n, nDocker int) error {
 		return err
 	}
 	if err := ociRuntimes(bin, n, nDocker); err != nil {
+		return err
+	}
+	if err := egressPath(bin, n); err != nil {
 		return err
 	}
 	st, err := c.Stats(context.Background())

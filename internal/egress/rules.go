@@ -53,6 +53,9 @@ func ParseRule(s string) (Rule, error) {
 	if host == "" {
 		return r, fmt.Errorf("empty entry")
 	}
+	if _, rest, ok := strings.Cut(host, "://"); ok {
+		return r, fmt.Errorf("%q is a URL: write the host alone, such as %q", s, strings.SplitN(rest, "/", 2)[0])
+	}
 	if strings.HasPrefix(host, "[") {
 		end := strings.Index(host, "]")
 		if end < 0 {
