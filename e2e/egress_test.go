@@ -329,6 +329,18 @@ print('smuggle', s.recv(65536).decode(errors='replace').count('403 Forbidden'))
 	}
 	healthy("a flood, a slowloris client, a self CONNECT and a smuggled request")
 
+	// Counted by language, host and decision; made-up names as one.
+	families := scrape(t, d.Socket)
+	if v, _ := value(families, "sandboxd_egress_connections_total", "decision=denied", "host=(unlisted)", "language=python"); v < 1 {
+		t.Errorf("denied connections counted %v", v)
+	}
+	if v, _ := value(families, "sandboxd_egress_connections_total", "decision=allowed", "host=127.0.0.1", "language=python"); v < 8 {
+		t.Errorf("allowed connections counted %v", v)
+	}
+	if v, _ := value(families, "sandboxd_egress_bytes_total", "direction=received", "language=python"); v < 4<<20 {
+		t.Errorf("bytes received counted %v", v)
+	}
+
 	// The denied attempts are in the history and on the CLI's stderr.
 	_, stderr, code := d.Ctl(`import urllib.request
 try: urllib.request.urlopen('http://files.example.org/')
