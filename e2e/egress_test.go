@@ -334,7 +334,7 @@ print('smuggle', s.recv(65536).decode(errors='replace').count('403 Forbidden'))
 	if v, _ := value(families, "sandboxd_egress_connections_total", "decision=denied", "host=(unlisted)", "language=python"); v < 1 {
 		t.Errorf("denied connections counted %v", v)
 	}
-	if v, _ := value(families, "sandboxd_egress_connections_total", "decision=allowed", "host=127.0.0.1", "language=python"); v < 8 {
+	if v, _ := value(families, "sandboxd_egress_connections_total", "decision=allowed", "host=127.0.0.1:"+port(o.web), "language=python"); v < 8 {
 		t.Errorf("allowed connections counted %v", v)
 	}
 	if v, _ := value(families, "sandboxd_egress_bytes_total", "direction=received", "language=python"); v < 4<<20 {

@@ -247,6 +247,8 @@ func (g *Gate) close() {
 type record struct {
 	host     string
 	port     uint16
+	entry    string // the allow-list entry that lets it through, if any
+	counted  sync.Once
 	mu       sync.Mutex
 	allowed  bool
 	err      string
@@ -269,9 +271,10 @@ func (r *record) fail(msg string) {
 	r.mu.Unlock()
 }
 
-// newRecord notes a connection attempt and its decision.
-func (g *Gate) newRecord(host string, port uint16, denied string) *record {
-	r := &record{host: host, port: port, allowed: denied == "", err: denied}
+// newRecord notes a connection attempt: refused when denied says why,
+// else allowed (so far) by the allow-list's entry.
+func (g *Gate) newRecord(host string, port uint16, entry, denied string) *record {
+	r := &record{host: host, port: port, entry: entry, allowed: denied == "", err: denied}
 	g.mu.Lock()
 	if len(g.records) < MaxRecords {
 		g.records = append(g.records, r)
@@ -279,18 +282,32 @@ func (g *Gate) newRecord(host string, port uint16, denied string) *record {
 		g.unrecorded++
 	}
 	g.mu.Unlock()
-	decision, label := "allowed", host
 	if denied != "" {
-		decision = "denied"
-		if !g.Allowed().NameAllowed(host, port) {
-			// Names a program makes up would grow the metric without bound.
-			label = "(unlisted)"
-		}
-	}
-	if g.p.opts.Events != nil {
-		g.p.opts.Events.EgressConnection(g.language, label, decision)
+		g.decided(r)
 	}
 	return r
+}
+
+// decided counts a connection's final decision, once. The host label is
+// the allow-list entry that matched, as the operator wrote it, or
+// "(unlisted)": names and addresses a program makes up would grow the
+// metric without bound.
+func (g *Gate) decided(r *record) {
+	r.counted.Do(func() {
+		r.mu.Lock()
+		decision := "allowed"
+		if !r.allowed {
+			decision = "denied"
+		}
+		r.mu.Unlock()
+		label := r.entry
+		if label == "" {
+			label = "(unlisted)"
+		}
+		if g.p.opts.Events != nil {
+			g.p.opts.Events.EgressConnection(g.language, label, decision)
+		}
+	})
 }
 
 // ServeHTTP proxies one request: CONNECT as a tunnel, an absolute http://
@@ -337,7 +354,8 @@ func (g *Gate) tunnel(w http.ResponseWriter, r *http.Request) {
 		refuse(w, http.StatusBadRequest, "sandboxd egress: CONNECT needs host:port")
 		return
 	}
-	rec := g.newRecord(host, port, g.check(host, port))
+	entry, denied := g.check(host, port)
+	rec := g.newRecord(host, port, entry, denied)
 	if !rec.allowed {
 		refuse(w, http.StatusForbidden, "sandboxd egress: "+rec.err)
 		return
@@ -422,7 +440,8 @@ func (g *Gate) forward(w http.ResponseWriter, r *http.Request) {
 		refuse(w, http.StatusBadRequest, "sandboxd egress: bad host in URL")
 		return
 	}
-	rec := g.newRecord(host, port, g.check(host, port))
+	entry, denied := g.check(host, port)
+	rec := g.newRecord(host, port, entry, denied)
 	if !rec.allowed {
 		refuse(w, http.StatusForbidden, "sandboxd egress: "+rec.err)
 		return
@@ -443,19 +462,19 @@ func (g *Gate) forward(w http.ResponseWriter, r *http.Request) {
 	rp.ServeHTTP(w, r.WithContext(ctx))
 }
 
-// check says why host:port is not allowed, or "".
-func (g *Gate) check(host string, port uint16) string {
+// check finds the allow-list entry that lets host:port through, or says
+// why none does.
+func (g *Gate) check(host string, port uint16) (entry, denied string) {
 	allow := g.Allowed()
 	if a, err := netip.ParseAddr(host); err == nil {
-		if !allow.AddrAllowed(a, port) {
-			return fmt.Sprintf("%s port %d is not in the sandbox's allow-list", host, port)
-		}
-		return ""
+		entry = allow.AddrEntry(a, port)
+	} else if validName(host) {
+		entry = allow.NameEntry(host, port)
 	}
-	if !validName(host) || !allow.NameAllowed(host, port) {
-		return fmt.Sprintf("%s port %d is not in the sandbox's allow-list", host, port)
+	if entry == "" {
+		return "", fmt.Sprintf("%s port %d is not in the sandbox's allow-list", host, port)
 	}
-	return ""
+	return entry, ""
 }
 
 // errBudget ends a connection over the execution's byte limit.
@@ -469,6 +488,7 @@ var errBudget = errors.New("over the execution's egress byte limit")
 func (g *Gate) connect(ctx context.Context, rec *record) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.limits.ConnectTimeout)
 	defer cancel()
+	defer g.decided(rec)
 	fail := func(allowed bool, msg string) (net.Conn, error) {
 		rec.mu.Lock()
 		rec.allowed, rec.err = allowed, msg
@@ -491,7 +511,7 @@ func (g *Gate) connect(ctx context.Context, rec *record) (net.Conn, error) {
 		var refused []string
 		for _, a := range found {
 			a = a.Unmap()
-			if Special(a) && !allow.AddrAllowed(a, rec.port) {
+			if Special(a) && allow.AddrEntry(a, rec.port) == "" {
 				refused = append(refused, a.String())
 				continue
 			}
@@ -666,7 +686,7 @@ func (l *gateListener) Accept() (net.Conn, error) {
 			return &clientConn{Conn: c, l: l}, nil
 		}
 		l.clients.Add(-1)
-		l.g.newRecord("", 0, fmt.Sprintf("too many connections at once (limit %d)", l.g.limits.MaxConnections))
+		l.g.newRecord("", 0, "", fmt.Sprintf("too many connections at once (limit %d)", l.g.limits.MaxConnections))
 		go func() {
 			_ = c.SetWriteDeadline(time.Now().Add(time.Second))
 			_, _ = io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")

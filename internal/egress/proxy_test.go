@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -29,9 +30,19 @@ func (f fakeDNS) resolve(_ context.Context, host string) ([]netip.Addr, error) {
 	return nil, errors.New("no such host")
 }
 
-type counts struct{ conns, bytes atomic.Int64 }
+type counts struct {
+	conns, bytes atomic.Int64
+	mu           sync.Mutex
+	labels       map[string]int
+}
 
-func (c *counts) EgressConnection(language, host, decision string)  { c.conns.Add(1) }
+func (c *counts) EgressConnection(language, host, decision string) {
+	c.conns.Add(1)
+	c.mu.Lock()
+	c.labels[host+" "+decision]++
+	c.mu.Unlock()
+}
+
 func (c *counts) EgressBytes(language string, sent, received int64) { c.bytes.Add(sent + received) }
 
 // testGate opens a gate allowing entries and returns a client whose
@@ -111,7 +122,7 @@ func TestNamesAreResolvedAndCheckedPerConnection(t *testing.T) {
 		}
 		return dns.resolve(ctx, host)
 	}
-	ev := &counts{}
+	ev := &counts{labels: map[string]int{}}
 	p := fmt.Sprint(port)
 	g, c, _ := testGate(t, Options{Resolve: resolve, Events: ev}, Limits{},
 		"127.0.0.1:"+p, "local.test:"+p, "rebind.test:"+p, "private.test:"+p, "meta.test:"+p, "unlisted-addr.test:"+p)
@@ -155,6 +166,14 @@ func TestNamesAreResolvedAndCheckedPerConnection(t *testing.T) {
 	}
 	if ev.conns.Load() != int64(len(want)) || ev.bytes.Load() == 0 {
 		t.Errorf("events: %d connections, %d bytes", ev.conns.Load(), ev.bytes.Load())
+	}
+	// Labelled by the entry that matched; refused after resolving, still
+	// by the entry; made-up names as one.
+	for label, n := range map[string]int{"local.test:" + p + " allowed": 1, "private.test:" + p + " denied": 1,
+		"rebind.test:" + p + " allowed": 1, "rebind.test:" + p + " denied": 1, "(unlisted) denied": 2} {
+		if ev.labels[label] != n {
+			t.Errorf("metric labels %v: want %d of %q", ev.labels, n, label)
+		}
 	}
 }
 

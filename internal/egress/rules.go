@@ -145,26 +145,27 @@ func Parse(entries []string) (List, error) {
 	return l, nil
 }
 
-// NameAllowed reports whether a rule names host (a name, not an address)
-// at port.
-func (l List) NameAllowed(host string, port uint16) bool {
+// NameEntry is the first entry that names host (a name, not an address)
+// at port, as written; "" when none does.
+func (l List) NameEntry(host string, port uint16) string {
 	for _, r := range l {
 		if r.Name != "" && slices.Contains(r.Ports, port) && nameCovers(r.Name, host) {
-			return true
+			return r.text
 		}
 	}
-	return false
+	return ""
 }
 
-// AddrAllowed reports whether an address rule covers a at port.
-func (l List) AddrAllowed(a netip.Addr, port uint16) bool {
+// AddrEntry is the first address entry that covers a at port, as written;
+// "" when none does.
+func (l List) AddrEntry(a netip.Addr, port uint16) string {
 	a = a.Unmap()
 	for _, r := range l {
 		if r.Prefix.IsValid() && slices.Contains(r.Ports, port) && r.Prefix.Contains(a) {
-			return true
+			return r.text
 		}
 	}
-	return false
+	return ""
 }
 
 // nameCovers reports whether pattern (a name or "*." wildcard) covers

@@ -57,13 +57,16 @@ func TestMatchAndWithin(t *testing.T) {
 		{"a.example.net", 443, true}, {"a.b.example.net", 443, true}, {"example.net", 443, false},
 		{"a.example.net", 80, false}, {"evilexample.net", 443, false}, {"other.org", 80, false},
 	} {
-		if got := ceiling.NameAllowed(c.host, c.port); got != c.want {
-			t.Errorf("NameAllowed(%s, %d) = %v", c.host, c.port, got)
+		if got := ceiling.NameEntry(c.host, c.port) != ""; got != c.want {
+			t.Errorf("NameEntry(%s, %d) = %v", c.host, c.port, got)
 		}
 	}
-	if !ceiling.AddrAllowed(netip.MustParseAddr("203.0.113.77"), 8080) || ceiling.AddrAllowed(netip.MustParseAddr("203.0.114.1"), 8080) ||
-		!ceiling.AddrAllowed(netip.MustParseAddr("::ffff:127.0.0.1"), 5000) || ceiling.AddrAllowed(netip.MustParseAddr("127.0.0.1"), 80) {
-		t.Error("AddrAllowed")
+	if ceiling.AddrEntry(netip.MustParseAddr("203.0.113.77"), 8080) != "203.0.113.0/24:8080" || ceiling.AddrEntry(netip.MustParseAddr("203.0.114.1"), 8080) != "" ||
+		ceiling.AddrEntry(netip.MustParseAddr("::ffff:127.0.0.1"), 5000) != "127.0.0.1:5000" || ceiling.AddrEntry(netip.MustParseAddr("127.0.0.1"), 80) != "" {
+		t.Error("AddrEntry")
+	}
+	if ceiling.NameEntry("a.b.example.net", 443) != "*.example.net:443" {
+		t.Error("NameEntry names the entry as written")
 	}
 	for _, c := range []struct {
 		req    []string
