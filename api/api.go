@@ -106,6 +106,35 @@ type Egress struct {
 	Error         string `json:"error,omitempty"` // why it was refused or ended
 }
 
+// Display is one representation of something shown: "image/png" (data
+// base64), "image/svg+xml", "text/html", "application/json" or
+// "text/plain".
+type Display struct {
+	MIME string `json:"mime"`
+	Data string `json:"data"`
+}
+
+// ContextState says what became of the context an exec ran in.
+type ContextState struct {
+	Name    string `json:"name"`
+	Started bool   `json:"started"`        // its interpreter was started for this exec
+	Lost    string `json:"lost,omitempty"` // why the context's earlier state is gone
+}
+
+// Context is a session's running context.
+type Context struct {
+	Name       string    `json:"name"`
+	PID        int       `json:"pid"` // inside the sandbox
+	StartedAt  time.Time `json:"started_at"`
+	Executions int       `json:"executions"`
+	RSSBytes   int64     `json:"rss_bytes"`
+}
+
+// ContextList is the body of GET /v1/sessions/{id}/contexts.
+type ContextList struct {
+	Contexts []Context `json:"contexts"`
+}
+
 // Usage is what an execution consumed.
 type Usage struct {
 	CPUUserMS   float64 `json:"cpu_user_ms"`
@@ -199,6 +228,11 @@ type RunResult struct {
 	Timings        Timings   `json:"timings"`
 	Findings       []Finding `json:"findings"`
 	Decision       string    `json:"decision"` // the policies' combined decision: allowed
+	// Display is what the execution showed besides its output: a
+	// context's final expression value, figures, tables.
+	Display []Display `json:"display,omitempty"`
+	// Context is set for an exec in a context.
+	Context *ContextState `json:"context,omitempty"`
 	// Egress lists the execution's connections through the egress proxy,
 	// up to 256; EgressUnrecorded counts those beyond.
 	Egress           []Egress `json:"egress,omitempty"`
@@ -455,6 +489,10 @@ type ExecRequest struct {
 	Stdin         string            `json:"stdin,omitempty"`
 	StdinEncoding string            `json:"stdin_encoding,omitempty"`
 	Cwd           string            `json:"cwd,omitempty"` // relative to /workspace
+	// Context runs code in the session's long-lived interpreter of this
+	// name (started on first use): variables, imports and open files
+	// persist from exec to exec, and a final expression's value is shown.
+	Context string `json:"context,omitempty"`
 	Env           map[string]string `json:"env,omitempty"`
 	Timeout       Duration          `json:"timeout,omitempty"`
 	Limits        *Limits           `json:"limits,omitempty"` // timeout and output_limit apply

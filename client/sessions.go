@@ -52,6 +52,23 @@ func (c *Client) ExecStream(ctx context.Context, id string, req api.ExecRequest,
 	return c.stream(ctx, "/v1/sessions/"+url.PathEscape(id)+"/exec", req, onEvent)
 }
 
+// Contexts lists a session's running contexts.
+func (c *Client) Contexts(ctx context.Context, id string) (*api.ContextList, error) {
+	var l api.ContextList
+	return &l, c.call(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/contexts", nil, &l)
+}
+
+// EndContext ends a session's context and its state.
+func (c *Client) EndContext(ctx context.Context, id, name string) error {
+	return c.call(ctx, http.MethodDelete, "/v1/sessions/"+url.PathEscape(id)+"/contexts/"+url.PathEscape(name), nil, nil)
+}
+
+// RestartContext restarts a session's context with a fresh interpreter.
+func (c *Client) RestartContext(ctx context.Context, id, name string) (*api.Context, error) {
+	var k api.Context
+	return &k, c.call(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/contexts/"+url.PathEscape(name)+"/restart", nil, &k)
+}
+
 // filePath is the URL path of a session file. The path is cleaned here:
 // the server would redirect an unclean one, and "." (the workspace) must
 // keep its trailing slash.

@@ -31,6 +31,11 @@ type execution struct {
 	timedOut atomic.Bool
 	killed   atomic.Bool
 
+	// Per stream (stdout, stderr): bytes produced and sent. Each is
+	// written by the one goroutine that pumps its stream.
+	produced [2]int64
+	sent     [2]int64
+
 	usageMu sync.Mutex
 	userUS  int64
 	sysUS   int64
@@ -131,43 +136,50 @@ func (e *execution) writeStdin() {
 	e.stdinW.Close()
 }
 
-// pump streams one output pipe to the host, up to the output limit; past it
-// the bytes are counted and dropped, so the program never blocks on a pipe.
-func (e *execution) pump(stream string, r *os.File, total *int64, wg *sync.WaitGroup) {
+// pump streams one output pipe to the host until it ends.
+func (e *execution) pump(stream string, r *os.File, wg *sync.WaitGroup) {
 	defer wg.Done()
 	defer r.Close()
 	buf := make([]byte, 32<<10)
-	var sent int64
 	for {
 		n, err := r.Read(buf)
-		if n > 0 {
-			*total += int64(n)
-			if room := e.req.OutputLimit - sent; room > 0 {
-				chunk := buf[:min(int64(n), room)]
-				sent += int64(len(chunk))
-				e.s.send(supervisor.Message{Op: supervisor.OpOut, ID: e.id, Stream: stream, Data: chunk})
-			}
-		}
+		e.emit(stream, buf[:n])
 		if err != nil {
 			return
 		}
 	}
 }
 
+// emit sends output to the host up to the output limit; past it the bytes
+// are counted and dropped, so the program never blocks on a pipe.
+func (e *execution) emit(stream string, data []byte) {
+	i := 0
+	if stream == supervisor.Stderr {
+		i = 1
+	}
+	e.produced[i] += int64(len(data))
+	if room := e.req.OutputLimit - e.sent[i]; room > 0 && len(data) > 0 {
+		chunk := data[:min(int64(len(data)), room)]
+		e.sent[i] += int64(len(chunk))
+		e.s.send(supervisor.Message{Op: supervisor.OpOut, ID: e.id, Stream: stream, Data: chunk})
+	}
+}
+
+// outputResult fills in what the execution printed.
+func (e *execution) outputResult(res *supervisor.ExecResult) {
+	res.StdoutBytes, res.StderrBytes = e.produced[0], e.produced[1]
+	res.Truncated = e.produced[0] > e.req.OutputLimit || e.produced[1] > e.req.OutputLimit
+}
+
 // follow waits for the main process, enforces the deadline, collects the
 // output and reports the result.
 func (e *execution) follow() {
-	var outBytes, errBytes int64
 	var pumps sync.WaitGroup
 	pumps.Add(2)
-	go e.pump(supervisor.Stdout, e.outR, &outBytes, &pumps)
-	go e.pump(supervisor.Stderr, e.errR, &errBytes, &pumps)
+	go e.pump(supervisor.Stdout, e.outR, &pumps)
+	go e.pump(supervisor.Stderr, e.errR, &pumps)
 
-	timeout := time.Duration(e.req.TimeoutMS) * time.Millisecond
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
-	deadline := time.NewTimer(timeout)
+	deadline := time.NewTimer(e.timeout())
 	defer deadline.Stop()
 
 	survivors := 0
@@ -201,14 +213,30 @@ func (e *execution) follow() {
 	}
 
 	res := &supervisor.ExecResult{
-		ExitCode:    ws.ExitStatus(),
-		TimedOut:    e.timedOut.Load(),
-		StdoutBytes: outBytes,
-		StderrBytes: errBytes,
-		Truncated:   outBytes > e.req.OutputLimit || errBytes > e.req.OutputLimit,
-		DurationUS:  duration.Microseconds(),
-		Survivors:   survivors,
+		ExitCode:   ws.ExitStatus(),
+		TimedOut:   e.timedOut.Load(),
+		DurationUS: duration.Microseconds(),
+		Survivors:  survivors,
 	}
+	e.outputResult(res)
+	e.ended(res, ws)
+	e.usageMu.Lock()
+	res.UserUS, res.SysUS, res.MaxRSSBytes = e.userUS, e.sysUS, e.maxRSS
+	e.usageMu.Unlock()
+	e.s.finish(e, res)
+}
+
+// timeout is the execution's deadline from its start.
+func (e *execution) timeout() time.Duration {
+	if t := time.Duration(e.req.TimeoutMS) * time.Millisecond; t > 0 {
+		return t
+	}
+	return 30 * time.Second
+}
+
+// ended fills in how a process that ended with ws ended: its signal, and
+// whether the kernel killed something for memory meanwhile.
+func (e *execution) ended(res *supervisor.ExecResult, ws unix.WaitStatus) {
 	if ws.Signaled() {
 		res.ExitCode = 128 + int(ws.Signal())
 		res.Signal = unix.SignalName(ws.Signal())
@@ -216,10 +244,6 @@ func (e *execution) follow() {
 	if after := oomKills(); e.oomBefore >= 0 && after > e.oomBefore {
 		res.OOMKilled = true
 	}
-	e.usageMu.Lock()
-	res.UserUS, res.SysUS, res.MaxRSSBytes = e.userUS, e.sysUS, e.maxRSS
-	e.usageMu.Unlock()
-	e.s.finish(e, res)
 }
 
 // kill ends the execution now (the host gave up on it).

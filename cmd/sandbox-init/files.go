@@ -472,6 +472,7 @@ func (s *server) remove(req supervisor.FileRequest) *supervisor.FileResult {
 // as if new. What the code left behind (a mode-0000 directory, a
 // workspace it made unwritable) is its own, and opened up to be removed.
 func (s *server) reset() *supervisor.FileResult {
+	s.dropKernels("")
 	if n := s.endAll(); n > 0 {
 		return refuse(supervisor.ErrInvalid, "%d processes survived the kill", n)
 	}

@@ -64,6 +64,10 @@ type server struct {
 	execs   map[uint64]*execution // by request id
 	byPID   map[int]*execution    // main processes
 	uploads map[uint64]*upload    // puts waiting for their in chunks
+
+	contexts     map[string]*kernel // running context kernels by name
+	kernelByPID  map[int]*kernel
+	lostContexts map[string]string // why a context that ended between cells lost its state
 }
 
 func newServer(w io.Writer, at paths, c container) *server {
@@ -75,6 +79,10 @@ func newServer(w io.Writer, at paths, c container) *server {
 		execs:     map[uint64]*execution{},
 		byPID:     map[int]*execution{},
 		uploads:   map[uint64]*upload{},
+
+		contexts:     map[string]*kernel{},
+		kernelByPID:  map[int]*kernel{},
+		lostContexts: map[string]string{},
 	}
 }
 
@@ -95,6 +103,8 @@ func (s *server) handle(m supervisor.Message) {
 		}
 	case supervisor.OpPut, supervisor.OpGet, supervisor.OpTar, supervisor.OpList, supervisor.OpRemove, supervisor.OpReset:
 		s.fileOp(m)
+	case supervisor.OpContexts, supervisor.OpContextEnd:
+		s.contextOp(m)
 	case supervisor.OpIn, supervisor.OpInClose, supervisor.OpKill:
 		s.mu.Lock()
 		e, up := s.execs[m.ID], s.uploads[m.ID]
@@ -161,6 +171,9 @@ func (s *server) reaped(pid int, ws unix.WaitStatus, ru *unix.Rusage) {
 		delete(s.byPID, pid)
 		e.exited <- ws
 	}
+	if k := s.kernelByPID[pid]; k != nil {
+		s.kernelEnded(k, ws)
+	}
 }
 
 // start writes the files, starts the process and follows it to its end in
@@ -170,12 +183,16 @@ func (s *server) start(id uint64, req supervisor.ExecRequest) {
 	fail := func(code int, err error) {
 		s.send(supervisor.Message{Op: supervisor.OpExit, ID: id, Result: &supervisor.ExecResult{ExitCode: code, StartError: err.Error()}})
 	}
-	if len(req.Argv) == 0 {
-		fail(126, errors.New("empty argv"))
-		return
-	}
 	if err := s.writeFiles(req.Files); err != nil {
 		fail(126, err)
+		return
+	}
+	if req.Cell != nil {
+		s.startCell(id, req, fail)
+		return
+	}
+	if len(req.Argv) == 0 {
+		fail(126, errors.New("empty argv"))
 		return
 	}
 	env := mergeEnv(os.Environ(), req.Env)

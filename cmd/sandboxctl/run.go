@@ -208,8 +208,32 @@ func execute(asJSON bool, whole func() (*api.RunResult, error), stream func(func
 	} else {
 		printFindings(os.Stderr, "sandboxctl: ", res.Findings)
 		printEgressDenied(os.Stderr, res.Egress)
+		printDisplay(res)
 	}
 	return resultExit(res)
+}
+
+// printDisplay prints what a context's exec showed: text as it is, other
+// kinds noted (--json carries them); and when the context's state was lost.
+func printDisplay(res *api.RunResult) {
+	if c := res.Context; c != nil && c.Lost != "" {
+		fmt.Fprintf(os.Stderr, "sandboxctl: context %s: %s\n", c.Name, c.Lost)
+	}
+	var text string
+	var others []string
+	for _, d := range res.Display {
+		if d.MIME == "text/plain" {
+			text = d.Data
+		} else {
+			others = append(others, d.MIME)
+		}
+	}
+	if text != "" {
+		fmt.Println(text)
+	}
+	if len(others) > 0 {
+		fmt.Fprintf(os.Stderr, "sandboxctl: also shown: %s (in the result: --json)\n", strings.Join(others, ", "))
+	}
 }
 
 // printEgressDenied says which connections the egress proxy refused, once

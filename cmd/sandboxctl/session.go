@@ -183,19 +183,38 @@ func newExecCmd(g *globals) *cobra.Command {
 		timeout        time.Duration
 		env            []string
 		asJSON         bool
+		contextName    string
 	)
 	cmd := &cobra.Command{
-		Use:   "exec [flags] SESSION -- CMD [ARGS...]",
-		Short: "Run a command in a session and stream its output",
+		Use:   "exec [flags] SESSION -- CMD [ARGS...]\n  sandboxctl exec --context NAME [flags] SESSION FILE|-",
+		Short: "Run a command in a session, or code in one of its contexts, and stream its output",
 		Long: `Run a command in a session's workspace and stream its output.
+
+With --context NAME, FILE (or - for stdin) is code for the session's
+long-lived interpreter NAME, started on first use: variables, imports and
+open files persist from exec to exec, and the value of a final expression
+is printed (Jupyter-like). The result says when the context's state was
+lost (killed at a deadline, crashed) and it started afresh.
+
 The exit code is the command's; 124 on timeout, 137 when killed for memory,
 125 for an unknown, expired or lost session.`,
-		Example: "  sandboxctl exec $id -- python3 -c 'print(1)'\n  sandboxctl exec --stdin data.csv $id -- wc -l",
+		Example: "  sandboxctl exec $id -- python3 -c 'print(1)'\n  sandboxctl exec --stdin data.csv $id -- wc -l\n  echo 'import pandas as pd; df = pd.read_csv(\"data.csv\")' | sandboxctl exec --context main $id -\n  echo 'df.shape' | sandboxctl exec --context main $id -",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if dash := cmd.ArgsLenAtDash(); dash != 1 || len(args) < 2 {
-				return fail("exec takes SESSION, then -- and the command")
+			var req api.ExecRequest
+			if contextName != "" {
+				if len(args) != 2 || cmd.ArgsLenAtDash() >= 0 || stdinPath != "" {
+					return fail("exec --context takes SESSION and one FILE (or - for stdin), no command and no --stdin")
+				}
+				code, err := readInput(args[1])
+				if err != nil {
+					return err
+				}
+				req = api.ExecRequest{Context: contextName, Code: string(code), Cwd: cwd, Timeout: api.Duration(timeout)}
+			} else if dash := cmd.ArgsLenAtDash(); dash != 1 || len(args) < 2 {
+				return fail("exec takes SESSION, then -- and the command (or --context NAME and a FILE of code)")
+			} else {
+				req = api.ExecRequest{Argv: args[1:], Cwd: cwd, Timeout: api.Duration(timeout)}
 			}
-			req := api.ExecRequest{Argv: args[1:], Cwd: cwd, Timeout: api.Duration(timeout)}
 			var err error
 			if req.Env, err = parseEnv(env); err != nil {
 				return err
@@ -217,6 +236,52 @@ The exit code is the command's; 124 on timeout, 137 when killed for memory,
 	f.DurationVar(&timeout, "timeout", 0, "deadline, e.g. 2s (default: the session's)")
 	f.StringArrayVarP(&env, "env", "e", nil, "KEY=VALUE (repeatable)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON instead of streaming the output")
+	f.StringVar(&contextName, "context", "", "run FILE's code in the session's long-lived interpreter of this name")
+	return cmd
+}
+
+func newContextCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "context",
+		Short: "List, restart or end a session's contexts (its long-lived interpreters)",
+	}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "ls SESSION",
+		Short: "List a session's running contexts",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := g.client().Contexts(cmd.Context(), args[0])
+			if err != nil {
+				return apiFailure(err)
+			}
+			table("NAME\tPID\tSTARTED\tEXECUTIONS\tMEMORY", func(w *tabwriter.Writer) {
+				for _, c := range l.Contexts {
+					fmt.Fprintf(w, "%s\t%d\t%s\t%d\t%s\n", c.Name, c.PID, c.StartedAt.Local().Format("15:04:05"), c.Executions, api.ByteSize(c.RSSBytes))
+				}
+			})
+			return nil
+		},
+	}, &cobra.Command{
+		Use:   "restart SESSION NAME",
+		Short: "Restart a context with a fresh interpreter (its state is gone)",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := g.client().RestartContext(cmd.Context(), args[0], args[1]); err != nil {
+				return apiFailure(err)
+			}
+			return nil
+		},
+	}, &cobra.Command{
+		Use:   "rm SESSION NAME",
+		Short: "End a context and its state",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := g.client().EndContext(cmd.Context(), args[0], args[1]); err != nil {
+				return apiFailure(err)
+			}
+			return nil
+		},
+	})
 	return cmd
 }
 

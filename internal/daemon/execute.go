@@ -29,6 +29,9 @@ type job struct {
 	// killOnExit ends whatever a step leaves running (one-shot runs);
 	// sessions keep background processes.
 	killOnExit bool
+	// cell, when set, is code for a context: the one step's argv starts
+	// its kernel when it is not running.
+	cell *supervisor.Cell
 }
 
 // execute runs a job in sb under limits, collecting its output, usage
@@ -57,7 +60,7 @@ func execute(ctx context.Context, sb *runtime.Sandbox, gate *egress.Gate, j job,
 		}
 		req := supervisor.ExecRequest{
 			Argv: step.Argv, Dir: j.dir, Env: j.env, TimeoutMS: max(remaining.Milliseconds(), 1),
-			OutputLimit: limits.OutputLimit, KillOnExit: j.killOnExit,
+			OutputLimit: limits.OutputLimit, KillOnExit: j.killOnExit, Cell: j.cell,
 		}
 		if i == 0 {
 			req.Files = files
@@ -98,6 +101,15 @@ func execute(ctx context.Context, sb *runtime.Sandbox, gate *egress.Gate, j job,
 	}
 	if gate != nil {
 		r.Egress, r.EgressUnrecorded = gate.Records()
+	}
+	if j.cell != nil {
+		r.Context = &api.ContextState{Name: j.cell.Name}
+		if c := res.Context; c != nil {
+			r.Context.Started, r.Context.Lost = c.Started, c.Lost
+		}
+		for _, d := range res.Display {
+			r.Display = append(r.Display, api.Display{MIME: d.MIME, Data: d.Data})
+		}
 	}
 	return r, &res, nil
 }

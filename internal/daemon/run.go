@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"regexp"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/sandboxd/sandboxd/plugins/language"
 	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/runtime"
+	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
 // The request path. A run and a session's exec take the same steps:
@@ -114,7 +116,10 @@ func (d *Daemon) Exec(ctx context.Context, id string, req api.ExecRequest, out O
 			cwd = runtime.Workspace
 		}
 		jd := judgement{kind: "exec", lang: l, argv: req.Argv, cwd: cwd, limits: limits, session: id}
-		if len(req.Argv) == 0 {
+		switch {
+		case j.cell != nil:
+			jd.files, jd.entry = []language.File{{Path: entry, Content: []byte(j.cell.Code)}}, entry
+		case len(req.Argv) == 0:
 			jd.files, jd.entry = j.files, entry
 		}
 		decision, aerr := d.judge(ctx, jd)
@@ -222,6 +227,9 @@ func (d *Daemon) execJob(ctx context.Context, l *languages.Language, req api.Exe
 		}
 	}
 	in := request.Input{Args: req.Args, Env: req.Env, Stdin: req.Stdin, StdinEncoding: req.StdinEncoding}
+	if req.Context != "" {
+		return d.cellJob(l, req, dir)
+	}
 	switch {
 	case len(req.Argv) > 0 && (req.Code != "" || len(req.Files) > 0):
 		return planned{}, "", api.Errorf(api.CodeInvalidRequest, "send either argv (a command) or code/files (a program), not both")
@@ -239,6 +247,55 @@ func (d *Daemon) execJob(ctx context.Context, l *languages.Language, req api.Exe
 	}
 	j, aerr := d.plan(ctx, l, prog, dir)
 	return j, prog.Entry, aerr
+}
+
+// RestartContext ends a session's context, if it runs, and starts it
+// afresh.
+func (d *Daemon) RestartContext(ctx context.Context, id, name string) (*api.Context, *api.Error) {
+	if aerr := d.Sessions.EndContext(ctx, id, name); aerr != nil && aerr.Code != api.CodeNotFound {
+		return nil, aerr
+	}
+	res, aerr := d.Exec(ctx, id, api.ExecRequest{Context: name}, nil)
+	if aerr != nil {
+		return nil, aerr
+	}
+	if res.ExitCode != 0 || res.Context == nil || res.Context.Lost != "" {
+		return nil, api.Errorf(api.CodeInternal, "context %s did not start: exit %d: %s", name, res.ExitCode, res.Stderr)
+	}
+	list, aerr := d.Sessions.Contexts(ctx, id)
+	if aerr != nil {
+		return nil, aerr
+	}
+	for _, c := range list.Contexts {
+		if c.Name == name {
+			return &c, nil
+		}
+	}
+	return nil, api.Errorf(api.CodeInternal, "context %s ended as it started", name)
+}
+
+// contextName is what a context may be called.
+var contextName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+// cellJob turns an exec in a context into a job: the code alone, for the
+// language's context kernel. The code is judged as a file of the
+// language named after the context.
+func (d *Daemon) cellJob(l *languages.Language, req api.ExecRequest, dir string) (planned, string, *api.Error) {
+	switch {
+	case len(l.Info.ContextCommand) == 0:
+		return planned{}, "", api.Errorf(api.CodeInvalidRequest, "language %s has no contexts (its plugin declares no context command); run programs without context", l.Name())
+	case !contextName.MatchString(req.Context):
+		return planned{}, "", api.Errorf(api.CodeInvalidRequest, "context %q: a name of letters, digits, '.', '_' and '-', up to 64, such as \"main\"", req.Context)
+	case len(req.Argv) > 0 || len(req.Files) > 0 || req.Entry != "" || len(req.Args) > 0 || req.Stdin != "":
+		return planned{}, "", api.Errorf(api.CodeInvalidRequest, "an exec in a context takes code alone (no argv, files, entry, args or stdin)")
+	}
+	entry := req.Context
+	if exts := l.Info.Extensions; len(exts) > 0 {
+		entry += "." + exts[0]
+	}
+	j := job{steps: []language.Step{{Name: "run", Argv: l.Info.ContextCommand}}, dir: dir,
+		cell: &supervisor.Cell{Name: req.Context, Code: req.Code}}
+	return planned{job: j}, entry, nil
 }
 
 // finish completes a result that ran and records it.

@@ -229,3 +229,29 @@ func (h *handler) deleteProjectFile(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
+
+func (h *handler) contexts(w http.ResponseWriter, r *http.Request) {
+	list, err := h.d.Sessions.Contexts(r.Context(), r.PathValue("id"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+func (h *handler) endContext(w http.ResponseWriter, r *http.Request) {
+	if err := h.d.Sessions.EndContext(r.Context(), r.PathValue("id"), r.PathValue("name")); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *handler) restartContext(w http.ResponseWriter, r *http.Request) {
+	c, err := h.d.RestartContext(r.Context(), r.PathValue("id"), r.PathValue("name"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
+}

@@ -32,6 +32,7 @@ func (c *client) Info(ctx context.Context) (Info, error) {
 		DefaultImage:   resp.DefaultImage,
 		VersionCommand: resp.VersionCommand,
 		InstallCommand: resp.InstallCommand,
+		ContextCommand: resp.ContextCommand,
 	}, nil
 }
 

@@ -41,6 +41,10 @@ type Info struct {
 	// network; "{packages}" stands for the package names, one argument
 	// each. Empty: Debian packages of those names (InstallDebian).
 	InstallCommand []string
+	// ContextCommand is the argv of a context kernel: a long-lived
+	// interpreter that runs code sent to it in one namespace, exec after
+	// exec (see ContextProtocol). Empty: the language has no contexts.
+	ContextCommand []string
 }
 
 // File is a file of a program (see plugins/program).

@@ -30,6 +30,7 @@ func (s *server) Info(ctx context.Context, _ *pb.InfoRequest) (*pb.InfoResponse,
 		DefaultImage:   info.DefaultImage,
 		VersionCommand: info.VersionCommand,
 		InstallCommand: info.InstallCommand,
+		ContextCommand: info.ContextCommand,
 	}, nil
 }
 

@@ -75,7 +75,10 @@ const (
 	OpList   = "list"   // entries of a directory
 	OpRemove = "remove" // remove a file or a tree
 	OpReset  = "reset"  // kill every process, empty the workspace but project_files
-	OpDone   = "done"   // the answer to a workspace operation
+	OpDone   = "done"   // the answer to a workspace or context operation
+
+	OpContexts   = "contexts"    // list the running context kernels
+	OpContextEnd = "context_end" // end the context File.Path names
 )
 
 // Data is the stream of OpOut for get and tar.
@@ -134,13 +137,54 @@ const (
 	ErrInvalid    = "invalid" // escapes the workspace, a directory where a file is needed, ...
 )
 
-// FileResult answers a workspace operation.
+// FileResult answers a workspace or context operation.
 type FileResult struct {
-	Error     string  `json:"error,omitempty"`
-	ErrorKind string  `json:"error_kind,omitempty"`
-	Size      int64   `json:"size,omitempty"` // get, tar: bytes sent; put: bytes written
-	Entries   []Entry `json:"entries,omitempty"`
-	Skipped   int     `json:"skipped,omitempty"` // tar: FIFOs, sockets and devices left out
+	Error     string    `json:"error,omitempty"`
+	ErrorKind string    `json:"error_kind,omitempty"`
+	Size      int64     `json:"size,omitempty"` // get, tar: bytes sent; put: bytes written
+	Entries   []Entry   `json:"entries,omitempty"`
+	Skipped   int       `json:"skipped,omitempty"` // tar: FIFOs, sockets and devices left out
+	Contexts  []Context `json:"contexts,omitempty"`
+}
+
+// Context is a running context kernel.
+type Context struct {
+	Name       string `json:"name"`
+	PID        int    `json:"pid"`
+	StartedAt  int64  `json:"started_at_ns"`
+	Executions int    `json:"executions"`
+	RSSBytes   int64  `json:"rss_bytes"`
+}
+
+// Cell is code for a context: the kernel named Name runs Code in its
+// namespace; Argv (the language's context command) starts the kernel
+// first when it is not running.
+type Cell struct {
+	Name string `json:"name"`
+	Code string `json:"code"`
+}
+
+// ContextMark begins the mark that ends a kernel's output of one cell, on
+// its stdout and its stderr, before it answers on its reply descriptor:
+// the mark is sent with the cell (ContextMark, a token of the cell's own,
+// then "\x1e\x00"), and the kernel writes it as it is.
+const ContextMark = "\x00\x1esandboxd:end:"
+
+// Display is one representation of a value a cell shows: its MIME type
+// and data (text as is, binary types base64).
+type Display struct {
+	MIME string `json:"mime"`
+	Data string `json:"data"`
+}
+
+// CellResult says what became of a cell's context.
+type CellResult struct {
+	// Started: a new kernel was started for this cell.
+	Started bool `json:"started,omitempty"`
+	// Lost says why the context's earlier state is gone: the kernel ended
+	// during this cell (killed at the deadline, crashed, exited), or
+	// ended since the last one, and was started afresh.
+	Lost string `json:"lost,omitempty"`
 }
 
 // Entry is one file of a listing.
@@ -172,6 +216,9 @@ type ExecRequest struct {
 	// KillOnExit ends every other process in the container when the main
 	// process exits (one-shot runs). Deadlines always do.
 	KillOnExit bool `json:"kill_on_exit,omitempty"`
+	// Cell, when set, runs code in a context's kernel rather than
+	// starting Argv (which starts the kernel when it is not running).
+	Cell *Cell `json:"cell,omitempty"`
 }
 
 // ExecResult is how an execution ended and what it used.
@@ -193,6 +240,10 @@ type ExecResult struct {
 	// StartError is set when the process could not be started at all
 	// (no such program, bad file): the host reports it like a failed exec.
 	StartError string `json:"start_error,omitempty"`
+	// Display is what a cell shows: its final expression's value, figures.
+	Display []Display `json:"display,omitempty"`
+	// Context is set for a cell.
+	Context *CellResult `json:"context,omitempty"`
 	// Gone is set by the host, never sent: why the sandbox ended with the
 	// execution, or must be removed after it.
 	Gone string `json:"-"`

@@ -2,9 +2,14 @@
 package main
 
 import (
+	_ "embed"
+
 	"github.com/sandboxd/sandboxd/plugins"
 	"github.com/sandboxd/sandboxd/plugins/language"
 )
+
+//go:embed kernel.js
+var kernel string
 
 func main() {
 	plugins.Serve(&language.Template{
@@ -17,6 +22,7 @@ func main() {
 			DefaultImage:   "sandboxd/node:latest",
 			VersionCommand: []string{"node", "--version"},
 			InstallCommand: language.InstallNPM,
+			ContextCommand: []string{"node", "-e", kernel},
 		},
 		MainFile: "main.js",
 		Run:      []string{"node", "{entry}"},

@@ -2,9 +2,16 @@
 package main
 
 import (
+	_ "embed"
+
 	"github.com/sandboxd/sandboxd/plugins"
 	"github.com/sandboxd/sandboxd/plugins/language"
 )
+
+// kernel is the context kernel, run with -u so output streams as printed.
+//
+//go:embed kernel.py
+var kernel string
 
 func main() {
 	plugins.Serve(&language.Template{
@@ -17,6 +24,7 @@ func main() {
 			DefaultImage:   "sandboxd/python:latest",
 			VersionCommand: []string{"python3", "--version"},
 			InstallCommand: language.InstallDebianFirst("python3-", "python3-pip", "pip3 install --break-system-packages --no-cache-dir"),
+			ContextCommand: []string{"python3", "-u", "-c", kernel},
 		},
 		MainFile: "main.py",
 		Run:      []string{"python3", "{entry}"},

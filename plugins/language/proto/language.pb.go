@@ -70,6 +70,7 @@ type InfoResponse struct {
 	DefaultImage   string                 `protobuf:"bytes,6,opt,name=default_image,json=defaultImage,proto3" json:"default_image,omitempty"`
 	VersionCommand []string               `protobuf:"bytes,7,rep,name=version_command,json=versionCommand,proto3" json:"version_command,omitempty"`
 	InstallCommand []string               `protobuf:"bytes,8,rep,name=install_command,json=installCommand,proto3" json:"install_command,omitempty"`
+	ContextCommand []string               `protobuf:"bytes,9,rep,name=context_command,json=contextCommand,proto3" json:"context_command,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -156,6 +157,13 @@ func (x *InfoResponse) GetVersionCommand() []string {
 func (x *InfoResponse) GetInstallCommand() []string {
 	if x != nil {
 		return x.InstallCommand
+	}
+	return nil
+}
+
+func (x *InfoResponse) GetContextCommand() []string {
+	if x != nil {
+		return x.ContextCommand
 	}
 	return nil
 }
@@ -407,7 +415,7 @@ var File_language_proto protoreflect.FileDescriptor
 const file_language_proto_rawDesc = "" +
 	"\n" +
 	"\x0elanguage.proto\x12\x14sandboxd.language.v1\"\r\n" +
-	"\vInfoRequest\"\x90\x02\n" +
+	"\vInfoRequest\"\xb9\x02\n" +
 	"\fInfoResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
 	"\fdisplay_name\x18\x02 \x01(\tR\vdisplayName\x12\x18\n" +
@@ -418,7 +426,8 @@ const file_language_proto_rawDesc = "" +
 	"\aaliases\x18\x05 \x03(\tR\aaliases\x12#\n" +
 	"\rdefault_image\x18\x06 \x01(\tR\fdefaultImage\x12'\n" +
 	"\x0fversion_command\x18\a \x03(\tR\x0eversionCommand\x12'\n" +
-	"\x0finstall_command\x18\b \x03(\tR\x0einstallCommand\"H\n" +
+	"\x0finstall_command\x18\b \x03(\tR\x0einstallCommand\x12'\n" +
+	"\x0fcontext_command\x18\t \x03(\tR\x0econtextCommand\"H\n" +
 	"\x04File\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\fR\acontent\x12\x12\n" +

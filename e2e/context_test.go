@@ -1,0 +1,205 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/client"
+	"github.com/sandboxd/sandboxd/internal/testutil"
+)
+
+// cell runs code in a session's context.
+func cell(t *testing.T, c *client.Client, id, name, code string, timeout time.Duration) *api.RunResult {
+	t.Helper()
+	res, err := c.Exec(ctx(t), id, api.ExecRequest{Context: name, Code: code, Timeout: api.Duration(timeout)})
+	if err != nil {
+		t.Fatalf("cell %q: %v", code, err)
+	}
+	return res
+}
+
+func plain(res *api.RunResult) string {
+	for _, d := range res.Display {
+		if d.MIME == "text/plain" {
+			return d.Data
+		}
+	}
+	return ""
+}
+
+func mimes(res *api.RunResult) string {
+	var m []string
+	for _, d := range res.Display {
+		m = append(m, d.MIME)
+	}
+	return strings.Join(m, ",")
+}
+
+// TestContexts: a session's long-lived interpreters keep their state from
+// exec to exec, show final values, and are restarted (saying so) when a
+// deadline, a crash or memory ends them.
+func TestContexts(t *testing.T) {
+	d := testutil.StartDaemon(t, testutil.Options{Languages: testutil.DefaultLanguages + `
+language "bash" {
+  image = "sandboxd/bash:latest"
+  pool {
+    min_idle = 0
+    max      = 2
+  }
+}`})
+	c := d.Client()
+
+	t.Run("python", func(t *testing.T) {
+		t.Parallel()
+		id := newSession(t, c, api.SessionRequest{Language: "python", Limits: &api.Limits{Memory: 256 << 20}})
+		res := cell(t, c, id, "main", "import pandas as pd\nf = open('notes.txt', 'w')\nx = 21\nprint('hello')\nx * 2", 0)
+		if res.ExitCode != 0 || res.Stdout != "hello\n" || plain(res) != "42" || res.Context == nil || !res.Context.Started {
+			t.Fatalf("first cell: %+v", res)
+		}
+		res = cell(t, c, id, "main", "x += 1\nf.write('kept open'); f.flush()\ndf = pd.DataFrame({'a': [1, 2]})\ndf", 0)
+		if plain(res) == "" || !strings.Contains(mimes(res), "text/html") || res.Context.Started {
+			t.Errorf("a DataFrame: %s %+v", mimes(res), res.Context)
+		}
+		if res := cell(t, c, id, "main", "x, open('notes.txt').read()", 0); plain(res) != "(22, 'kept open')" {
+			t.Errorf("state kept: %q %q", plain(res), res.Stderr)
+		}
+		// Another context is another namespace.
+		if res := cell(t, c, id, "other", "'x' in globals()", 0); plain(res) != "False" || !res.Context.Started {
+			t.Errorf("a second context: %q", plain(res))
+		}
+		res = cell(t, c, id, "main", "def f():\n    return 1/0\nf()", 0)
+		if res.ExitCode != 1 || !strings.Contains(res.Stderr, `File "<main cell 4>", line 2, in f`) || !strings.Contains(res.Stderr, "ZeroDivisionError") ||
+			strings.Contains(res.Stderr, "kernel") {
+			t.Errorf("an exception: exit %d %q", res.ExitCode, res.Stderr)
+		}
+		if res := cell(t, c, id, "main", "import sys; sys.exit(3)", 0); res.ExitCode != 3 || res.Context.Lost != "" {
+			t.Errorf("sys.exit: %d %+v", res.ExitCode, res.Context)
+		}
+		if res := cell(t, c, id, "main", "x", 0); plain(res) != "22" {
+			t.Errorf("after sys.exit the state stays: %q %q", plain(res), res.Stderr)
+		}
+		// Output is capped as for any exec, and the context goes on.
+		res, err := c.Exec(ctx(t), id, api.ExecRequest{Context: "main", Code: "print('y' * 5000000)\nx", Limits: &api.Limits{OutputLimit: 1000}})
+		if err != nil || !res.Truncated || len(res.Stdout) != 1000 || res.StdoutBytes != 5000001 || plain(res) != "22" {
+			t.Errorf("output cap: %v %d %d %v", err, len(res.Stdout), res.StdoutBytes, res.Truncated)
+		}
+		list, err := c.Contexts(ctx(t), id)
+		if err != nil || len(list.Contexts) != 2 {
+			t.Fatalf("contexts: %v %+v", err, list)
+		}
+
+		// A deadline ends the interpreter: the result says the state is gone.
+		res = cell(t, c, id, "main", "import time\nprint('before', flush=True)\ntime.sleep(30)", time.Second)
+		if !res.TimedOut || res.ExitCode != 137 || res.Stdout != "before\n" || !strings.Contains(res.Context.Lost, "killed at the deadline") {
+			t.Errorf("deadline: %+v", res)
+		}
+		res = cell(t, c, id, "main", "'x' in globals()", 0)
+		if plain(res) != "False" || !res.Context.Started {
+			t.Errorf("after the deadline: %q %+v", plain(res), res.Context)
+		}
+		// The deadline's kill ends every process, the other context too: its
+		// next exec says so.
+		if res := cell(t, c, id, "other", "1", 0); !res.Context.Started || !strings.Contains(res.Context.Lost, "after the last execution") {
+			t.Errorf("the other context after the deadline: %+v", res.Context)
+		}
+		// A crash, and memory.
+		if res := cell(t, c, id, "main", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)", 0); res.Signal != "SIGSEGV" ||
+			!strings.Contains(res.Context.Lost, "ended by SIGSEGV") {
+			t.Errorf("crash: %+v", res)
+		}
+		res = cell(t, c, id, "main", "b = []\nwhile True: b.append(bytearray(1 << 20))", 0)
+		if !res.OOMKilled || !strings.Contains(res.Context.Lost, "killed for memory") {
+			t.Errorf("memory: %+v", res)
+		}
+		// Restart and end.
+		cell(t, c, id, "main", "y = 1", 0)
+		k, err := c.RestartContext(ctx(t), id, "main")
+		if err != nil || k.Name != "main" || k.Executions != 1 {
+			t.Errorf("restart: %v %+v", err, k)
+		}
+		if res := cell(t, c, id, "main", "'y' in globals()", 0); plain(res) != "False" {
+			t.Errorf("after restart: %q", plain(res))
+		}
+		if err := c.EndContext(ctx(t), id, "main"); err != nil {
+			t.Error(err)
+		}
+		if err := c.EndContext(ctx(t), id, "main"); apiCode(err) != api.CodeNotFound {
+			t.Errorf("ending it twice: %v", err)
+		}
+		if res := cell(t, c, id, "main", "1", 0); !res.Context.Started || res.Context.Lost != "" {
+			t.Errorf("after an end, a fresh start that lost nothing unasked: %+v", res.Context)
+		}
+		// A reset ends them all, quietly.
+		if _, err := c.ResetSession(ctx(t), id); err != nil {
+			t.Fatal(err)
+		}
+		if list, _ := c.Contexts(ctx(t), id); len(list.Contexts) != 0 {
+			t.Errorf("contexts after a reset: %+v", list)
+		}
+	})
+
+	t.Run("hostile", func(t *testing.T) {
+		t.Parallel()
+		id := newSession(t, c, api.SessionRequest{Language: "python"})
+		// A forged end mark and a forged reply do not end the cell early;
+		// a closed stdout does not hang it.
+		res := cell(t, c, id, "main", "import os, sys\nos.write(1, b'a\\x00\\x1esandboxd:end\\x1e\\x00b')\nos.write(4, b'{\"name\": \"x\", \"exit_code\": 9}\\n')\nprint('after')\n7", 0)
+		if res.ExitCode != 0 || plain(res) != "7" || !strings.Contains(res.Stdout, "after") {
+			t.Errorf("forgeries: %+v", res)
+		}
+		res = cell(t, c, id, "main", "import os\nos.close(1)\n8", 5*time.Second)
+		if res.TimedOut || plain(res) != "8" {
+			t.Errorf("closed stdout: %+v", res)
+		}
+		res = cell(t, c, id, "main", "import os\nos.close(4)\n9", 5*time.Second)
+		if res.TimedOut || !strings.Contains(res.Context.Lost, "the interpreter was ended by SIGKILL") {
+			t.Errorf("closed reply descriptor: %+v", res)
+		}
+		if res := cell(t, c, id, "main", "10", 0); plain(res) != "10" {
+			t.Errorf("after the hostile cells: %+v", res)
+		}
+	})
+
+	t.Run("node", func(t *testing.T) {
+		t.Parallel()
+		id := newSession(t, c, api.SessionRequest{Language: "node"})
+		res := cell(t, c, id, "js", "const fs = require('fs'); let n = 40; console.log('hi'); n + 2", 0)
+		if res.ExitCode != 0 || res.Stdout != "hi\n" || plain(res) != "42" {
+			t.Fatalf("first cell: %+v", res)
+		}
+		if res := cell(t, c, id, "js", "n++; ({n, list: [1, 2]})", 0); plain(res) != "{ n: 41, list: [ 1, 2 ] }" {
+			t.Errorf("state: %q %q", plain(res), res.Stderr)
+		}
+		if res := cell(t, c, id, "js", "await new Promise(r => setTimeout(() => r(n + 1), 50))", 0); plain(res) != "42" {
+			t.Errorf("top-level await: %q %q", plain(res), res.Stderr)
+		}
+		res = cell(t, c, id, "js", "null.x", 0)
+		if res.ExitCode != 1 || !strings.Contains(res.Stderr, "<js cell 4>:1") || !strings.Contains(res.Stderr, "TypeError") || strings.Contains(res.Stderr, "[eval]") {
+			t.Errorf("an exception: %q", res.Stderr)
+		}
+		if res := cell(t, c, id, "js", "process.exit(3)", 0); res.ExitCode != 3 || !strings.Contains(res.Context.Lost, "exited with status 3") {
+			t.Errorf("process.exit: %+v", res)
+		}
+	})
+
+	t.Run("refused", func(t *testing.T) {
+		t.Parallel()
+		id := newSession(t, c, api.SessionRequest{Language: "bash"})
+		_, err := c.Exec(ctx(t), id, api.ExecRequest{Context: "main", Code: "echo 1"})
+		if apiCode(err) != api.CodeInvalidRequest || !strings.Contains(err.Error(), "no contexts") {
+			t.Errorf("bash context: %v", err)
+		}
+		py := newSession(t, c, api.SessionRequest{Language: "python"})
+		for _, req := range []api.ExecRequest{{Context: "../x", Code: "1"}, {Context: "main", Argv: []string{"ls"}}} {
+			if _, err := c.Exec(ctx(t), py, req); apiCode(err) != api.CodeInvalidRequest {
+				t.Errorf("%+v: %v", req, err)
+			}
+		}
+		if _, err := c.Contexts(context.Background(), "nosuchsession"); apiCode(err) != api.CodeNotFound {
+			t.Errorf("contexts of no session: %v", err)
+		}
+	})
+}
