@@ -42,7 +42,7 @@ func main() {
 	bin := flag.String("bin", "bin", "directory with sandboxd, sandboxctl, sandbox-init and plugins/")
 	n := flag.Int("n", 40, "iterations per sandboxd measurement")
 	nDocker := flag.Int("n-docker", 15, "iterations per docker baseline")
-	only := flag.String("only", "", "one section alone: runtimes (runc against runsc) or egress")
+	only := flag.String("only", "", "one section alone: runtimes (runc against runsc), contexts or egress")
 	flag.Parse()
 	var err error
 	switch *bin, _ = filepath.Abs(*bin); *only {
@@ -52,8 +52,14 @@ func main() {
 		err = ociRuntimes(*bin, *n, *nDocker)
 	case "egress":
 		err = egressPath(*bin, *n)
+	case "contexts":
+		var d *daemon
+		if d, err = startDaemon(*bin, ""); err == nil {
+			err = contexts(client.New(d.socket), *n)
+			d.stop()
+		}
 	default:
-		err = fmt.Errorf("-only %q: runtimes or egress", *only)
+		err = fmt.Errorf("-only %q: runtimes, contexts or egress", *only)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -145,6 +151,9 @@ func run(bin string, n, nDocker int) error {
 		}
 	}
 	if err := sessionsAndThroughput(c, n); err != nil {
+		return err
+	}
+	if err := contexts(c, n); err != nil {
 		return err
 	}
 	if err := perLanguage(c, bin, d, max(n/4, 5), max(nDocker/3, 3)); err != nil {
