@@ -22,8 +22,10 @@ type mcpAnswer struct {
 		} `json:"inputSchema"`
 	} `json:"tools"`
 	Content []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		MIMEType string `json:"mimeType"`
+		Data     string `json:"data"`
 	} `json:"content"`
 	Structured json.RawMessage `json:"structuredContent"`
 	IsError    bool            `json:"isError"`
@@ -43,6 +45,11 @@ type mcpResult struct {
 	SessionID string `json:"session_id"`
 	Content   string `json:"content"`
 	Allowed   bool   `json:"allowed"`
+	Display   []struct {
+		MIME string `json:"mime"`
+		Data string `json:"data"`
+	} `json:"display"`
+	ContextLost string `json:"context_lost"`
 	Entries   []struct {
 		Path, Type string
 	} `json:"entries"`
@@ -186,6 +193,18 @@ policy "commands" {}
 		r, _ = tool(t, "exec", "session_id="+id, "code=import os; print(sorted(os.listdir('.')))")
 		if !strings.Contains(r.Stdout, "'count.py'") {
 			t.Errorf("exec code: %+v", r)
+		}
+		// A context keeps its state; what it shows comes back as display,
+		// images as image content.
+		tool(t, "exec", "session_id="+id, "context=main", "code=x = 6")
+		r, _ = tool(t, "exec", "session_id="+id, "context=main", "code=x * 7")
+		if len(r.Display) != 1 || r.Display[0].MIME != "text/plain" || r.Display[0].Data != "42" {
+			t.Errorf("context: %+v", r)
+		}
+		png := "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+		_, a = tool(t, "exec", "session_id="+id, "context=main", "code=import base64\nclass Dot:\n    def _repr_png_(self): return base64.b64decode('"+png+"')\nDot()")
+		if len(a.Content) != 2 || a.Content[1].Type != "image" || a.Content[1].MIMEType != "image/png" || a.Content[1].Data != png {
+			t.Errorf("image content: %+v", a.Content)
 		}
 		r, _ = tool(t, "read_file", "session_id="+id, "path=out.txt")
 		if r.Content != "3" {

@@ -6,10 +6,13 @@ package mcpserver
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/json"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -22,10 +25,14 @@ import (
 // small, and a file can be large.
 const maxRead = 256 << 10
 
-const instructions = `sandboxd runs code in isolated containers with no network.
+const instructions = `sandboxd runs code in isolated containers with no network
+(unless list_languages names hosts a language may reach).
 Use run_code for a one-off program. For work that spans calls (files that
 must persist, packages of state, several steps) create_session, then exec,
-write_file and read_file in it, and close_session when done. Every result
+write_file and read_file in it, and close_session when done. For
+notebook-like steps in python or node, exec code with a context name (e.g.
+"main"): variables and imports persist, the last expression's value comes
+back in display, and figures as images. Every result
 has exit_code, stdout, stderr, timed_out, oom_killed and truncated; findings
 are the policies' warnings. A request the policies deny fails with the
 findings that denied it. list_languages says what can run.`
@@ -53,7 +60,7 @@ func New(c *client.Client, version string) *mcp.Server {
 		Description: "List the open sessions with their language, state and expiry."},
 		t.listSessions)
 	mcp.AddTool(s, &mcp.Tool{Name: "exec", Annotations: acts,
-		Description: "Run in a session: a shell command line (command), a command without a shell (argv), or a program in the session's language (code). Files and processes stay for the next call."},
+		Description: "Run in a session: a shell command line (command), a command without a shell (argv), or a program in the session's language (code); with code and context, in a long-lived interpreter whose variables persist. Files and processes stay for the next call."},
 		t.exec)
 	mcp.AddTool(s, &mcp.Tool{Name: "reset_session", Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)},
 		Description: "Give a session a fresh sandbox: every file and process is gone; the session id stays."},
@@ -85,20 +92,28 @@ type File struct {
 
 // Result is what an execution produced.
 type Result struct {
-	ExitCode   int       `json:"exit_code" jsonschema:"the program's exit code; -1 when it could not start"`
-	Stdout     string    `json:"stdout" jsonschema:"standard output (base64 when stdout_encoding says so)"`
-	Stderr     string    `json:"stderr" jsonschema:"standard error (base64 when stderr_encoding says so)"`
-	StdoutEnc  string    `json:"stdout_encoding,omitempty" jsonschema:"base64 when stdout was not UTF-8 text"`
-	StderrEnc  string    `json:"stderr_encoding,omitempty" jsonschema:"base64 when stderr was not UTF-8 text"`
-	TimedOut   bool      `json:"timed_out" jsonschema:"killed at the time limit"`
-	OOMKilled  bool      `json:"oom_killed" jsonschema:"killed for exceeding the memory limit"`
-	Truncated  bool      `json:"truncated" jsonschema:"output went past the output limit and was cut"`
-	Signal     string    `json:"signal,omitempty" jsonschema:"the signal that ended it, e.g. SIGKILL"`
-	Stage      string    `json:"stage,omitempty" jsonschema:"the step that ended it for compiled languages: compile or run"`
-	Error      string    `json:"error,omitempty" jsonschema:"why the program could not be started"`
-	DurationMS float64   `json:"duration_ms"`
-	Findings   []Finding `json:"findings" jsonschema:"policy warnings about the code or command"`
-	Egress     []Egress  `json:"egress,omitempty" jsonschema:"connections the program made through the egress proxy, refused ones with why"`
+	ExitCode    int       `json:"exit_code" jsonschema:"the program's exit code; -1 when it could not start"`
+	Stdout      string    `json:"stdout" jsonschema:"standard output (base64 when stdout_encoding says so)"`
+	Stderr      string    `json:"stderr" jsonschema:"standard error (base64 when stderr_encoding says so)"`
+	StdoutEnc   string    `json:"stdout_encoding,omitempty" jsonschema:"base64 when stdout was not UTF-8 text"`
+	StderrEnc   string    `json:"stderr_encoding,omitempty" jsonschema:"base64 when stderr was not UTF-8 text"`
+	TimedOut    bool      `json:"timed_out" jsonschema:"killed at the time limit"`
+	OOMKilled   bool      `json:"oom_killed" jsonschema:"killed for exceeding the memory limit"`
+	Truncated   bool      `json:"truncated" jsonschema:"output went past the output limit and was cut"`
+	Signal      string    `json:"signal,omitempty" jsonschema:"the signal that ended it, e.g. SIGKILL"`
+	Stage       string    `json:"stage,omitempty" jsonschema:"the step that ended it for compiled languages: compile or run"`
+	Error       string    `json:"error,omitempty" jsonschema:"why the program could not be started"`
+	DurationMS  float64   `json:"duration_ms"`
+	Findings    []Finding `json:"findings" jsonschema:"policy warnings about the code or command"`
+	Egress      []Egress  `json:"egress,omitempty" jsonschema:"connections the program made through the egress proxy, refused ones with why"`
+	Display     []Display `json:"display,omitempty" jsonschema:"what a context's code showed: its last expression's value (text/plain), tables (text/html); images come as image content"`
+	ContextLost string    `json:"context_lost,omitempty" jsonschema:"why the context's earlier state (variables, imports) is gone: it was restarted"`
+}
+
+// Display is one shown value that is text.
+type Display struct {
+	MIME string `json:"mime"`
+	Data string `json:"data"`
 }
 
 // Egress is one connection through the egress proxy.
@@ -131,6 +146,30 @@ func result(r *api.RunResult) Result {
 	return Result{ExitCode: r.ExitCode, Stdout: r.Stdout, Stderr: r.Stderr, StdoutEnc: r.StdoutEncoding, StderrEnc: r.StderrEncoding,
 		TimedOut: r.TimedOut, OOMKilled: r.OOMKilled, Truncated: r.Truncated, Signal: r.Signal, Stage: r.Stage, Error: r.Error,
 		DurationMS: r.DurationMS, Findings: findings(r.Findings), Egress: egress(r.Egress)}
+}
+
+// withImages is a tool result for r: images it showed as image content
+// beside the structured result, which keeps the text ones.
+func withImages(r *api.RunResult) (*mcp.CallToolResult, Result) {
+	out := result(r)
+	if r.Context != nil {
+		out.ContextLost = r.Context.Lost
+	}
+	var images []mcp.Content
+	for _, d := range r.Display {
+		if strings.HasPrefix(d.MIME, "image/") && d.MIME != "image/svg+xml" {
+			if data, err := base64.StdEncoding.DecodeString(d.Data); err == nil {
+				images = append(images, &mcp.ImageContent{Data: data, MIMEType: d.MIME})
+			}
+			continue
+		}
+		out.Display = append(out.Display, Display{MIME: d.MIME, Data: d.Data})
+	}
+	if len(images) == 0 {
+		return nil, out
+	}
+	text, _ := json.Marshal(out)
+	return &mcp.CallToolResult{Content: append([]mcp.Content{&mcp.TextContent{Text: string(text)}}, images...)}, out
 }
 
 func egress(list []api.Egress) []Egress {
@@ -300,13 +339,14 @@ type execIn struct {
 	Command        string   `json:"command,omitempty" jsonschema:"a shell command line, run with sh -c, e.g. ls -la or pip list | head"`
 	Argv           []string `json:"argv,omitempty" jsonschema:"or a command without a shell, e.g. [\"python3\", \"main.py\"]"`
 	Code           string   `json:"code,omitempty" jsonschema:"or a program in the session's language"`
+	Context        string   `json:"context,omitempty" jsonschema:"with code (python, node): run it in the session's long-lived interpreter of this name, e.g. main, started on first use: variables, imports and open files persist from call to call, and the last expression's value comes back in display (Jupyter-like)"`
 	Stdin          string   `json:"stdin,omitempty" jsonschema:"text given on standard input"`
 	Cwd            string   `json:"cwd,omitempty" jsonschema:"working directory relative to /workspace"`
 	TimeoutSeconds float64  `json:"timeout_seconds,omitempty" jsonschema:"wall-clock limit in seconds; default the daemon's"`
 }
 
 func (t tools) exec(ctx context.Context, _ *mcp.CallToolRequest, in execIn) (*mcp.CallToolResult, Result, error) {
-	req := api.ExecRequest{Argv: in.Argv, Code: in.Code, Stdin: in.Stdin, Cwd: in.Cwd, Timeout: seconds(in.TimeoutSeconds)}
+	req := api.ExecRequest{Argv: in.Argv, Code: in.Code, Context: in.Context, Stdin: in.Stdin, Cwd: in.Cwd, Timeout: seconds(in.TimeoutSeconds)}
 	given := 0
 	for _, set := range []bool{in.Command != "", len(in.Argv) > 0, in.Code != ""} {
 		if set {
@@ -323,7 +363,8 @@ func (t tools) exec(ctx context.Context, _ *mcp.CallToolRequest, in execIn) (*mc
 	if err != nil {
 		return nil, Result{}, failure(err)
 	}
-	return nil, result(r), nil
+	res, out := withImages(r)
+	return res, out, nil
 }
 
 func (t tools) resetSession(ctx context.Context, _ *mcp.CallToolRequest, in sessionIn) (*mcp.CallToolResult, Session, error) {
