@@ -481,21 +481,21 @@ type SessionList struct {
 // ExecRequest is the body of POST /v1/sessions/{id}/exec: a command (argv)
 // or a program in the session's language (code or files, as for run).
 type ExecRequest struct {
-	Argv          []string          `json:"argv,omitempty"`
-	Code          string            `json:"code,omitempty"`
-	Files         []File            `json:"files,omitempty"`
-	Entry         string            `json:"entry,omitempty"`
-	Args          []string          `json:"args,omitempty"`
-	Stdin         string            `json:"stdin,omitempty"`
-	StdinEncoding string            `json:"stdin_encoding,omitempty"`
-	Cwd           string            `json:"cwd,omitempty"` // relative to /workspace
+	Argv          []string `json:"argv,omitempty"`
+	Code          string   `json:"code,omitempty"`
+	Files         []File   `json:"files,omitempty"`
+	Entry         string   `json:"entry,omitempty"`
+	Args          []string `json:"args,omitempty"`
+	Stdin         string   `json:"stdin,omitempty"`
+	StdinEncoding string   `json:"stdin_encoding,omitempty"`
+	Cwd           string   `json:"cwd,omitempty"` // relative to /workspace
 	// Context runs code in the session's long-lived interpreter of this
 	// name (started on first use): variables, imports and open files
 	// persist from exec to exec, and a final expression's value is shown.
-	Context string `json:"context,omitempty"`
-	Env           map[string]string `json:"env,omitempty"`
-	Timeout       Duration          `json:"timeout,omitempty"`
-	Limits        *Limits           `json:"limits,omitempty"` // timeout and output_limit apply
+	Context string            `json:"context,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Timeout Duration          `json:"timeout,omitempty"`
+	Limits  *Limits           `json:"limits,omitempty"` // timeout and output_limit apply
 }
 
 // FileEntry is one file of a session listing. Links are reported, never

@@ -50,7 +50,7 @@ type mcpResult struct {
 		Data string `json:"data"`
 	} `json:"display"`
 	ContextLost string `json:"context_lost"`
-	Entries   []struct {
+	Entries     []struct {
 		Path, Type string
 	} `json:"entries"`
 	Languages []struct {

@@ -6,9 +6,9 @@ package mcpserver
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
-	"context"
 	"errors"
 	"fmt"
 	"io"
