@@ -114,6 +114,13 @@ type Display struct {
 	Data string `json:"data"`
 }
 
+// OutputFile is a file an exec made or changed.
+type OutputFile struct {
+	Path string `json:"path"` // relative to /workspace, e.g. outputs/plot.png
+	Size int64  `json:"size"`
+	MIME string `json:"mime"` // by its extension
+}
+
 // ContextState says what became of the context an exec ran in.
 type ContextState struct {
 	Name    string `json:"name"`
@@ -233,6 +240,11 @@ type RunResult struct {
 	Display []Display `json:"display,omitempty"`
 	// Context is set for an exec in a context.
 	Context *ContextState `json:"context,omitempty"`
+	// Outputs are the files under /workspace/outputs a session's exec
+	// made or changed (up to 100; OutputsOmitted counts the rest): what a
+	// client may want to download.
+	Outputs        []OutputFile `json:"outputs,omitempty"`
+	OutputsOmitted int          `json:"outputs_omitted,omitempty"`
 	// Egress lists the execution's connections through the egress proxy,
 	// up to 256; EgressUnrecorded counts those beyond.
 	Egress           []Egress `json:"egress,omitempty"`

@@ -141,6 +141,40 @@ language "bash" {
 		}
 	})
 
+	t.Run("figures and outputs", func(t *testing.T) {
+		t.Parallel()
+		id := newSession(t, c, api.SessionRequest{Language: "python"})
+		res := cell(t, c, id, "main", "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.title('t')\nplt.savefig('outputs/plot.png')\nplt.show()\nopen('outputs/data.csv', 'w').write('a,b\\n1,2\\n')", 0)
+		if res.ExitCode != 0 || mimes(res) != "image/png,text/plain" || res.Stderr != "" {
+			t.Errorf("a figure: exit %d, %s, stderr %q", res.ExitCode, mimes(res), res.Stderr)
+		}
+		if png := res.Display[0].Data; !strings.HasPrefix(png, "iVBORw0KGgo") || len(png) < 1000 {
+			t.Errorf("not a PNG: %.40q", png)
+		}
+		got := map[string]string{}
+		for _, o := range res.Outputs {
+			got[o.Path] = o.MIME
+		}
+		if len(got) != 2 || got["outputs/plot.png"] != "image/png" || !strings.HasPrefix(got["outputs/data.csv"], "text/csv") {
+			t.Errorf("outputs: %+v", res.Outputs)
+		}
+		// Unchanged files are not listed again; a command's new ones are.
+		// A link planted in outputs is reported as nothing and never followed.
+		res = sh(t, c, id, "echo x > outputs/new.txt; ln -s / outputs/root; ln -s /etc/passwd outputs/passwd; mkdir -p outputs/d/e; echo y > outputs/d/e/deep.txt")
+		var paths []string
+		for _, o := range res.Outputs {
+			paths = append(paths, o.Path)
+		}
+		if strings.Join(paths, " ") != "outputs/new.txt outputs/d/e/deep.txt" && strings.Join(paths, " ") != "outputs/d/e/deep.txt outputs/new.txt" {
+			t.Errorf("outputs of a command: %v", paths)
+		}
+		// outputs itself a link out of the workspace: nothing is listed.
+		res = sh(t, c, id, "rm -rf outputs && ln -s /etc outputs && echo z > /tmp/z")
+		if len(res.Outputs) != 0 {
+			t.Errorf("outputs through a link: %+v", res.Outputs)
+		}
+	})
+
 	t.Run("hostile", func(t *testing.T) {
 		t.Parallel()
 		id := newSession(t, c, api.SessionRequest{Language: "python"})

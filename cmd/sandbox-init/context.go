@@ -59,8 +59,9 @@ type cellReply struct {
 
 // startCell sends a cell to its context's kernel, starting the kernel
 // first when it is not running, and follows it to its reply.
-func (s *server) startCell(id uint64, req supervisor.ExecRequest, fail func(int, error)) {
+func (s *server) startCell(id uint64, req supervisor.ExecRequest, outputs map[string]outputState, fail func(int, error)) {
 	e := newExecution(s, id, req)
+	e.outputs = outputs
 	k, fresh, err := s.kernelFor(req)
 	if err != nil {
 		fail(126, err)

@@ -19,7 +19,8 @@ type execution struct {
 
 	started   time.Time
 	oomBefore int64
-	exited    chan unix.WaitStatus // the reaper delivers the main process's status
+	outputs   map[string]outputState // the watched outputs before it started
+	exited    chan unix.WaitStatus   // the reaper delivers the main process's status
 
 	stdinW      *os.File // our end of the program's stdin, nil if /dev/null
 	stdinMu     sync.Mutex

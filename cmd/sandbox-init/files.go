@@ -24,7 +24,7 @@ import (
 
 // Names the workspace keeps through a reset.
 const (
-	outputsDir  = "outputs"
+	outputsDir  = supervisor.OutputsDir
 	projectDir  = "project_files"
 	maxEntries  = 100000   // listing and archive bound
 	maxListing  = 16 << 20 // bytes of names and link targets in one listing: it travels as one line

@@ -179,7 +179,6 @@ func (s *server) reaped(pid int, ws unix.WaitStatus, ru *unix.Rusage) {
 // start writes the files, starts the process and follows it to its end in
 // a goroutine. Failures to start are reported as an exit message.
 func (s *server) start(id uint64, req supervisor.ExecRequest) {
-	e := newExecution(s, id, req)
 	fail := func(code int, err error) {
 		s.send(supervisor.Message{Op: supervisor.OpExit, ID: id, Result: &supervisor.ExecResult{ExitCode: code, StartError: err.Error()}})
 	}
@@ -187,8 +186,9 @@ func (s *server) start(id uint64, req supervisor.ExecRequest) {
 		fail(126, err)
 		return
 	}
+	outputs := s.scanOutputs(req.Outputs)
 	if req.Cell != nil {
-		s.startCell(id, req, fail)
+		s.startCell(id, req, outputs, fail)
 		return
 	}
 	if len(req.Argv) == 0 {
@@ -205,6 +205,8 @@ func (s *server) start(id uint64, req supervisor.ExecRequest) {
 		fail(127, err)
 		return
 	}
+	e := newExecution(s, id, req)
+	e.outputs = outputs
 	files, err := e.openPipes(req.Stdin)
 	if err != nil {
 		fail(126, err)
@@ -273,6 +275,7 @@ func (f forker) do(fn func()) {
 }
 
 func (s *server) finish(e *execution, res *supervisor.ExecResult) {
+	res.Outputs, res.OutputsOmitted = s.changedOutputs(e.req.Outputs, e.outputs)
 	s.mu.Lock()
 	delete(s.execs, e.id)
 	s.mu.Unlock()

@@ -5,6 +5,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"mime"
+	"path"
+	"slices"
 	"time"
 
 	"github.com/sandboxd/sandboxd/api"
@@ -32,6 +35,9 @@ type job struct {
 	// cell, when set, is code for a context: the one step's argv starts
 	// its kernel when it is not running.
 	cell *supervisor.Cell
+	// outputs is the directory (relative to the workspace) whose new and
+	// changed files the result lists; "" for none.
+	outputs string
 }
 
 // execute runs a job in sb under limits, collecting its output, usage
@@ -60,7 +66,7 @@ func execute(ctx context.Context, sb *runtime.Sandbox, gate *egress.Gate, j job,
 		}
 		req := supervisor.ExecRequest{
 			Argv: step.Argv, Dir: j.dir, Env: j.env, TimeoutMS: max(remaining.Milliseconds(), 1),
-			OutputLimit: limits.OutputLimit, KillOnExit: j.killOnExit, Cell: j.cell,
+			OutputLimit: limits.OutputLimit, KillOnExit: j.killOnExit, Cell: j.cell, Outputs: j.outputs,
 		}
 		if i == 0 {
 			req.Files = files
@@ -86,6 +92,7 @@ func execute(ctx context.Context, sb *runtime.Sandbox, gate *egress.Gate, j job,
 			}
 		}
 		col.add(res)
+		col.outputs(res)
 		if len(j.steps) > 1 {
 			st := api.Step{Name: step.Name, ExitCode: res.ExitCode, TimedOut: res.TimedOut, DurationMS: float64(res.DurationUS) / 1000}
 			st.Stderr, st.StderrEncoding = api.EncodeBytes(col.bufs[1].Bytes()[mark:])
@@ -125,6 +132,9 @@ type collector struct {
 	userUS     int64
 	sysUS      int64
 	maxRSS     int64
+
+	files        []api.OutputFile
+	filesOmitted int
 }
 
 func (c *collector) write(stream string, data []byte) {
@@ -136,6 +146,20 @@ func (c *collector) write(stream string, data []byte) {
 	if c.out != nil {
 		c.out(stream, data)
 	}
+}
+
+// outputs gathers the files each step made or changed.
+func (c *collector) outputs(r supervisor.ExecResult) {
+	for _, o := range r.Outputs {
+		if !slices.ContainsFunc(c.files, func(f api.OutputFile) bool { return f.Path == o.Path }) {
+			mt := mime.TypeByExtension(path.Ext(o.Path))
+			if mt == "" {
+				mt = "application/octet-stream"
+			}
+			c.files = append(c.files, api.OutputFile{Path: o.Path, Size: o.Size, MIME: mt})
+		}
+	}
+	c.filesOmitted += r.OutputsOmitted
 }
 
 func (c *collector) add(r supervisor.ExecResult) {
@@ -154,7 +178,8 @@ func (c *collector) result(last supervisor.ExecResult) *api.RunResult {
 		ExitCode: last.ExitCode, Signal: last.Signal, TimedOut: last.TimedOut, OOMKilled: last.OOMKilled,
 		Truncated: c.truncated, StdoutBytes: c.totals[0], StderrBytes: c.totals[1],
 		DurationMS: float64(c.durationUS) / 1000, Error: last.StartError, Steps: c.steps,
-		Usage: api.Usage{CPUUserMS: float64(c.userUS) / 1000, CPUSysMS: float64(c.sysUS) / 1000, MaxRSSBytes: c.maxRSS},
+		Usage:   api.Usage{CPUUserMS: float64(c.userUS) / 1000, CPUSysMS: float64(c.sysUS) / 1000, MaxRSSBytes: c.maxRSS},
+		Outputs: c.files, OutputsOmitted: c.filesOmitted,
 	}
 	res.Stdout, res.StdoutEncoding = api.EncodeBytes(c.bufs[0].Bytes())
 	res.Stderr, res.StderrEncoding = api.EncodeBytes(c.bufs[1].Bytes())

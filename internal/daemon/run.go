@@ -107,6 +107,7 @@ func (d *Daemon) Exec(ctx context.Context, id string, req api.ExecRequest, out O
 			return aerr
 		}
 		j.env = request.EnvList(j.env0, ss.Record().Env, req.Env)
+		j.outputs = supervisor.OutputsDir
 		limits, aerr := request.Limits(ss.Limits, req.Timeout, req.Limits)
 		if aerr != nil {
 			return aerr

@@ -219,6 +219,19 @@ type ExecRequest struct {
 	// Cell, when set, runs code in a context's kernel rather than
 	// starting Argv (which starts the kernel when it is not running).
 	Cell *Cell `json:"cell,omitempty"`
+	// Outputs names a directory (relative to /workspace) whose new and
+	// changed files the result lists.
+	Outputs string `json:"outputs,omitempty"`
+}
+
+// OutputsDir is the workspace directory for results, made in every
+// sandbox: a session's exec lists the files it made or changed there.
+const OutputsDir = "outputs"
+
+// Output is a file an execution made or changed.
+type Output struct {
+	Path string `json:"path"` // relative to /workspace
+	Size int64  `json:"size"`
 }
 
 // ExecResult is how an execution ended and what it used.
@@ -242,6 +255,10 @@ type ExecResult struct {
 	StartError string `json:"start_error,omitempty"`
 	// Display is what a cell shows: its final expression's value, figures.
 	Display []Display `json:"display,omitempty"`
+	// Outputs are the files under ExecRequest.Outputs the execution made
+	// or changed; OutputsOmitted counts those past the first 100.
+	Outputs        []Output `json:"outputs,omitempty"`
+	OutputsOmitted int      `json:"outputs_omitted,omitempty"`
 	// Context is set for a cell.
 	Context *CellResult `json:"context,omitempty"`
 	// Gone is set by the host, never sent: why the sandbox ended with the
