@@ -458,6 +458,48 @@ type SessionRequest struct {
 	IdleTimeout Duration          `json:"idle_timeout,omitempty"`
 	Project     string            `json:"project,omitempty"` // id or name
 	Network     *Network          `json:"network,omitempty"` // left out: the language's allow-list
+	// FromSnapshot starts the session with a snapshot's workspace (id or
+	// name); its language is the snapshot's unless one is given.
+	FromSnapshot string `json:"from_snapshot,omitempty"`
+}
+
+// Snapshot is a saved workspace: its files, directories and links (not
+// its processes, nor a context's interpreter state), content-addressed in
+// the state directory.
+type Snapshot struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Language  string    `json:"language"`
+	Session   string    `json:"session"` // the session it was taken from
+	Size      int64     `json:"size"`    // bytes of its archive
+	SHA256    string    `json:"sha256"`
+	Skipped   int       `json:"skipped,omitempty"` // FIFOs, sockets and devices left out
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// SnapshotList is the body of GET /v1/snapshots.
+type SnapshotList struct {
+	Snapshots []Snapshot `json:"snapshots"`
+}
+
+// SnapshotRequest is the body of POST /v1/sessions/{id}/snapshot.
+type SnapshotRequest struct {
+	Name string `json:"name"`
+}
+
+// ForkRequest is the body of POST /v1/sessions/{id}/fork: Count new
+// sessions (default 1) that start from the session's workspace now.
+type ForkRequest struct {
+	Count int      `json:"count,omitempty"`
+	Name  string   `json:"name,omitempty"` // the snapshot's; default: made up
+	TTL   Duration `json:"ttl,omitempty"`
+}
+
+// ForkResult is the answer of a fork: the snapshot it took and the
+// sessions made from it.
+type ForkResult struct {
+	Snapshot Snapshot  `json:"snapshot"`
+	Sessions []Session `json:"sessions"`
 }
 
 // Session states.

@@ -52,6 +52,29 @@ func (c *Client) ExecStream(ctx context.Context, id string, req api.ExecRequest,
 	return c.stream(ctx, "/v1/sessions/"+url.PathEscape(id)+"/exec", req, onEvent)
 }
 
+// Snapshot saves a session's workspace as a named snapshot.
+func (c *Client) Snapshot(ctx context.Context, id, name string) (*api.Snapshot, error) {
+	var sn api.Snapshot
+	return &sn, c.call(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/snapshot", api.SnapshotRequest{Name: name}, &sn)
+}
+
+// Fork snapshots a session and starts sessions from it.
+func (c *Client) Fork(ctx context.Context, id string, req api.ForkRequest) (*api.ForkResult, error) {
+	var res api.ForkResult
+	return &res, c.call(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/fork", req, &res)
+}
+
+// Snapshots lists the snapshots.
+func (c *Client) Snapshots(ctx context.Context) ([]api.Snapshot, error) {
+	var l api.SnapshotList
+	return l.Snapshots, c.call(ctx, http.MethodGet, "/v1/snapshots", nil, &l)
+}
+
+// DeleteSnapshot deletes a snapshot by id or name.
+func (c *Client) DeleteSnapshot(ctx context.Context, ref string) error {
+	return c.call(ctx, http.MethodDelete, "/v1/snapshots/"+url.PathEscape(ref), nil, nil)
+}
+
 // Contexts lists a session's running contexts.
 func (c *Client) Contexts(ctx context.Context, id string) (*api.ContextList, error) {
 	var l api.ContextList

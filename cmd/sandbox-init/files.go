@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -33,11 +34,13 @@ const (
 
 // upload is a put in progress: the in chunks that follow land in f.
 type upload struct {
-	f       *os.File
-	name    string
+	w       io.Writer
 	max     int64
 	written int64
 	err     error
+	// end completes the upload (err: it failed, leave nothing half
+	// written) and says how it went.
+	end func(err error) *supervisor.FileResult
 }
 
 func (s *server) openWorkspace() (*os.Root, error) { return os.OpenRoot(s.workspace) }
@@ -54,6 +57,8 @@ func (s *server) fileOp(m supervisor.Message) {
 		if res := s.startUpload(m.ID, req); res != nil {
 			s.done(m.ID, res)
 		}
+	case supervisor.OpUntar:
+		s.startUntar(m.ID, req)
 	case supervisor.OpGet:
 		go func() { s.done(m.ID, s.get(m.ID, req)) }()
 	case supervisor.OpTar:
@@ -124,8 +129,22 @@ func (s *server) startUpload(id uint64, req supervisor.FileRequest) *supervisor.
 		return refuse(supervisor.ErrNotRegular, "%s is not a regular file", req.Path)
 	}
 	_ = f.Chmod(mode) // an existing file takes the new mode too
+	name := req.Path
 	s.mu.Lock()
-	s.uploads[id] = &upload{f: f, name: req.Path, max: req.Max}
+	s.uploads[id] = &upload{w: f, max: req.Max, end: func(err error) *supervisor.FileResult {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			// Leave nothing half written.
+			if root, rerr := s.openWorkspace(); rerr == nil {
+				_ = root.Remove(name)
+				root.Close()
+			}
+			return failure(err)
+		}
+		return nil
+	}}
 	s.mu.Unlock()
 	return nil
 }
@@ -137,7 +156,7 @@ func (s *server) uploadChunk(id uint64, up *upload, data []byte) {
 		if up.max > 0 && up.written+int64(len(data)) > up.max {
 			up.err = fmt.Errorf("over the %d-byte upload limit", up.max)
 		} else {
-			n, err := up.f.Write(data)
+			n, err := up.w.Write(data)
 			up.written += int64(n)
 			up.err = err
 		}
@@ -149,18 +168,8 @@ func (s *server) finishUpload(id uint64, up *upload) {
 	s.mu.Lock()
 	delete(s.uploads, id)
 	s.mu.Unlock()
-	err := up.err
-	if cerr := up.f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		// Leave nothing half written.
-		if root, rerr := s.openWorkspace(); rerr == nil {
-			_ = root.Remove(up.name)
-			root.Close()
-		}
-		res := failure(err)
-		if strings.Contains(err.Error(), "upload limit") {
+	if res := up.end(up.err); res != nil {
+		if up.err != nil && strings.Contains(up.err.Error(), "upload limit") {
 			res.ErrorKind = supervisor.ErrTooLarge
 		}
 		s.done(id, res)
@@ -265,6 +274,11 @@ func (s *server) tar(id uint64, req supervisor.FileRequest) *supervisor.FileResu
 	entries, err := walk(root, req.Path, true)
 	if err != nil {
 		return walkFailure(err)
+	}
+	if req.Snapshot {
+		entries = slices.DeleteFunc(entries, func(e supervisor.Entry) bool {
+			return e.Path == projectDir || strings.HasPrefix(e.Path, projectDir+"/")
+		})
 	}
 	total := int64(tarOverhead)
 	skipped := 0

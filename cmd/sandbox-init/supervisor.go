@@ -101,7 +101,7 @@ func (s *server) handle(m supervisor.Message) {
 		if m.Exec != nil {
 			s.start(m.ID, *m.Exec)
 		}
-	case supervisor.OpPut, supervisor.OpGet, supervisor.OpTar, supervisor.OpList, supervisor.OpRemove, supervisor.OpReset:
+	case supervisor.OpPut, supervisor.OpGet, supervisor.OpTar, supervisor.OpList, supervisor.OpRemove, supervisor.OpReset, supervisor.OpUntar:
 		s.fileOp(m)
 	case supervisor.OpContexts, supervisor.OpContextEnd:
 		s.contextOp(m)

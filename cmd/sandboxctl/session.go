@@ -27,13 +27,98 @@ func newSessionCmd(g *globals) *cobra.Command {
 (sandboxctl exec, sandboxctl cp) until it is removed or expires.`,
 	}
 	cmd.AddCommand(newSessionCreateCmd(g), newSessionLsCmd(g), newSessionInspectCmd(g),
-		newSessionResetCmd(g), newSessionRmCmd(g))
+		newSessionResetCmd(g), newSessionRmCmd(g), newSessionSnapshotCmd(g), newSessionForkCmd(g))
+	return cmd
+}
+
+func newSessionSnapshotCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "snapshot SESSION NAME",
+		Short: "Save a session's workspace (files, modes, links) as a named snapshot",
+		Long: `Save a session's workspace as a named snapshot that sessions can start
+from (sandboxctl session create --from-snapshot NAME). Processes and the
+state of contexts' interpreters are not saved; project_files is not part of it.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sn, err := g.client().Snapshot(cmd.Context(), args[0], args[1])
+			if err != nil {
+				return apiFailure(err)
+			}
+			fmt.Printf("%s (%s)\n", sn.Name, api.ByteSize(sn.Size))
+			return nil
+		},
+	}
+}
+
+func newSessionForkCmd(g *globals) *cobra.Command {
+	var (
+		count int
+		name  string
+		ttl   time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:     "fork SESSION",
+		Short:   "Start sessions from a session's workspace as it is now, and print their ids",
+		Example: "  for id in $(sandboxctl session fork -n 4 $base); do sandboxctl exec $id -- ./try.sh & done",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			res, err := g.client().Fork(cmd.Context(), args[0], api.ForkRequest{Count: count, Name: name, TTL: api.Duration(ttl)})
+			if err != nil {
+				return apiFailure(err)
+			}
+			for _, s := range res.Sessions {
+				fmt.Println(s.ID)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().IntVarP(&count, "count", "n", 1, "how many sessions")
+	cmd.Flags().StringVar(&name, "name", "", "the snapshot's name (default: made up)")
+	cmd.Flags().DurationVar(&ttl, "ttl", 0, "the new sessions' lifetime (default: the daemon's)")
+	return cmd
+}
+
+func newSnapshotCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "snapshot",
+		Short: "List and delete snapshots (sandboxctl session snapshot takes them)",
+	}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "ls",
+		Short: "List the snapshots",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			list, err := g.client().Snapshots(cmd.Context())
+			if err != nil {
+				return apiFailure(err)
+			}
+			table("NAME\tID\tLANGUAGE\tSIZE\tFROM SESSION\tCREATED", func(w *tabwriter.Writer) {
+				for _, s := range list {
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.ID, s.Language, api.ByteSize(s.Size), s.Session, s.CreatedAt.Local().Format("2006-01-02 15:04:05"))
+				}
+			})
+			return nil
+		},
+	}, &cobra.Command{
+		Use:   "rm NAME...",
+		Short: "Delete snapshots",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, ref := range args {
+				if err := g.client().DeleteSnapshot(cmd.Context(), ref); err != nil {
+					return apiFailure(err)
+				}
+			}
+			return nil
+		},
+	})
 	return cmd
 }
 
 func newSessionCreateCmd(g *globals) *cobra.Command {
 	var (
 		lang, memory, project string
+		fromSnapshot          string
 		ttl, idle             time.Duration
 		cpus                  float64
 		pids                  int64
@@ -46,10 +131,11 @@ func newSessionCreateCmd(g *globals) *cobra.Command {
 		Example: "  id=$(sandboxctl session create --lang python --ttl 30m)\n  sandboxctl exec $id -- python3 -c 'print(1)'",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if lang == "" {
-				return fail("--lang is required (see `sandboxctl languages`)")
+			if lang == "" && fromSnapshot == "" {
+				return fail("--lang is required (see `sandboxctl languages`), or --from-snapshot")
 			}
-			req := api.SessionRequest{Language: lang, Project: project, TTL: api.Duration(ttl), IdleTimeout: api.Duration(idle), Network: network.request()}
+			req := api.SessionRequest{Language: lang, Project: project, TTL: api.Duration(ttl), IdleTimeout: api.Duration(idle),
+				Network: network.request(), FromSnapshot: fromSnapshot}
 			limits := &api.Limits{CPUs: cpus, Pids: pids}
 			if memory != "" {
 				n, err := api.ParseByteSize(memory)
@@ -79,6 +165,7 @@ func newSessionCreateCmd(g *globals) *cobra.Command {
 	f.Float64Var(&cpus, "cpus", 0, "cpu limit in cores, e.g. 0.5")
 	f.Int64Var(&pids, "pids", 0, "process limit")
 	f.StringVar(&project, "project", "", "project to mount read-only at /workspace/project_files")
+	f.StringVar(&fromSnapshot, "from-snapshot", "", "start with a snapshot's workspace (its language unless --lang)")
 	f.StringArrayVarP(&env, "env", "e", nil, "KEY=VALUE for every exec (repeatable)")
 	network.add(f)
 	return cmd

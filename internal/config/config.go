@@ -52,6 +52,7 @@ type Config struct {
 	Defaults  Limits
 	Sessions  Sessions
 	Projects  Projects
+	Snapshots Snapshots
 	Languages []Language
 	Policies  []Policy // in file order: the order of evaluation
 }
@@ -72,6 +73,12 @@ type Sessions struct {
 	IdleTimeout time.Duration // default time without use before expiry
 	Max         int           // sessions at once
 	MaxTransfer int64         // bytes per upload or download
+}
+
+// Snapshots bounds the snapshot store (state_dir/snapshots).
+type Snapshots struct {
+	Max      int   // snapshots at once
+	MaxBytes int64 // their archives' bytes together
 }
 
 // Projects bounds the project store (state_dir/blobs).
@@ -163,8 +170,9 @@ func Builtin() Config {
 			TTL: time.Hour, MaxTTL: 24 * time.Hour, IdleTimeout: 10 * time.Minute,
 			Max: 32, MaxTransfer: 256 << 20,
 		},
-		Projects: Projects{Max: 100, MaxBytes: 10 << 30},
-		Network:  Network{MaxConnections: 16, MaxBytes: 1 << 30, ConnectTimeout: 10 * time.Second},
+		Projects:  Projects{Max: 100, MaxBytes: 10 << 30},
+		Snapshots: Snapshots{Max: 100, MaxBytes: 10 << 30},
+		Network:   Network{MaxConnections: 16, MaxBytes: 1 << 30, ConnectTimeout: 10 * time.Second},
 	}
 }
 
@@ -191,6 +199,7 @@ type fileSchema struct {
 	Defaults   *limitsSchema    `hcl:"defaults,block"`
 	Sessions   *sessionsSchema  `hcl:"sessions,block"`
 	Projects   *projectsSchema  `hcl:"projects,block"`
+	Snapshots  *projectsSchema  `hcl:"snapshots,block"` // the same bounds
 	Network    *networkSchema   `hcl:"network,block"`
 	Languages  []languageSchema `hcl:"language,block"`
 	Policies   []policySchema   `hcl:"policy,block"`
@@ -432,16 +441,8 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 	if fs.Sessions != nil {
 		cfg.Sessions = v.sessions(fs.Sessions, cfg.Sessions)
 	}
-	if ps := fs.Projects; ps != nil {
-		if ps.Max != nil {
-			if cfg.Projects.Max = *ps.Max; cfg.Projects.Max < 0 || cfg.Projects.Max > 100000 {
-				v.fail(ps.Body, "max", fmt.Sprintf("is %d", cfg.Projects.Max), "a number of projects from 0 (none) to 100000")
-			}
-		}
-		if ps.MaxBytes != nil {
-			cfg.Projects.MaxBytes = v.size(ps.Body, "max_bytes", *ps.MaxBytes, 1<<10)
-		}
-	}
+	v.store(fs.Projects, &cfg.Projects.Max, &cfg.Projects.MaxBytes, "projects")
+	v.store(fs.Snapshots, &cfg.Snapshots.Max, &cfg.Snapshots.MaxBytes, "snapshots")
 
 	languages := map[string]bool{}
 	for _, ls := range fs.Languages {
@@ -595,6 +596,21 @@ func (v *validator) policy(ps policySchema) Policy {
 		p.Timeout = v.duration(ps.Body, "timeout", *ps.Timeout, 10*time.Millisecond, time.Minute)
 	}
 	return p
+}
+
+// store reads the bounds of a store of files (projects, snapshots).
+func (v *validator) store(ss *projectsSchema, max *int, maxBytes *int64, what string) {
+	if ss == nil {
+		return
+	}
+	if ss.Max != nil {
+		if *max = *ss.Max; *max < 0 || *max > 100000 {
+			v.fail(ss.Body, "max", fmt.Sprintf("is %d", *max), "a number of "+what+" from 0 (none) to 100000")
+		}
+	}
+	if ss.MaxBytes != nil {
+		*maxBytes = v.size(ss.Body, "max_bytes", *ss.MaxBytes, 1<<10)
+	}
 }
 
 // network reads a network block over n: a language's allow replaces the

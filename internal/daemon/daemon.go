@@ -22,6 +22,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/metrics"
 	"github.com/sandboxd/sandboxd/internal/projects"
 	"github.com/sandboxd/sandboxd/internal/sessions"
+	"github.com/sandboxd/sandboxd/internal/snapshots"
 	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/plugins"
 	"github.com/sandboxd/sandboxd/policy"
@@ -43,6 +44,7 @@ type Daemon struct {
 	Languages *languages.Registry
 	Sessions  *sessions.Sessions
 	Projects  *projects.Projects
+	Snapshots *snapshots.Snapshots
 	Metrics   *metrics.Metrics
 	policies  *policy.Chain
 	records   *recorder
@@ -71,7 +73,8 @@ func New(ctx context.Context, cfg *config.Config, rt runtime.Runtime, store *sta
 		return nil, err
 	}
 	d.Projects = projects.New(cfg.StateDir, store, cfg.Sessions.MaxTransfer, cfg.Projects)
-	d.Sessions = sessions.New(cfg.Sessions, d.Languages, d.Projects, store, &d.gate, log)
+	d.Snapshots = snapshots.New(cfg.StateDir, store, cfg.Snapshots)
+	d.Sessions = sessions.New(cfg.Sessions, d.Languages, d.Projects, d.Snapshots, store, &d.gate, log)
 	if err := d.reconcile(ctx); err != nil {
 		d.Languages.Close(ctx)
 		d.policies.Close()

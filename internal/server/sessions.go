@@ -255,3 +255,57 @@ func (h *handler) restartContext(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, c)
 }
+
+func (h *handler) snapshot(w http.ResponseWriter, r *http.Request) {
+	var req api.SnapshotRequest
+	if err := decode(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	sn, err := h.d.Sessions.Snapshot(r.Context(), r.PathValue("id"), req.Name)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, sn)
+}
+
+func (h *handler) fork(w http.ResponseWriter, r *http.Request) {
+	var req api.ForkRequest
+	if err := decode(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	res, err := h.d.Sessions.Fork(r.Context(), r.PathValue("id"), req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, res)
+}
+
+func (h *handler) snapshots(w http.ResponseWriter, r *http.Request) {
+	list, err := h.d.Snapshots.List()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.SnapshotList{Snapshots: append([]api.Snapshot{}, list...)})
+}
+
+func (h *handler) getSnapshot(w http.ResponseWriter, r *http.Request) {
+	sn, err := h.d.Snapshots.Get(r.PathValue("id"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sn)
+}
+
+func (h *handler) deleteSnapshot(w http.ResponseWriter, r *http.Request) {
+	if err := h.d.Snapshots.Delete(r.PathValue("id")); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

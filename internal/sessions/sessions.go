@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"sync"
 	"time"
@@ -29,6 +30,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/languages"
 	"github.com/sandboxd/sandboxd/internal/projects"
 	"github.com/sandboxd/sandboxd/internal/request"
+	"github.com/sandboxd/sandboxd/internal/snapshots"
 	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
@@ -73,12 +75,13 @@ func (ss *Session) Touch(execs int) {
 
 // Sessions is every session this daemon knows. Safe for concurrent use.
 type Sessions struct {
-	cfg      config.Sessions
-	langs    *languages.Registry
-	projects *projects.Projects
-	store    *state.Store
-	gate     *drain.Gate
-	log      hclog.Logger
+	cfg       config.Sessions
+	langs     *languages.Registry
+	projects  *projects.Projects
+	snapshots *snapshots.Snapshots
+	store     *state.Store
+	gate      *drain.Gate
+	log       hclog.Logger
 
 	mu      sync.Mutex
 	live    map[string]*Session    // by id
@@ -89,8 +92,8 @@ type Sessions struct {
 }
 
 // New returns the sessions, none yet: Recover brings back the stored ones.
-func New(cfg config.Sessions, langs *languages.Registry, projects *projects.Projects, store *state.Store, gate *drain.Gate, log hclog.Logger) *Sessions {
-	m := &Sessions{cfg: cfg, langs: langs, projects: projects, store: store, gate: gate, log: log,
+func New(cfg config.Sessions, langs *languages.Registry, projects *projects.Projects, snaps *snapshots.Snapshots, store *state.Store, gate *drain.Gate, log hclog.Logger) *Sessions {
+	m := &Sessions{cfg: cfg, langs: langs, projects: projects, snapshots: snaps, store: store, gate: gate, log: log,
 		live: map[string]*Session{}, lost: map[string]api.Session{}, stop: make(chan struct{}), stopped: make(chan struct{})}
 	projects.Users = m.projectUsers
 	return m
@@ -102,6 +105,18 @@ func (m *Sessions) Create(ctx context.Context, req api.SessionRequest) (*api.Ses
 		return nil, aerr
 	}
 	defer m.gate.Leave()
+	var snapshot *os.File
+	if req.FromSnapshot != "" {
+		f, sn, aerr := m.snapshots.Open(req.FromSnapshot)
+		if aerr != nil {
+			return nil, aerr
+		}
+		defer f.Close()
+		snapshot = f
+		if req.Language == "" {
+			req.Language = sn.Language
+		}
+	}
 	l, aerr := m.langs.Resolve(req.Language)
 	if aerr != nil {
 		return nil, aerr
@@ -161,6 +176,12 @@ func (m *Sessions) Create(ctx context.Context, req api.SessionRequest) (*api.Ses
 		return nil, request.ErrorOf(err)
 	}
 	m.allow(sb, allow)
+	if snapshot != nil {
+		if aerr := restore(ctx, sb, snapshot); aerr != nil {
+			m.langs.Remove(sb)
+			return nil, aerr
+		}
+	}
 	now := time.Now().UTC()
 	rec := api.Session{
 		ID: sb.Session(), Language: l.Name(), State: api.SessionActive,

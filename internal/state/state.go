@@ -115,6 +115,7 @@ var (
 	bucketExecutions = []byte("executions")
 	bucketSessions   = []byte("sessions")
 	bucketProjects   = []byte("projects")
+	bucketSnapshots  = []byte("snapshots")
 	bucketVersions   = []byte("versions")
 	keyVersion       = []byte("version")
 	keyInstance      = []byte("instance")
@@ -225,7 +226,7 @@ func (s *Store) init(dir string) error {
 				return err
 			}
 		}
-		for _, b := range [][]byte{bucketExecutions, bucketSessions, bucketProjects, bucketVersions} {
+		for _, b := range [][]byte{bucketExecutions, bucketSessions, bucketProjects, bucketSnapshots, bucketVersions} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -276,6 +277,24 @@ func (s *Store) DeleteProject(id string) error { return s.delete(bucketProjects,
 // Projects returns every project that decodes, and the ones that do not.
 func (s *Store) Projects() ([]api.Project, []Corrupt, error) {
 	return decodeAll(s, bucketProjects, func(e projectEntry) api.Project { return e.Project })
+}
+
+type snapshotEntry struct {
+	V        int          `json:"v"`
+	Snapshot api.Snapshot `json:"snapshot"`
+}
+
+// PutSnapshot stores (or replaces) a snapshot's record.
+func (s *Store) PutSnapshot(sn api.Snapshot) error {
+	return s.put(bucketSnapshots, sn.ID, snapshotEntry{V: 1, Snapshot: sn})
+}
+
+// DeleteSnapshot forgets a snapshot.
+func (s *Store) DeleteSnapshot(id string) error { return s.delete(bucketSnapshots, id) }
+
+// Snapshots returns every snapshot that decodes, and the ones that do not.
+func (s *Store) Snapshots() ([]api.Snapshot, []Corrupt, error) {
+	return decodeAll(s, bucketSnapshots, func(e snapshotEntry) api.Snapshot { return e.Snapshot })
 }
 
 type versionEntry struct {

@@ -75,6 +75,7 @@ const (
 	OpList   = "list"   // entries of a directory
 	OpRemove = "remove" // remove a file or a tree
 	OpReset  = "reset"  // kill every process, empty the workspace but project_files
+	OpUntar  = "untar"  // extract the tar archive the in chunks carry into the workspace
 	OpDone   = "done"   // the answer to a workspace or context operation
 
 	OpContexts   = "contexts"    // list the running context kernels
@@ -125,6 +126,8 @@ type FileRequest struct {
 	Mode      uint32 `json:"mode,omitempty"`      // put: permission bits
 	Max       int64  `json:"max,omitempty"`       // put, get, tar: refuse above this many bytes
 	Recursive bool   `json:"recursive,omitempty"` // list: the whole tree
+	// Snapshot: tar leaves project_files out (a session's own files only).
+	Snapshot bool `json:"snapshot,omitempty"`
 }
 
 // Error kinds of a FileResult.

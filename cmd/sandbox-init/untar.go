@@ -1,0 +1,116 @@
+package main
+
+import (
+	"archive/tar"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"syscall"
+
+	"github.com/sandboxd/sandboxd/runtime/supervisor"
+)
+
+// startUntar receives a tar archive of a workspace (as OpTar makes it,
+// names under "workspace/") in the in chunks that follow and extracts it
+// into the workspace as it arrives. Everything is made through os.Root, so
+// no name and no link met on the way leads out of the workspace; links in
+// the archive are made as links and never followed; only directories,
+// regular files and symbolic links are made; project_files is left alone.
+func (s *server) startUntar(id uint64, req supervisor.FileRequest) {
+	root, err := s.openWorkspace()
+	if err != nil {
+		s.done(id, failure(err))
+		return
+	}
+	pr, pw := io.Pipe()
+	result := make(chan error, 1)
+	go func() {
+		err := extract(root, tar.NewReader(pr))
+		root.Close()
+		pr.CloseWithError(err) // a sender past a failure gets its error
+		result <- err
+	}()
+	s.mu.Lock()
+	s.uploads[id] = &upload{w: pw, max: req.Max, end: func(err error) *supervisor.FileResult {
+		if err != nil {
+			pw.CloseWithError(err)
+		} else {
+			pw.Close()
+		}
+		if xerr := <-result; err == nil {
+			err = xerr
+		}
+		if err != nil {
+			return failure(err)
+		}
+		return nil
+	}}
+	s.mu.Unlock()
+}
+
+// extract writes the archive's entries into root.
+func extract(root *os.Root, tr *tar.Reader) error {
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading the archive: %w", err)
+		}
+		name, ok := strings.CutPrefix(path.Clean(hdr.Name), "workspace")
+		name = strings.TrimPrefix(name, "/")
+		switch {
+		case !ok || name == "" || name == "." || name == projectDir || strings.HasPrefix(name, projectDir+"/"):
+			continue // the workspace itself, and what is not the session's own
+		case path.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../"):
+			return fmt.Errorf("%s: a name outside the workspace", hdr.Name)
+		}
+		mode := fs.FileMode(hdr.Mode) & 0o7777 &^ (fs.ModeSetuid | fs.ModeSetgid)
+		switch hdr.Typeflag {
+		case tar.TypeDir:
+			if err := root.MkdirAll(name, 0o755); err != nil {
+				return err
+			}
+			_ = root.Chmod(name, mode|0o700) // keep it writable for what goes in it
+		case tar.TypeReg:
+			if err := writeEntry(root, name, mode, tr); err != nil {
+				return err
+			}
+		case tar.TypeSymlink:
+			_ = root.Remove(name)
+			if err := root.Symlink(hdr.Linkname, name); err != nil {
+				return err
+			}
+			continue // a link's time is not set: that would follow it
+		default:
+			continue // hard links, devices, FIFOs: never made
+		}
+		_ = root.Chtimes(name, hdr.ModTime, hdr.ModTime)
+	}
+}
+
+func writeEntry(root *os.Root, name string, mode fs.FileMode, r io.Reader) error {
+	if dir := path.Dir(name); dir != "." {
+		if err := root.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	_ = root.Remove(name) // a link or a FIFO of that name is replaced, never written through
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, mode)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = root.Chmod(name, mode)
+	}
+	return err
+}

@@ -1,0 +1,104 @@
+package sessions
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/request"
+	"github.com/sandboxd/sandboxd/internal/snapshots"
+	"github.com/sandboxd/sandboxd/runtime"
+	"github.com/sandboxd/sandboxd/runtime/supervisor"
+)
+
+// maxForks bounds the sessions one fork makes.
+const maxForks = 16
+
+// Snapshot saves a session's workspace (its files, directories and links;
+// project_files, processes and contexts' interpreter state are not part
+// of it) under name.
+func (m *Sessions) Snapshot(ctx context.Context, id, name string) (*api.Snapshot, *api.Error) {
+	if aerr := m.snapshots.CheckName(name); aerr != nil {
+		return nil, aerr
+	}
+	room, aerr := m.snapshots.Room()
+	if aerr != nil {
+		return nil, aerr
+	}
+	var sn *api.Snapshot
+	aerr = m.Use(ctx, id, func(ss *Session, sb *runtime.Sandbox) *api.Error {
+		sn, aerr = m.snapshots.Save(api.Snapshot{Name: name, Language: ss.Lang.Name(), Session: id}, func(w io.Writer) (int, *api.Error) {
+			var werr error
+			res, err := sb.File(ctx, supervisor.OpTar, supervisor.FileRequest{Path: ".", Max: room, Snapshot: true}, nil, func(b []byte) {
+				if werr == nil {
+					_, werr = w.Write(b)
+				}
+			})
+			switch {
+			case err != nil:
+				return 0, request.ErrorOf(fmt.Errorf("snapshot of session %s: %w", id, err))
+			case res.Error != "":
+				if res.ErrorKind == supervisor.ErrTooLarge {
+					return 0, api.Errorf(api.CodeTooLarge, "the workspace is too large to snapshot: %s (room left under snapshots.max_bytes: %s)", res.Error, api.ByteSize(room))
+				}
+				return 0, sessionErr("the workspace", res)
+			case werr != nil:
+				return 0, api.Errorf(api.CodeNoSpace, "writing the snapshot: %v", werr)
+			}
+			return res.Skipped, nil
+		})
+		return aerr
+	})
+	return sn, aerr
+}
+
+// restore extracts a snapshot's archive into a new session's workspace.
+func restore(ctx context.Context, sb *runtime.Sandbox, archive io.Reader) *api.Error {
+	res, err := sb.File(ctx, supervisor.OpUntar, supervisor.FileRequest{Path: "."}, archive, nil)
+	if err != nil {
+		return request.ErrorOf(fmt.Errorf("restoring the snapshot: %w", err))
+	}
+	if res.Error != "" {
+		return sessionErr("restoring the snapshot", res)
+	}
+	return nil
+}
+
+// Fork snapshots a session's workspace and starts req.Count sessions from
+// it, each with the session's language, limits, environment, project and
+// network: parallel attempts that diverge without touching each other.
+func (m *Sessions) Fork(ctx context.Context, id string, req api.ForkRequest) (*api.ForkResult, *api.Error) {
+	if req.Count == 0 {
+		req.Count = 1
+	}
+	if req.Count < 1 || req.Count > maxForks {
+		return nil, api.Errorf(api.CodeInvalidRequest, "count %d: from 1 to %d sessions per fork", req.Count, maxForks)
+	}
+	src, aerr := m.Get(id)
+	if aerr != nil {
+		return nil, aerr
+	}
+	if req.Name == "" {
+		req.Name = snapshots.AutoName(id)
+	}
+	sn, aerr := m.Snapshot(ctx, id, req.Name)
+	if aerr != nil {
+		return nil, aerr
+	}
+	out := &api.ForkResult{Snapshot: *sn}
+	limits := src.Limits
+	network := src.Network
+	for range req.Count {
+		s, aerr := m.Create(ctx, api.SessionRequest{Language: src.Language, Limits: &limits, Env: src.Env, TTL: req.TTL,
+			IdleTimeout: src.IdleTimeout, Project: src.Project, Network: &network, FromSnapshot: sn.ID})
+		if aerr != nil {
+			for _, made := range out.Sessions {
+				_ = m.Delete(made.ID)
+			}
+			return nil, aerr
+		}
+		out.Sessions = append(out.Sessions, *s)
+	}
+	return out, nil
+}

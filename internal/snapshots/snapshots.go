@@ -1,0 +1,192 @@
+// Package snapshots owns saved workspaces: tar archives of a session's
+// files, directories and links, as the supervisor makes them inside the
+// sandbox (so no link there is ever followed), stored once per SHA-256
+// under state_dir/snapshots and recorded in the state store. It knows
+// nothing of containers: sessions take snapshots and start from them.
+package snapshots
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/config"
+	"github.com/sandboxd/sandboxd/internal/state"
+)
+
+var snapshotName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// Snapshots is the snapshot store. Safe for concurrent use.
+type Snapshots struct {
+	dir   string
+	store *state.Store
+	quota config.Snapshots
+
+	mu sync.Mutex
+}
+
+// New returns the snapshots kept under stateDir and in store, within
+// quota. What a crashed process left half written goes, and so do
+// archives no record names.
+func New(stateDir string, store *state.Store, quota config.Snapshots) *Snapshots {
+	s := &Snapshots{dir: filepath.Join(stateDir, "snapshots"), store: store, quota: quota}
+	list, _, _ := store.Snapshots()
+	used := map[string]bool{}
+	for _, sn := range list {
+		used[sn.SHA256+".tar"] = true
+	}
+	ents, _ := os.ReadDir(s.dir)
+	for _, e := range ents {
+		if !used[e.Name()] {
+			_ = os.Remove(filepath.Join(s.dir, e.Name()))
+		}
+	}
+	return s
+}
+
+func (s *Snapshots) path(sum string) string { return filepath.Join(s.dir, sum+".tar") }
+
+// CheckName refuses a name that is malformed or taken.
+func (s *Snapshots) CheckName(name string) *api.Error {
+	if !snapshotName.MatchString(name) {
+		return api.Errorf(api.CodeInvalidRequest, "snapshot name %q: 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", name)
+	}
+	if _, aerr := s.Get(name); aerr == nil {
+		return api.Errorf(api.CodeConflict, "a snapshot named %q exists already (sandboxctl snapshot rm %s)", name, name)
+	}
+	return nil
+}
+
+// Room is how many more archive bytes the quota allows, or an error when
+// it allows no more snapshots.
+func (s *Snapshots) Room() (int64, *api.Error) {
+	list, aerr := s.List()
+	if aerr != nil {
+		return 0, aerr
+	}
+	if len(list) >= s.quota.Max {
+		return 0, api.Errorf(api.CodeTooLarge, "%d snapshots are kept, the most sandboxd.hcl allows (snapshots.max): delete one (sandboxctl snapshot rm)", len(list))
+	}
+	var used int64
+	for _, sn := range list {
+		used += sn.Size
+	}
+	if room := s.quota.MaxBytes - used; room > 0 {
+		return room, nil
+	}
+	return 0, api.Errorf(api.CodeTooLarge, "snapshots hold %s, all snapshots.max_bytes allows: delete one (sandboxctl snapshot rm)", api.ByteSize(used))
+}
+
+// Save stores what write writes (a tar archive of at most max bytes) as
+// the snapshot meta describes, named name.
+func (s *Snapshots) Save(meta api.Snapshot, write func(w io.Writer) (skipped int, aerr *api.Error)) (*api.Snapshot, *api.Error) {
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return nil, api.Errorf(api.CodeInternal, "%v", err)
+	}
+	tmp, err := os.CreateTemp(s.dir, "new-*")
+	if err != nil {
+		return nil, api.Errorf(api.CodeInternal, "%v", err)
+	}
+	defer os.Remove(tmp.Name()) // once renamed, this finds nothing
+	defer tmp.Close()
+	h := sha256.New()
+	counter := &countingWriter{}
+	skipped, aerr := write(io.MultiWriter(tmp, h, counter))
+	if aerr != nil {
+		return nil, aerr
+	}
+	if err := tmp.Sync(); err != nil {
+		return nil, api.Errorf(api.CodeNoSpace, "writing the snapshot: %v", err)
+	}
+	meta.SHA256, meta.Size, meta.Skipped = hex.EncodeToString(h.Sum(nil)), counter.n, skipped
+	meta.ID, meta.CreatedAt = state.RandomID(8), time.Now().UTC()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := os.Stat(s.path(meta.SHA256)); err != nil {
+		if err := os.Rename(tmp.Name(), s.path(meta.SHA256)); err != nil {
+			return nil, api.Errorf(api.CodeInternal, "%v", err)
+		}
+	}
+	if err := s.store.PutSnapshot(meta); err != nil {
+		return nil, api.Errorf(api.CodeInternal, "storing the snapshot: %v", err)
+	}
+	return &meta, nil
+}
+
+type countingWriter struct{ n int64 }
+
+func (c *countingWriter) Write(b []byte) (int, error) { c.n += int64(len(b)); return len(b), nil }
+
+// List is every snapshot, oldest first.
+func (s *Snapshots) List() ([]api.Snapshot, *api.Error) {
+	list, _, err := s.store.Snapshots()
+	if err != nil {
+		return nil, api.Errorf(api.CodeInternal, "%v", err)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].CreatedAt.Before(list[j].CreatedAt) })
+	return list, nil
+}
+
+// Get finds a snapshot by id or name.
+func (s *Snapshots) Get(ref string) (*api.Snapshot, *api.Error) {
+	list, aerr := s.List()
+	if aerr != nil {
+		return nil, aerr
+	}
+	for _, sn := range list {
+		if sn.ID == ref || sn.Name == ref {
+			return &sn, nil
+		}
+	}
+	return nil, api.Errorf(api.CodeNotFound, "no snapshot %q (sandboxctl snapshot ls)", ref)
+}
+
+// Open opens a snapshot's archive.
+func (s *Snapshots) Open(ref string) (*os.File, *api.Snapshot, *api.Error) {
+	sn, aerr := s.Get(ref)
+	if aerr != nil {
+		return nil, nil, aerr
+	}
+	f, err := os.Open(s.path(sn.SHA256))
+	if err != nil {
+		return nil, nil, api.Errorf(api.CodeInternal, "snapshot %s: its archive is gone: %v", sn.Name, err)
+	}
+	return f, sn, nil
+}
+
+// Delete forgets a snapshot, and its archive unless another names it.
+func (s *Snapshots) Delete(ref string) *api.Error {
+	sn, aerr := s.Get(ref)
+	if aerr != nil {
+		return aerr
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.store.DeleteSnapshot(sn.ID); err != nil {
+		return api.Errorf(api.CodeInternal, "%v", err)
+	}
+	list, _, _ := s.store.Snapshots()
+	for _, other := range list {
+		if other.SHA256 == sn.SHA256 {
+			return nil
+		}
+	}
+	if err := os.Remove(s.path(sn.SHA256)); err != nil && !os.IsNotExist(err) {
+		return api.Errorf(api.CodeInternal, "%v", err)
+	}
+	return nil
+}
+
+// AutoName makes a snapshot name for a fork of session id.
+func AutoName(id string) string {
+	return fmt.Sprintf("fork-%s-%s", id, strings.ToLower(state.RandomID(3)))
+}
