@@ -36,6 +36,11 @@ projects {
   max_bytes = "10GiB"         # all project files together (state_dir/blobs)
 }
 
+snapshots {
+  max       = 100             # saved workspaces at once (sandboxctl session snapshot|fork)
+  max_bytes = "10GiB"         # their archives together (state_dir/snapshots)
+}
+
 # Egress: sandboxes have no network. A network block lets programs reach
 # the hosts it names, and nothing else, through sandboxd's proxy (see the
 # README's Network egress). Here: every language's default and the limits;

@@ -199,7 +199,7 @@ type fileSchema struct {
 	Defaults   *limitsSchema    `hcl:"defaults,block"`
 	Sessions   *sessionsSchema  `hcl:"sessions,block"`
 	Projects   *projectsSchema  `hcl:"projects,block"`
-	Snapshots  *projectsSchema  `hcl:"snapshots,block"` // the same bounds
+	Snapshots  *snapshotsSchema `hcl:"snapshots,block"`
 	Network    *networkSchema   `hcl:"network,block"`
 	Languages  []languageSchema `hcl:"language,block"`
 	Policies   []policySchema   `hcl:"policy,block"`
@@ -247,6 +247,9 @@ type projectsSchema struct {
 	MaxBytes *string  `hcl:"max_bytes,optional"`
 	Body     hcl.Body `hcl:",body"`
 }
+
+// snapshotsSchema bounds the snapshot store as projectsSchema does projects.
+type snapshotsSchema projectsSchema
 
 type poolSchema struct {
 	MinIdle      *int     `hcl:"min_idle,optional"`
@@ -442,7 +445,7 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 		cfg.Sessions = v.sessions(fs.Sessions, cfg.Sessions)
 	}
 	v.store(fs.Projects, &cfg.Projects.Max, &cfg.Projects.MaxBytes, "projects")
-	v.store(fs.Snapshots, &cfg.Snapshots.Max, &cfg.Snapshots.MaxBytes, "snapshots")
+	v.store((*projectsSchema)(fs.Snapshots), &cfg.Snapshots.Max, &cfg.Snapshots.MaxBytes, "snapshots")
 
 	languages := map[string]bool{}
 	for _, ls := range fs.Languages {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/request"
@@ -86,19 +87,33 @@ func (m *Sessions) Fork(ctx context.Context, id string, req api.ForkRequest) (*a
 	if aerr != nil {
 		return nil, aerr
 	}
+	limits, network := src.Limits, src.Network
+	made := make([]*api.Session, req.Count)
+	errs := make([]*api.Error, req.Count)
+	var wg sync.WaitGroup
+	for i := range req.Count {
+		wg.Add(1)
+		go func() { // each restore streams into a sandbox of its own
+			defer wg.Done()
+			made[i], errs[i] = m.Create(ctx, api.SessionRequest{Language: src.Language, Limits: &limits, Env: src.Env, TTL: req.TTL,
+				IdleTimeout: src.IdleTimeout, Project: src.Project, Network: &network, FromSnapshot: sn.ID})
+		}()
+	}
+	wg.Wait()
 	out := &api.ForkResult{Snapshot: *sn}
-	limits := src.Limits
-	network := src.Network
-	for range req.Count {
-		s, aerr := m.Create(ctx, api.SessionRequest{Language: src.Language, Limits: &limits, Env: src.Env, TTL: req.TTL,
-			IdleTimeout: src.IdleTimeout, Project: src.Project, Network: &network, FromSnapshot: sn.ID})
-		if aerr != nil {
-			for _, made := range out.Sessions {
-				_ = m.Delete(made.ID)
-			}
-			return nil, aerr
+	var failed *api.Error
+	for i, s := range made {
+		if s != nil {
+			out.Sessions = append(out.Sessions, *s)
+		} else if failed == nil {
+			failed = errs[i]
 		}
-		out.Sessions = append(out.Sessions, *s)
+	}
+	if failed != nil {
+		for _, s := range out.Sessions {
+			_ = m.Delete(s.ID)
+		}
+		return nil, failed
 	}
 	return out, nil
 }
