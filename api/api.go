@@ -357,7 +357,8 @@ type Language struct {
 	Plugin       string    `json:"plugin"`
 	Runtime      string    `json:"runtime"` // the OCI runtime its containers run under, e.g. runc or runsc
 	Limits       Limits    `json:"limits"`
-	Network      Network   `json:"network"` // the most its sandboxes may reach
+	Network      Network   `json:"network"`  // the most its sandboxes may reach
+	Contexts     bool      `json:"contexts"` // sessions may keep its interpreters (exec with "context")
 	Pool         PoolStats `json:"pool"`
 	Error        string    `json:"error,omitempty"` // e.g. the image is missing, and how to build it
 }

@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -15,7 +17,8 @@ const markdownDoc = "# An answer\n\n" +
 	"1. In JavaScript:\n\n   ```javascript\n   console.log([1, 2, 3].map(x => x * 2).join(','))\n   ```\n\n" + // line 17
 	"```text\n4 words\n```\n\n" + // line 21
 	"```python\nprint(open('count.txt').read() + ' again')\nraise SystemExit(4)\n```\n\n" + // line 25
-	"```python\nprint('still runs')\n```\n" // line 30
+	"```python\nprint('still runs')\n```\n\n" + // line 30
+	"```python\nimport matplotlib.pyplot as plt\nplt.plot(range(len(words)))\nlen(words) * 10\n```\n" // line 34: a notebook's state, and a figure
 
 // TestMarkdown runs a chat answer's code blocks with sandboxctl run
 // --markdown: in order, one session per language that later blocks of it
@@ -37,7 +40,8 @@ language "bash" {
 		"|--- [3] line 17, node\n2,4,6\n--- [3] exit 0 (" +
 		"|--- [4] line 21: skipped: \"text\" is not a language sandboxd runs" +
 		"|--- [5] line 25, python\n4 again\n--- [5] exit 4 (" +
-		"|--- [6] line 30, python\nstill runs\n--- [6] exit 0 ("
+		"|--- [6] line 30, python\nstill runs\n--- [6] exit 0 (" +
+		"|--- [7] line 34, python\n--- [7] image written to " + strings.TrimSuffix(doc, ".md") + "-7-1.png\n40\n--- [7] exit 0 ("
 	rest := out
 	for _, part := range strings.Split(want, "|") {
 		i := strings.Index(rest, part)
@@ -63,7 +67,10 @@ language "bash" {
 			}
 		}
 	}
-	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 4 || len(res.Blocks) != 6 {
+	if png, err := os.ReadFile(strings.TrimSuffix(doc, ".md") + "-7-1.png"); err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
+		t.Errorf("the figure: %v", err)
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 4 || len(res.Blocks) != 7 {
 		t.Fatalf("exit %d, %v: %s", code, err, out)
 	}
 	b := res.Blocks

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -79,6 +81,8 @@ type markdownRun struct {
 	names     map[string]string // name, alias or extension -> language
 	sessions  map[string]string // language -> session id
 	current   string            // the session the last block ran in
+	contexts  map[string]bool   // languages whose blocks run in a context
+	images    string            // the prefix of the images blocks show
 }
 
 // runDocument runs the blocks of the Markdown document in file.
@@ -95,8 +99,14 @@ func (m *markdownRun) runDocument(ctx context.Context, file string) error {
 	if err != nil {
 		return apiFailure(err)
 	}
-	m.names, m.sessions = map[string]string{}, map[string]string{}
+	m.names, m.sessions, m.contexts = map[string]string{}, map[string]string{}, map[string]bool{}
+	// Images go beside the document (for stdin, here).
+	m.images = strings.TrimSuffix(file, filepath.Ext(file))
+	if file == "-" {
+		m.images = "markdown"
+	}
 	for _, l := range langs {
+		m.contexts[l.Name] = l.Contexts
 		for _, n := range append(append([]string{l.Name}, l.Aliases...), l.Extensions...) {
 			m.names[strings.ToLower(n)] = l.Name
 		}
@@ -154,6 +164,11 @@ func (m *markdownRun) run(ctx context.Context, n int, b codeBlock) (blockResult,
 	r.Language = lang
 	m.say("--- [%d] line %d, %s\n", n, b.Line, lang)
 	req := api.ExecRequest{Code: b.Code, Timeout: api.Duration(m.timeout)}
+	if m.contexts[lang] {
+		// One interpreter per language, as a notebook has: a block sees
+		// the variables of the blocks before it.
+		req.Context = "markdown"
+	}
 	id := m.sessions[lang]
 	if lang == shellLanguage && m.current != "" {
 		id, req = m.current, api.ExecRequest{Argv: []string{"bash", "-c", b.Code}, Timeout: api.Duration(m.timeout)}
@@ -183,6 +198,7 @@ func (m *markdownRun) run(ctx context.Context, n int, b codeBlock) (blockResult,
 	}
 	if !m.asJSON {
 		printFindings(os.Stderr, "sandboxctl: ", r.Result.Findings)
+		m.show(n, r.Result)
 	}
 	exit := resultExit(r.Result)
 	status := fmt.Sprintf("exit %d", r.Result.ExitCode)
@@ -191,6 +207,34 @@ func (m *markdownRun) run(ctx context.Context, n int, b codeBlock) (blockResult,
 	}
 	m.say("--- [%d] %s (%.0f ms)\n", n, status, r.Result.DurationMS)
 	return r, exit
+}
+
+// show prints a block's final value, and writes the images it showed to
+// files in the current directory, saying where.
+func (m *markdownRun) show(n int, res *api.RunResult) {
+	k := 0
+	for _, d := range res.Display {
+		ext := map[string]string{"image/png": ".png", "image/svg+xml": ".svg"}[d.MIME]
+		switch {
+		case d.MIME == "text/plain":
+			fmt.Println(d.Data)
+		case ext != "":
+			data := []byte(d.Data)
+			if d.MIME == "image/png" {
+				var err error
+				if data, err = base64.StdEncoding.DecodeString(d.Data); err != nil {
+					continue
+				}
+			}
+			k++
+			name := fmt.Sprintf("%s-%d-%d%s", m.images, n, k, ext)
+			if err := os.WriteFile(name, data, 0o644); err != nil {
+				fmt.Fprintf(os.Stderr, "sandboxctl: writing %s: %v\n", name, err)
+				continue
+			}
+			m.say("--- [%d] image written to %s\n", n, name)
+		}
+	}
 }
 
 // say prints a line about the document's progress, unless --json.

@@ -318,7 +318,7 @@ func (r *Registry) List(ctx context.Context) []api.Language {
 			Aliases: l.Info.Aliases, Extensions: l.Info.Extensions,
 			Image: st.ref, BaseImage: l.baseImage, Packages: l.Config.Packages, ImagePresent: st.id != "",
 			Version: st.version, Plugin: l.Config.Plugin, Runtime: l.Config.Runtime, Limits: request.APILimits(l.Config.Limits), Pool: l.pool.Stats(),
-			Network: api.Network{Allow: l.allow.Strings()},
+			Network: api.Network{Allow: l.allow.Strings()}, Contexts: len(l.Info.ContextCommand) > 0,
 		}
 		if st.err != nil {
 			entry.Error = st.err.Error()
