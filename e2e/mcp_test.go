@@ -50,6 +50,9 @@ type mcpResult struct {
 		Data string `json:"data"`
 	} `json:"display"`
 	ContextLost string `json:"context_lost"`
+	Outputs     []struct {
+		Path, MIME string
+	} `json:"outputs"`
 	Entries     []struct {
 		Path, Type string
 	} `json:"entries"`
@@ -186,8 +189,8 @@ policy "commands" {}
 		if r.ExitCode != 0 || r.Stdout != "3\n" {
 			t.Errorf("exec argv: %+v", r)
 		}
-		r, _ = tool(t, "exec", "session_id="+id, "command=cat out.txt; echo; ls data | wc -l")
-		if r.Stdout != "3\n1\n" {
+		r, _ = tool(t, "exec", "session_id="+id, "command=cat out.txt; echo; ls data | wc -l; echo x > outputs/report.md")
+		if r.Stdout != "3\n1\n" || len(r.Outputs) != 1 || r.Outputs[0].Path != "outputs/report.md" || r.Outputs[0].MIME != "text/markdown; charset=utf-8" {
 			t.Errorf("exec command: %+v", r)
 		}
 		r, _ = tool(t, "exec", "session_id="+id, "code=import os; print(sorted(os.listdir('.')))")

@@ -233,6 +233,18 @@ func TestOpenAPI(t *testing.T) {
 		{"GET", sp + "/files/dir/a.txt", "", "", "", 200},
 		{"GET", sp + "/files/dir", "", "", "", 200}, // a tar archive
 		{"DELETE", sp + "/files/dir/a.txt", "", "", "", 204},
+		{"POST", sp + "/exec", "", `{"context":"main","code":"x = 1\nx + 1"}`, "application/json", 200},
+		{"GET", sp + "/contexts", "", "", "", 200},
+		{"POST", sp + "/contexts/main/restart", "", "", "", 200},
+		{"DELETE", sp + "/contexts/main", "", "", "", 204},
+		{"DELETE", sp + "/contexts/main", "", "", "", 404},
+		{"POST", sp + "/snapshot", "", `{"name":"conformance"}`, "application/json", 201},
+		{"POST", sp + "/snapshot", "", `{"name":"conformance"}`, "application/json", 409},
+		{"GET", "/v1/snapshots", "", "", "", 200},
+		{"GET", "/v1/snapshots/conformance", "", "", "", 200},
+		{"POST", sp + "/fork", "", `{"count":1}`, "application/json", 201},
+		{"DELETE", "/v1/snapshots/conformance", "", "", "", 204},
+		{"GET", "/v1/snapshots/conformance", "", "", "", 404},
 		{"POST", sp + "/reset", "", "", "", 200},
 		// Errors carry the error body.
 		{"POST", sp + "/exec", "", `{"argv":["reboot"]}`, "application/json", 403},

@@ -8,6 +8,7 @@ import (
 	"mime"
 	"path"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sandboxd/sandboxd/api"
@@ -148,15 +149,31 @@ func (c *collector) write(stream string, data []byte) {
 	}
 }
 
+// dataTypes are the types of files programs commonly leave as results:
+// the same on every host, whatever its /etc/mime.types holds.
+var dataTypes = map[string]string{
+	".csv": "text/csv; charset=utf-8", ".tsv": "text/tab-separated-values; charset=utf-8",
+	".md": "text/markdown; charset=utf-8", ".txt": "text/plain; charset=utf-8", ".log": "text/plain; charset=utf-8",
+	".ipynb": "application/x-ipynb+json", ".parquet": "application/vnd.apache.parquet", ".npy": "application/octet-stream",
+}
+
+// outputMIME is a result file's type, by its extension.
+func outputMIME(p string) string {
+	ext := strings.ToLower(path.Ext(p))
+	if t, ok := dataTypes[ext]; ok {
+		return t
+	}
+	if t := mime.TypeByExtension(ext); t != "" {
+		return t
+	}
+	return "application/octet-stream"
+}
+
 // outputs gathers the files each step made or changed.
 func (c *collector) outputs(r supervisor.ExecResult) {
 	for _, o := range r.Outputs {
 		if !slices.ContainsFunc(c.files, func(f api.OutputFile) bool { return f.Path == o.Path }) {
-			mt := mime.TypeByExtension(path.Ext(o.Path))
-			if mt == "" {
-				mt = "application/octet-stream"
-			}
-			c.files = append(c.files, api.OutputFile{Path: o.Path, Size: o.Size, MIME: mt})
+			c.files = append(c.files, api.OutputFile{Path: o.Path, Size: o.Size, MIME: outputMIME(o.Path)})
 		}
 	}
 	c.filesOmitted += r.OutputsOmitted

@@ -108,6 +108,14 @@ type Result struct {
 	Egress      []Egress  `json:"egress,omitempty" jsonschema:"connections the program made through the egress proxy, refused ones with why"`
 	Display     []Display `json:"display,omitempty" jsonschema:"what a context's code showed: its last expression's value (text/plain), tables (text/html); images come as image content"`
 	ContextLost string    `json:"context_lost,omitempty" jsonschema:"why the context's earlier state (variables, imports) is gone: it was restarted"`
+	Outputs     []Output  `json:"outputs,omitempty" jsonschema:"files under outputs/ the exec made or changed: read_file fetches them"`
+}
+
+// Output is a file an exec made or changed.
+type Output struct {
+	Path string `json:"path" jsonschema:"relative to /workspace"`
+	Size int64  `json:"size"`
+	MIME string `json:"mime"`
 }
 
 // Display is one shown value that is text.
@@ -145,7 +153,15 @@ func findings(fs []api.Finding) []Finding {
 func result(r *api.RunResult) Result {
 	return Result{ExitCode: r.ExitCode, Stdout: r.Stdout, Stderr: r.Stderr, StdoutEnc: r.StdoutEncoding, StderrEnc: r.StderrEncoding,
 		TimedOut: r.TimedOut, OOMKilled: r.OOMKilled, Truncated: r.Truncated, Signal: r.Signal, Stage: r.Stage, Error: r.Error,
-		DurationMS: r.DurationMS, Findings: findings(r.Findings), Egress: egress(r.Egress)}
+		DurationMS: r.DurationMS, Findings: findings(r.Findings), Egress: egress(r.Egress), Outputs: outputs(r.Outputs)}
+}
+
+func outputs(list []api.OutputFile) []Output {
+	out := make([]Output, len(list))
+	for i, o := range list {
+		out[i] = Output(o)
+	}
+	return out
 }
 
 // withImages is a tool result for r: images it showed as image content
