@@ -53,7 +53,7 @@ type mcpResult struct {
 	Outputs     []struct {
 		Path, MIME string
 	} `json:"outputs"`
-	Entries     []struct {
+	Entries []struct {
 		Path, Type string
 	} `json:"entries"`
 	Languages []struct {
