@@ -28,7 +28,7 @@ SOCKET_GROUP ?= sandboxd
 STATICCHECK := $(BIN)/tools/staticcheck
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: all build engine images npm-tools lint run test unit fuzz soak bench proto install clean
+.PHONY: all build engine images npm-tools client-tools lint run test unit fuzz soak bench proto install clean
 
 all: build
 
@@ -47,6 +47,14 @@ images: engine
 
 npm-tools: $(NPM_TOOLS)
 
+# What the clients' suites need: pytest (Debian's, for the system python3)
+# and the TypeScript client built with the compiler from npm.
+client-tools: clients/typescript/dist/index.js
+	@/usr/bin/python3 -c 'import pytest' 2>/dev/null || { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-pytest >/dev/null; }
+
+clients/typescript/dist/index.js: clients/typescript/package-lock.json $(wildcard clients/typescript/src/*.ts) clients/typescript/tsconfig.json
+	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run build
+
 $(NPM_TOOLS): e2e/npm/package-lock.json
 	cd e2e/npm && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
@@ -56,7 +64,7 @@ run: build images
 
 # Unit tests need nothing; the end-to-end tests need the engine and images,
 # and fail (never skip) without them when CI=true.
-test: build lint images npm-tools
+test: build lint images npm-tools client-tools
 	$(GO) test -count=1 -timeout 15m ./...
 
 lint: $(STATICCHECK)

@@ -152,7 +152,7 @@ func repoRoot() string {
 func RequireDocker(t T, images ...string) {
 	t.Helper()
 	if why := DockerMissing(images...); why != "" {
-		missing(t, why)
+		Missing(t, why)
 	}
 }
 
@@ -177,12 +177,12 @@ func RequireRuntime(t T, name string) {
 	t.Helper()
 	out, err := exec.Command("docker", "info", "--format", "{{json .Runtimes}}").Output()
 	if err != nil {
-		missing(t, fmt.Sprintf("docker info: %v", err))
+		Missing(t, fmt.Sprintf("docker info: %v", err))
 		return
 	}
 	var runtimes map[string]any
 	if err := json.Unmarshal(out, &runtimes); err != nil || runtimes[name] == nil {
-		missing(t, fmt.Sprintf("the engine has no runtime %s; restart it with scripts/docker-engine.sh, which installs and registers runsc", name))
+		Missing(t, fmt.Sprintf("the engine has no runtime %s; restart it with scripts/docker-engine.sh, which installs and registers runsc", name))
 	}
 }
 
@@ -196,12 +196,14 @@ func NPMTool(t T, name string) string {
 	t.Helper()
 	p := filepath.Join(repoRoot(), "e2e", "npm", name)
 	if _, err := os.Stat(p); err != nil {
-		missing(t, fmt.Sprintf("%s is not installed; run `make npm-tools`", name))
+		Missing(t, fmt.Sprintf("%s is not installed; run `make npm-tools`", name))
 	}
 	return p
 }
 
-func missing(t T, why string) {
+// Missing skips the test for why (fails it when CI=true): a tool it needs
+// is not installed.
+func Missing(t T, why string) {
 	t.Helper()
 	if os.Getenv("CI") == "true" {
 		t.Fatalf("CI=true and %s", why)

@@ -1,0 +1,135 @@
+"""The Python client against a real sandboxd: $SANDBOXD_SOCKET names the
+daemon the Go end-to-end test (TestPythonClient) starts for it."""
+import asyncio
+import dataclasses
+import os
+import tempfile
+
+import pytest
+
+import sandboxd
+from sandboxd.types import SCHEMAS
+
+pytestmark = pytest.mark.skipif(not os.environ.get("SANDBOXD_SOCKET"), reason="needs a daemon: run through make test")
+
+
+@pytest.fixture(scope="module")
+def client():
+    return sandboxd.Client()
+
+
+def test_run(client):
+    res = client.run("python", "import sys; print('hi'); print('oops', file=sys.stderr); sys.exit(3)")
+    assert (res.stdout, res.stderr, res.exit_code, res.ok) == ("hi\n", "oops\n", 3, False)
+    assert res.timings.total_ms > 0 and res.raw["language"] == "python"
+    res = client.run("py", files={"main.py": "import helper; helper.go()", "helper.py": "def go(): print(input()[::-1])"},
+                     entry="main.py", stdin="abc")
+    assert res.stdout == "cba\n"
+    res = client.run("python", "import sys; sys.stdout.buffer.write(bytes([0xff, 0, 1]))")
+    assert res.output("stdout") == b"\xff\x00\x01"
+    assert client.run("python", "import time; time.sleep(5)", timeout="1s").timed_out
+
+
+def test_stream(client):
+    events = list(client.run("python", "import time\nfor i in range(3): print(i, flush=True); time.sleep(0.1)", stream=True))
+    out = [e.data for e in events if e.type == "stdout"]
+    assert "".join(out) == "0\n1\n2\n" and len(out) >= 3  # as it came, not at the end
+    assert events[-1].type == "result" and events[-1].result.exit_code == 0
+
+
+def test_errors(client):
+    with pytest.raises(sandboxd.UnknownLanguage) as e:
+        client.run("cobol", "x")
+    assert e.value.status == 400 and "cobol" in e.value.message
+    with pytest.raises(sandboxd.PolicyDenied) as e:
+        client.run("python", "print(1)", timeout="10h")
+    assert e.value.status == 403 and e.value.findings
+    with pytest.raises(sandboxd.InvalidRequest):
+        client.run("python")
+    assert isinstance(e.value, sandboxd.SandboxdError)
+    with pytest.raises(sandboxd.Unreachable):
+        sandboxd.Client("/nonexistent.sock").health()
+
+
+def test_session(client):
+    with client.session("python", ttl="5m") as s:
+        s.write_file("data/in.txt", "three\nlines\nhere\n")
+        s.write_file("run.sh", "#!/bin/sh\necho ran\n", mode=0o755)
+        assert s.exec(["sh", "-c", "wc -l < data/in.txt"]).stdout.strip() == "3"
+        assert s.exec(["./run.sh"]).stdout == "ran\n"
+        assert s.exec(code="print(open('data/in.txt').read().split()[1])").stdout == "lines\n"
+        assert s.read_file("data/in.txt") == b"three\nlines\nhere\n"
+        assert {e.path for e in s.list_files(recursive=True)} >= {"data", "data/in.txt", "run.sh"}
+        res = s.exec(["sh", "-c", "echo a > outputs/a.txt; ln -s /etc/passwd outputs/link"])
+        assert [o.path for o in res.outputs] == ["outputs/a.txt"]
+        with tempfile.TemporaryDirectory() as d:
+            s.download("outputs", os.path.join(d, "out"))
+            assert open(os.path.join(d, "out", "outputs", "a.txt")).read() == "a\n"
+            assert os.readlink(os.path.join(d, "out", "outputs", "link")) == "/etc/passwd"
+            s.download("data/in.txt", os.path.join(d, "in.txt"))
+            assert open(os.path.join(d, "in.txt")).read().startswith("three")
+        # A context keeps its state; its final value comes back.
+        s.exec(code="x = 20", context="main")
+        res = s.exec(code="x + 22", context="main")
+        assert res.text() == "42" and res.context.name == "main" and not res.context.started
+        assert [c.name for c in s.contexts()] == ["main"]
+        s.reset()
+        with pytest.raises(sandboxd.NotFound):
+            s.read_file("data/in.txt")
+        sid = s.id
+    with pytest.raises(sandboxd.NotFound):  # closed with the block
+        sandboxd.SessionHandle(client, sandboxd.Session(id=sid)).exec(["true"])
+
+
+def test_snapshot_and_fork(client):
+    with client.session("python") as s:
+        s.exec(["sh", "-c", "echo base > f.txt"])
+        forks = s.fork(2)
+        try:
+            for i, f in enumerate(forks):
+                f.exec(["sh", "-c", "echo %d >> f.txt" % i])
+            assert [f.read_file("f.txt") for f in forks] == [b"base\n0\n", b"base\n1\n"]
+            assert s.read_file("f.txt") == b"base\n"
+        finally:
+            for f in forks:
+                f.close()
+    for sn in client.snapshots():
+        client.delete_snapshot(sn.id)
+
+
+def test_async(client):
+    async def main():
+        c = sandboxd.AsyncClient()
+        res = await c.run("python", "print(6*7)")
+        assert res.stdout == "42\n"
+        out = [e.data async for e in c.run("python", "print(1); print(2)", stream=True) if e.type == "stdout"]
+        assert "".join(out) == "1\n2\n"
+        async with await c.session("python") as s:
+            await s.write_file("a.txt", "x")
+            assert (await s.exec(["cat", "a.txt"])).stdout == "x"
+        with pytest.raises(sandboxd.UnknownLanguage):
+            await c.run("cobol", "x")
+    asyncio.run(main())
+
+
+def test_types_follow_the_openapi_document(client):
+    """Every property the daemon's document gives a schema is a field of
+    the class that stands for it."""
+    schemas = client.openapi()["components"]["schemas"]
+    # Schemas the document nests rather than names: where they are.
+    nested = {"Finding": ("RunResult", "findings"), "Display": ("RunResult", "display"), "Egress": ("RunResult", "egress"),
+              "OutputFile": ("RunResult", "outputs"), "ContextState": ("RunResult", "context"), "Usage": ("RunResult", "usage"),
+              "Timings": ("RunResult", "timings"), "Step": ("RunResult", "steps"), "FileEntry": ("FileList", "entries")}
+    missing = []
+    for name, cls in SCHEMAS.items():
+        fields = {f.name for f in dataclasses.fields(cls)}
+        if name in nested:
+            parent, prop = nested[name]
+            schema = schemas[parent]["properties"][prop]
+            schema = schema.get("items", schema)
+        else:
+            schema = schemas[name]
+        for prop in schema.get("properties", {}):
+            if prop not in fields:
+                missing.append("%s.%s" % (name, prop))
+    assert not missing, "fields of the OpenAPI document the client's types lack: %s" % missing

@@ -1,0 +1,58 @@
+import type { Finding } from "./types.js";
+
+/** An error sandboxd answered with: its stable code, message and HTTP status. */
+export class SandboxdError extends Error {
+  constructor(
+    message: string,
+    readonly code: string,
+    readonly status: number,
+    readonly findings: Finding[] = [],
+  ) {
+    super(`${code}: ${message}`);
+    this.name = new.target.name;
+  }
+}
+
+export class InvalidRequest extends SandboxdError {}
+export class UnknownLanguage extends SandboxdError {}
+/** The policies refused the request; `findings` say why, with file:line. */
+export class PolicyDenied extends SandboxdError {}
+export class NotFound extends SandboxdError {}
+export class Conflict extends SandboxdError {}
+export class SessionLost extends SandboxdError {}
+export class TooLarge extends SandboxdError {}
+export class PoolExhausted extends SandboxdError {}
+export class TooManySessions extends SandboxdError {}
+export class NoSpace extends SandboxdError {}
+export class RuntimeUnavailable extends SandboxdError {}
+export class ImageMissing extends SandboxdError {}
+export class PluginUnavailable extends SandboxdError {}
+export class ShuttingDown extends SandboxdError {}
+export class InternalError extends SandboxdError {}
+/** The daemon's socket did not answer: sandboxd is not running there. */
+export class Unreachable extends SandboxdError {}
+
+const byCode: Record<string, typeof SandboxdError> = {
+  invalid_request: InvalidRequest,
+  unknown_language: UnknownLanguage,
+  policy_denied: PolicyDenied,
+  not_found: NotFound,
+  conflict: Conflict,
+  session_lost: SessionLost,
+  too_large: TooLarge,
+  pool_exhausted: PoolExhausted,
+  too_many_sessions: TooManySessions,
+  no_space: NoSpace,
+  runtime_unavailable: RuntimeUnavailable,
+  image_missing: ImageMissing,
+  plugin_unavailable: PluginUnavailable,
+  shutting_down: ShuttingDown,
+  internal: InternalError,
+};
+
+/** The error for an error body `{error: {code, message, findings}}`. */
+export function fromBody(status: number, body: { error?: { code?: string; message?: string; findings?: Finding[] } }): SandboxdError {
+  const code = body.error?.code ?? "internal";
+  const Cls = byCode[code] ?? SandboxdError;
+  return new Cls(body.error?.message ?? `HTTP ${status}`, code, status, body.error?.findings ?? []);
+}

@@ -1,0 +1,225 @@
+// @sandboxd/client: run untrusted code in sandboxd's warm, hardened
+// containers from Node.js, over the daemon's Unix socket with Node's own
+// http module.
+import * as http from "node:http";
+import { fromBody, Unreachable } from "./errors.js";
+import type {
+  Context, Event, ExecRequest, FileEntry, RunRequest, RunResult, Session, SessionRequest, Snapshot,
+} from "./types.js";
+
+export * from "./errors.js";
+export type * from "./types.js";
+
+export const DEFAULT_SOCKET = "/run/sandboxd/sandboxd.sock";
+
+export interface ClientOptions {
+  /** Default: $SANDBOXD_SOCKET, then /run/sandboxd/sandboxd.sock. */
+  socket?: string;
+}
+
+interface Answer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+}
+
+/** A stream's bytes exactly as the program wrote them. */
+export function output(res: RunResult, stream: "stdout" | "stderr" = "stdout"): Buffer {
+  const [text, enc] = stream === "stdout" ? [res.stdout, res.stdout_encoding] : [res.stderr, res.stderr_encoding];
+  return enc === "base64" ? Buffer.from(text, "base64") : Buffer.from(text, "utf8");
+}
+
+/** The final value a context showed, as text. */
+export function text(res: RunResult): string | undefined {
+  return res.display?.find((d) => d.mime === "text/plain")?.data;
+}
+
+export class Client {
+  readonly socket: string;
+
+  constructor(opts: ClientOptions = {}) {
+    this.socket = opts.socket ?? process.env.SANDBOXD_SOCKET ?? DEFAULT_SOCKET;
+  }
+
+  private open(method: string, path: string, body?: unknown, accept = "application/json",
+    contentType = "application/json"): Promise<http.IncomingMessage> {
+    const data = body === undefined ? undefined : Buffer.isBuffer(body) ? body : Buffer.from(JSON.stringify(body));
+    const headers: Record<string, string | number> = { Accept: accept };
+    if (data) {
+      headers["Content-Type"] = contentType;
+      headers["Content-Length"] = data.length;
+    }
+    return new Promise((resolve, reject) => {
+      const req = http.request({ socketPath: this.socket, method, path, headers }, async (res) => {
+        if ((res.statusCode ?? 500) < 300) {
+          resolve(res);
+          return;
+        }
+        const raw = await collect(res);
+        let parsed: { error?: { code?: string; message?: string } };
+        try {
+          parsed = JSON.parse(raw.toString());
+        } catch {
+          parsed = { error: { code: "internal", message: raw.toString().slice(0, 500) } };
+        }
+        reject(fromBody(res.statusCode ?? 500, parsed));
+      });
+      req.on("error", (e: NodeJS.ErrnoException) => {
+        if (e.code === "ENOENT" || e.code === "ECONNREFUSED") {
+          reject(new Unreachable(`no sandboxd answers on ${this.socket} (${e.code}): start it, or set SANDBOXD_SOCKET`, "unreachable", 0));
+        } else {
+          reject(e);
+        }
+      });
+      req.end(data);
+    });
+  }
+
+  private async call<T>(method: string, path: string, body?: unknown, accept?: string, contentType?: string): Promise<Answer & { json: T }> {
+    const res = await this.open(method, path, body, accept, contentType);
+    const raw = await collect(res);
+    const json = raw.length && String(res.headers["content-type"] ?? "").startsWith("application/json") ? JSON.parse(raw.toString()) : undefined;
+    return { status: res.statusCode ?? 0, headers: res.headers, body: raw, json };
+  }
+
+  /** Events as they come: output, then the result. */
+  async *events(path: string, body: unknown): AsyncGenerator<Event> {
+    const res = await this.open("POST", path, body, "application/x-ndjson");
+    let pending = "";
+    for await (const chunk of res) {
+      pending += chunk.toString();
+      let nl: number;
+      while ((nl = pending.indexOf("\n")) >= 0) {
+        const line = pending.slice(0, nl).trim();
+        pending = pending.slice(nl + 1);
+        if (!line) continue;
+        const ev = JSON.parse(line) as Event;
+        if (ev.type === "error") throw fromBody(200, { error: ev.error });
+        yield ev;
+      }
+    }
+  }
+
+  async health(): Promise<Record<string, unknown>> {
+    return (await this.call<Record<string, unknown>>("GET", "/v1/health")).json;
+  }
+
+  async languages(): Promise<Record<string, unknown>[]> {
+    return (await this.call<{ languages: Record<string, unknown>[] }>("GET", "/v1/languages")).json.languages;
+  }
+
+  /** The OpenAPI document of the API the daemon serves. */
+  async openapi(): Promise<any> {
+    return (await this.call("GET", "/v1/openapi.json")).json;
+  }
+
+  /** Run a program once in a fresh sandbox. */
+  async run(req: RunRequest): Promise<RunResult> {
+    return (await this.call<RunResult>("POST", "/v1/run", req)).json;
+  }
+
+  /** Run a program once, its output as events as it comes, then the result. */
+  stream(req: RunRequest): AsyncGenerator<Event> {
+    return this.events("/v1/run", req);
+  }
+
+  /** Create a session: a sandbox of one's own whose files persist. */
+  async createSession(req: SessionRequest): Promise<SessionHandle> {
+    return new SessionHandle(this, (await this.call<Session>("POST", "/v1/sessions", req)).json);
+  }
+
+  async sessions(): Promise<Session[]> {
+    return (await this.call<{ sessions: Session[] }>("GET", "/v1/sessions")).json.sessions;
+  }
+
+  async snapshots(): Promise<Snapshot[]> {
+    return (await this.call<{ snapshots: Snapshot[] }>("GET", "/v1/snapshots")).json.snapshots;
+  }
+
+  async deleteSnapshot(ref: string): Promise<void> {
+    await this.call("DELETE", "/v1/snapshots/" + encodeURIComponent(ref));
+  }
+
+  /** @internal */
+  request<T>(method: string, path: string, body?: unknown, accept?: string, contentType?: string) {
+    return this.call<T>(method, path, body, accept, contentType);
+  }
+}
+
+/** A session; `close()` removes it and its sandbox. */
+export class SessionHandle {
+  readonly id: string;
+  private readonly path: string;
+
+  constructor(private readonly client: Client, public info: Session) {
+    this.id = info.id;
+    this.path = "/v1/sessions/" + encodeURIComponent(info.id);
+  }
+
+  /** A command (argv), a program (code), or code in a context (code and
+   * context: variables persist, the final value comes back in display). */
+  async exec(req: ExecRequest): Promise<RunResult> {
+    return (await this.client.request<RunResult>("POST", this.path + "/exec", req)).json;
+  }
+
+  stream(req: ExecRequest): AsyncGenerator<Event> {
+    return this.client.events(this.path + "/exec", req);
+  }
+
+  async writeFile(path: string, data: string | Buffer, mode?: number): Promise<void> {
+    const q = mode === undefined ? "" : "?mode=" + mode.toString(8);
+    await this.client.request("PUT", this.path + "/files/" + filePath(path) + q, Buffer.from(data), "application/json", "application/octet-stream");
+  }
+
+  /** A file's bytes (a directory comes as a tar archive). */
+  async readFile(path: string): Promise<Buffer> {
+    return (await this.client.request("GET", this.path + "/files/" + filePath(path), undefined, "*/*")).body;
+  }
+
+  async listFiles(path = ".", recursive = false): Promise<FileEntry[]> {
+    const q = new URLSearchParams({ path, recursive: String(recursive) });
+    return (await this.client.request<{ entries: FileEntry[] }>("GET", this.path + "/files?" + q)).json.entries;
+  }
+
+  async deleteFile(path: string): Promise<void> {
+    await this.client.request("DELETE", this.path + "/files/" + filePath(path));
+  }
+
+  /** Kill every process and empty the workspace; the id stays. */
+  async reset(): Promise<void> {
+    this.info = (await this.client.request<Session>("POST", this.path + "/reset")).json;
+  }
+
+  async contexts(): Promise<Context[]> {
+    return (await this.client.request<{ contexts: Context[] }>("GET", this.path + "/contexts")).json.contexts;
+  }
+
+  async snapshot(name: string): Promise<Snapshot> {
+    return (await this.client.request<Snapshot>("POST", this.path + "/snapshot", { name })).json;
+  }
+
+  /** Sessions that start from this one's workspace as it is now. */
+  async fork(count = 1): Promise<SessionHandle[]> {
+    const res = await this.client.request<{ sessions: Session[] }>("POST", this.path + "/fork", { count });
+    return res.json.sessions.map((s) => new SessionHandle(this.client, s));
+  }
+
+  /** Remove the session (one gone already is fine). */
+  async close(): Promise<void> {
+    try {
+      await this.client.request("DELETE", this.path);
+    } catch (e) {
+      if ((e as { code?: string }).code !== "not_found") throw e;
+    }
+  }
+}
+
+function filePath(p: string): string {
+  return p.replace(/^\/+/, "").split("/").map(encodeURIComponent).join("/");
+}
+
+async function collect(res: http.IncomingMessage): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for await (const c of res) parts.push(c as Buffer);
+  return Buffer.concat(parts);
+}

@@ -1,0 +1,212 @@
+// The API's bodies, as the daemon's OpenAPI document (GET /v1/openapi.json)
+// describes them; field names are the JSON's.
+
+export type Duration = string | number; // "30s", or seconds
+export type ByteSize = string | number; // "128MiB", or bytes
+
+export interface Limits {
+  timeout?: Duration;
+  memory?: ByteSize;
+  cpus?: number;
+  pids?: number;
+  output_limit?: ByteSize;
+}
+
+export interface Network {
+  allow: string[];
+}
+
+export interface File {
+  path: string;
+  content: string;
+  encoding?: string;
+  mode?: number;
+}
+
+export interface RunRequest {
+  language: string;
+  code?: string;
+  files?: File[];
+  entry?: string;
+  stdin?: string;
+  stdin_encoding?: string;
+  args?: string[];
+  env?: Record<string, string>;
+  timeout?: Duration;
+  limits?: Limits;
+  network?: Network;
+}
+
+export interface ExecRequest {
+  argv?: string[];
+  code?: string;
+  files?: File[];
+  entry?: string;
+  args?: string[];
+  stdin?: string;
+  stdin_encoding?: string;
+  cwd?: string;
+  context?: string;
+  env?: Record<string, string>;
+  timeout?: Duration;
+  limits?: Limits;
+}
+
+export interface SessionRequest {
+  language: string;
+  limits?: Limits;
+  env?: Record<string, string>;
+  ttl?: Duration;
+  idle_timeout?: Duration;
+  project?: string;
+  network?: Network;
+  from_snapshot?: string;
+}
+
+export interface Finding {
+  policy: string;
+  rule: string;
+  severity: string;
+  message: string;
+  file?: string;
+  line?: number;
+  column?: number;
+  snippet?: string;
+}
+
+export interface Display {
+  mime: string;
+  data: string;
+}
+
+export interface Egress {
+  host: string;
+  port: number;
+  allowed: boolean;
+  bytes_sent: number;
+  bytes_received: number;
+  error?: string;
+}
+
+export interface OutputFile {
+  path: string;
+  size: number;
+  mime: string;
+}
+
+export interface ContextState {
+  name: string;
+  started: boolean;
+  lost?: string;
+}
+
+export interface Usage {
+  cpu_user_ms: number;
+  cpu_sys_ms: number;
+  max_rss_bytes: number;
+}
+
+export interface Timings {
+  queue_ms: number;
+  run_ms: number;
+  total_ms: number;
+}
+
+export interface Step {
+  name: string;
+  exit_code: number;
+  timed_out?: boolean;
+  duration_ms: number;
+  stderr?: string;
+  stderr_encoding?: string;
+}
+
+export interface RunResult {
+  id: string;
+  language: string;
+  session?: string;
+  exit_code: number;
+  signal?: string;
+  stdout: string;
+  stdout_encoding?: string;
+  stderr: string;
+  stderr_encoding?: string;
+  stdout_bytes: number;
+  stderr_bytes: number;
+  duration_ms: number;
+  timed_out: boolean;
+  oom_killed: boolean;
+  truncated: boolean;
+  stage?: string;
+  steps?: Step[];
+  error?: string;
+  usage: Usage;
+  timings: Timings;
+  findings: Finding[];
+  decision: string;
+  display?: Display[];
+  context?: ContextState;
+  outputs?: OutputFile[];
+  outputs_omitted?: number;
+  egress?: Egress[];
+  egress_unrecorded?: number;
+}
+
+export interface Event {
+  type: "stdout" | "stderr" | "result" | "error";
+  data?: string;
+  encoding?: string;
+  result?: RunResult;
+  error?: ApiError;
+}
+
+export interface ApiError {
+  code: string;
+  message: string;
+  findings?: Finding[];
+}
+
+export interface Session {
+  id: string;
+  language: string;
+  state: string;
+  error?: string;
+  project?: string;
+  created_at: string;
+  expires_at: string;
+  last_used_at: string;
+  idle_timeout: Duration;
+  limits: Limits;
+  network: Network;
+  env?: Record<string, string>;
+  container_id: string;
+  executions: number;
+}
+
+export interface FileEntry {
+  path: string;
+  type: string;
+  size: number;
+  mode: string;
+  mtime: string;
+  target?: string;
+}
+
+export interface Snapshot {
+  id: string;
+  name: string;
+  language: string;
+  session: string;
+  size: number;
+  sha256: string;
+  skipped?: number;
+  created_at: string;
+}
+
+export interface Context {
+  name: string;
+  pid: number;
+  started_at: string;
+  executions: number;
+  rss_bytes: number;
+}

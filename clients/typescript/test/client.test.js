@@ -1,0 +1,99 @@
+// The TypeScript client against a real sandboxd: $SANDBOXD_SOCKET names the
+// daemon the Go end-to-end test (TestTypeScriptClient) starts for it.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import {
+  Client, InvalidRequest, NotFound, PolicyDenied, SandboxdError, UnknownLanguage, Unreachable, output, text,
+} from "../dist/index.js";
+
+const skip = !process.env.SANDBOXD_SOCKET && "needs a daemon: run through make test";
+const client = new Client();
+
+test("run", { skip }, async () => {
+  let res = await client.run({ language: "python", code: "import sys; print('hi'); print('oops', file=sys.stderr); sys.exit(3)" });
+  assert.deepEqual([res.stdout, res.stderr, res.exit_code], ["hi\n", "oops\n", 3]);
+  res = await client.run({ language: "js", code: "process.stdout.write(Buffer.from([0xff, 0, 1]))" });
+  assert.deepEqual(output(res), Buffer.from([0xff, 0, 1]));
+  res = await client.run({ language: "python", code: "import time; time.sleep(5)", timeout: "1s" });
+  assert.equal(res.timed_out, true);
+});
+
+test("stream", { skip }, async () => {
+  const events = [];
+  for await (const ev of client.stream({ language: "python", code: "import time\nfor i in range(3): print(i, flush=True); time.sleep(0.1)" })) {
+    events.push(ev);
+  }
+  const out = events.filter((e) => e.type === "stdout").map((e) => e.data);
+  assert.equal(out.join(""), "0\n1\n2\n");
+  assert.ok(out.length >= 3, "output as it came, not at the end");
+  assert.equal(events.at(-1).type, "result");
+  assert.equal(events.at(-1).result.exit_code, 0);
+});
+
+test("errors", { skip }, async () => {
+  await assert.rejects(client.run({ language: "cobol", code: "x" }), (e) => e instanceof UnknownLanguage && e.status === 400 && e instanceof SandboxdError);
+  await assert.rejects(client.run({ language: "python", code: "print(1)", timeout: "10h" }), (e) => e instanceof PolicyDenied && e.findings.length > 0);
+  await assert.rejects(client.run({ language: "python" }), InvalidRequest);
+  await assert.rejects(new Client({ socket: "/nonexistent.sock" }).health(), Unreachable);
+});
+
+test("session", { skip }, async () => {
+  const s = await client.createSession({ language: "python", ttl: "5m" });
+  try {
+    await s.writeFile("data/in.txt", "three\nlines\nhere\n");
+    await s.writeFile("run.sh", "#!/bin/sh\necho ran\n", 0o755);
+    assert.equal((await s.exec({ argv: ["sh", "-c", "wc -l < data/in.txt"] })).stdout.trim(), "3");
+    assert.equal((await s.exec({ argv: ["./run.sh"] })).stdout, "ran\n");
+    assert.equal((await s.readFile("data/in.txt")).toString(), "three\nlines\nhere\n");
+    const paths = (await s.listFiles(".", true)).map((e) => e.path);
+    assert.ok(paths.includes("data/in.txt") && paths.includes("run.sh"));
+    await s.exec({ code: "x = 20", context: "main" });
+    const res = await s.exec({ code: "x + 22", context: "main" });
+    assert.equal(text(res), "42");
+    assert.deepEqual((await s.contexts()).map((c) => c.name), ["main"]);
+    const out = await s.exec({ argv: ["sh", "-c", "echo a > outputs/a.txt"] });
+    assert.deepEqual(out.outputs.map((o) => o.path), ["outputs/a.txt"]);
+    const [fork] = await s.fork(1);
+    try {
+      assert.equal((await fork.readFile("outputs/a.txt")).toString(), "a\n");
+    } finally {
+      await fork.close();
+    }
+    await s.reset();
+    await assert.rejects(s.readFile("data/in.txt"), NotFound);
+  } finally {
+    await s.close();
+  }
+  await assert.rejects(s.exec({ argv: ["true"] }), NotFound);
+  for (const sn of await client.snapshots()) await client.deleteSnapshot(sn.id);
+});
+
+test("types follow the OpenAPI document", { skip }, async () => {
+  const schemas = (await client.openapi()).components.schemas;
+  // Schemas the document nests rather than names: where they are.
+  const nested = {
+    Finding: ["RunResult", "findings"], Display: ["RunResult", "display"], Egress: ["RunResult", "egress"],
+    OutputFile: ["RunResult", "outputs"], ContextState: ["RunResult", "context"], Usage: ["RunResult", "usage"],
+    Timings: ["RunResult", "timings"], Step: ["RunResult", "steps"], FileEntry: ["FileList", "entries"],
+    Limits: ["RunRequest", "limits"],
+  };
+  const schemaOf = (name) => {
+    if (!nested[name]) return schemas[name];
+    const s = schemas[nested[name][0]].properties[nested[name][1]];
+    return s.items ?? s;
+  };
+  const dts = readFileSync(new URL("../dist/types.d.ts", import.meta.url), "utf8");
+  const missing = [];
+  for (const name of ["RunResult", "RunRequest", "ExecRequest", "SessionRequest", "Finding", "Display", "Egress",
+    "OutputFile", "ContextState", "Usage", "Timings", "Step", "Event", "Session", "FileEntry", "Snapshot", "Context", "Limits"]) {
+    const body = dts.match(new RegExp(`interface ${name} \\{([^}]*)\\}`))?.[1] ?? "";
+    const fields = new Set([...body.matchAll(/^\s*(\w+)\??:/gm)].map((m) => m[1]));
+    const schema = schemaOf(name);
+    assert.ok(schema, `no schema ${name} in the document`);
+    for (const prop of Object.keys(schema.properties ?? {})) {
+      if (!fields.has(prop)) missing.push(`${name}.${prop}`);
+    }
+  }
+  assert.deepEqual(missing, [], "fields of the OpenAPI document the client's types lack");
+});
