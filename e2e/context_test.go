@@ -93,7 +93,8 @@ language "bash" {
 
 		// A deadline ends the interpreter: the result says the state is gone.
 		res = cell(t, c, id, "main", "import time\nprint('before', flush=True)\ntime.sleep(30)", time.Second)
-		if !res.TimedOut || res.ExitCode != 137 || res.Stdout != "before\n" || !strings.Contains(res.Context.Lost, "killed at the deadline") {
+		if !res.TimedOut || res.ExitCode != 137 || res.Stdout != "before\n" || !strings.Contains(res.Context.Lost, "killed at the deadline") ||
+			res.Usage.CPUUserMS < 0 || res.Usage.CPUSysMS < 0 {
 			t.Errorf("deadline: %+v", res)
 		}
 		res = cell(t, c, id, "main", "'x' in globals()", 0)

@@ -292,7 +292,13 @@ func (e *execution) followCell(k *kernel, cell int, fresh *supervisor.CellResult
 	}
 	res.DurationUS = time.Since(e.started).Microseconds()
 	res.TimedOut = e.timedOut.Load()
-	cpu1 := processCPU(k.pid)
+	// A live kernel's use is what /proc says it grew by; a dead one's the
+	// reaper counted.
+	used := usage{}
+	if !died {
+		cpu1 := processCPU(k.pid)
+		used = usage{user: max(cpu1.user-cpu0.user, 0), sys: max(cpu1.sys-cpu0.sys, 0), peakRSS: cpu1.peakRSS}
+	}
 	if died {
 		select {
 		case <-k.pumped:
@@ -309,7 +315,7 @@ func (e *execution) followCell(k *kernel, cell int, fresh *supervisor.CellResult
 	k.mu.Unlock()
 	e.outputResult(res)
 	e.usageMu.Lock()
-	res.UserUS, res.SysUS, res.MaxRSSBytes = e.userUS+cpu1.user-cpu0.user, e.sysUS+cpu1.sys-cpu0.sys, max(e.maxRSS, cpu1.peakRSS)
+	res.UserUS, res.SysUS, res.MaxRSSBytes = e.userUS+used.user, e.sysUS+used.sys, max(e.maxRSS, used.peakRSS)
 	e.usageMu.Unlock()
 	e.s.finish(e, res)
 }
