@@ -50,7 +50,8 @@ npm-tools: $(NPM_TOOLS)
 # What the clients' suites need: pytest (Debian's, for the system python3)
 # and the TypeScript client built with the compiler from npm.
 client-tools: clients/typescript/dist/index.js
-	@/usr/bin/python3 -c 'import pytest' 2>/dev/null || { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-pytest >/dev/null; }
+	@/usr/bin/python3 -c 'import pytest' 2>/dev/null || { export DEBIAN_FRONTEND=noninteractive; \
+		apt-get install -y -qq python3-pytest >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq python3-pytest >/dev/null; }; }
 
 clients/typescript/dist/index.js: clients/typescript/package-lock.json $(wildcard clients/typescript/src/*.ts) clients/typescript/tsconfig.json
 	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run build
