@@ -28,7 +28,7 @@ SOCKET_GROUP ?= sandboxd
 STATICCHECK := $(BIN)/tools/staticcheck
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: all build engine images npm-tools client-tools lint run test unit fuzz soak bench proto install clean
+.PHONY: all build engine images npm-tools test-tools lint run test unit fuzz soak bench proto install clean
 
 all: build
 
@@ -47,11 +47,12 @@ images: engine
 
 npm-tools: $(NPM_TOOLS)
 
-# What the clients' suites need: pytest (Debian's, for the system python3)
-# and the TypeScript client built with the compiler from npm.
-client-tools: clients/typescript/dist/index.js
-	@/usr/bin/python3 -c 'import pytest' 2>/dev/null || { export DEBIAN_FRONTEND=noninteractive; \
-		apt-get install -y -qq python3-pytest >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq python3-pytest >/dev/null; }; }
+# What the tests drive besides Go: pytest (Debian's, for the system
+# python3) for the Python client, tmux for interactive terminals, and the
+# TypeScript client built with the compiler from npm.
+test-tools: clients/typescript/dist/index.js
+	@/usr/bin/python3 -c 'import pytest' 2>/dev/null && command -v tmux >/dev/null || { export DEBIAN_FRONTEND=noninteractive; \
+		apt-get install -y -qq python3-pytest tmux >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq python3-pytest tmux >/dev/null; }; }
 
 clients/typescript/dist/index.js: clients/typescript/package-lock.json $(wildcard clients/typescript/src/*.ts) clients/typescript/tsconfig.json
 	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run build
@@ -65,7 +66,7 @@ run: build images
 
 # Unit tests need nothing; the end-to-end tests need the engine and images,
 # and fail (never skip) without them when CI=true.
-test: build lint images npm-tools client-tools
+test: build lint images npm-tools test-tools
 	$(GO) test -count=1 -timeout 15m ./...
 
 lint: $(STATICCHECK)

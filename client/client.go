@@ -93,15 +93,20 @@ func (c *Client) doRaw(ctx context.Context, method, path string, body io.Reader,
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if errors.Is(err, syscall.EACCES) {
-			return nil, fmt.Errorf("%w at %s: permission denied: use it as a member of the socket's group (sudo usermod -aG sandboxd $USER, then log in again) or as root", ErrUnreachable, c.socket)
-		}
-		return nil, fmt.Errorf("%w at %s: %v (is it running? start it with `make run` or `sandboxd --config sandboxd.hcl`)", ErrUnreachable, c.socket, errors.Unwrap(err))
+		return nil, c.unreachable(ctx, err)
 	}
 	return resp, nil
+}
+
+// unreachable says why a request reached no daemon.
+func (c *Client) unreachable(ctx context.Context, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.Is(err, syscall.EACCES):
+		return fmt.Errorf("%w at %s: permission denied: use it as a member of the socket's group (sudo usermod -aG sandboxd $USER, then log in again) or as root", ErrUnreachable, c.socket)
+	}
+	return fmt.Errorf("%w at %s: %v (is it running? start it with `make run` or `sandboxd --config sandboxd.hcl`)", ErrUnreachable, c.socket, errors.Unwrap(err))
 }
 
 // call sends body and decodes a JSON answer into out (nil: no answer

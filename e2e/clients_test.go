@@ -34,7 +34,7 @@ func runSuite(t *testing.T, d *testutil.Daemon, dir string, env []string, argv .
 func TestPythonClient(t *testing.T) {
 	python := "/usr/bin/python3"
 	if exec.Command(python, "-c", "import pytest").Run() != nil {
-		testutil.Missing(t, "pytest is not installed for "+python+"; run `make client-tools` (Debian's python3-pytest)")
+		testutil.Missing(t, "pytest is not installed for "+python+"; run `make test-tools` (Debian's python3-pytest)")
 	}
 	d := clientDaemon(t)
 	dir, _ := filepath.Abs("../clients/python")
@@ -47,7 +47,7 @@ func TestPythonClient(t *testing.T) {
 func TestTypeScriptClient(t *testing.T) {
 	dir, _ := filepath.Abs("../clients/typescript")
 	if _, err := os.Stat(filepath.Join(dir, "dist", "index.js")); err != nil {
-		testutil.Missing(t, "the TypeScript client is not built; run `make client-tools`")
+		testutil.Missing(t, "the TypeScript client is not built; run `make test-tools`")
 	}
 	d := clientDaemon(t)
 	runSuite(t, d, dir, nil, "node", "--test", "test/")

@@ -273,6 +273,21 @@ func TestOpenAPI(t *testing.T) {
 		}
 	}
 
+	// The terminal is a WebSocket: its 101 is the upgrade.
+	code, body = c.json("POST", "/v1/sessions", api.SessionRequest{Language: "python"})
+	want(201, code, body)
+	var ts api.Session
+	_ = json.Unmarshal(body, &ts)
+	t.Cleanup(func() { _ = d.Client().DeleteSession(context.Background(), ts.ID) })
+	term, err := d.Client().Terminal(ctx(t), ts.ID, []string{"true"}, 24, 80)
+	if err != nil {
+		t.Fatalf("terminal: %v", err)
+	}
+	if end, err := term.Wait(); err != nil || end.ExitCode != 0 {
+		t.Errorf("terminal: %+v %v", end, err)
+	}
+	c.covered["terminal 101"] = true
+
 	// Every documented operation was answered with its success status.
 	var missed []string
 	for _, ops := range c.doc.Paths {

@@ -28,6 +28,7 @@ type execution struct {
 	stdinClosed bool
 	childEnds   []*os.File // the program's ends, closed once it started
 	outR, errR  *os.File
+	pty         *os.File // a terminal execution's master
 
 	timedOut atomic.Bool
 	killed   atomic.Bool

@@ -132,6 +132,13 @@ func (s *server) handle(m supervisor.Message) {
 		case supervisor.OpKill:
 			e.kill()
 		}
+	case supervisor.OpResize:
+		s.mu.Lock()
+		e := s.execs[m.ID]
+		s.mu.Unlock()
+		if e != nil && m.Size != nil {
+			e.resize(*m.Size)
+		}
 	}
 }
 
@@ -207,7 +214,13 @@ func (s *server) start(id uint64, req supervisor.ExecRequest) {
 	}
 	e := newExecution(s, id, req)
 	e.outputs = outputs
-	files, err := e.openPipes(req.Stdin)
+	open, sys := e.openPipes, &syscall.SysProcAttr{Setpgid: true}
+	if req.TTY != nil {
+		// A session of its own with the terminal as its controlling tty:
+		// ^C there reaches its foreground process group.
+		open, sys = e.openTerminal, &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	}
+	files, err := open(req.Stdin)
 	if err != nil {
 		fail(126, err)
 		return
@@ -221,7 +234,7 @@ func (s *server) start(id uint64, req supervisor.ExecRequest) {
 			Dir:   dir,
 			Env:   env,
 			Files: files,
-			Sys:   &syscall.SysProcAttr{Setpgid: true},
+			Sys:   sys,
 		})
 	})
 	if err == nil {

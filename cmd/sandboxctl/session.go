@@ -271,6 +271,7 @@ func newExecCmd(g *globals) *cobra.Command {
 		env            []string
 		asJSON         bool
 		contextName    string
+		tty, stdinOpen bool
 	)
 	cmd := &cobra.Command{
 		Use:   "exec [flags] SESSION -- CMD [ARGS...]\n  sandboxctl exec --context NAME [flags] SESSION FILE|-",
@@ -288,6 +289,15 @@ The exit code is the command's; 124 on timeout, 137 when killed for memory,
 		Example: "  sandboxctl exec $id -- python3 -c 'print(1)'\n  sandboxctl exec --stdin data.csv $id -- wc -l\n  echo 'import pandas as pd; df = pd.read_csv(\"data.csv\")' | sandboxctl exec --context main $id -\n  echo 'df.shape' | sandboxctl exec --context main $id -",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var req api.ExecRequest
+			if stdinOpen && !tty {
+				return fail("-i goes with -t (exec -it SESSION -- CMD); to feed a file to stdin use --stdin")
+			}
+			if tty {
+				if dash := cmd.ArgsLenAtDash(); dash != 1 || len(args) < 2 || contextName != "" || stdinPath != "" {
+					return fail("exec -it takes SESSION, then -- and the command (no --context, no --stdin)")
+				}
+				return interactive(cmd.Context(), g.client(), args[0], args[1:])
+			}
 			if contextName != "" {
 				if len(args) != 2 || cmd.ArgsLenAtDash() >= 0 || stdinPath != "" {
 					return fail("exec --context takes SESSION and one FILE (or - for stdin), no command and no --stdin")
@@ -324,6 +334,8 @@ The exit code is the command's; 124 on timeout, 137 when killed for memory,
 	f.StringArrayVarP(&env, "env", "e", nil, "KEY=VALUE (repeatable)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON instead of streaming the output")
 	f.StringVar(&contextName, "context", "", "run FILE's code in the session's long-lived interpreter of this name")
+	f.BoolVarP(&tty, "tty", "t", false, "run the command on a terminal, interactively (with -i: exec -it)")
+	f.BoolVarP(&stdinOpen, "interactive", "i", false, "keep stdin open to the command (with -t)")
 	return cmd
 }
 

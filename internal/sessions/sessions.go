@@ -292,6 +292,17 @@ func (m *Sessions) close(ss *Session, why string) {
 // Use runs fn with the session's sandbox, after the operations ahead of
 // it. A supervisor that dies meanwhile makes the session lost.
 func (m *Sessions) Use(ctx context.Context, id string, fn func(ss *Session, sb *runtime.Sandbox) *api.Error) *api.Error {
+	return m.use(ctx, id, true, fn)
+}
+
+// Alongside is Use without the session's turn: for an operation that may
+// last (an interactive terminal) and must not hold up the others, which
+// the supervisor runs side by side.
+func (m *Sessions) Alongside(ctx context.Context, id string, fn func(ss *Session, sb *runtime.Sandbox) *api.Error) *api.Error {
+	return m.use(ctx, id, false, fn)
+}
+
+func (m *Sessions) use(ctx context.Context, id string, turn bool, fn func(ss *Session, sb *runtime.Sandbox) *api.Error) *api.Error {
 	if aerr := m.gate.Enter(); aerr != nil {
 		return aerr
 	}
@@ -306,12 +317,14 @@ func (m *Sessions) Use(ctx context.Context, id string, fn func(ss *Session, sb *
 	if !ok {
 		return noSession(id)
 	}
-	select {
-	case <-ss.turn:
-	case <-ctx.Done():
-		return api.Errorf(api.CodeInvalidRequest, "gave up waiting for the session's previous operation: %v", ctx.Err())
+	if turn {
+		select {
+		case <-ss.turn:
+		case <-ctx.Done():
+			return api.Errorf(api.CodeInvalidRequest, "gave up waiting for the session's previous operation: %v", ctx.Err())
+		}
+		defer func() { ss.turn <- struct{}{} }()
 	}
-	defer func() { ss.turn <- struct{}{} }()
 	ss.mu.Lock()
 	sb := ss.sb
 	ss.mu.Unlock()

@@ -131,7 +131,20 @@ func (c *Conn) Hello(ctx context.Context) error {
 func (c *Conn) Exec(ctx context.Context, req ExecRequest, stdin io.Reader, out func(stream string, data []byte)) (ExecResult, error) {
 	req.Stdin = stdin != nil
 	m := Message{Op: OpExec, Exec: &req}
-	end, err := c.call(ctx, m, req.OutputLimit, stdin, out, time.Duration(req.TimeoutMS)*time.Millisecond)
+	end, err := c.call(ctx, m, req.OutputLimit, stdin, out, time.Duration(req.TimeoutMS)*time.Millisecond, nil)
+	if err != nil {
+		return ExecResult{}, err
+	}
+	return *end.Result, nil
+}
+
+// Terminal is Exec on a pseudo-terminal of req.TTY's size: stdin carries
+// the keys, out the screen's bytes, and each size from resize reaches the
+// terminal (and the program, as SIGWINCH).
+func (c *Conn) Terminal(ctx context.Context, req ExecRequest, stdin io.Reader, out func(stream string, data []byte), resize <-chan WinSize) (ExecResult, error) {
+	req.Stdin = true
+	m := Message{Op: OpExec, Exec: &req}
+	end, err := c.call(ctx, m, req.OutputLimit, stdin, out, time.Duration(req.TimeoutMS)*time.Millisecond, resize)
 	if err != nil {
 		return ExecResult{}, err
 	}
@@ -152,7 +165,7 @@ func (c *Conn) File(ctx context.Context, op string, req FileRequest, in io.Reade
 	if data != nil {
 		out = func(_ string, b []byte) { data(b) }
 	}
-	end, err := c.call(ctx, Message{Op: op, File: &req}, req.Max, in, out, fileOpTimeout+time.Duration(req.Max>>20)*time.Second)
+	end, err := c.call(ctx, Message{Op: op, File: &req}, req.Max, in, out, fileOpTimeout+time.Duration(req.Max>>20)*time.Second, nil)
 	if err != nil {
 		return FileResult{}, err
 	}
@@ -162,7 +175,7 @@ func (c *Conn) File(ctx context.Context, op string, req FileRequest, in io.Reade
 // call sends m, streams in (if any) with flow control, delivers output and
 // waits for the end message. ctx ending first kills the call; a supervisor
 // silent past timeout plus a grace is dead.
-func (c *Conn) call(ctx context.Context, m Message, limit int64, in io.Reader, out func(string, []byte), timeout time.Duration) (Message, error) {
+func (c *Conn) call(ctx context.Context, m Message, limit int64, in io.Reader, out func(string, []byte), timeout time.Duration, resize <-chan WinSize) (Message, error) {
 	cl := &call{op: m.Op, limit: limit, out: out, acks: make(chan struct{}, 1), end: make(chan Message, 1)}
 	c.mu.Lock()
 	if c.err != nil {
@@ -186,6 +199,18 @@ func (c *Conn) call(ctx context.Context, m Message, limit int64, in io.Reader, o
 	inDone := make(chan struct{})
 	if in != nil {
 		go c.feed(id, cl, in, inDone)
+	}
+	if resize != nil {
+		go func() {
+			for {
+				select {
+				case size := <-resize:
+					_ = c.send(Message{Op: OpResize, ID: id, Size: &size})
+				case <-inDone:
+					return
+				}
+			}
+		}()
 	}
 	defer close(inDone)
 
@@ -216,7 +241,7 @@ func (c *Conn) call(ctx context.Context, m Message, limit int64, in io.Reader, o
 func (c *Conn) feed(id uint64, cl *call, in io.Reader, done <-chan struct{}) {
 	buf := make([]byte, InChunk)
 	for {
-		n, err := io.ReadFull(in, buf)
+		n, err := in.Read(buf) // what there is: a terminal's keys go as they are typed
 		if n > 0 {
 			if c.send(Message{Op: OpIn, ID: id, Data: buf[:n]}) != nil {
 				return

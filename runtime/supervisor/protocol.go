@@ -78,6 +78,7 @@ const (
 	OpUntar  = "untar"  // extract the tar archive the in chunks carry into the workspace
 	OpDone   = "done"   // the answer to a workspace or context operation
 
+	OpResize     = "resize"      // a terminal execution's new window size
 	OpContexts   = "contexts"    // list the running context kernels
 	OpContextEnd = "context_end" // end the context File.Path names
 )
@@ -118,6 +119,13 @@ type Message struct {
 	Result  *ExecResult  `json:"result,omitempty"`
 	File    *FileRequest `json:"file,omitempty"`
 	Done    *FileResult  `json:"done,omitempty"`
+	Size    *WinSize     `json:"size,omitempty"` // resize
+}
+
+// WinSize is a terminal's window size.
+type WinSize struct {
+	Rows uint16 `json:"rows"`
+	Cols uint16 `json:"cols"`
 }
 
 // FileRequest names the target of a workspace operation.
@@ -225,6 +233,9 @@ type ExecRequest struct {
 	// Outputs names a directory (relative to /workspace) whose new and
 	// changed files the result lists.
 	Outputs string `json:"outputs,omitempty"`
+	// TTY runs the process on a pseudo-terminal of this size: stdin,
+	// stdout and stderr are the terminal, whose output comes as stdout.
+	TTY *WinSize `json:"tty,omitempty"`
 }
 
 // OutputsDir is the workspace directory for results, made in every

@@ -1,0 +1,190 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/client"
+	"github.com/sandboxd/sandboxd/internal/testutil"
+)
+
+// screen collects a terminal's bytes and waits for text on it.
+type screen struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func watch(t *client.Terminal) *screen {
+	s := &screen{}
+	go func() {
+		b := make([]byte, 4096)
+		for {
+			n, err := t.Read(b)
+			s.mu.Lock()
+			s.buf.Write(b[:n])
+			s.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return s
+}
+
+// waitFor waits until text is on the screen after from, and returns where it ends.
+func (s *screen) waitFor(t *testing.T, from int, text string) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		s.mu.Lock()
+		all := s.buf.String()
+		s.mu.Unlock()
+		if i := strings.Index(all[min(from, len(all)):], text); i >= 0 {
+			return from + i + len(text)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t.Fatalf("%q never came on the terminal:\n%s", text, s.buf.String())
+	return 0
+}
+
+// TestTerminal drives a session's terminal over its WebSocket: the window
+// size and its changes reach the program, ^C interrupts it, the exit code
+// comes back, and an open terminal holds up none of the session's execs.
+func TestTerminal(t *testing.T) {
+	d := testutil.StartDaemon(t, testutil.Options{Languages: pythonOnly, Defaults: `timeout = "60s"`})
+	c := d.Client()
+	id := newSession(t, c, api.SessionRequest{})
+
+	term, err := c.Terminal(ctx(t), id, nil, 30, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer term.Close()
+	s := watch(term)
+	at := s.waitFor(t, 0, "$ ")
+	fmt.Fprintf(term, "stty size\n")
+	at = s.waitFor(t, at, "30 100")
+	if err := term.Resize(40, 120); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(term, "stty size\n")
+	at = s.waitFor(t, at, "40 120")
+
+	// The terminal is open and idle: the session's other operations go on.
+	res := sh(t, c, id, "echo beside")
+	if res.Stdout != "beside\n" {
+		t.Errorf("an exec beside the terminal: %+v", res)
+	}
+
+	began := time.Now()
+	fmt.Fprintf(term, "sleep 50; echo slept\n")
+	at = s.waitFor(t, at, "sleep 50")
+	time.Sleep(300 * time.Millisecond)
+	fmt.Fprintf(term, "\x03")
+	fmt.Fprintf(term, "echo after $((6*7))\n")
+	at = s.waitFor(t, at, "after 42")
+	if time.Since(began) > 20*time.Second {
+		t.Errorf("^C did not interrupt sleep")
+	}
+	fmt.Fprintf(term, "exit 7\n")
+	end, err := term.Wait()
+	if err != nil || end.ExitCode != 7 {
+		t.Errorf("exit: %+v %v", end, err)
+	}
+	_ = at
+
+	// Bad input: an unknown session; a frame over the limit; a client that
+	// never reads. The daemon stays healthy and the session usable.
+	if _, err := c.Terminal(ctx(t), "nosuchsession", nil, 24, 80); apiCode(err) != api.CodeNotFound {
+		t.Errorf("unknown session: %v", err)
+	}
+	big, err := c.Terminal(ctx(t), id, []string{"cat"}, 24, 80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, big) }()
+	_, _ = big.Write(bytes.Repeat([]byte("x"), 1<<20))
+	if _, err := big.Wait(); err == nil {
+		t.Errorf("a 1 MiB frame was taken")
+	}
+	deaf, err := c.Terminal(ctx(t), id, []string{"yes"}, 24, 80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the terminal of a client that never reads to end", func() bool {
+		res, err := c.Exec(ctx(t), id, api.ExecRequest{Argv: []string{"sh", "-c", "pgrep -x yes || echo none"}})
+		return err == nil && res.Stdout == "none\n"
+	})
+	deaf.Close()
+	if h, err := c.Health(ctx(t)); err != nil || h.Status != "ok" {
+		t.Errorf("health: %v %+v", err, h)
+	}
+	// A raw upgrade with no session id in the path is refused before any WebSocket.
+	conn, _, err := websocket.Dial(context.Background(), "ws://x/v1/sessions//terminal", &websocket.DialOptions{HTTPClient: unixHTTP(d.Socket)})
+	if err == nil {
+		conn.CloseNow()
+		t.Errorf("an empty session id was upgraded")
+	}
+}
+
+// TestShellUnderTmux types into `sandboxctl shell` on a real terminal
+// (tmux): the shell answers, ^C interrupts, and the local terminal is
+// restored when it ends.
+func TestShellUnderTmux(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		testutil.Missing(t, "tmux is not installed; run `make test-tools`")
+	}
+	d := testutil.StartDaemon(t, testutil.Options{Languages: pythonOnly, Defaults: `timeout = "60s"`})
+	id := newSession(t, d.Client(), api.SessionRequest{})
+	name := fmt.Sprintf("sbx-%d", time.Now().UnixNano())
+	tmux := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("tmux", append([]string{"-L", name}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %v: %v: %s", args, err, out)
+		}
+		return string(out)
+	}
+	tmux("new-session", "-d", "-s", name, "-x", "100", "-y", "30", "bash --norc")
+	t.Cleanup(func() { _ = exec.Command("tmux", "-L", name, "kill-server").Run() })
+	pane := func() string { return tmux("capture-pane", "-p", "-t", name) }
+	until := func(text string) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for !strings.Contains(pane(), text) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%q never showed:\n%s", text, pane())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	tmux("send-keys", "-t", name, filepath.Join(d.Bin, "sandboxctl")+" --socket "+d.Socket+" shell "+id+"; echo shell-exit=$?", "Enter")
+	until("\n~$")
+	tmux("send-keys", "-t", name, "stty size; echo in-sandbox-$((40+2))", "Enter")
+	until("in-sandbox-42")
+	until("30 100")
+	tmux("send-keys", "-t", name, "sleep 50", "Enter")
+	time.Sleep(500 * time.Millisecond)
+	tmux("send-keys", "-t", name, "C-c")
+	tmux("send-keys", "-t", name, "echo interrupted", "Enter")
+	until("interrupted\n")
+	tmux("send-keys", "-t", name, "exit 5", "Enter")
+	until("shell-exit=5")
+	// Back in the local shell, the terminal is cooked again.
+	tmux("send-keys", "-t", name, "stty -a | grep -o -- '-\\?icanon' | head -1 | sed 's/^/mode:/'", "Enter")
+	until("mode:icanon")
+}
