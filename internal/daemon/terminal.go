@@ -22,8 +22,8 @@ var DefaultShell = []string{"bash", "--norc", "-i"}
 type Terminal struct {
 	Argv   []string
 	Size   supervisor.WinSize
-	In     io.Reader                  // the keys
-	Out    func(data []byte)          // the screen's bytes, as they come
+	In     io.Reader                 // the keys
+	Out    func(data []byte)         // the screen's bytes, as they come
 	Resize <-chan supervisor.WinSize // new window sizes
 }
 
