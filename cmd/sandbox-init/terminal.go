@@ -12,42 +12,56 @@ import (
 // openTerminal gives the execution a pseudo-terminal of the request's
 // size: the child's stdin, stdout and stderr are its tty; what the
 // program writes comes from the master as stdout, and stdin goes into it.
-// The writer is a descriptor of its own, so that closing stdin when the
-// program ends does not cut the output still to be read.
+// Reader and writer are non-blocking descriptors of their own, in Go's
+// poller: closing stdin when the program ends does not cut the output
+// still to be read, and closing the reader ends a read that a kernel
+// (gVisor's) never answers with EIO once the program is gone.
 func (e *execution) openTerminal(bool) ([]uintptr, error) {
 	ptmx, tty, err := pty.Open()
 	if err != nil {
 		return nil, err
 	}
+	defer ptmx.Close() // the descriptors below keep the master open
 	size := e.req.TTY
 	_ = pty.Setsize(ptmx, &pty.Winsize{Rows: size.Rows, Cols: size.Cols})
-	fd, err := unix.Dup(int(ptmx.Fd()))
-	if err != nil {
-		ptmx.Close()
-		tty.Close()
-		return nil, err
-	}
-	unix.CloseOnExec(fd)
 	// No stderr of its own: the terminal carries both streams.
 	errR, errW, err := os.Pipe()
 	if err != nil {
-		unix.Close(fd)
-		ptmx.Close()
 		tty.Close()
 		return nil, err
 	}
 	errW.Close()
-	e.stdinW, e.stdinCh = os.NewFile(uintptr(fd), "ptmx"), make(chan []byte, 1)
+	var fds [2]int
+	for i := range fds {
+		if fds[i], err = unix.Dup(int(ptmx.Fd())); err != nil {
+			for _, fd := range fds[:i] {
+				unix.Close(fd)
+			}
+			tty.Close()
+			errR.Close()
+			return nil, err
+		}
+		unix.CloseOnExec(fds[i])
+	}
+	_ = unix.SetNonblock(fds[0], true) // the one open file both share: both go to the poller
+	master := os.NewFile(uintptr(fds[0]), "ptmx")
+	e.stdinW, e.stdinCh = os.NewFile(uintptr(fds[1]), "ptmx"), make(chan []byte, 1)
 	go e.writeStdin()
-	e.pty, e.outR, e.errR = ptmx, ptmx, errR
+	e.pty, e.outR, e.errR = master, master, errR
 	e.childEnds = []*os.File{tty}
 	return []uintptr{tty.Fd(), tty.Fd(), tty.Fd()}, nil
 }
 
 // resize sets a terminal execution's window size; the program gets
-// SIGWINCH.
+// SIGWINCH. (Through the raw descriptor: File.Fd would make the master
+// blocking again.)
 func (e *execution) resize(size supervisor.WinSize) {
-	if e.pty != nil {
-		_ = pty.Setsize(e.pty, &pty.Winsize{Rows: size.Rows, Cols: size.Cols})
+	if e.pty == nil {
+		return
+	}
+	if rc, err := e.pty.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) {
+			_ = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Row: size.Rows, Col: size.Cols})
+		})
 	}
 }
