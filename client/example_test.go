@@ -31,6 +31,7 @@ func TestMain(m *testing.M) {
 	os.Setenv("SANDBOXD_SOCKET", d.Socket)
 	code := m.Run()
 	suite.Close()
+	testutil.RemoveBinaries()
 	os.Exit(code)
 }
 

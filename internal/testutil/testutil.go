@@ -142,6 +142,14 @@ func Binaries(t T) string {
 	return binDir
 }
 
+// RemoveBinaries removes what Binaries built (a few hundred MB); a test
+// package's TestMain calls it once its tests are done.
+func RemoveBinaries() {
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+}
+
 func repoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
