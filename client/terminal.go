@@ -35,12 +35,27 @@ type Terminal struct {
 // Terminal opens a terminal running argv (nil: the daemon's shell) in a
 // session, rows by cols.
 func (c *Client) Terminal(ctx context.Context, session string, argv []string, rows, cols int) (*Terminal, error) {
-	q := url.Values{"rows": {strconv.Itoa(rows)}, "cols": {strconv.Itoa(cols)}}
-	for _, a := range argv {
-		q.Add("cmd", a)
+	q := url.Values{"cmd": argv}
+	return c.terminal(ctx, "/v1/sessions/"+url.PathEscape(session)+"/terminal", q, rows, cols, nil)
+}
+
+// RunTerminal runs a program once on a terminal, rows by cols: what the
+// program reads is what is written to the Terminal (req.Stdin is not
+// allowed).
+func (c *Client) RunTerminal(ctx context.Context, req api.RunRequest, rows, cols int) (*Terminal, error) {
+	first, err := json.Marshal(map[string]any{"type": "run", "run": req})
+	if err != nil {
+		return nil, err
 	}
-	conn, resp, err := websocket.Dial(ctx, "ws://sandboxd/v1/sessions/"+url.PathEscape(session)+"/terminal?"+q.Encode(),
-		&websocket.DialOptions{HTTPClient: c.http})
+	return c.terminal(ctx, "/v1/run/terminal", url.Values{}, rows, cols, first)
+}
+
+// terminal dials a terminal WebSocket and sends first, if any, before
+// the keys.
+func (c *Client) terminal(ctx context.Context, path string, q url.Values, rows, cols int, first []byte) (*Terminal, error) {
+	q.Set("rows", strconv.Itoa(rows))
+	q.Set("cols", strconv.Itoa(cols))
+	conn, resp, err := websocket.Dial(ctx, "ws://sandboxd"+path+"?"+q.Encode(), &websocket.DialOptions{HTTPClient: c.http})
 	if err != nil {
 		if resp != nil && resp.StatusCode >= 300 {
 			return nil, decodeError(resp)
@@ -48,6 +63,12 @@ func (c *Client) Terminal(ctx context.Context, session string, argv []string, ro
 		return nil, c.unreachable(ctx, err)
 	}
 	conn.SetReadLimit(1 << 20)
+	if first != nil {
+		if err := conn.Write(ctx, websocket.MessageText, first); err != nil {
+			conn.CloseNow()
+			return nil, c.unreachable(ctx, err)
+		}
+	}
 	pr, pw := io.Pipe()
 	t := &Terminal{conn: conn, ctx: ctx, screen: pr, end: make(chan struct{})}
 	go t.read(pw)

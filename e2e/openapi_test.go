@@ -273,7 +273,7 @@ func TestOpenAPI(t *testing.T) {
 		}
 	}
 
-	// The terminal is a WebSocket: its 101 is the upgrade.
+	// The terminals are WebSockets: their 101 is the upgrade.
 	code, body = c.json("POST", "/v1/sessions", api.SessionRequest{Language: "python"})
 	want(201, code, body)
 	var ts api.Session
@@ -287,6 +287,14 @@ func TestOpenAPI(t *testing.T) {
 		t.Errorf("terminal: %+v %v", end, err)
 	}
 	c.covered["terminal 101"] = true
+	term, err = d.Client().RunTerminal(ctx(t), api.RunRequest{Language: "python", Code: "pass"}, 24, 80)
+	if err != nil {
+		t.Fatalf("run terminal: %v", err)
+	}
+	if end, err := term.Wait(); err != nil || end.ExitCode != 0 {
+		t.Errorf("run terminal: %+v %v", end, err)
+	}
+	c.covered["runTerminal 101"] = true
 
 	// Every documented operation was answered with its success status.
 	var missed []string

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -148,9 +149,9 @@ func testTerminal(t *testing.T, runtime string) {
 	}
 }
 
-// TestShellUnderTmux types into `sandboxctl shell` on a real terminal
-// (tmux): the shell answers, ^C interrupts, and the local terminal is
-// restored when it ends.
+// TestShellUnderTmux types into `sandboxctl shell` and `sandboxctl run
+// -it` on a real terminal (tmux): the shell answers, ^C interrupts, the
+// local terminal is restored when it ends, a program's prompt is answered.
 func TestShellUnderTmux(t *testing.T) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		testutil.Missing(t, "tmux is not installed; run `make test-tools`")
@@ -194,4 +195,90 @@ func TestShellUnderTmux(t *testing.T) {
 	// Back in the local shell, the terminal is cooked again.
 	tmux("send-keys", "-t", name, "stty -a | grep -o -- '-\\?icanon' | head -1 | sed 's/^/mode:/'", "Enter")
 	until("mode:icanon")
+
+	// sandboxctl run -it: a one-shot program's prompt, answered.
+	quiz := filepath.Join(t.TempDir(), "quiz.py")
+	if err := os.WriteFile(quiz, []byte("import sys\nprint('hello', input('name? '))\nsys.exit(3)\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tmux("send-keys", "-t", name, "clear; "+filepath.Join(d.Bin, "sandboxctl")+" --socket "+d.Socket+" run -it "+quiz+"; echo run-exit=$?", "Enter")
+	until("name?") // capture-pane drops trailing spaces
+	tmux("send-keys", "-t", name, "Ada", "Enter")
+	until("hello Ada")
+	until("run-exit=3")
+}
+
+// TestRunTerminal runs one-shot programs on a terminal: python's input()
+// gets what is typed, a C program's compile step writes to the same
+// screen before the program prompts, the exit code comes back and the run
+// is recorded; bad opening frames get errors that say what to send.
+func TestRunTerminal(t *testing.T) {
+	d := testutil.StartDaemon(t, testutil.Options{Defaults: `timeout = "30s"`, Languages: pythonOnly + `
+language "c" {
+  image = "sandboxd/c:latest"
+  pool {
+    min_idle = 0
+  }
+}`})
+	c := d.Client()
+
+	quiz := "import sys\nname = input('name? ')\nprint('hello', name, sys.stdin.isatty())\nsys.exit(3)\n"
+	term, err := c.RunTerminal(ctx(t), api.RunRequest{Language: "python", Files: []api.File{{Path: "quiz.py", Content: quiz}}, Entry: "quiz.py"}, 24, 80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := watch(term)
+	at := s.waitFor(t, 0, "name? ")
+	fmt.Fprintf(term, "Ada\r")
+	s.waitFor(t, at, "hello Ada True")
+	if end, err := term.Wait(); err != nil || end.ExitCode != 3 {
+		t.Errorf("exit: %+v %v", end, err)
+	}
+	list, err := c.Executions(ctx(t), 1, "python")
+	if err != nil || len(list) != 1 || list[0].Kind != "run" || list[0].ExitCode != 3 {
+		t.Errorf("the run is not recorded: %+v %v", list, err)
+	}
+
+	// A compiled language: the compiler's warning comes first, then the
+	// program's prompt.
+	prog := "#include <stdio.h>\nint main(void) { int n = 0; char *p = 0; (void)p;\n" +
+		"  printf(\"number? \"); fflush(stdout); if (scanf(\"%d\", &n) != 1) return 1;\n" +
+		"  printf(\"twice: %d\\n\", 2 * n); return 0; }\n#warning compiled-here\n"
+	term, err = c.RunTerminal(ctx(t), api.RunRequest{Language: "c", Code: prog}, 24, 80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = watch(term)
+	at = s.waitFor(t, 0, "compiled-here")
+	at = s.waitFor(t, at, "number? ")
+	fmt.Fprintf(term, "21\r")
+	s.waitFor(t, at, "twice: 42")
+	if end, err := term.Wait(); err != nil || end.ExitCode != 0 {
+		t.Errorf("exit: %+v %v", end, err)
+	}
+
+	// Stdin is the keys, and an unknown language is named.
+	for req, code := range map[*api.RunRequest]string{
+		{Language: "python", Code: "print(1)", Stdin: "x"}: api.CodeInvalidRequest,
+		{Language: "cobol", Code: "x"}:                      api.CodeUnknownLanguage,
+	} {
+		term, err := c.RunTerminal(ctx(t), *req, 24, 80)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _, _ = io.Copy(io.Discard, term) }()
+		if _, err := term.Wait(); apiCode(err) != code {
+			t.Errorf("%+v: %v, want %s", req, err, code)
+		}
+	}
+	// An opening frame that is not the run message.
+	conn, _, err := websocket.Dial(ctx(t), "ws://x/v1/run/terminal", &websocket.DialOptions{HTTPClient: unixHTTP(d.Socket)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	_ = conn.Write(ctx(t), websocket.MessageBinary, []byte("print(1)\n"))
+	if _, msg, err := conn.Read(ctx(t)); err != nil || !strings.Contains(string(msg), `{\"type\":\"run\"`) {
+		t.Errorf("a bad first frame: %s %v", msg, err)
+	}
 }

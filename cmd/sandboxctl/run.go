@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/client"
 )
 
 // maxInput bounds what sandboxctl reads from a file or stdin.
@@ -24,6 +26,7 @@ func newRunCmd(g *globals) *cobra.Command {
 		lang, stdinPath, memory string
 		timeout                 time.Duration
 		asJSON, markdown        bool
+		tty, stdinOpen          bool
 		network                 networkFlags
 	)
 	cmd := &cobra.Command{
@@ -40,14 +43,24 @@ block sees what the blocks before it in its language left in /workspace;
 shell blocks (bash, sh) run in the session the block before them used.
 Blocks in other languages are skipped with a note. The exit code is that
 of the first block that failed.
+With -it, the program runs on a terminal wired to yours: input() and
+prompts work, ^C reaches it, resizing your window resizes its terminal.
+
 The exit code is the program's; 124 on timeout, 137 when killed for memory,
 125 when sandboxctl or sandboxd failed.`,
 		Example: `  sandboxctl run hello.py
   echo 'console.log(1)' | sandboxctl run --lang node -
   sandboxctl run --stdin input.txt --timeout 2s --memory 128m main.py -- arg1 arg2
-  sandboxctl run --markdown answer.md`,
+  sandboxctl run --markdown answer.md
+  sandboxctl run -it quiz.py`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if stdinOpen != tty {
+				return fail("-i and -t go together: run -it FILE runs the program on your terminal")
+			}
 			if markdown {
+				if tty {
+					return fail("run --markdown runs blocks one after another; it has no -it")
+				}
 				if len(args) != 1 || cmd.ArgsLenAtDash() >= 0 || stdinPath != "" {
 					return fail("run --markdown takes one FILE (or - for stdin) and no program arguments or --stdin")
 				}
@@ -81,6 +94,14 @@ The exit code is the program's; 124 on timeout, 137 when killed for memory,
 				return err
 			}
 			c := g.client()
+			if tty {
+				if file == "-" || stdinPath != "" || asJSON {
+					return fail("run -it reads the program from FILE and its input from your keys: no - , --stdin or --json")
+				}
+				return interactive(cmd.Context(), func(ctx context.Context, rows, cols int) (*client.Terminal, error) {
+					return c.RunTerminal(ctx, req, rows, cols)
+				})
+			}
 			return execute(asJSON,
 				func() (*api.RunResult, error) { return c.Run(cmd.Context(), req) },
 				func(on func(api.Event)) (*api.RunResult, error) { return c.RunStream(cmd.Context(), req, on) })
@@ -93,6 +114,8 @@ The exit code is the program's; 124 on timeout, 137 when killed for memory,
 	f.StringVar(&memory, "memory", "", "memory limit, e.g. 128m (default: the daemon's)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON instead of streaming the output")
 	network.add(f)
+	f.BoolVarP(&tty, "tty", "t", false, "run the program on a terminal (with -i: run -it)")
+	f.BoolVarP(&stdinOpen, "interactive", "i", false, "wire the program's terminal to your keys (with -t)")
 	f.BoolVar(&markdown, "markdown", false, "run the fenced code blocks of a Markdown document (e.g. a chat answer) one after another, each in its fence's language; --lang is for blocks without one")
 	return cmd
 }

@@ -296,7 +296,7 @@ The exit code is the command's; 124 on timeout, 137 when killed for memory,
 				if dash := cmd.ArgsLenAtDash(); dash != 1 || len(args) < 2 || contextName != "" || stdinPath != "" {
 					return fail("exec -it takes SESSION, then -- and the command (no --context, no --stdin)")
 				}
-				return interactive(cmd.Context(), g.client(), args[0], args[1:])
+				return interactive(cmd.Context(), sessionTerminal(g.client(), args[0], args[1:]))
 			}
 			if contextName != "" {
 				if len(args) != 2 || cmd.ArgsLenAtDash() >= 0 || stdinPath != "" {

@@ -27,14 +27,24 @@ the command's; 124 at the session's deadline.`,
 			if dash := cmd.ArgsLenAtDash(); dash >= 0 && dash != 1 || dash < 0 && len(args) != 1 {
 				return fail("shell takes SESSION, then optionally -- and a command")
 			}
-			return interactive(cmd.Context(), g.client(), args[0], args[1:])
+			return interactive(cmd.Context(), sessionTerminal(g.client(), args[0], args[1:]))
 		},
 	}
 }
 
-// interactive runs argv (nil: the daemon's shell) on a terminal in a
-// session, wired to ours.
-func interactive(ctx context.Context, c *client.Client, session string, argv []string) error {
+// sessionTerminal opens argv (nil: the daemon's shell) on a terminal in
+// a session.
+func sessionTerminal(c *client.Client, session string, argv []string) openTerminal {
+	return func(ctx context.Context, rows, cols int) (*client.Terminal, error) {
+		return c.Terminal(ctx, session, argv, rows, cols)
+	}
+}
+
+// openTerminal opens a terminal of a size.
+type openTerminal func(ctx context.Context, rows, cols int) (*client.Terminal, error)
+
+// interactive runs what open opens, wired to our terminal.
+func interactive(ctx context.Context, open openTerminal) error {
 	in := int(os.Stdin.Fd())
 	tty := term.IsTerminal(in)
 	rows, cols := 24, 80
@@ -43,7 +53,7 @@ func interactive(ctx context.Context, c *client.Client, session string, argv []s
 			rows, cols = h, w
 		}
 	}
-	t, err := c.Terminal(ctx, session, argv, rows, cols)
+	t, err := open(ctx, rows, cols)
 	if err != nil {
 		return apiFailure(err)
 	}
@@ -88,7 +98,7 @@ func interactive(ctx context.Context, c *client.Client, session string, argv []s
 		return apiFailure(err)
 	}
 	if end.TimedOut {
-		return &exitError{code: exitTimeout, msg: "the session's deadline ended the terminal"}
+		return &exitError{code: exitTimeout, msg: "the deadline ended the terminal's program"}
 	}
 	if end.ExitCode != 0 {
 		return &exitError{code: end.ExitCode}

@@ -39,6 +39,17 @@ type job struct {
 	// outputs is the directory (relative to the workspace) whose new and
 	// changed files the result lists; "" for none.
 	outputs string
+	// tty, when set, puts the last step on a pseudo-terminal wired to it
+	// (its keys are the step's stdin).
+	tty *TTY
+}
+
+// TTY is the far end of a pseudo-terminal: a person's keys and screen.
+type TTY struct {
+	Size   supervisor.WinSize
+	In     io.Reader                 // the keys
+	Out    func(data []byte)         // the screen's bytes, as they come
+	Resize <-chan supervisor.WinSize // new window sizes
 }
 
 // execute runs a job in sb under limits, collecting its output, usage
@@ -47,6 +58,17 @@ type job struct {
 // the sandbox failed (its supervisor died), not the program.
 func execute(ctx context.Context, sb *runtime.Sandbox, gate *egress.Gate, j job, limits runtime.Limits, out OutputFunc) (*api.RunResult, *supervisor.ExecResult, error) {
 	col := &collector{out: out}
+	onTTY := false
+	if j.tty != nil {
+		// Steps before the terminal's write to a pipe: their lines get
+		// the carriage returns a terminal's own output would.
+		col.out = func(_ string, data []byte) {
+			if !onTTY {
+				data = bytes.ReplaceAll(data, []byte("\n"), []byte("\r\n"))
+			}
+			j.tty.Out(data)
+		}
+	}
 	if gate != nil {
 		gate.Begin()
 	}
@@ -78,7 +100,13 @@ func execute(ctx context.Context, sb *runtime.Sandbox, gate *egress.Gate, j job,
 		}
 		mark := col.bufs[1].Len()
 		var err error
-		if res, err = sb.Exec(ctx, req, in, col.write); err != nil {
+		if onTTY = last && j.tty != nil; onTTY {
+			req.TTY = &j.tty.Size
+			res, err = sb.Terminal(ctx, req, j.tty.In, col.write, j.tty.Resize)
+		} else {
+			res, err = sb.Exec(ctx, req, in, col.write)
+		}
+		if err != nil {
 			switch {
 			case errors.Is(err, supervisor.ErrPastDeadline):
 				// The program so loaded its sandbox that the kill at the

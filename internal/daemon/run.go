@@ -34,6 +34,11 @@ import (
 // Run executes a program one-shot in a fresh warm container, which is
 // destroyed afterwards. out, if not nil, receives output as it happens.
 func (d *Daemon) Run(ctx context.Context, req api.RunRequest, out OutputFunc) (*api.RunResult, *api.Error) {
+	return d.run(ctx, req, out, nil)
+}
+
+// run is Run, its program on tty if that is not nil.
+func (d *Daemon) run(ctx context.Context, req api.RunRequest, out OutputFunc, tty *TTY) (*api.RunResult, *api.Error) {
 	if aerr := d.gate.Enter(); aerr != nil {
 		return nil, aerr
 	}
@@ -53,7 +58,10 @@ func (d *Daemon) Run(ctx context.Context, req api.RunRequest, out OutputFunc) (*
 	if aerr != nil {
 		return nil, aerr
 	}
-	j.env, j.killOnExit = request.EnvList(j.env0, req.Env), true
+	j.env, j.killOnExit, j.tty = request.EnvList(j.env0, req.Env), true, tty
+	if tty != nil {
+		j.env = append(j.env, termEnv)
+	}
 	limits, aerr := request.Limits(l.Limits(), req.Timeout, req.Limits)
 	if aerr != nil {
 		return nil, aerr

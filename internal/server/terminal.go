@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -16,27 +17,69 @@ import (
 )
 
 // Terminal WebSocket bounds: the largest frame a client may send (keys,
-// a paste, a control message), and how many screen updates may wait for a
-// client that reads slowly before the terminal is ended.
+// a paste, a control message) and the run message that opens a one-shot
+// terminal (a program's files), and how many screen updates may wait for
+// a client that reads slowly before the terminal is ended.
 const (
 	maxTerminalFrame = 64 << 10
+	maxRunFrame      = 16 << 20
 	terminalBacklog  = 1024
 )
 
-// TerminalControl is a text frame of the terminal WebSocket: "resize"
-// from the client; "exit" (with the exit code) or "error" from sandboxd.
+// TerminalControl is a text frame of the terminal WebSocket: "run" (with
+// the program) first and "resize" from the client; "exit" (with the exit
+// code) or "error" from sandboxd.
 type TerminalControl struct {
-	Type     string     `json:"type"`
-	Rows     uint16     `json:"rows,omitempty"`
-	Cols     uint16     `json:"cols,omitempty"`
-	ExitCode *int       `json:"exit_code,omitempty"`
-	TimedOut bool       `json:"timed_out,omitempty"`
-	Error    *api.Error `json:"error,omitempty"`
+	Type     string          `json:"type"`
+	Run      *api.RunRequest `json:"run,omitempty"`
+	Rows     uint16          `json:"rows,omitempty"`
+	Cols     uint16          `json:"cols,omitempty"`
+	ExitCode *int            `json:"exit_code,omitempty"`
+	TimedOut bool            `json:"timed_out,omitempty"`
+	Error    *api.Error      `json:"error,omitempty"`
 }
 
-// terminal upgrades to a WebSocket that carries a session terminal:
-// binary frames are its bytes both ways, text frames JSON control messages.
+// terminal upgrades to a WebSocket that carries a session terminal.
 func (h *handler) terminal(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if _, aerr := h.d.Sessions.Get(id); aerr != nil {
+		writeError(w, aerr) // before the upgrade: a plain error answer
+		return
+	}
+	serveTerminal(w, r, nil, func(ctx context.Context, tty daemon.TTY) (*api.RunResult, *api.Error) {
+		return h.d.Terminal(ctx, id, r.URL.Query()["cmd"], tty)
+	})
+}
+
+// runTerminal upgrades to a WebSocket that carries a one-shot run on a
+// terminal: the client's first frame is {"type":"run","run":{...}}.
+func (h *handler) runTerminal(w http.ResponseWriter, r *http.Request) {
+	var req api.RunRequest
+	first := func(ctx context.Context, conn *websocket.Conn) *api.Error {
+		conn.SetReadLimit(maxRunFrame)
+		typ, data, err := conn.Read(ctx)
+		if err != nil {
+			return api.Errorf(api.CodeInvalidRequest, "reading the run message: %v", err)
+		}
+		var c TerminalControl
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if typ != websocket.MessageText || dec.Decode(&c) != nil || c.Type != "run" || c.Run == nil {
+			return api.Errorf(api.CodeInvalidRequest, `the first frame is text: {"type":"run","run":{...a run request...}}`)
+		}
+		req = *c.Run
+		return nil
+	}
+	serveTerminal(w, r, first, func(ctx context.Context, tty daemon.TTY) (*api.RunResult, *api.Error) {
+		return h.d.RunTerminal(ctx, req, tty)
+	})
+}
+
+// serveTerminal carries a terminal over a WebSocket: binary frames are
+// its bytes both ways, text frames JSON control messages. first, if not
+// nil, reads what the client sends before the keys; run runs the program.
+func serveTerminal(w http.ResponseWriter, r *http.Request, first func(context.Context, *websocket.Conn) *api.Error,
+	run func(context.Context, daemon.TTY) (*api.RunResult, *api.Error)) {
 	q := r.URL.Query()
 	size := supervisor.WinSize{Rows: 24, Cols: 80}
 	if n, err := strconv.ParseUint(q.Get("rows"), 10, 16); err == nil && n > 0 {
@@ -45,18 +88,34 @@ func (h *handler) terminal(w http.ResponseWriter, r *http.Request) {
 	if n, err := strconv.ParseUint(q.Get("cols"), 10, 16); err == nil && n > 0 {
 		size.Cols = uint16(n)
 	}
-	if _, aerr := h.d.Sessions.Get(r.PathValue("id")); aerr != nil {
-		writeError(w, aerr) // before the upgrade: a plain error answer
-		return
-	}
 	conn, err := websocket.Accept(w, r, nil)
 	if err != nil {
 		return // Accept answered the client
 	}
 	defer conn.CloseNow()
-	conn.SetReadLimit(maxTerminalFrame)
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
+	end := func(res *api.RunResult, aerr *api.Error) {
+		msg := TerminalControl{Type: "exit"}
+		if aerr != nil {
+			msg = TerminalControl{Type: "error", Error: aerr}
+		} else {
+			msg.ExitCode, msg.TimedOut = &res.ExitCode, res.TimedOut
+		}
+		data, _ := json.Marshal(msg)
+		wctx, done := context.WithTimeout(context.Background(), 5*time.Second)
+		defer done()
+		if conn.Write(wctx, websocket.MessageText, data) == nil {
+			conn.Close(websocket.StatusNormalClosure, "")
+		}
+	}
+	if first != nil {
+		if aerr := first(ctx, conn); aerr != nil {
+			end(nil, aerr)
+			return
+		}
+	}
+	conn.SetReadLimit(maxTerminalFrame)
 
 	keys, keysW := io.Pipe()
 	resize := make(chan supervisor.WinSize, 8)
@@ -97,8 +156,8 @@ func (h *handler) terminal(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}()
-	res, aerr := h.d.Terminal(ctx, r.PathValue("id"), daemon.Terminal{
-		Argv: q["cmd"], Size: size, In: keys, Resize: resize,
+	res, aerr := run(ctx, daemon.TTY{
+		Size: size, In: keys, Resize: resize,
 		Out: func(data []byte) {
 			select {
 			case screen <- append([]byte(nil), data...):
@@ -109,16 +168,5 @@ func (h *handler) terminal(w http.ResponseWriter, r *http.Request) {
 	})
 	close(screen)
 	<-written
-	end := TerminalControl{Type: "exit"}
-	if aerr != nil {
-		end = TerminalControl{Type: "error", Error: aerr}
-	} else {
-		end.ExitCode, end.TimedOut = &res.ExitCode, res.TimedOut
-	}
-	msg, _ := json.Marshal(end)
-	wctx, done := context.WithTimeout(context.Background(), 5*time.Second)
-	defer done()
-	if conn.Write(wctx, websocket.MessageText, msg) == nil {
-		conn.Close(websocket.StatusNormalClosure, "")
-	}
+	end(res, aerr)
 }
