@@ -26,6 +26,8 @@ const (
 	CodeSessionLost        = "session_lost"      // its container is gone
 	CodeTooLarge           = "too_large"         // a transfer over the limit
 	CodeNoSpace            = "no_space"          // the workspace is full
+	CodeUnauthorized       = "unauthorized"      // the dashboard's TCP listener: no valid token
+	CodeForbidden          = "forbidden"         // the dashboard's TCP listener: a cross-site request
 )
 
 // Encodings of byte content in JSON. Text is the default: valid UTF-8 is
@@ -285,22 +287,25 @@ type Event struct {
 
 // Execution is one recorded execution, as GET /v1/executions lists them.
 type Execution struct {
-	ID          string    `json:"id"`
-	Kind        string    `json:"kind"` // run, exec or terminal
-	Language    string    `json:"language"`
-	Session     string    `json:"session,omitempty"`
-	StartedAt   time.Time `json:"started_at"`
-	ExitCode    int       `json:"exit_code"`
-	Signal      string    `json:"signal,omitempty"`
-	TimedOut    bool      `json:"timed_out"`
-	OOMKilled   bool      `json:"oom_killed"`
-	Truncated   bool      `json:"truncated"`
-	StdoutBytes int64     `json:"stdout_bytes"`
-	StderrBytes int64     `json:"stderr_bytes"`
-	Limits      Limits    `json:"limits"`
-	Usage       Usage     `json:"usage"`
-	Timings     Timings   `json:"timings"`
-	Error       string    `json:"error,omitempty"`
+	ID        string    `json:"id"`
+	Kind      string    `json:"kind"` // run, exec or terminal
+	Language  string    `json:"language"`
+	Session   string    `json:"session,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+	// Outcome is ok, nonzero, timeout, oom, error (sandboxd could not
+	// carry it out) or denied (by the policies).
+	Outcome     string  `json:"outcome"`
+	ExitCode    int     `json:"exit_code"`
+	Signal      string  `json:"signal,omitempty"`
+	TimedOut    bool    `json:"timed_out"`
+	OOMKilled   bool    `json:"oom_killed"`
+	Truncated   bool    `json:"truncated"`
+	StdoutBytes int64   `json:"stdout_bytes"`
+	StderrBytes int64   `json:"stderr_bytes"`
+	Limits      Limits  `json:"limits"`
+	Usage       Usage   `json:"usage"`
+	Timings     Timings `json:"timings"`
+	Error       string  `json:"error,omitempty"`
 	// Decision is the policies' combined decision: allowed or denied (a
 	// denied request never ran); Findings are theirs, secrets masked. The
 	// history keeps the first few findings, each cut short, and counts the
@@ -320,6 +325,17 @@ const (
 	DecisionAllowed = "allowed"
 	DecisionDenied  = "denied"
 )
+
+// ExecutionFilter selects executions: each field that is set must match.
+type ExecutionFilter struct {
+	Language, Session, Kind, Outcome string
+}
+
+// Match says whether e is selected.
+func (f ExecutionFilter) Match(e Execution) bool {
+	ok := func(want, got string) bool { return want == "" || want == got }
+	return ok(f.Language, e.Language) && ok(f.Session, e.Session) && ok(f.Kind, e.Kind) && ok(f.Outcome, e.Outcome)
+}
 
 // ExecutionList is the body of GET /v1/executions, newest first.
 type ExecutionList struct {
@@ -609,4 +625,12 @@ type ProjectFile struct {
 // ProjectList is the body of GET /v1/projects.
 type ProjectList struct {
 	Projects []Project `json:"projects"`
+}
+
+// DashboardLogin is the body of POST /v1/dashboard/login: a link that
+// signs a browser in to the dashboard's TCP listener, good until
+// ExpiresAt.
+type DashboardLogin struct {
+	URL       string    `json:"url"`
+	ExpiresAt time.Time `json:"expires_at"`
 }

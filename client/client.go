@@ -178,17 +178,27 @@ func (c *Client) Stats(ctx context.Context) (*api.Stats, error) {
 	return &s, c.call(ctx, http.MethodGet, "/v1/stats", nil, &s)
 }
 
-// Executions lists recorded executions, newest first; language filters.
-func (c *Client) Executions(ctx context.Context, limit int, language string) ([]api.Execution, error) {
+// Executions lists recorded executions, newest first, those filter
+// selects.
+func (c *Client) Executions(ctx context.Context, limit int, filter api.ExecutionFilter) ([]api.Execution, error) {
 	q := url.Values{}
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
-	if language != "" {
-		q.Set("language", language)
+	for k, v := range map[string]string{"language": filter.Language, "session": filter.Session, "kind": filter.Kind, "outcome": filter.Outcome} {
+		if v != "" {
+			q.Set(k, v)
+		}
 	}
 	var l api.ExecutionList
 	return l.Executions, c.call(ctx, http.MethodGet, "/v1/executions?"+q.Encode(), nil, &l)
+}
+
+// DashboardLogin makes a link that signs a browser in to the dashboard's
+// TCP listener.
+func (c *Client) DashboardLogin(ctx context.Context) (*api.DashboardLogin, error) {
+	var l api.DashboardLogin
+	return &l, c.call(ctx, http.MethodPost, "/v1/dashboard/login", nil, &l, http.StatusCreated)
 }
 
 // Run runs a program and returns its result when it has finished.

@@ -96,7 +96,7 @@ func TestStateDiskFull(t *testing.T) {
 	c := d.Client()
 	first := run(t, c, api.RunRequest{Language: "python", Code: "print('before')"})
 	waitFor(t, "the first run in history", func() bool {
-		list, err := c.Executions(context.Background(), 10, "")
+		list, err := c.Executions(context.Background(), 10, api.ExecutionFilter{})
 		return err == nil && len(list) == 1 && list[0].ID == first.ID
 	})
 
@@ -121,7 +121,7 @@ func TestStateDiskFull(t *testing.T) {
 	if res := sh(t, c, id, "echo room"); res.Stdout != "room\n" {
 		t.Fatalf("after freeing space: %+v", res)
 	}
-	list, err := c.Executions(context.Background(), 50, "")
+	list, err := c.Executions(context.Background(), 50, api.ExecutionFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}

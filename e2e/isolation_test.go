@@ -112,7 +112,7 @@ func TestSupervisorSurvivesEverySignal(t *testing.T) {
 		t.Fatalf("one-shot: %+v", res)
 	}
 	waitFor(t, "the run in history", func() bool {
-		list, err := c.Executions(context.Background(), 20, "python")
+		list, err := c.Executions(context.Background(), 20, api.ExecutionFilter{Language: "python"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,7 +154,7 @@ func TestStalledClientDoesNotWedgeASession(t *testing.T) {
 	fmt.Fprintf(conn, "POST /v1/sessions/%s/exec HTTP/1.1\r\nHost: x\r\nAccept: application/x-ndjson\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", id, len(body), body)
 	// ... and never read a byte of the answer.
 	waitFor(t, "the chatty exec recorded", func() bool {
-		list, err := c.Executions(context.Background(), 10, "")
+		list, err := c.Executions(context.Background(), 10, api.ExecutionFilter{})
 		return err == nil && len(list) > 0 && list[0].Session == id && list[0].StdoutBytes > 1_000_000
 	})
 	start := time.Now()

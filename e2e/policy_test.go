@@ -129,7 +129,7 @@ policy "commands" {}
 	})
 
 	t.Run("the audit trail keeps decisions, never secrets", func(t *testing.T) {
-		list, err := c.Executions(context.Background(), 50, "")
+		list, err := c.Executions(context.Background(), 50, api.ExecutionFilter{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -223,7 +223,7 @@ func TestOneShot(t *testing.T) {
 	t.Run("history records executions", func(t *testing.T) {
 		res := run(t, c, api.RunRequest{Language: "node", Code: "process.exit(7)"})
 		waitFor(t, "the execution in history", func() bool {
-			list, err := c.Executions(context.Background(), 50, "node")
+			list, err := c.Executions(context.Background(), 50, api.ExecutionFilter{Language: "node"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -87,7 +87,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newRunCmd(g), newStatusCmd(g), newLanguagesCmd(g), newPoolsCmd(g),
 		newPluginsCmd(g), newHistoryCmd(g), newStatsCmd(g),
 		newSessionCmd(g), newExecCmd(g), newShellCmd(g), newContextCmd(g), newSnapshotCmd(g), newCpCmd(g), newProjectCmd(g), newImagesCmd(g), newValidateCmd(g),
-		newMCPCmd(g))
+		newDashboardCmd(g), newMCPCmd(g))
 	addCompletions(root, g)
 	return root
 }

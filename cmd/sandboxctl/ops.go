@@ -160,13 +160,13 @@ func newHistoryCmd(g *globals) *cobra.Command {
 	var (
 		asJSON bool
 		limit  int
-		lang   string
+		filter api.ExecutionFilter
 	)
 	cmd := &cobra.Command{
 		Use:   "history",
 		Short: "List recent executions, newest first",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			list, err := g.client().Executions(cmd.Context(), limit, lang)
+			list, err := g.client().Executions(cmd.Context(), limit, filter)
 			if err != nil {
 				return apiFailure(err)
 			}
@@ -214,7 +214,10 @@ func newHistoryCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().IntVar(&limit, "limit", 20, "how many")
-	cmd.Flags().StringVar(&lang, "lang", "", "only this language")
+	cmd.Flags().StringVar(&filter.Language, "lang", "", "only this language")
+	cmd.Flags().StringVar(&filter.Session, "session", "", "only this session's")
+	cmd.Flags().StringVar(&filter.Kind, "kind", "", "only runs, execs or terminals: run, exec or terminal")
+	cmd.Flags().StringVar(&filter.Outcome, "outcome", "", "only these: ok, nonzero, timeout, oom, error or denied")
 	return cmd
 }
 

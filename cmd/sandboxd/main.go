@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/internal/config"
 	"github.com/sandboxd/sandboxd/internal/daemon"
+	"github.com/sandboxd/sandboxd/internal/dashboard"
 	"github.com/sandboxd/sandboxd/internal/server"
 	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/runtime/docker"
@@ -96,9 +98,30 @@ func run(cfg *config.Config, log hclog.Logger) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: server.New(d, log), ReadHeaderTimeout: 10 * time.Second}
-	serveErr := make(chan error, 1)
+	dash, err := dashboard.New(cfg.StateDir)
+	if err != nil {
+		return err
+	}
+	handler := server.New(d, dash, log)
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(ln) }()
+	if cfg.HTTPListen != "" {
+		tln, err := net.Listen("tcp", cfg.HTTPListen)
+		if err != nil {
+			d.Close(context.Background())
+			return fmt.Errorf("the dashboard's listener (http.listen in %s): %w", cfg.Path, err)
+		}
+		dash.Listening(tln.Addr(), cfg.HTTPListen)
+		if where, loopback := dashboard.Describe(tln.Addr()); loopback {
+			log.Info(where)
+		} else {
+			log.Warn(where)
+		}
+		web := &http.Server{Handler: dash.Guard(handler), ReadHeaderTimeout: 10 * time.Second}
+		go func() { serveErr <- web.Serve(tln) }()
+		defer web.Close()
+	}
 	log.Info("sandboxd ready", "socket", cfg.Socket, "state_dir", cfg.StateDir, "instance", store.Instance(), "languages", len(cfg.Languages))
 
 	select {

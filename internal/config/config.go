@@ -6,6 +6,7 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -53,6 +54,9 @@ type Config struct {
 	Sessions  Sessions
 	Projects  Projects
 	Snapshots Snapshots
+	// HTTPListen is the TCP address of the dashboard (and the API behind
+	// its token); "" for none.
+	HTTPListen string
 	Languages []Language
 	Policies  []Policy // in file order: the order of evaluation
 }
@@ -201,6 +205,7 @@ type fileSchema struct {
 	Projects   *projectsSchema  `hcl:"projects,block"`
 	Snapshots  *snapshotsSchema `hcl:"snapshots,block"`
 	Network    *networkSchema   `hcl:"network,block"`
+	HTTP       *httpSchema      `hcl:"http,block"`
 	Languages  []languageSchema `hcl:"language,block"`
 	Policies   []policySchema   `hcl:"policy,block"`
 	Body       hcl.Body         `hcl:",body"`
@@ -246,6 +251,11 @@ type projectsSchema struct {
 	Max      *int     `hcl:"max,optional"`
 	MaxBytes *string  `hcl:"max_bytes,optional"`
 	Body     hcl.Body `hcl:",body"`
+}
+
+type httpSchema struct {
+	Listen *string  `hcl:"listen,optional"`
+	Body   hcl.Body `hcl:",body"`
 }
 
 // snapshotsSchema bounds the snapshot store as projectsSchema does projects.
@@ -446,6 +456,9 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 	}
 	v.store(fs.Projects, &cfg.Projects.Max, &cfg.Projects.MaxBytes, "projects")
 	v.store((*projectsSchema)(fs.Snapshots), &cfg.Snapshots.Max, &cfg.Snapshots.MaxBytes, "snapshots")
+	if hs := fs.HTTP; hs != nil && hs.Listen != nil {
+		cfg.HTTPListen = v.listen(hs.Body, *hs.Listen)
+	}
 
 	languages := map[string]bool{}
 	for _, ls := range fs.Languages {
@@ -599,6 +612,26 @@ func (v *validator) policy(ps policySchema) Policy {
 		p.Timeout = v.duration(ps.Body, "timeout", *ps.Timeout, 10*time.Millisecond, time.Minute)
 	}
 	return p
+}
+
+// listen checks a TCP address to listen on: an IP address (or localhost)
+// and a port, so that where the dashboard is reachable is plain.
+func (v *validator) listen(body hcl.Body, addr string) string {
+	const accepted = `"127.0.0.1:7070" (loopback: this machine only), or another address of this machine's and a port`
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		v.fail(body, "listen", fmt.Sprintf("is %q: %v", addr, err), accepted)
+		return ""
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		v.fail(body, "listen", fmt.Sprintf("has port %q", port), accepted)
+		return ""
+	}
+	if host != "localhost" && host != "" && net.ParseIP(host) == nil {
+		v.fail(body, "listen", fmt.Sprintf("names the host %q", host), accepted+": an IP address, not a name")
+		return ""
+	}
+	return addr
 }
 
 // store reads the bounds of a store of files (projects, snapshots).

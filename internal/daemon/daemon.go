@@ -109,6 +109,9 @@ func (d *Daemon) reconcile(ctx context.Context) error {
 	return nil
 }
 
+// Draining says whether Close has begun.
+func (d *Daemon) Draining() bool { return d.gate.Closing() }
+
 // Close drains: new requests are refused, running executions finish (or
 // hit their deadlines), pools destroy their containers, and anything still
 // labelled as ours but a session's is removed.
@@ -182,11 +185,11 @@ func (d *Daemon) Stats() api.Stats {
 }
 
 // Executions lists recorded executions, newest first.
-func (d *Daemon) Executions(limit int, language, before string) ([]api.Execution, *api.Error) {
+func (d *Daemon) Executions(limit int, filter api.ExecutionFilter, before string) ([]api.Execution, *api.Error) {
 	if limit <= 0 || limit > 1000 {
 		limit = 100
 	}
-	list, err := d.store.Executions(limit, language, before)
+	list, err := d.store.Executions(limit, filter, before)
 	if err != nil {
 		return nil, api.Errorf(api.CodeInvalidRequest, "%v", err)
 	}

@@ -21,6 +21,7 @@ type recorder struct {
 	mu       sync.Mutex
 	total    uint64
 	outcomes map[string]uint64
+	watchers map[chan api.Execution]struct{}
 	pending  sync.WaitGroup
 }
 
@@ -68,9 +69,10 @@ func (r *recorder) counts() (uint64, map[string]uint64) {
 
 // ran counts and stores an execution that ran.
 func (r *recorder) ran(res *api.RunResult, kind string, limits api.Limits, started time.Time) {
-	r.count(res.Language, kind, outcome(res), &res.Timings)
+	o := outcome(res)
+	r.count(res.Language, kind, o, &res.Timings)
 	r.write(api.Execution{
-		ID: res.ID, Kind: kind, Language: res.Language, Session: res.Session, StartedAt: started.UTC(),
+		ID: res.ID, Kind: kind, Language: res.Language, Session: res.Session, StartedAt: started.UTC(), Outcome: o,
 		ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut, OOMKilled: res.OOMKilled,
 		Truncated: res.Truncated, StdoutBytes: res.StdoutBytes, StderrBytes: res.StderrBytes,
 		Limits: limits, Usage: res.Usage, Timings: res.Timings, Error: res.Error,
@@ -83,7 +85,7 @@ func (r *recorder) denied(language, kind, session string, findings []api.Finding
 	now := time.Now()
 	r.count(language, kind, outcomeDenied, nil)
 	r.write(api.Execution{ID: state.NewID(now), Kind: kind, Language: language, Session: session,
-		StartedAt: now.UTC(), ExitCode: -1, Decision: api.DecisionDenied, Findings: findings})
+		StartedAt: now.UTC(), Outcome: outcomeDenied, ExitCode: -1, Decision: api.DecisionDenied, Findings: findings})
 }
 
 // failed counts and stores an execution that sandboxd could not carry out
@@ -92,13 +94,22 @@ func (r *recorder) failed(language, kind, session string, limits api.Limits, aer
 	now := time.Now()
 	r.count(language, kind, outcomeError, nil)
 	r.write(api.Execution{ID: state.NewID(now), Kind: kind, Language: language, Session: session,
-		StartedAt: now.UTC(), ExitCode: -1, Limits: limits, Error: aerr.Code + ": " + aerr.Message})
+		StartedAt: now.UTC(), Outcome: outcomeError, ExitCode: -1, Limits: limits, Error: aerr.Code + ": " + aerr.Message})
 	return aerr
 }
 
 // write stores an execution in the background: the caller has its answer
-// already, and bbolt batches concurrent records into one fsync.
+// already, and bbolt batches concurrent records into one fsync. Watchers
+// get it at once; one that has not taken the last few misses it.
 func (r *recorder) write(e api.Execution) {
+	r.mu.Lock()
+	for w := range r.watchers {
+		select {
+		case w <- e:
+		default:
+		}
+	}
+	r.mu.Unlock()
 	r.pending.Add(1)
 	go func() {
 		defer r.pending.Done()
@@ -106,6 +117,24 @@ func (r *recorder) write(e api.Execution) {
 			r.log.Error("recording an execution failed", "id", e.ID, "error", err)
 		}
 	}()
+}
+
+// WatchExecutions delivers executions as they are recorded, until stop is
+// called. A watcher that falls behind misses some (the history has them).
+func (d *Daemon) WatchExecutions() (executions <-chan api.Execution, stop func()) {
+	r := d.records
+	w := make(chan api.Execution, 64)
+	r.mu.Lock()
+	if r.watchers == nil {
+		r.watchers = map[chan api.Execution]struct{}{}
+	}
+	r.watchers[w] = struct{}{}
+	r.mu.Unlock()
+	return w, func() {
+		r.mu.Lock()
+		delete(r.watchers, w)
+		r.mu.Unlock()
+	}
 }
 
 // wait waits for the records being written.

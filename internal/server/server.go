@@ -17,19 +17,22 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/daemon"
+	"github.com/sandboxd/sandboxd/internal/dashboard"
 )
 
 // maxBody bounds a request body: code, files and stdin together (64 MiB of
 // stdin must fit, with room for JSON escaping).
 const maxBody = 128 << 20
 
-// New returns the API handler.
-func New(d *daemon.Daemon, log hclog.Logger) http.Handler {
-	h := &handler{d: d, log: log.Named("api")}
+// New returns the API handler, with the dashboard's pages at /ui/.
+func New(d *daemon.Daemon, dash *dashboard.Dashboard, log hclog.Logger) http.Handler {
+	h := &handler{d: d, dash: dash, log: log.Named("api")}
 	mux := http.NewServeMux()
 	for _, rt := range routes() {
 		mux.HandleFunc(rt.pattern, func(w http.ResponseWriter, r *http.Request) { rt.serve(h, w, r) })
 	}
+	mux.Handle("GET /ui/", dash.Pages())
+	mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusSeeOther))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no endpoint %s %s; see /v1/openapi.json", r.Method, r.URL.Path)})
 	})
@@ -37,8 +40,9 @@ func New(d *daemon.Daemon, log hclog.Logger) http.Handler {
 }
 
 type handler struct {
-	d   *daemon.Daemon
-	log hclog.Logger
+	d    *daemon.Daemon
+	dash *dashboard.Dashboard
+	log  hclog.Logger
 }
 
 // recover turns a panic in a handler into a 500 for that request only.
@@ -78,6 +82,15 @@ func (h *handler) plugins(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, api.PluginList{Plugins: h.d.Plugins()})
 }
 
+func (h *handler) dashboardLogin(w http.ResponseWriter, r *http.Request) {
+	login, err := h.dash.Login()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, login)
+}
+
 func (h *handler) stats(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, h.d.Stats())
 }
@@ -93,7 +106,8 @@ func (h *handler) executions(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	list, err := h.d.Executions(limit, q.Get("language"), q.Get("before"))
+	filter := api.ExecutionFilter{Language: q.Get("language"), Session: q.Get("session"), Kind: q.Get("kind"), Outcome: q.Get("outcome")}
+	list, err := h.d.Executions(limit, filter, q.Get("before"))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -214,6 +228,8 @@ var statusOf = map[string]int{
 	api.CodeSessionLost:        http.StatusGone,
 	api.CodeTooLarge:           http.StatusRequestEntityTooLarge,
 	api.CodeNoSpace:            http.StatusInsufficientStorage,
+	api.CodeUnauthorized:       http.StatusUnauthorized,
+	api.CodeForbidden:          http.StatusForbidden,
 }
 
 func writeError(w http.ResponseWriter, e *api.Error) {

@@ -417,7 +417,7 @@ func (s *Store) RecordExecution(e api.Execution) error {
 
 // Executions lists up to limit executions, newest first, optionally only
 // those of one language, started before the execution id before (paging).
-func (s *Store) Executions(limit int, language, before string) ([]api.Execution, error) {
+func (s *Store) Executions(limit int, filter api.ExecutionFilter, before string) ([]api.Execution, error) {
 	out := []api.Execution{}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketExecutions).Cursor()
@@ -442,7 +442,7 @@ func (s *Store) Executions(limit int, language, before string) ([]api.Execution,
 			if err := json.Unmarshal(v, &e); err != nil {
 				continue // a damaged record is skipped, not fatal
 			}
-			if language == "" || e.Execution.Language == language {
+			if filter.Match(e.Execution) {
 				out = append(out, e.Execution)
 			}
 		}

@@ -46,15 +46,15 @@ func TestExecutionsNewestFirstAndSurviveReopen(t *testing.T) {
 	if s.Instance() != instance {
 		t.Fatalf("instance changed across reopen: %s -> %s", instance, s.Instance())
 	}
-	all, _ := s.Executions(10, "", "")
+	all, _ := s.Executions(10, api.ExecutionFilter{}, "")
 	if len(all) != 5 || all[0].ID != ids[4] || all[4].ID != ids[0] {
 		t.Fatalf("order: %+v", all)
 	}
-	node, _ := s.Executions(10, "node", "")
+	node, _ := s.Executions(10, api.ExecutionFilter{Language: "node"}, "")
 	if len(node) != 2 || node[0].ExitCode != 3 {
 		t.Fatalf("filter: %+v", node)
 	}
-	page, _ := s.Executions(2, "", ids[3])
+	page, _ := s.Executions(2, api.ExecutionFilter{}, ids[3])
 	if len(page) != 2 || page[0].ID != ids[2] || page[1].ID != ids[1] {
 		t.Fatalf("paging: %+v", page)
 	}
@@ -91,7 +91,7 @@ func TestHistoryRecordsAreBounded(t *testing.T) {
 	if err := s.RecordExecution(e); err != nil {
 		t.Fatal(err)
 	}
-	got, _ := s.Executions(1, "", "")
+	got, _ := s.Executions(1, api.ExecutionFilter{}, "")
 	size, _ := json.Marshal(got[0])
 	if len(got[0].Findings) != maxRecordFindings || got[0].FindingsOmitted != 190 || len(size) > 8<<10 {
 		t.Fatalf("%d findings, %d omitted, %d bytes", len(got[0].Findings), got[0].FindingsOmitted, len(size))

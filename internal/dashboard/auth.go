@@ -1,0 +1,87 @@
+package dashboard
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Token kinds: a login token is the link's, a session token the cookie's.
+const (
+	kindLogin   byte = 'l'
+	kindSession byte = 's'
+)
+
+// signer makes and checks tokens: kind, expiry and a nonce, signed with
+// HMAC-SHA256 under a key kept in the state directory, so that they
+// outlive a restart and need no table.
+type signer struct{ key []byte }
+
+const (
+	keySize     = 32
+	payloadSize = 1 + 8 + 16
+)
+
+// loadKey reads state_dir/dashboard.key, making it (mode 0600) the first
+// time. Removing it signs every browser out.
+func loadKey(stateDir string) (*signer, error) {
+	path := filepath.Join(stateDir, "dashboard.key")
+	key, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		key = make([]byte, keySize)
+		_, _ = rand.Read(key)
+		if err = os.WriteFile(path, key, 0o600); err != nil {
+			return nil, fmt.Errorf("writing the dashboard's key: %w", err)
+		}
+	} else if err != nil {
+		return nil, fmt.Errorf("reading the dashboard's key: %w", err)
+	}
+	if len(key) != keySize {
+		return nil, fmt.Errorf("the dashboard's key %s is %d bytes, not %d: remove it and sandboxd makes a new one", path, len(key), keySize)
+	}
+	return &signer{key: key}, nil
+}
+
+// issue makes a token of kind, good for ttl.
+func (s *signer) issue(kind byte, ttl time.Duration) (string, time.Time) {
+	expires := time.Now().Add(ttl).Truncate(time.Second)
+	p := make([]byte, payloadSize)
+	p[0] = kind
+	binary.BigEndian.PutUint64(p[1:9], uint64(expires.Unix()))
+	_, _ = rand.Read(p[9:])
+	return base64.RawURLEncoding.EncodeToString(append(p, s.mac(p)...)), expires
+}
+
+// valid says whether tok is a token of kind, signed by us, not expired.
+func (s *signer) valid(tok string, kind byte) bool {
+	b, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil || len(b) != payloadSize+sha256.Size || b[0] != kind {
+		return false
+	}
+	p := b[:payloadSize]
+	expires := time.Unix(int64(binary.BigEndian.Uint64(p[1:9])), 0)
+	return hmac.Equal(b[payloadSize:], s.mac(p)) && time.Now().Before(expires)
+}
+
+// csrf is the value a session's state-changing requests must carry in
+// their header: bound to the session, so a value from another is no use.
+func (s *signer) csrf(session string) string {
+	return base64.RawURLEncoding.EncodeToString(s.mac(append([]byte("csrf\x00"), session...)))
+}
+
+func (s *signer) mac(data []byte) []byte {
+	m := hmac.New(sha256.New, s.key)
+	m.Write(data)
+	return m.Sum(nil)
+}
+
+// sameValue compares secrets in constant time.
+func sameValue(a, b string) bool { return a != "" && hmac.Equal([]byte(a), []byte(b)) }

@@ -1,0 +1,200 @@
+// Package dashboard is sandboxd's web dashboard: its pages and assets
+// (built from web/ by `make ui` and embedded), served at /ui/ on every
+// listener, and the guard in front of the TCP listener: a login link's
+// token becomes a session cookie, state-changing requests carry a CSRF
+// value bound to it, and Host names that could be a rebinding attack are
+// refused. The pages use the v1 API; the package owns no other state than
+// its signing key (state_dir/dashboard.key).
+package dashboard
+
+import (
+	"embed"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sandboxd/sandboxd/api"
+)
+
+// dist is what `make ui` builds from web/: index.html, app.js, app.css.
+//
+//go:embed all:dist
+var dist embed.FS
+
+// How long a login link and the browser session it starts are good for.
+const (
+	LoginTTL   = 10 * time.Minute
+	SessionTTL = 12 * time.Hour
+)
+
+// The cookies the TCP listener sets, and the header that carries the
+// CSRF value (the csrf cookie's, which the page's script reads).
+const (
+	sessionCookie = "sandboxd_session"
+	csrfCookie    = "sandboxd_csrf"
+	CSRFHeader    = "X-Sandboxd-CSRF"
+)
+
+// ContentSecurityPolicy is the pages': their own scripts and styles only
+// (xterm.js styles through constructed stylesheets, which need no
+// 'unsafe-inline'), connections to their own origin, no framing.
+const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; " +
+	"font-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// Dashboard serves the pages and guards the TCP listener.
+type Dashboard struct {
+	sign *signer
+
+	mu     sync.Mutex
+	origin string // the TCP listener's, for login links; "" without one
+	host   string // the host the operator wrote, accepted in Host
+}
+
+// New loads (or makes) the signing key in stateDir.
+func New(stateDir string) (*Dashboard, error) {
+	s, err := loadKey(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	return &Dashboard{sign: s}, nil
+}
+
+// Listening records the TCP listener's address (as bound) and the host
+// the operator wrote, for login links and the Host check.
+func (d *Dashboard) Listening(addr net.Addr, configured string) {
+	host, port, _ := net.SplitHostPort(addr.String())
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "127.0.0.1" // every interface: loopback is one of them
+	}
+	wrote, _, _ := net.SplitHostPort(configured)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.origin = "http://" + net.JoinHostPort(host, port)
+	d.host = wrote
+}
+
+// Login makes a link that signs a browser in to the TCP listener.
+func (d *Dashboard) Login() (*api.DashboardLogin, *api.Error) {
+	d.mu.Lock()
+	origin := d.origin
+	d.mu.Unlock()
+	if origin == "" {
+		return nil, api.Errorf(api.CodeNotFound, `the dashboard has no TCP listener: add http { listen = "127.0.0.1:7070" } to sandboxd.hcl and restart sandboxd (on the socket, /ui/ needs no token)`)
+	}
+	tok, expires := d.sign.issue(kindLogin, LoginTTL)
+	return &api.DashboardLogin{URL: origin + "/ui/?token=" + url.QueryEscape(tok), ExpiresAt: expires.UTC()}, nil
+}
+
+// Pages serves /ui/ from the embedded build.
+func (d *Dashboard) Pages() http.Handler {
+	files, _ := fs.Sub(dist, "dist")
+	if _, err := fs.Stat(files, "index.html"); err != nil {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "this sandboxd was built without the dashboard's pages: run `make` (which runs `make ui`) and restart it", http.StatusServiceUnavailable)
+		})
+	}
+	serve := http.StripPrefix("/ui/", http.FileServerFS(files))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", ContentSecurityPolicy)
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Referrer-Policy", "no-referrer")
+		w.Header().Set("Cache-Control", "no-cache")
+		serve.ServeHTTP(w, r)
+	})
+}
+
+// Guard is the TCP listener's front door: every request needs the
+// session cookie a login link's token starts, state-changing ones the
+// CSRF header too.
+func (d *Dashboard) Guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/ui/") {
+			// API answers are data, never a page: no script runs in them.
+			w.Header().Set("Content-Security-Policy", "default-src 'none'; sandbox")
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+		}
+		if !d.hostAllowed(r.Host) {
+			deny(w, r, http.StatusForbidden, api.CodeForbidden, "the Host "+r.Host+" is not this listener's address: open the link `sandboxctl dashboard` prints")
+			return
+		}
+		if tok := r.URL.Query().Get("token"); tok != "" {
+			d.login(w, r, tok)
+			return
+		}
+		c, err := r.Cookie(sessionCookie)
+		if err != nil || !d.sign.valid(c.Value, kindSession) {
+			deny(w, r, http.StatusUnauthorized, api.CodeUnauthorized, "no valid token: run `sandboxctl dashboard` on the host and open the link it prints")
+			return
+		}
+		switch r.Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+		default:
+			origin := r.Header.Get("Origin")
+			if origin != "" && origin != "http://"+r.Host || !sameValue(r.Header.Get(CSRFHeader), d.sign.csrf(c.Value)) {
+				deny(w, r, http.StatusForbidden, api.CodeForbidden, "a cross-site request, or one without the "+CSRFHeader+" header its page sends")
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// login turns a login link's token into the session's cookies and sends
+// the browser on to the page without the token in its address.
+func (d *Dashboard) login(w http.ResponseWriter, r *http.Request, tok string) {
+	if !d.sign.valid(tok, kindLogin) {
+		deny(w, r, http.StatusUnauthorized, api.CodeUnauthorized, "this link's token is wrong or expired: run `sandboxctl dashboard` for a fresh one")
+		return
+	}
+	session, expires := d.sign.issue(kindSession, SessionTTL)
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: session, Path: "/", Expires: expires, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: d.sign.csrf(session), Path: "/", Expires: expires, SameSite: http.SameSiteStrictMode})
+	u := *r.URL
+	q := u.Query()
+	q.Del("token")
+	u.RawQuery = q.Encode()
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+}
+
+// hostAllowed refuses Host names a DNS rebinding could bring here: an IP
+// address, localhost, or the host the operator wrote.
+func (d *Dashboard) hostAllowed(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = hostport
+	}
+	d.mu.Lock()
+	wrote := d.host
+	d.mu.Unlock()
+	return net.ParseIP(strings.Trim(host, "[]")) != nil || host == "localhost" || host != "" && host == wrote
+}
+
+// deny answers a request the guard refuses: the API's error body, or a
+// line of text for a page.
+func deny(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
+	if strings.HasPrefix(r.URL.Path, "/ui/") {
+		w.Header().Set("Content-Security-Policy", "default-src 'none'")
+		http.Error(w, "sandboxd dashboard: "+msg, status)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(api.ErrorBody{Error: api.Error{Code: code, Message: msg}})
+}
+
+// Describe says where the dashboard is, for sandboxd's start-up log, and
+// whether that is loopback only.
+func Describe(addr net.Addr) (where string, loopback bool) {
+	host, _, _ := net.SplitHostPort(addr.String())
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return fmt.Sprintf("dashboard on http://%s/ui/ (loopback only; `sandboxctl dashboard` prints a login link)", addr), true
+	}
+	return fmt.Sprintf("the dashboard on http://%s/ui/ listens BEYOND LOOPBACK, as http.listen in sandboxd.hcl says: anyone who reaches it with a login link controls sandboxd", addr), false
+}

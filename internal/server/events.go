@@ -1,0 +1,46 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// statsEvery is how often the event stream sends the daemon's figures.
+const statsEvery = 2 * time.Second
+
+// events streams server-sent events (text/event-stream, so a browser's
+// EventSource reads them): "stats" (the body of GET /v1/stats) at once
+// and every statsEvery, and "execution" (a history record) as each
+// execution is recorded. It ends when sandboxd drains.
+func (h *handler) events(w http.ResponseWriter, r *http.Request) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming is not supported on this connection", http.StatusInternalServerError)
+		return
+	}
+	executions, stop := h.d.WatchExecutions()
+	defer stop()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	send := func(event string, v any) bool {
+		data, _ := json.Marshal(v)
+		_, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, data)
+		flusher.Flush()
+		return err == nil
+	}
+	tick := time.NewTicker(statsEvery)
+	defer tick.Stop()
+	for ok := send("stats", h.d.Stats()); ok && !h.d.Draining(); {
+		select {
+		case <-r.Context().Done():
+			return
+		case e := <-executions:
+			ok = send("execution", e)
+		case <-tick.C:
+			ok = send("stats", h.d.Stats())
+		}
+	}
+}
