@@ -28,11 +28,16 @@ SOCKET_GROUP ?= sandboxd
 STATICCHECK := $(BIN)/tools/staticcheck
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: all build engine images npm-tools test-tools lint run test unit fuzz soak bench proto install clean
+# The dashboard's pages, bundled from npm packages pinned by the lockfile
+# and embedded in sandboxd.
+UI_WEB  := internal/dashboard/web
+UI_DIST := internal/dashboard/dist/index.html
+
+.PHONY: all build ui engine images npm-tools test-tools lint run test unit fuzz soak bench proto install clean
 
 all: build
 
-build:
+build: ui
 	@mkdir -p $(PLUGINS)
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/sandboxd ./cmd/sandboxctl
 	CGO_ENABLED=0 $(GO) build -ldflags '-s -w' -o $(BIN)/sandbox-init ./cmd/sandbox-init
@@ -47,12 +52,19 @@ images: engine
 
 npm-tools: $(NPM_TOOLS)
 
+ui: $(UI_DIST)
+
+$(UI_DIST): $(UI_WEB)/package-lock.json $(UI_WEB)/build.mjs $(wildcard $(UI_WEB)/src/*)
+	cd $(UI_WEB) && npm ci --no-audit --no-fund --loglevel=error && node build.mjs
+
 # What the tests drive besides Go: pytest (Debian's, for the system
-# python3) for the Python client, tmux for interactive terminals, and the
-# TypeScript client built with the compiler from npm.
+# python3) for the Python client, tmux for interactive terminals, Debian's
+# chromium for the dashboard, and the TypeScript client built with the
+# compiler from npm.
+TEST_DEBS := python3-pytest tmux chromium
 test-tools: clients/typescript/dist/index.js
-	@/usr/bin/python3 -c 'import pytest' 2>/dev/null && command -v tmux >/dev/null || { export DEBIAN_FRONTEND=noninteractive; \
-		apt-get install -y -qq python3-pytest tmux >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq python3-pytest tmux >/dev/null; }; }
+	@/usr/bin/python3 -c 'import pytest' 2>/dev/null && command -v tmux >/dev/null && command -v chromium >/dev/null || { export DEBIAN_FRONTEND=noninteractive; \
+		apt-get install -y -qq $(TEST_DEBS) >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq $(TEST_DEBS) >/dev/null; }; }
 
 clients/typescript/dist/index.js: clients/typescript/package-lock.json $(wildcard clients/typescript/src/*.ts) clients/typescript/tsconfig.json
 	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run build
@@ -132,4 +144,4 @@ install: build
 	@echo "Let a user use it: usermod -aG $(SOCKET_GROUP) USER (then log in again)"
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) $(UI_WEB)/node_modules && find internal/dashboard/dist -type f ! -name .keep -delete

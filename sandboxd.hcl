@@ -8,6 +8,12 @@ plugin_dir = "bin/plugins"
 supervisor = "bin/sandbox-init"
 images_dir = "images"        # Dockerfiles `sandboxctl images build` builds from
 
+http {
+  # The web dashboard (and the API behind its login): `sandboxctl dashboard`
+  # prints a link. Loopback only, unless you write another address here.
+  listen = "127.0.0.1:7070"
+}
+
 docker {
   host    = "unix:///var/run/docker.sock"
   runtime = "runc"            # e.g. "runsc" for gVisor where installed

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -188,7 +189,8 @@ func (c *conformance) json(method, path string, body any) (int, []byte) {
 // successes and errors, against /v1/openapi.json; every operation the
 // document lists must have been answered with its success status.
 func TestOpenAPI(t *testing.T) {
-	d := testutil.StartDaemon(t, testutil.Options{Languages: pythonOnly, Extra: `policy "commands" {}`})
+	d := testutil.StartDaemon(t, testutil.Options{Languages: pythonOnly, Extra: `policy "commands" {}
+http { listen = "127.0.0.1:0" }`})
 	c := newConformance(t, d.Socket)
 	want := func(status int, got int, body []byte) {
 		t.Helper()
@@ -225,6 +227,8 @@ func TestOpenAPI(t *testing.T) {
 		status                            int
 	}{
 		{"GET", "/v1/sessions", "", "", "", 200},
+		{"GET", "/v1/executions?kind=run&outcome=ok", "", "", "", 200},
+		{"POST", "/v1/dashboard/login", "", "", "", 201},
 		{"GET", sp, "", "", "", 200},
 		{"PUT", sp + "/files/dir/a.txt?mode=0600", "", "hello", "application/octet-stream", 201},
 		{"POST", sp + "/exec", "", `{"argv":["cat","dir/a.txt"]}`, "application/json", 200},
@@ -295,6 +299,18 @@ func TestOpenAPI(t *testing.T) {
 		t.Errorf("run terminal: %+v %v", end, err)
 	}
 	c.covered["runTerminal 101"] = true
+
+	// The event stream does not end: its first event is enough.
+	resp, err := unixHTTP(d.Socket).Get("http://sandboxd/v1/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := bufio.NewReader(resp.Body).ReadString('\n')
+	resp.Body.Close()
+	if resp.StatusCode != 200 || first != "event: stats\n" || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Errorf("events: %d %q", resp.StatusCode, first)
+	}
+	c.covered["events 200"] = true
 
 	// Every documented operation was answered with its success status.
 	var missed []string

@@ -8,7 +8,10 @@
 package dashboard
 
 import (
+	"bytes"
+	"crypto/rand"
 	"embed"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -41,11 +44,18 @@ const (
 	CSRFHeader    = "X-Sandboxd-CSRF"
 )
 
-// ContentSecurityPolicy is the pages': their own scripts and styles only
-// (xterm.js styles through constructed stylesheets, which need no
-// 'unsafe-inline'), connections to their own origin, no framing.
-const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; " +
-	"font-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+// contentSecurityPolicy is the pages': their own scripts and styles only,
+// connections to their own origin, no framing. xterm.js makes <style>
+// elements: those carrying the page's nonce are admitted, never
+// 'unsafe-inline'.
+func contentSecurityPolicy(nonce string) string {
+	style := "'self'"
+	if nonce != "" {
+		style += " 'nonce-" + nonce + "'"
+	}
+	return "default-src 'none'; script-src 'self'; style-src " + style + "; img-src 'self' data: blob:; " +
+		"font-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+}
 
 // Dashboard serves the pages and guards the TCP listener.
 type Dashboard struct {
@@ -99,13 +109,24 @@ func (d *Dashboard) Pages() http.Handler {
 			http.Error(w, "this sandboxd was built without the dashboard's pages: run `make` (which runs `make ui`) and restart it", http.StatusServiceUnavailable)
 		})
 	}
+	index, _ := fs.ReadFile(files, "index.html")
 	serve := http.StripPrefix("/ui/", http.FileServerFS(files))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Security-Policy", ContentSecurityPolicy)
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Referrer-Policy", "no-referrer")
 		w.Header().Set("Cache-Control", "no-cache")
-		serve.ServeHTTP(w, r)
+		if r.URL.Path != "/ui/" && r.URL.Path != "/ui/index.html" {
+			w.Header().Set("Content-Security-Policy", contentSecurityPolicy(""))
+			serve.ServeHTTP(w, r)
+			return
+		}
+		// The page, with a nonce of its own for the script's styles.
+		b := make([]byte, 18)
+		_, _ = rand.Read(b)
+		nonce := base64.StdEncoding.EncodeToString(b)
+		w.Header().Set("Content-Security-Policy", contentSecurityPolicy(nonce))
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write(bytes.ReplaceAll(index, []byte("{{NONCE}}"), []byte(nonce)))
 	})
 }
 

@@ -1,0 +1,365 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/testutil"
+)
+
+// dashboardDaemon starts sandboxd with its dashboard on a loopback port of
+// its own and returns it with a fresh login link.
+func dashboardDaemon(t *testing.T) (*testutil.Daemon, *url.URL) {
+	t.Helper()
+	d := testutil.StartDaemon(t, testutil.Options{Languages: pythonOnly, Defaults: `timeout = "60s"`, Extra: `
+http { listen = "127.0.0.1:0" }
+policy "patterns" { mode = "enforce" }`})
+	login, err := d.Client().DashboardLogin(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(login.URL)
+	if err != nil || u.Hostname() != "127.0.0.1" || u.Query().Get("token") == "" {
+		t.Fatalf("login link %q: %v", login.URL, err)
+	}
+	return d, u
+}
+
+// TestDashboardGuard knocks on the dashboard's TCP listener as a browser
+// of another site, or one without a token, would.
+func TestDashboardGuard(t *testing.T) {
+	d, link := dashboardDaemon(t)
+	origin := link.Scheme + "://" + link.Host
+	plain := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	status := func(c *http.Client, method, path string, header map[string]string, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, origin+path, strings.NewReader(body))
+		for k, v := range header {
+			if k == "Host" {
+				req.Host = v
+			} else {
+				req.Header.Set(k, v)
+			}
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, path := range []string{"/ui/", "/v1/health", "/v1/sessions", "/metrics"} {
+		if code, body := status(plain, "GET", path, nil, ""); code != 401 {
+			t.Errorf("GET %s without a token: %d %s", path, code, body)
+		}
+	}
+	if code, body := status(plain, "GET", "/ui/?token=forged", nil, ""); code != 401 || !strings.Contains(body, "sandboxctl dashboard") {
+		t.Errorf("a wrong token: %d %s", code, body)
+	}
+	tampered := link.Query().Get("token")
+	tampered = tampered[:len(tampered)-2] + map[bool]string{true: "AA", false: "AB"}[!strings.HasSuffix(tampered, "AA")]
+	if code, _ := status(plain, "GET", "/ui/?token="+url.QueryEscape(tampered), nil, ""); code != 401 {
+		t.Errorf("a tampered token: %d", code)
+	}
+	// A name that resolves here by DNS rebinding is not this listener.
+	if code, body := status(plain, "GET", link.RequestURI(), map[string]string{"Host": "attacker.example:80"}, ""); code != 403 {
+		t.Errorf("a foreign Host: %d %s", code, body)
+	}
+
+	// The link's token becomes cookies; the page's address drops it.
+	jar, _ := cookiejar.New(nil)
+	browserish := &http.Client{Jar: jar}
+	resp, err := browserish.Get(link.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Request.URL.RawQuery != "" {
+		t.Fatalf("after the login link: %d at %s", resp.StatusCode, resp.Request.URL)
+	}
+	csp := resp.Header.Get("Content-Security-Policy")
+	if !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") || !strings.Contains(csp, "'nonce-") {
+		t.Errorf("the page's CSP: %q", csp)
+	}
+	var csrf string
+	for _, c := range jar.Cookies(link) {
+		if c.Name == "sandboxd_csrf" {
+			csrf = c.Value
+		}
+	}
+	if code, _ := status(browserish, "GET", "/v1/health", nil, ""); code != 200 {
+		t.Errorf("the API with the cookie: %d", code)
+	}
+	create := `{"language":"python"}`
+	if code, body := status(browserish, "POST", "/v1/sessions", nil, create); code != 403 || !strings.Contains(body, "forbidden") {
+		t.Errorf("a POST without the CSRF header: %d %s", code, body)
+	}
+	if code, _ := status(browserish, "POST", "/v1/sessions", map[string]string{"X-Sandboxd-CSRF": csrf, "Origin": "http://attacker.example"}, create); code != 403 {
+		t.Errorf("a POST from another origin: %d", code)
+	}
+	if code, _ := status(browserish, "POST", "/v1/sessions", map[string]string{"X-Sandboxd-CSRF": "x" + csrf}, create); code != 403 {
+		t.Errorf("a POST with a wrong CSRF value: %d", code)
+	}
+	code, body := status(browserish, "POST", "/v1/sessions", map[string]string{"X-Sandboxd-CSRF": csrf, "Origin": origin}, create)
+	if code != 201 {
+		t.Fatalf("a POST from the page: %d %s", code, body)
+	}
+	var s api.Session
+	_ = json.Unmarshal([]byte(body), &s)
+	t.Cleanup(func() { _ = d.Client().DeleteSession(context.Background(), s.ID) })
+
+	// On the socket the pages need no token; / leads to them.
+	sock := unixHTTP(d.Socket)
+	sock.CheckRedirect = plain.CheckRedirect
+	r, err := sock.Get("http://sandboxd/")
+	if err != nil || r.StatusCode != 303 || r.Header.Get("Location") != "/ui/" {
+		t.Errorf("/ on the socket: %v %v", r, err)
+	}
+	r, err = sock.Get("http://sandboxd/ui/")
+	if err != nil || r.StatusCode != 200 {
+		t.Fatalf("/ui/ on the socket: %v %v", r, err)
+	}
+	r.Body.Close()
+	// The event stream starts with the figures.
+	r, err = sock.Get("http://sandboxd/v1/events")
+	if err != nil || r.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("events: %v %v", r, err)
+	}
+	first := make([]byte, 12)
+	_, _ = io.ReadFull(r.Body, first)
+	r.Body.Close()
+	if string(first) != "event: stats" {
+		t.Errorf("the first event: %q", first)
+	}
+}
+
+// TestDashboardInChromium drives the dashboard in a real headless
+// Chromium: the overview shows pools and executions live, code runs on the
+// run page with its output shown as text, a session's terminal echoes what
+// is typed, and a file goes up and comes back down.
+func TestDashboardInChromium(t *testing.T) {
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		testutil.Missing(t, "Debian's chromium is not installed; run `make test-tools`")
+	}
+	d, link := dashboardDaemon(t)
+	c := d.Client()
+	shots := os.Getenv("SANDBOXD_SCREENSHOTS") // a directory: the README's pictures
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	downloads := t.TempDir()
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium),
+		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.WindowSize(1280, 900))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	defer cancelBrowser()
+	if _, err := chromedp.CallBrowser(bctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
+		Behavior: browser.SetDownloadBehaviorBehaviorAllow, DownloadPath: downloads}); err != nil {
+		t.Fatalf("starting chromium: %v", err)
+	}
+	// The page asks before it deletes: the test says yes.
+	dialogs := make(chan struct{}, 4)
+	if err := chromedp.Listen(bctx, func(ev any) {
+		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			select {
+			case dialogs <- struct{}{}:
+			default:
+			}
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for range dialogs {
+			_, _ = chromedp.Call(bctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+		}
+	}()
+	defer close(dialogs)
+	run := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		tctx, cancel := context.WithTimeout(bctx, 30*time.Second)
+		defer cancel()
+		if err := chromedp.Do(tctx, steps...); err != nil {
+			text, _ := chromedp.Run(bctx, chromedp.Evaluate[string](`document.querySelector("main").innerText`))
+			t.Fatalf("%s: %v\nthe page shows:\n%s", what, err, text)
+		}
+	}
+	eval := func(expr string) any {
+		t.Helper()
+		v, err := chromedp.Run(bctx, chromedp.Evaluate[any](expr))
+		if err != nil {
+			t.Fatalf("%s: %v", expr, err)
+		}
+		return v
+	}
+	shot := func(name string) {
+		t.Helper()
+		time.Sleep(300 * time.Millisecond) // the last paint
+		png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("screenshot %s: %v", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(shots, name+".png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// until waits for a JavaScript condition to hold.
+	until := func(cond string) chromedp.Action[chromedp.Void] {
+		poll := chromedp.Poll[bool](cond, chromedp.WithPollingInterval(100*time.Millisecond))
+		return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+			_, err := poll(ctx, t)
+			return chromedp.Void{}, err
+		}
+	}
+	// waitText waits until the element's text contains want.
+	waitText := func(sel, want string) chromedp.Action[chromedp.Void] {
+		return until(fmt.Sprintf(`!!(document.querySelector(%q) || {innerText: ""}).innerText.includes(%q)`, sel, want))
+	}
+	// goTo moves to a page of the dashboard: a new hash, the same document.
+	goTo := func(hash string) chromedp.Action[chromedp.Void] {
+		set := chromedp.Evaluate[any](fmt.Sprintf("location.hash = %q", hash))
+		return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+			_, err := set(ctx, t)
+			return chromedp.Void{}, err
+		}
+	}
+
+	// Overview, reached through the login link; a run elsewhere shows up
+	// in its recent executions live.
+	run("the overview", chromedp.Navigate(link.String()), waitText("main", "Recent executions"), waitText("main", "python"))
+	res, err := c.Run(ctx(t), api.RunRequest{Language: "python", Code: "print('from the socket')"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run("the live execution", waitText("#recent", res.ID[len(res.ID)-8:]), waitText("#live", "live"))
+	shot("overview")
+
+	// The run page: output streams in, as text.
+	code := `import time
+print("<b>not bold</b>", flush=True)
+time.sleep(0.3)
+print("sum", sum(range(10)))
+`
+	run("the run page", goTo("#/run"),
+		chromedp.WaitVisible(`textarea[name=code]`),
+		chromedp.SetValue(`textarea[name=code]`, code),
+		chromedp.Click(`form button[type=submit]`),
+		waitText("#output", "sum 45"), waitText("#summary", "exit 0"), waitText("#output", "<b>not bold</b>"))
+	if n := eval(`document.querySelectorAll("#output b").length`); n != float64(0) {
+		t.Errorf("program output became HTML: %v", n)
+	}
+	shot("run")
+
+	// Findings are shown under their lines: a warning on a run that ran,
+	// and a run the policies refuse.
+	warned := "import os\nprint('listing')\nos.system('ls /')\n"
+	run("a run with a warning", chromedp.SetValue(`textarea[name=code]`, warned), chromedp.Click(`form button[type=submit]`),
+		waitText("#summary", "exit 0"), waitText("#summary .hit", "os.system('ls /')"), waitText("#summary", "▲ patterns/python.os_system"))
+	denied := "echo cleaning up\nrm -rf /\n"
+	run("a denied run", chromedp.SetValue(`select[name=language]`, "bash"), chromedp.SetValue(`textarea[name=code]`, denied),
+		chromedp.Click(`form button[type=submit]`),
+		waitText("#summary .error", "policy"), waitText("#summary .hit", "rm -rf /"), waitText("#summary", "▲ patterns/shell.rm_rf_root"))
+	if out := eval(`document.querySelector("#output").innerText`); out != "" {
+		t.Errorf("a denied run printed %q", out)
+	}
+	shot("run-denied")
+
+	// A session made on the sessions page; its terminal echoes keys.
+	run("create a session", goTo("#/sessions"),
+		chromedp.WaitVisible(`form select[name=language]`),
+		chromedp.Click(`form button[type=submit]`),
+		chromedp.WaitVisible(`#terminal .xterm`))
+	id := strings.TrimPrefix(eval(`location.hash`).(string), "#/sessions/")
+	t.Cleanup(func() { _ = c.DeleteSession(context.Background(), id) })
+	screen := `(window.sandboxdTerminal ? (() => { const b = window.sandboxdTerminal.buffer.active; let s = "";
+		for (let i = 0; i < b.length; i++) s += b.getLine(i).translateToString(true) + "\n"; return s; })() : "")`
+	run("the terminal's prompt", until(screen+`.includes("$ ")`))
+	run("typing in the terminal", chromedp.Focus(`#terminal textarea`), typeKeys("echo typed-$((6*7)) > out.txt; cat out.txt\r"),
+		until(screen+`.includes("typed-42\n")`))
+	// Upload: the file input on the session page.
+	upload := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(upload, []byte("uploaded from chromium\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run("upload", chromedp.SetUploadFiles(`#files input[name=upload]`, []string{upload}),
+		waitText("#files", "notes.txt"), waitText("#files", "out.txt"))
+	body, _, err := c.GetFile(ctx(t), id, "notes.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(body)
+	body.Close()
+	if string(got) != "uploaded from chromium\n" {
+		t.Errorf("the uploaded file in the session: %q %v", got, err)
+	}
+	// Download: the file's link, saved by the browser.
+	run("download", chromedp.Click(`#files a[download="out.txt"]`))
+	waitFor(t, "the download", func() bool {
+		b, err := os.ReadFile(filepath.Join(downloads, "out.txt"))
+		return err == nil && string(b) == "typed-42\n"
+	})
+	// Delete (the page asks first; the test says yes).
+	run("delete", chromedp.Click(`#files button[title="delete notes.txt"]`),
+		until(`!document.querySelector("#files").innerText.includes("notes.txt")`))
+	shot("session")
+
+	// History, filtered to this session: the terminal, recorded when the
+	// page left it, is there.
+	run("leave the session", goTo("#/"), waitText("main", "Pools"))
+	waitFor(t, "the terminal's record", func() bool {
+		list, err := c.Executions(ctx(t), 10, api.ExecutionFilter{Session: id, Kind: "terminal"})
+		return err == nil && len(list) > 0
+	})
+	run("history of the session", goTo("#/history?session="+id), waitText("main", "terminal"))
+	run("history", goTo("#/history"), waitText("main table", "denied"), waitText("main table", "line 2: deletes the whole filesystem"))
+	shot("history")
+	run("languages", goTo("#/languages"), waitText("main", "sandboxd/python"))
+
+	if violations := eval(`window.cspViolations`).([]any); len(violations) > 0 {
+		t.Errorf("the pages broke their Content Security Policy: %v", violations)
+	}
+}
+
+// typeKeys types text as a person's keystrokes: a key down that carries
+// the character, then the key up, each; \r is the Enter key.
+func typeKeys(text string) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, _ *chromedp.Target) (chromedp.Void, error) {
+		for _, r := range text {
+			down := input.DispatchKeyEventParams{Type: input.DispatchKeyEventTypeKeyDown, Text: string(r), Key: string(r)}
+			if r == '\r' {
+				down.Key, down.Code, down.WindowsVirtualKeyCode = "Enter", "Enter", 13
+			}
+			up := input.DispatchKeyEventParams{Type: input.DispatchKeyEventTypeKeyUp, Key: down.Key, Code: down.Code, WindowsVirtualKeyCode: down.WindowsVirtualKeyCode}
+			for _, ev := range []input.DispatchKeyEventParams{down, up} {
+				if _, err := chromedp.Call(ctx, input.DispatchKeyEvent, ev); err != nil {
+					return chromedp.Void{}, err
+				}
+			}
+		}
+		return chromedp.Void{}, nil
+	}
+}

@@ -1,0 +1,508 @@
+// sandboxd's dashboard: plain DOM pages over the v1 API. Everything a
+// program or a user wrote is put on the page as text (textContent, or
+// xterm.js for terminals), never as HTML.
+import { Terminal } from "@xterm/xterm";
+import { FitAddon } from "@xterm/addon-fit";
+
+// xterm.js makes <style> elements; the page's Content Security Policy
+// admits those that carry the nonce this script was given.
+const styleNonce = document.currentScript && document.currentScript.nonce;
+if (styleNonce) {
+  const create = Document.prototype.createElement;
+  Document.prototype.createElement = function (tag, options) {
+    const el = create.call(this, tag, options);
+    if (String(tag).toLowerCase() === "style") el.setAttribute("nonce", styleNonce);
+    return el;
+  };
+}
+
+// Policy violations are kept where a test (or a person in devtools) can
+// see them.
+window.cspViolations = [];
+document.addEventListener("securitypolicyviolation", (e) =>
+  window.cspViolations.push(`${e.violatedDirective}: ${e.blockedURI || "inline"}`));
+
+// ---- helpers ---------------------------------------------------------------
+
+// h builds an element: h("a", {href: "#/"}, "text", child...). Strings
+// become text nodes; on* attributes become listeners.
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else if (k === "class") el.className = v;
+    else el.setAttribute(k, v === true ? "" : v);
+  }
+  for (const c of children.flat()) {
+    if (c === undefined || c === null || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+function cookie(name) {
+  const m = document.cookie.split("; ").find((c) => c.startsWith(name + "="));
+  return m ? decodeURIComponent(m.slice(name.length + 1)) : "";
+}
+
+// APIError is the API's error body: code, message and findings.
+class APIError extends Error {
+  constructor(status, body) {
+    const e = (body && body.error) || {};
+    super(e.message || `HTTP ${status}`);
+    this.code = e.code || String(status);
+    this.findings = e.findings || [];
+  }
+}
+
+// api calls the v1 API on this origin, with the CSRF value the TCP
+// listener wants on requests that change something.
+async function api(method, path, body, headers = {}) {
+  const init = { method, headers: { ...headers }, credentials: "same-origin" };
+  if (method !== "GET") init.headers["X-Sandboxd-CSRF"] = cookie("sandboxd_csrf");
+  if (body !== undefined) {
+    if (body instanceof Blob || body instanceof ArrayBuffer) init.body = body;
+    else {
+      init.body = JSON.stringify(body);
+      init.headers["Content-Type"] = "application/json";
+    }
+  }
+  const resp = await fetch(path, init);
+  if (headers.Accept === "application/x-ndjson" && resp.ok) return resp;
+  const text = await resp.text();
+  const data = text && (resp.headers.get("Content-Type") || "").includes("json") ? JSON.parse(text) : text;
+  if (!resp.ok) throw new APIError(resp.status, data);
+  return data;
+}
+
+const main = () => document.getElementById("main");
+const bytes = (n) => n < 1024 ? `${n} B` : n < 1 << 20 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / (1 << 20)).toFixed(1)} MiB`;
+const when = (t) => t ? new Date(t).toLocaleString() : "";
+// duration shows a Go duration ("1m2.5003s") to the second.
+const duration = (d) => d ? String(d).replace(/(\d+)\.\d+s$/, "$1s").replace(/\.\d+(ms|µs|ns)$/, "$1") : "";
+const ms = (n) => n === undefined ? "" : `${Number(n).toFixed(1)} ms`;
+const enc = encodeURIComponent;
+const filePath = (p) => p.split("/").map(enc).join("/");
+
+function errorBox(err) {
+  return h("div", { class: "error", role: "alert" }, err.message || String(err));
+}
+
+function table(columns, rows, empty = "None.") {
+  if (!rows.length) return h("p", { class: "muted" }, empty);
+  return h("table", {}, h("thead", {}, h("tr", {}, columns.map((c) => h("th", {}, c)))),
+    h("tbody", {}, rows));
+}
+
+function card(title, pairs) {
+  return h("div", { class: "card" }, h("h2", {}, title),
+    h("dl", {}, pairs.filter(([, v]) => v !== undefined && v !== "").flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])));
+}
+
+function outcomeBadge(o) {
+  const cls = o === "ok" ? "ok" : o === "nonzero" ? "warn" : "bad";
+  return h("span", { class: "badge " + cls }, o || "?");
+}
+
+function executionRow(e, fresh) {
+  return h("tr", { class: fresh ? "fresh" : "" },
+    h("td", { class: "mono" }, e.id.slice(-8)),
+    h("td", {}, when(e.started_at)),
+    h("td", {}, e.language),
+    h("td", {}, e.kind),
+    h("td", {}, e.session ? h("a", { href: `#/sessions/${enc(e.session)}` }, e.session) : ""),
+    h("td", {}, outcomeBadge(e.outcome), " ", e.exit_code >= 0 ? `exit ${e.exit_code}` : ""),
+    h("td", {}, ms(e.timings && e.timings.total_ms)),
+    h("td", {}, findingsList(e.findings), e.error ? h("span", { class: "bad" }, e.error) : ""));
+}
+const executionColumns = ["ID", "Started", "Language", "Kind", "Session", "Outcome", "Total", "Findings / error"];
+
+function findingsList(findings) {
+  if (!findings || !findings.length) return "";
+  return h("ul", { class: "listing" }, findings.map((f) =>
+    h("li", {}, h("span", { class: f.severity === "error" || f.severity === "high" ? "bad" : "warn" }, `${f.policy}/${f.rule}`),
+      f.line ? ` line ${f.line}: ` : ": ", f.message)));
+}
+
+// annotated shows code with each finding under its line.
+function annotated(code, findings) {
+  const byLine = {};
+  for (const f of findings) (byLine[f.line || 0] = byLine[f.line || 0] || []).push(f);
+  const lines = code.replace(/\n$/, "").split("\n");
+  return h("div", { class: "annotated mono" },
+    (byLine[0] || []).map((f) => h("div", { class: "finding" }, `${f.policy}/${f.rule}: ${f.message}`)),
+    lines.map((text, i) => h("div", { class: "line" + (byLine[i + 1] ? " hit" : "") },
+      h("span", { class: "num" }, String(i + 1)), h("pre", {}, text || " "),
+      (byLine[i + 1] || []).map((f) => h("div", { class: "finding" }, `▲ ${f.policy}/${f.rule}: ${f.message}`)))));
+}
+
+// ---- live events -------------------------------------------------------------
+
+// One EventSource for the page's life; pages subscribe while shown.
+const listeners = new Set();
+let events;
+function live(fn) {
+  listeners.add(fn);
+  if (!events) {
+    events = new EventSource("/v1/events");
+    const status = document.getElementById("live");
+    events.onopen = () => { status.textContent = "● live"; };
+    events.onerror = () => { status.textContent = "○ reconnecting"; };
+    for (const type of ["stats", "execution"]) {
+      events.addEventListener(type, (e) => {
+        const data = JSON.parse(e.data);
+        for (const l of listeners) l(type, data);
+      });
+    }
+  }
+  return () => listeners.delete(fn);
+}
+
+// ---- pages -------------------------------------------------------------------
+
+async function overview(root, signal) {
+  const [health, executions, languages] = await Promise.all([
+    // 503 when degraded, with the same body: shown, not thrown.
+    fetch("/v1/health", { credentials: "same-origin" }).then((r) => r.json()).catch(() => null),
+    api("GET", "/v1/executions?limit=15"),
+    api("GET", "/v1/languages"),
+  ]);
+  const hv = health || { status: "unreachable", docker: {}, plugins: [] };
+  const pools = h("div");
+  const drawPools = (stats) => {
+    const rows = Object.entries(stats).sort().map(([lang, p]) => {
+      const served = p.hits + p.misses;
+      return h("tr", {}, h("td", {}, lang), h("td", {}, p.idle), h("td", {}, p.busy), h("td", {}, p.target),
+        h("td", {}, p.max), h("td", {}, served ? `${((100 * p.hits) / served).toFixed(0)}% of ${served}` : "—"),
+        h("td", { class: "bad" }, p.last_error || ""));
+    });
+    pools.replaceChildren(table(["Language", "Idle", "Busy", "Target", "Max", "Warm hits", "Last error"], rows));
+  };
+  drawPools(Object.fromEntries(languages.languages.map((l) => [l.name, l.pool])));
+  const counters = h("span", { class: "muted" });
+  const body = h("tbody", {}, executions.executions.map((e) => executionRow(e)));
+  root.replaceChildren(
+    h("h1", {}, "Overview"),
+    h("div", { class: "grid" },
+      card("Health", [["Status", h("span", { class: hv.status === "ok" ? "ok" : "bad" }, hv.status)], ["Version", hv.version],
+        ["Uptime", duration(hv.uptime)], ["Problems", (hv.problems || []).join("; ")]]),
+      card("Engine", [["Docker", hv.docker.version], ["API", hv.docker.api_version], ["Runtime", hv.docker.runtime], ["Error", hv.docker.error]]),
+      card("Plugins", (hv.plugins || []).map((p) => [`${p.kind} ${p.name}`,
+        h("span", { class: p.running ? "ok" : "bad" }, p.running ? `running ${p.version || ""}` : p.last_error || "stopped")]))),
+    h("h2", {}, "Pools ", counters), pools,
+    h("h2", {}, "Recent executions"),
+    h("table", { id: "recent" }, h("thead", {}, h("tr", {}, executionColumns.map((c) => h("th", {}, c)))), body));
+  const stop = live((type, data) => {
+    if (type === "stats") {
+      drawPools(data.pools || {});
+      counters.textContent = `· ${data.executions} executions, ${data.in_flight} running, ${data.sessions} sessions`;
+    } else {
+      body.prepend(executionRow(data, true));
+      while (body.children.length > 50) body.lastChild.remove();
+    }
+  });
+  signal.addEventListener("abort", stop);
+}
+
+async function languagesPage(root) {
+  const { languages } = await api("GET", "/v1/languages");
+  root.replaceChildren(h("h1", {}, "Languages"), table(
+    ["Name", "Version", "Extensions", "Aliases", "Image", "Runtime", "Limits", "Network", "Contexts", "Pool"],
+    languages.map((l) => h("tr", {},
+      h("td", {}, h("strong", {}, l.name), h("div", { class: "muted" }, l.display_name)),
+      h("td", {}, l.version || ""), h("td", {}, (l.extensions || []).join(" ")), h("td", {}, (l.aliases || []).join(" ")),
+      h("td", { class: "mono" }, l.image, l.image_present ? "" : h("div", { class: "bad" }, "missing")),
+      h("td", {}, l.runtime),
+      h("td", {}, `${l.limits.timeout}, ${bytes(l.limits.memory)}, ${l.limits.cpus} CPU, ${l.limits.pids} pids`),
+      h("td", {}, (l.network.allow || []).join(", ") || "none"),
+      h("td", {}, l.contexts ? "yes" : ""),
+      h("td", {}, `${l.pool.idle} idle / ${l.pool.target} target`),
+    ))));
+}
+
+async function languageSelect(name = "language") {
+  const { languages } = await api("GET", "/v1/languages");
+  return h("select", { name, "aria-label": "language" }, languages.map((l) => h("option", { value: l.name }, l.name)));
+}
+
+async function sessionsPage(root) {
+  const [{ sessions }, select] = await Promise.all([api("GET", "/v1/sessions"), languageSelect()]);
+  const failure = h("div");
+  const ttl = h("input", { name: "ttl", placeholder: "ttl, e.g. 30m", size: 10 });
+  const create = async (ev) => {
+    ev.preventDefault();
+    try {
+      const s = await api("POST", "/v1/sessions", { language: select.value, ...(ttl.value ? { ttl: ttl.value } : {}) });
+      location.hash = `#/sessions/${enc(s.id)}`;
+    } catch (err) { failure.replaceChildren(errorBox(err)); }
+  };
+  const act = (fn) => async () => {
+    try { await fn(); route(); } catch (err) { failure.replaceChildren(errorBox(err)); }
+  };
+  root.replaceChildren(
+    h("h1", {}, "Sessions"),
+    h("form", { class: "inline", onsubmit: create }, select, ttl, h("button", { type: "submit" }, "Create session")),
+    failure,
+    table(["ID", "Language", "State", "Created", "Expires", "Execs", ""], sessions.map((s) => h("tr", {},
+      h("td", { class: "mono" }, h("a", { href: `#/sessions/${enc(s.id)}` }, s.id)),
+      h("td", {}, s.language),
+      h("td", {}, h("span", { class: s.state === "active" ? "ok" : "bad" }, s.state), s.error ? ` (${s.error})` : ""),
+      h("td", {}, when(s.created_at)), h("td", {}, when(s.expires_at)), h("td", {}, s.executions),
+      h("td", {}, h("button", { class: "secondary", onclick: act(() => api("POST", `/v1/sessions/${enc(s.id)}/reset`)) }, "Reset"), " ",
+        h("button", { class: "danger", onclick: act(() => api("DELETE", `/v1/sessions/${enc(s.id)}`)) }, "Delete")))),
+    "No sessions. Create one above."));
+}
+
+async function sessionPage(root, signal, id) {
+  const s = await api("GET", `/v1/sessions/${enc(id)}`);
+  const failure = h("div");
+  const termBox = h("div", { class: "terminal", id: "terminal" });
+  const files = h("div", { id: "files" });
+  const execs = h("div");
+  root.replaceChildren(
+    h("h1", {}, `Session ${s.id}`),
+    h("div", { class: "toolbar" },
+      h("span", {}, `${s.language} · `, h("span", { class: s.state === "active" ? "ok" : "bad" }, s.state),
+        ` · expires ${when(s.expires_at)} · ${s.executions} executions`),
+      h("button", { class: "secondary", onclick: async () => {
+        try { await api("POST", `/v1/sessions/${enc(id)}/reset`); route(); } catch (err) { failure.replaceChildren(errorBox(err)); }
+      } }, "Reset"),
+      h("button", { class: "danger", onclick: async () => {
+        try { await api("DELETE", `/v1/sessions/${enc(id)}`); location.hash = "#/sessions"; } catch (err) { failure.replaceChildren(errorBox(err)); }
+      } }, "Delete")),
+    failure,
+    h("h2", {}, "Terminal"), termBox,
+    h("div", { class: "two" }, h("div", {}, h("h2", {}, "Files"), files), h("div", {}, h("h2", {}, "Executions"), execs)));
+  openTerminal(termBox, id, signal);
+  fileBrowser(files, id, ".");
+  const drawExecs = async () => {
+    const { executions } = await api("GET", `/v1/executions?session=${enc(id)}&limit=30`);
+    execs.replaceChildren(table(["ID", "Started", "Kind", "Outcome", "Total"], executions.map((e) => h("tr", {},
+      h("td", { class: "mono" }, e.id.slice(-8)), h("td", {}, when(e.started_at)), h("td", {}, e.kind),
+      h("td", {}, outcomeBadge(e.outcome), ` exit ${e.exit_code}`), h("td", {}, ms(e.timings && e.timings.total_ms))))));
+  };
+  await drawExecs();
+  const stop = live((type, data) => { if (type === "execution" && data.session === id) drawExecs(); });
+  signal.addEventListener("abort", stop);
+}
+
+// openTerminal connects an xterm.js terminal to the session's terminal
+// WebSocket: keys and screen as binary frames, resizes as JSON.
+function openTerminal(box, id, signal) {
+  const term = new Terminal({ convertEol: false, cursorBlink: true, fontSize: 13, scrollback: 2000 });
+  const fit = new FitAddon();
+  term.loadAddon(fit);
+  term.open(box);
+  fit.fit();
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  const ws = new WebSocket(`${scheme}://${location.host}/v1/sessions/${enc(id)}/terminal?rows=${term.rows}&cols=${term.cols}`);
+  ws.binaryType = "arraybuffer";
+  const encoder = new TextEncoder();
+  ws.onmessage = (m) => {
+    if (typeof m.data !== "string") return term.write(new Uint8Array(m.data));
+    const c = JSON.parse(m.data);
+    if (c.type === "exit") term.write(`\r\n\x1b[2m[exited ${c.exit_code}${c.timed_out ? ", at the deadline" : ""}]\x1b[0m\r\n`);
+    if (c.type === "error") term.write(`\r\n\x1b[31m[${c.error.code}: ${c.error.message}]\x1b[0m\r\n`);
+  };
+  ws.onclose = () => term.write("\r\n\x1b[2m[disconnected — reload the page for a new terminal]\x1b[0m\r\n");
+  term.onData((d) => ws.readyState === WebSocket.OPEN && ws.send(encoder.encode(d)));
+  term.onResize(({ rows, cols }) => ws.readyState === WebSocket.OPEN && ws.send(JSON.stringify({ type: "resize", rows, cols })));
+  const refit = () => fit.fit();
+  window.addEventListener("resize", refit);
+  signal.addEventListener("abort", () => { window.removeEventListener("resize", refit); ws.close(); term.dispose(); });
+  term.focus();
+  window.sandboxdTerminal = term; // for tests: what the screen shows
+}
+
+async function fileBrowser(box, id, dir) {
+  const failure = h("div");
+  const refresh = () => fileBrowser(box, id, dir);
+  let list;
+  try {
+    list = await api("GET", `/v1/sessions/${enc(id)}/files?path=${enc(dir)}`);
+  } catch (err) {
+    box.replaceChildren(errorBox(err));
+    return;
+  }
+  const upload = h("input", { type: "file", name: "upload", "aria-label": "upload a file" });
+  upload.addEventListener("change", async () => {
+    try {
+      for (const f of upload.files) {
+        const to = dir === "." ? f.name : `${dir}/${f.name}`;
+        await api("PUT", `/v1/sessions/${enc(id)}/files/${filePath(to)}`, f);
+      }
+      refresh();
+    } catch (err) { failure.replaceChildren(errorBox(err)); }
+  });
+  const parent = dir === "." ? null : dir.includes("/") ? dir.slice(0, dir.lastIndexOf("/")) : ".";
+  const rows = list.entries.map((e) => {
+    const name = e.path.slice(e.path.lastIndexOf("/") + 1);
+    const link = e.type === "dir"
+      ? h("a", { href: "#", onclick: (ev) => { ev.preventDefault(); fileBrowser(box, id, e.path); } }, name + "/")
+      : e.type === "file"
+        ? h("a", { href: `/v1/sessions/${enc(id)}/files/${filePath(e.path)}`, download: name }, name)
+        : h("span", {}, name, e.target ? ` → ${e.target}` : "", h("span", { class: "muted" }, ` (${e.type})`));
+    return h("tr", {}, h("td", { class: "mono" }, link), h("td", {}, e.type === "file" ? bytes(e.size) : ""),
+      h("td", { class: "mono" }, e.mode), h("td", {}, when(e.mtime)),
+      h("td", {}, h("button", { class: "danger", title: `delete ${e.path}`, onclick: async () => {
+        if (!confirm(`Delete ${e.path}?`)) return;
+        try { await api("DELETE", `/v1/sessions/${enc(id)}/files/${filePath(e.path)}`); refresh(); } catch (err) { failure.replaceChildren(errorBox(err)); }
+      } }, "Delete")));
+  });
+  box.replaceChildren(
+    h("div", { class: "toolbar" }, h("span", { class: "mono" }, `/workspace/${dir === "." ? "" : dir}`),
+      parent !== null ? h("a", { href: "#", onclick: (ev) => { ev.preventDefault(); fileBrowser(box, id, parent); } }, "↑ up") : "",
+      h("label", {}, "Upload ", upload), h("button", { class: "secondary", onclick: refresh }, "Refresh")),
+    failure,
+    table(["Name", "Size", "Mode", "Modified", ""], rows, "Empty."));
+}
+
+async function runPage(root, signal) {
+  const select = await languageSelect();
+  const code = h("textarea", { class: "code", name: "code", spellcheck: "false", "aria-label": "code" }, 'print("hello from sandboxd")\n');
+  const stdin = h("input", { name: "stdin", placeholder: "stdin (optional)", size: 30 });
+  const output = h("pre", { class: "output", id: "output", "aria-live": "polite" });
+  const summary = h("div", { id: "summary" });
+  const button = h("button", { type: "submit" }, "Run");
+  const submit = async (ev) => {
+    ev.preventDefault();
+    button.disabled = true;
+    output.replaceChildren();
+    summary.replaceChildren(h("span", { class: "muted" }, "running…"));
+    try {
+      const resp = await api("POST", "/v1/run", { language: select.value, code: code.value, ...(stdin.value ? { stdin: stdin.value } : {}) },
+        { Accept: "application/x-ndjson" });
+      await readEvents(resp, signal, (e) => {
+        if (e.type === "stdout" || e.type === "stderr") {
+          const text = e.encoding === "base64" ? atob(e.data) : e.data;
+          output.append(h("span", { class: e.type }, text));
+        } else if (e.type === "result") {
+          const r = e.result;
+          summary.replaceChildren(h("p", {}, outcomeBadge(r.timed_out ? "timeout" : r.oom_killed ? "oom" : r.exit_code ? "nonzero" : "ok"),
+            ` exit ${r.exit_code} · ${ms(r.duration_ms)} in the sandbox · ${ms(r.timings && r.timings.total_ms)} in all`,
+            r.truncated ? " · output truncated" : ""),
+          r.findings && r.findings.length ? annotated(code.value, r.findings) : "");
+        } else if (e.type === "error") {
+          summary.replaceChildren(errorBox(e.error), e.error.findings ? annotated(code.value, e.error.findings) : "");
+        }
+      });
+    } catch (err) {
+      summary.replaceChildren(errorBox(err), err.findings && err.findings.length ? annotated(code.value, err.findings) : "");
+    } finally {
+      button.disabled = false;
+    }
+  };
+  root.replaceChildren(h("h1", {}, "Run"),
+    h("form", { onsubmit: submit }, h("div", { class: "toolbar" }, select, stdin, button), code),
+    h("h2", {}, "Output"), output, summary);
+}
+
+// readEvents reads an NDJSON response line by line as it comes.
+async function readEvents(resp, signal, on) {
+  const reader = resp.body.getReader();
+  signal.addEventListener("abort", () => reader.cancel());
+  const decoder = new TextDecoder();
+  let buf = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += decoder.decode(value, { stream: true });
+    let nl;
+    while ((nl = buf.indexOf("\n")) >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      if (line.trim()) on(JSON.parse(line));
+    }
+  }
+}
+
+async function historyPage(root, signal, _, params) {
+  const filters = ["language", "session", "kind", "outcome"];
+  const inputs = Object.fromEntries(filters.map((f) => [f, h("input", { name: f, placeholder: f, size: 12, value: params.get(f) || "" })]));
+  inputs.kind = h("select", { name: "kind", "aria-label": "kind" }, ["", "run", "exec", "terminal"].map((k) =>
+    h("option", { value: k, selected: params.get("kind") === k }, k || "any kind")));
+  inputs.outcome = h("select", { name: "outcome", "aria-label": "outcome" }, ["", "ok", "nonzero", "timeout", "oom", "error", "denied"].map((k) =>
+    h("option", { value: k, selected: params.get("outcome") === k }, k || "any outcome")));
+  const q = new URLSearchParams({ limit: "100" });
+  for (const f of filters) if (params.get(f)) q.set(f, params.get(f));
+  const { executions } = await api("GET", `/v1/executions?${q}`);
+  const apply = (ev) => {
+    ev.preventDefault();
+    const next = new URLSearchParams();
+    for (const f of filters) if (inputs[f].value) next.set(f, inputs[f].value);
+    location.hash = `#/history?${next}`;
+  };
+  root.replaceChildren(h("h1", {}, "History"),
+    h("form", { class: "inline", onsubmit: apply }, filters.map((f) => inputs[f]), h("button", { type: "submit" }, "Filter")),
+    table(executionColumns, executions.map((e) => executionRow(e)), "No executions match."));
+}
+
+async function projectsPage(root) {
+  const { projects } = await api("GET", "/v1/projects");
+  const failure = h("div");
+  const name = h("input", { name: "name", placeholder: "project name", required: true });
+  const create = async (ev) => {
+    ev.preventDefault();
+    try { await api("POST", "/v1/projects", { name: name.value }); route(); } catch (err) { failure.replaceChildren(errorBox(err)); }
+  };
+  const act = (fn) => async () => { try { await fn(); route(); } catch (err) { failure.replaceChildren(errorBox(err)); } };
+  root.replaceChildren(h("h1", {}, "Projects"),
+    h("p", { class: "muted" }, "A project's files are read-only at /workspace/project_files in the sessions created with it."),
+    h("form", { class: "inline", onsubmit: create }, name, h("button", { type: "submit" }, "Create project")),
+    failure,
+    projects.length ? projects.map((p) => {
+      const upload = h("input", { type: "file", "aria-label": `add a file to ${p.name}` });
+      upload.addEventListener("change", act(async () => {
+        for (const f of upload.files) await api("POST", `/v1/projects/${enc(p.id)}/files?name=${enc(f.name)}&overwrite=true`, f);
+      }));
+      return h("div", { class: "card" },
+        h("h2", {}, p.name, h("span", { class: "muted" }, ` · ${p.id} · ${bytes(p.size)} · used by ${(p.sessions || []).length} sessions`)),
+        table(["File", "Size", "SHA-256", "Added", ""], (p.files || []).map((f) => h("tr", {},
+          h("td", { class: "mono" }, h("a", { href: `/v1/projects/${enc(p.id)}/files/${filePath(f.name)}`, download: f.name.split("/").pop() }, f.name)),
+          h("td", {}, bytes(f.size)), h("td", { class: "mono" }, f.sha256.slice(0, 12)), h("td", {}, when(f.added_at)),
+          h("td", {}, h("button", { class: "danger", onclick: act(() => api("DELETE", `/v1/projects/${enc(p.id)}/files/${filePath(f.name)}`)) }, "Remove")))), "No files."),
+        h("div", { class: "toolbar" }, h("label", {}, "Add a file ", upload),
+          h("button", { class: "danger", onclick: act(() => api("DELETE", `/v1/projects/${enc(p.id)}`)) }, "Delete project")));
+    }) : h("p", { class: "muted" }, "No projects."));
+}
+
+// ---- routing -----------------------------------------------------------------
+
+const pages = [
+  [/^#?\/?$/, overview],
+  [/^#\/run$/, runPage],
+  [/^#\/sessions$/, sessionsPage],
+  [/^#\/sessions\/([^/]+)$/, sessionPage],
+  [/^#\/history$/, historyPage],
+  [/^#\/languages$/, languagesPage],
+  [/^#\/projects$/, projectsPage],
+];
+
+let leaving = new AbortController();
+async function route() {
+  leaving.abort();
+  leaving = new AbortController();
+  const signal = leaving.signal;
+  const [path, query] = location.hash.split("?");
+  for (const a of document.querySelectorAll("header nav a")) {
+    const target = a.getAttribute("href");
+    a.classList.toggle("active", target === "#/" ? path === "#/" || path === "" : path.startsWith(target));
+  }
+  const root = h("div");
+  main().replaceChildren(root);
+  for (const [re, page] of pages) {
+    const m = path.match(re);
+    if (!m) continue;
+    try {
+      await page(root, signal, m[1] && decodeURIComponent(m[1]), new URLSearchParams(query || ""));
+    } catch (err) {
+      if (!signal.aborted) root.replaceChildren(errorBox(err));
+    }
+    return;
+  }
+  root.replaceChildren(h("h1", {}, "Not found"), h("p", {}, h("a", { href: "#/" }, "Overview")));
+}
+
+window.addEventListener("hashchange", route);
+route();
