@@ -260,7 +260,7 @@ language "c" {
 	// Stdin is the keys, and an unknown language is named.
 	for req, code := range map[*api.RunRequest]string{
 		{Language: "python", Code: "print(1)", Stdin: "x"}: api.CodeInvalidRequest,
-		{Language: "cobol", Code: "x"}:                      api.CodeUnknownLanguage,
+		{Language: "cobol", Code: "x"}:                     api.CodeUnknownLanguage,
 	} {
 		term, err := c.RunTerminal(ctx(t), *req, 24, 80)
 		if err != nil {

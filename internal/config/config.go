@@ -57,8 +57,8 @@ type Config struct {
 	// HTTPListen is the TCP address of the dashboard (and the API behind
 	// its token); "" for none.
 	HTTPListen string
-	Languages []Language
-	Policies  []Policy // in file order: the order of evaluation
+	Languages  []Language
+	Policies   []Policy // in file order: the order of evaluation
 }
 
 // Policy is one policy block.
