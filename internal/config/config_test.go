@@ -57,6 +57,9 @@ func TestErrorsNameFileLineAndField(t *testing.T) {
 		{"language \"a\" {\n  install_command = [\"x\"]\n}", `"install_command" is set for plugin "a"`},
 		{"sandbox_uids = \"0-10\"\nlanguage \"a\" {}", `f.hcl:1,1: "sandbox_uids" "0-10" starts below 1000`},
 		{"sandbox_uids = \"1-\"\nlanguage \"a\" {}", `is not FIRST-LAST`},
+		{"http {\n  listen = \"dashboard.example:7070\"\n}\nlanguage \"a\" {}", `f.hcl:2,3: "listen" names the host "dashboard.example"; "127.0.0.1:7070"`},
+		{"http {\n  listen = \"7070\"\n}\nlanguage \"a\" {}", `"listen" is "7070": address 7070: missing port in address`},
+		{"http {\n  listen = \"127.0.0.1:http\"\n}\nlanguage \"a\" {}", `"listen" has port "http"`},
 	} {
 		_, err := Parse("f.hcl", []byte(tc.src))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
