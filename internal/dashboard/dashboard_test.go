@@ -132,3 +132,12 @@ func TestGuard(t *testing.T) {
 		t.Errorf("an API refusal: %s %v", w.Body, w.Header())
 	}
 }
+
+func TestDescribe(t *testing.T) {
+	if where, loopback := Describe(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 7070}); !loopback || !strings.Contains(where, "loopback only") {
+		t.Errorf("loopback: %s", where)
+	}
+	if where, loopback := Describe(&net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 7070}); loopback || !strings.Contains(where, "BEYOND LOOPBACK") {
+		t.Errorf("beyond: %s", where)
+	}
+}
