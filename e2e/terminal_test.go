@@ -234,10 +234,10 @@ language "c" {
 	if end, err := term.Wait(); err != nil || end.ExitCode != 3 {
 		t.Errorf("exit: %+v %v", end, err)
 	}
-	list, err := c.Executions(ctx(t), 1, api.ExecutionFilter{Language: "python"})
-	if err != nil || len(list) != 1 || list[0].Kind != "run" || list[0].ExitCode != 3 {
-		t.Errorf("the run is not recorded: %+v %v", list, err)
-	}
+	waitFor(t, "the run's record", func() bool { // records are written in the background
+		list, err := c.Executions(ctx(t), 1, api.ExecutionFilter{Language: "python"})
+		return err == nil && len(list) == 1 && list[0].Kind == "run" && list[0].ExitCode == 3
+	})
 
 	// A compiled language: the compiler's warning comes first, then the
 	// program's prompt.
