@@ -227,6 +227,9 @@ type RunResult struct {
 	StdoutBytes    int64     `json:"stdout_bytes"`
 	StderrBytes    int64     `json:"stderr_bytes"`
 	DurationMS     float64   `json:"duration_ms"`
+	// Warm: a runtime started ahead in the sandbox ran the program (see
+	// the language's pool figures).
+	Warm bool `json:"warm,omitempty"`
 	TimedOut       bool      `json:"timed_out"`
 	OOMKilled      bool      `json:"oom_killed"`
 	Truncated      bool      `json:"truncated"`
@@ -357,6 +360,15 @@ type PoolStats struct {
 	Destroyed uint64 `json:"destroyed"`
 	Failures  uint64 `json:"failures"`
 	LastError string `json:"last_error,omitempty"`
+	// Warm: the language's programs are run by a runtime started ahead in
+	// each container (a container joins the pool once it is ready).
+	// WarmHits counts runs it ran; WarmMisses runs that started cold
+	// (another environment or directory, or no runtime ready);
+	// WarmFailures runtimes that never became ready.
+	Warm         bool   `json:"warm"`
+	WarmHits     uint64 `json:"warm_hits"`
+	WarmMisses   uint64 `json:"warm_misses"`
+	WarmFailures uint64 `json:"warm_failures"`
 }
 
 // Language is one entry of GET /v1/languages.

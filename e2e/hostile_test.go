@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -84,13 +85,18 @@ print('env', sorted(k for k in os.environ if k.startswith(('SANDBOXD', 'DOCKER',
 
 // TestHostilePrograms runs programs written to break the limits. Each must
 // come back within its deadline plus a second, say what happened, and leave
-// the daemon healthy; a well-behaved run beside them is unharmed.
-func TestHostilePrograms(t *testing.T) { ociRuntimes(t, testHostilePrograms) }
+// the daemon healthy; a well-behaved run beside them is unharmed. Programs
+// run by warm runtimes (started ahead) and cold alike.
+func TestHostilePrograms(t *testing.T) {
+	ociRuntimes(t, func(t *testing.T, runtime string) { testHostilePrograms(t, runtime, true) })
+	t.Run("runc cold", func(t *testing.T) { t.Parallel(); testHostilePrograms(t, "runc", false) })
+}
 
-func testHostilePrograms(t *testing.T, runtime string) {
-	d := testutil.StartDaemon(t, testutil.Options{Runtime: runtime, Languages: `
+func testHostilePrograms(t *testing.T, runtime string, warm bool) {
+	d := testutil.StartDaemon(t, testutil.Options{Runtime: runtime, Languages: fmt.Sprintf(`
 language "python" {
   image = "sandboxd/python:latest"
+  warm  = %[1]v
   pool {
     min_idle = 3
     max      = 12
@@ -98,11 +104,12 @@ language "python" {
 }
 language "node" {
   image = "sandboxd/node:latest"
+  warm  = %[1]v
   pool {
     min_idle = 0
     max      = 2
   }
-}`})
+}`, warm)})
 	c := d.Client()
 	const deadline = 2 * time.Second
 	cases := []struct {
@@ -242,6 +249,10 @@ language "node" {
 	t.Cleanup(func() {
 		if out, _, code := d.Ctl("", "status"); code != 0 {
 			t.Errorf("daemon unhealthy after the hostile programs: %s", out)
+		}
+		pools, err := c.Pools(context.Background())
+		if p := pools["python"]; err != nil || p.Warm != warm || warm && p.WarmHits == 0 || !warm && p.WarmHits != 0 {
+			t.Errorf("the python programs ran warm %v? %+v %v", warm, p, err)
 		}
 	})
 }

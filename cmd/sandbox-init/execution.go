@@ -33,6 +33,9 @@ type execution struct {
 	timedOut atomic.Bool
 	killed   atomic.Bool
 
+	warm       bool   // a warm process runs it
+	warmMissed string // why one could not
+
 	// Per stream (stdout, stderr): bytes produced and sent. Each is
 	// written by the one goroutine that pumps its stream.
 	produced [2]int64
@@ -60,11 +63,14 @@ func (e *execution) openPipes(withStdin bool) ([]uintptr, error) {
 		e.stdinCh = make(chan []byte, 1)
 		go e.writeStdin()
 	} else {
-		devnull, err := os.Open(os.DevNull)
+		// An empty pipe, as a warm process's stdin is when the run sends
+		// nothing: the program sees the same either way.
+		r, w, err := os.Pipe()
 		if err != nil {
 			return nil, err
 		}
-		stdin = devnull
+		w.Close()
+		stdin = r
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -219,6 +225,8 @@ func (e *execution) follow() {
 		TimedOut:   e.timedOut.Load(),
 		DurationUS: duration.Microseconds(),
 		Survivors:  survivors,
+		Warm:       e.warm,
+		WarmMissed: e.warmMissed,
 	}
 	e.outputResult(res)
 	e.ended(res, ws)

@@ -68,6 +68,8 @@ type server struct {
 	contexts     map[string]*kernel // running context kernels by name
 	kernelByPID  map[int]*kernel
 	lostContexts map[string]string // why a context that ended between cells lost its state
+
+	warm *warmProcess // the runtime started ahead for the next exec, if any
 }
 
 func newServer(w io.Writer, at paths, c container) *server {
@@ -105,6 +107,10 @@ func (s *server) handle(m supervisor.Message) {
 		s.fileOp(m)
 	case supervisor.OpContexts, supervisor.OpContextEnd:
 		s.contextOp(m)
+	case supervisor.OpWarm:
+		if m.Warm != nil {
+			s.warmUp(m.ID, *m.Warm)
+		}
 	case supervisor.OpIn, supervisor.OpInClose, supervisor.OpKill:
 		s.mu.Lock()
 		e, up := s.execs[m.ID], s.uploads[m.ID]
@@ -181,6 +187,10 @@ func (s *server) reaped(pid int, ws unix.WaitStatus, ru *unix.Rusage) {
 	if k := s.kernelByPID[pid]; k != nil {
 		s.kernelEnded(k, ws)
 	}
+	if s.warm != nil && s.warm.pid == pid {
+		s.warm.close() // it died unused: the next exec starts as usual
+		s.warm = nil
+	}
 }
 
 // start writes the files, starts the process and follows it to its end in
@@ -207,13 +217,29 @@ func (s *server) start(id uint64, req supervisor.ExecRequest) {
 	if dir == "" {
 		dir = s.workspace
 	}
+	e := newExecution(s, id, req)
+	e.outputs = outputs
+	if req.Warm && req.TTY == nil {
+		s.mu.Lock()
+		w, missed := s.takeWarm(req, env, dir)
+		if w != nil {
+			e.warm, e.oomBefore, e.started = true, oomKills(), time.Now()
+			s.execs[id] = e
+			s.byPID[w.pid] = e
+		}
+		s.mu.Unlock()
+		if w != nil {
+			e.handOver(w, env, dir)
+			go e.follow()
+			return
+		}
+		e.warmMissed = missed
+	}
 	argv0, err := lookPath(req.Argv[0], dir, envValue(env, "PATH"))
 	if err != nil {
 		fail(127, err)
 		return
 	}
-	e := newExecution(s, id, req)
-	e.outputs = outputs
 	open, sys := e.openPipes, &syscall.SysProcAttr{Setpgid: true}
 	if req.TTY != nil {
 		// A session of its own with the terminal as its controlling tty:
@@ -228,15 +254,7 @@ func (s *server) start(id uint64, req supervisor.ExecRequest) {
 	s.mu.Lock()
 	e.oomBefore = oomKills()
 	e.started = time.Now()
-	var pid int
-	s.fork.do(func() {
-		pid, err = syscall.ForkExec(argv0, req.Argv, &syscall.ProcAttr{
-			Dir:   dir,
-			Env:   env,
-			Files: files,
-			Sys:   sys,
-		})
-	})
+	pid, err := s.spawn(argv0, req.Argv, dir, env, files, sys)
 	if err == nil {
 		s.execs[id] = e
 		s.byPID[pid] = e
@@ -248,12 +266,24 @@ func (s *server) start(id uint64, req supervisor.ExecRequest) {
 		fail(126, err)
 		return
 	}
-	// Let the kernel pick this execution's processes first when memory runs
-	// out, so the supervisor survives a memory bomb (children inherit it;
-	// it is per process, so it can only be set once the process exists).
-	// The nice value came with the fork (see forker).
-	_ = os.WriteFile("/proc/"+itoa(pid)+"/oom_score_adj", []byte("1000"), 0)
 	go e.follow()
+}
+
+// spawn starts a program's process on the forker's thread (so it runs
+// niced from its first instruction) and lets the kernel pick it first
+// when memory runs out, so the supervisor survives a memory bomb
+// (children inherit that; it is per process, so it can only be set once
+// the process exists).
+func (s *server) spawn(argv0 string, argv []string, dir string, env []string, files []uintptr, sys *syscall.SysProcAttr) (int, error) {
+	var pid int
+	var err error
+	s.fork.do(func() {
+		pid, err = syscall.ForkExec(argv0, argv, &syscall.ProcAttr{Dir: dir, Env: env, Files: files, Sys: sys})
+	})
+	if err == nil {
+		_ = os.WriteFile("/proc/"+itoa(pid)+"/oom_score_adj", []byte("1000"), 0)
+	}
+	return pid, err
 }
 
 // forker runs every fork of a program on one OS thread of its own, whose

@@ -117,11 +117,17 @@ func newPoolsCmd(g *globals) *cobra.Command {
 				names = append(names, name)
 			}
 			sort.Strings(names)
-			table("LANGUAGE\tIDLE\tBUSY\tSTARTING\tREMOVING\tWAITING\tTARGET\tMAX\tHITS\tMISSES\tCREATED\tDESTROYED\tFAILURES\tLAST ERROR", func(w *tabwriter.Writer) {
+			// WARM: runs by a runtime started ahead / started cold / runtimes
+			// that never became ready; "-" for a language without one.
+			table("LANGUAGE\tIDLE\tBUSY\tSTARTING\tREMOVING\tWAITING\tTARGET\tMAX\tHITS\tMISSES\tWARM RUNS/COLD/FAILED\tCREATED\tDESTROYED\tFAILURES\tLAST ERROR", func(w *tabwriter.Writer) {
 				for _, name := range names {
 					p := pools[name]
-					fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", name, p.Idle, p.Busy, p.Starting,
-						p.Removing, p.Waiting, p.Target, p.Max, p.Hits, p.Misses, p.Created, p.Destroyed, p.Failures, p.LastError)
+					warm := "-"
+					if p.Warm {
+						warm = fmt.Sprintf("%d/%d/%d", p.WarmHits, p.WarmMisses, p.WarmFailures)
+					}
+					fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%s\n", name, p.Idle, p.Busy, p.Starting,
+						p.Removing, p.Waiting, p.Target, p.Max, p.Hits, p.Misses, warm, p.Created, p.Destroyed, p.Failures, p.LastError)
 				}
 			})
 			return nil

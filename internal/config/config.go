@@ -131,6 +131,9 @@ type Language struct {
 	// runtime unless the block names one ("runsc" for gVisor).
 	Runtime string
 	Network Network
+	// Warm starts the plugin's warm runtime (if it has one) in every
+	// container ahead of its run; false runs every program cold.
+	Warm    bool
 	Generic *Generic // set when Plugin is "generic"
 }
 
@@ -283,6 +286,7 @@ type languageSchema struct {
 	Image    *string        `hcl:"image,optional"`
 	Packages []string       `hcl:"packages,optional"`
 	Runtime  *string        `hcl:"runtime,optional"`
+	Warm     *bool          `hcl:"warm,optional"`
 	Pool     *poolSchema    `hcl:"pool,block"`
 	Limits   *limitsSchema  `hcl:"limits,block"`
 	Network  *networkSchema `hcl:"network,block"`
@@ -465,7 +469,7 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 		if v.defined(languages, "language", ls.Name, ls.Body) {
 			continue
 		}
-		lang := Language{Name: ls.Name, Plugin: ls.Name, Pool: defaultPool(), Limits: cfg.Defaults, Runtime: cfg.Docker.Runtime, Network: cfg.Network}
+		lang := Language{Name: ls.Name, Plugin: ls.Name, Pool: defaultPool(), Limits: cfg.Defaults, Runtime: cfg.Docker.Runtime, Network: cfg.Network, Warm: true}
 		if ns := ls.Network; ns != nil {
 			lang.Network = v.network(ns, cfg.Network)
 			if ns.CAFile != nil {
@@ -479,6 +483,9 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 			v.ociRuntime(ls.Body, lang.Runtime)
 		}
 		lang.Packages = v.packages(ls.Body, ls.Packages)
+		if ls.Warm != nil {
+			lang.Warm = *ls.Warm
+		}
 		if ls.Pool != nil {
 			lang.Pool = v.pool(ls.Pool, lang.Pool)
 		}

@@ -42,6 +42,8 @@ type job struct {
 	// tty, when set, puts the last step on a pseudo-terminal wired to it
 	// (its keys are the step's stdin).
 	tty *TTY
+	// warm lets the sandbox's warm runtime run the last step.
+	warm bool
 }
 
 // TTY is the far end of a pseudo-terminal: a person's keys and screen.
@@ -94,6 +96,7 @@ func execute(ctx context.Context, sb *runtime.Sandbox, gate *egress.Gate, j job,
 		if i == 0 {
 			req.Files = files
 		}
+		req.Warm = last && j.warm && j.tty == nil
 		var in io.Reader
 		if last && len(j.stdin) > 0 {
 			in = bytes.NewReader(j.stdin)
@@ -132,6 +135,7 @@ func execute(ctx context.Context, sb *runtime.Sandbox, gate *egress.Gate, j job,
 		}
 	}
 	r := col.result(res)
+	r.Warm = res.Warm
 	if stage != "run" {
 		r.Stage = stage
 	}

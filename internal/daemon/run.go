@@ -92,10 +92,13 @@ func (d *Daemon) run(ctx context.Context, req api.RunRequest, out OutputFunc, tt
 	if gate != nil {
 		gate.Allow(allow)
 	}
-	res, _, err := execute(ctx, sb, gate, j.job, limits, out)
+	res, last, err := execute(ctx, sb, gate, j.job, limits, out)
 	if err != nil {
 		d.log.Error("execution failed", "language", l.Name(), "container_id", runtime.ShortID(sb.ID), "error", err)
 		return nil, failed(d.sandboxFailed("the sandbox", err))
+	}
+	if last.Warm || last.WarmMissed != "" {
+		d.Languages.Warmed(l, last.Warm, last.WarmMissed)
 	}
 	d.finish(res, "run", l, "", decision, limits, received, acquired)
 	return res, nil
@@ -149,6 +152,11 @@ func (d *Daemon) Exec(ctx context.Context, id string, req api.ExecRequest, out O
 			d.Sessions.MarkLost(ss, fmt.Sprintf("%d processes survived the kill at the deadline", last.Survivors))
 		case last.Gone != "":
 			d.Sessions.MarkLost(ss, last.Gone)
+		case last.Warm || last.WarmMissed != "":
+			// The next program's runtime, started while the client reads
+			// this result.
+			d.Languages.Warmed(l, last.Warm, last.WarmMissed)
+			go d.Languages.Rewarm(l, sb, ss.Record().Env)
 		}
 		r.Session = id
 		d.finish(r, "exec", l, id, decision, limits, received, started)
@@ -218,7 +226,7 @@ func (d *Daemon) plan(ctx context.Context, l *languages.Language, prog request.P
 		}
 		files = moved
 	}
-	return planned{job: job{files: files, steps: plan.Steps, stdin: prog.Stdin, dir: dir}, env0: plan.Env}, nil
+	return planned{job: job{files: files, steps: plan.Steps, stdin: prog.Stdin, dir: dir, warm: l.Warm()}, env0: plan.Env}, nil
 }
 
 // execJob turns an exec request into a job: argv as it is, or a program

@@ -48,6 +48,7 @@ type Language struct {
 	// container's limits: lower limits then get a container of their own.
 	fixedLimits atomic.Bool
 	allow       egress.List // Config.Network.Allow, parsed
+	warm        warmCounts
 }
 
 // Name is the language's configured name.
@@ -155,11 +156,17 @@ func (r *Registry) Start() {
 			Name: l.Config.Name, MinIdle: l.Config.Pool.MinIdle, Max: l.Config.Pool.Max,
 			QueueTimeout: l.Config.Pool.QueueTimeout, Starts: r.starts, Logger: r.log,
 		}, pool.Hooks[*runtime.Sandbox]{
+			// A container joins the pool once its warm runtime, if any,
+			// is ready (or has failed, and it will run programs cold).
 			Create: func(ctx context.Context) (*runtime.Sandbox, error) {
 				if err := l.img.get().err; err != nil {
 					return nil, err
 				}
-				return r.createFor(ctx, l, r.spec(l))
+				sb, err := r.createFor(ctx, l, r.spec(l))
+				if err == nil && l.Warm() {
+					r.warmUp(ctx, l, sb, nil)
+				}
+				return sb, err
 			},
 			Destroy: r.Remove,
 			Alive:   func(sb *runtime.Sandbox) bool { return sb.Alive() },
@@ -317,9 +324,11 @@ func (r *Registry) List(ctx context.Context) []api.Language {
 			Name: l.Config.Name, DisplayName: l.Info.DisplayName,
 			Aliases: l.Info.Aliases, Extensions: l.Info.Extensions,
 			Image: st.ref, BaseImage: l.baseImage, Packages: l.Config.Packages, ImagePresent: st.id != "",
-			Version: st.version, Plugin: l.Config.Plugin, Runtime: l.Config.Runtime, Limits: request.APILimits(l.Config.Limits), Pool: l.pool.Stats(),
+			Version: st.version, Plugin: l.Config.Plugin, Runtime: l.Config.Runtime, Limits: request.APILimits(l.Config.Limits),
 			Network: api.Network{Allow: l.allow.Strings()}, Contexts: len(l.Info.ContextCommand) > 0,
 		}
+		entry.Pool = l.pool.Stats()
+		l.warmStats(&entry.Pool)
 		if st.err != nil {
 			entry.Error = st.err.Error()
 		}
@@ -332,7 +341,9 @@ func (r *Registry) List(ctx context.Context) []api.Language {
 func (r *Registry) Pools() map[string]api.PoolStats {
 	out := make(map[string]api.PoolStats, len(r.langs))
 	for _, l := range r.langs {
-		out[l.Config.Name] = l.pool.Stats()
+		p := l.pool.Stats()
+		l.warmStats(&p)
+		out[l.Config.Name] = p
 	}
 	return out
 }

@@ -34,6 +34,8 @@ type Metrics struct {
 	removed         *prometheus.CounterVec
 	egressConns     *prometheus.CounterVec
 	egressBytes     *prometheus.CounterVec
+	warmStarts      *prometheus.CounterVec
+	warmRuns        *prometheus.CounterVec
 }
 
 // Buckets from 1 ms (a warm exec) to a minute (a long compile or a
@@ -77,9 +79,17 @@ func New(f Figures, version string) *Metrics {
 			Name: "sandboxd_egress_bytes_total",
 			Help: "Bytes through the egress proxy, by language and direction (sent, received), counted as connections close.",
 		}, []string{"language", "direction"}),
+		warmStarts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandboxd_warm_starts_total",
+			Help: "Warm runtimes started ahead in containers, by language and result (ready, failed: the container then runs programs cold).",
+		}, []string{"language", "result"}),
+		warmRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandboxd_warm_runs_total",
+			Help: "Programs a warm runtime could have run, by language and how they started: warm, or cold with why (no warm process, another command, another directory, another environment).",
+		}, []string{"language", "started"}),
 	}
 	registry.MustRegister(m.executions, m.queueSeconds, m.runSeconds, m.startSeconds, m.containerErrors, m.removed,
-		m.egressConns, m.egressBytes,
+		m.egressConns, m.egressBytes, m.warmStarts, m.warmRuns,
 		&scrape{figures: f},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -109,6 +119,25 @@ func (m *Metrics) ContainerStarted(language string, d time.Duration, err error) 
 		return
 	}
 	m.startSeconds.WithLabelValues(language).Observe(d.Seconds())
+}
+
+// WarmStart records a warm runtime that became ready, or failed.
+func (m *Metrics) WarmStart(language string, ready bool) {
+	result := "ready"
+	if !ready {
+		result = "failed"
+	}
+	m.warmStarts.WithLabelValues(language, result).Inc()
+}
+
+// WarmRun records how a program a warm runtime could have run started:
+// warm, or cold because of missed.
+func (m *Metrics) WarmRun(language string, warm bool, missed string) {
+	started := "warm"
+	if !warm {
+		started = "cold: " + missed
+	}
+	m.warmRuns.WithLabelValues(language, started).Inc()
 }
 
 // ContainerRemoved records a container removal, or its failure.

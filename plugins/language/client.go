@@ -33,6 +33,7 @@ func (c *client) Info(ctx context.Context) (Info, error) {
 		VersionCommand: resp.VersionCommand,
 		InstallCommand: resp.InstallCommand,
 		ContextCommand: resp.ContextCommand,
+		Warm:           warmFromProto(resp.Warm),
 	}, nil
 }
 
@@ -65,4 +66,11 @@ func fromStatus(err error) error {
 		return fmt.Errorf("%w: %s", ErrInvalidProgram, strings.TrimPrefix(st.Message(), ErrInvalidProgram.Error()+": "))
 	}
 	return fmt.Errorf("language plugin: %w", err)
+}
+
+func warmFromProto(w *pb.Warm) *Warm {
+	if w == nil {
+		return nil
+	}
+	return &Warm{Command: w.Command, Stands: w.Stands, Env: w.Env, HookEnv: w.HookEnv, Files: w.Files}
 }

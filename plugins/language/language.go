@@ -45,6 +45,34 @@ type Info struct {
 	// interpreter that runs code sent to it in one namespace, exec after
 	// exec (see ContextProtocol). Empty: the language has no contexts.
 	ContextCommand []string
+	// Warm is the language's prestarted runtime; nil: none.
+	Warm *Warm
+}
+
+// Warm is a runtime started in a sandbox before the program it will run
+// is known, so that a run pays for its program and not for the runtime's
+// start. The warm process stands in for a run step whose argv begins with
+// Stands; what the program sees must be what a fresh start shows it.
+//
+// The protocol: the supervisor writes Files (names under
+// supervisor.WarmDir), then starts Command in the workspace, as the run
+// step would be started, with Env (the run step's environment, as a plan
+// of this plugin sets it) plus HookEnv, its own. Its stdin, stdout and
+// stderr are the pipes that become the run's. It loads the runtime, writes
+// "ready\n" on fd 4 and closes it, and reads fd 3 to its end: NUL-ended
+// fields, the run step's argv count, its elements, the environment's count,
+// its KEY=VALUE pairs, and the working directory. It then makes itself the
+// run step's process: that argv, exactly that environment (HookEnv gone),
+// that directory; and runs the program as the runtime would from a fresh
+// start. The supervisor hands a run to it only when the run's argv begins
+// with Stands and its directory and environment are those it was started
+// with; otherwise the run starts as usual.
+type Warm struct {
+	Command []string
+	Stands  []string
+	Env     map[string]string
+	HookEnv map[string]string
+	Files   map[string]string // base name -> content
 }
 
 // File is a file of a program (see plugins/program).

@@ -31,6 +31,7 @@ func (s *server) Info(ctx context.Context, _ *pb.InfoRequest) (*pb.InfoResponse,
 		VersionCommand: info.VersionCommand,
 		InstallCommand: info.InstallCommand,
 		ContextCommand: info.ContextCommand,
+		Warm:           warmToProto(info.Warm),
 	}, nil
 }
 
@@ -73,4 +74,11 @@ func filesFromProto(files []*pb.File) []File {
 		out[i] = File{Path: f.Path, Content: f.Content, Mode: f.Mode}
 	}
 	return out
+}
+
+func warmToProto(w *Warm) *pb.Warm {
+	if w == nil {
+		return nil
+	}
+	return &pb.Warm{Command: w.Command, Stands: w.Stands, Env: w.Env, HookEnv: w.HookEnv, Files: w.Files}
 }

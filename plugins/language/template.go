@@ -44,6 +44,10 @@ var _ Language = (*Template)(nil)
 // reset).
 const OutDir = "/tmp/.sandboxd"
 
+// WarmDir is where a warm process's Files are written (in OutDir, which
+// the supervisor makes).
+const WarmDir = OutDir + "/warm"
+
 // Info implements Language.
 func (l *Template) Info(context.Context) (Info, error) { return l.Meta, nil }
 

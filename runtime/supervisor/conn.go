@@ -151,6 +151,17 @@ func (c *Conn) Terminal(ctx context.Context, req ExecRequest, stdin io.Reader, o
 	return *end.Result, nil
 }
 
+// Warm starts a warm process and waits until it is ready, at most
+// req.TimeoutMS. A warm process that fails comes back as the result's
+// Error; the error is for a dead or misbehaving supervisor.
+func (c *Conn) Warm(ctx context.Context, req WarmRequest) (FileResult, error) {
+	end, err := c.call(ctx, Message{Op: OpWarm, Warm: &req}, 0, nil, nil, time.Duration(req.TimeoutMS)*time.Millisecond, nil)
+	if err != nil {
+		return FileResult{}, err
+	}
+	return *end.Done, nil
+}
+
 // fileOpTimeout bounds a workspace operation that is not streaming data;
 // transfers get a second per megabyte on top.
 const fileOpTimeout = 30 * time.Second

@@ -81,6 +81,7 @@ const (
 	OpResize     = "resize"      // a terminal execution's new window size
 	OpContexts   = "contexts"    // list the running context kernels
 	OpContextEnd = "context_end" // end the context File.Path names
+	OpWarm       = "warm"        // start a warm process (Warm); done when it is ready
 )
 
 // Data is the stream of OpOut for get and tar.
@@ -120,6 +121,25 @@ type Message struct {
 	File    *FileRequest `json:"file,omitempty"`
 	Done    *FileResult  `json:"done,omitempty"`
 	Size    *WinSize     `json:"size,omitempty"` // resize
+	Warm    *WarmRequest `json:"warm,omitempty"`
+}
+
+// WarmDir is where a warm process's hook files are written.
+const WarmDir = BuildDir + "/warm"
+
+// WarmRequest starts a warm process: a language's runtime, loaded ahead,
+// that stands in for the next exec whose argv begins with Stands, in Dir,
+// with Env (see the language package's WarmProtocol). It replaces a warm
+// process that has not been used.
+type WarmRequest struct {
+	Argv   []string `json:"argv"`
+	Stands []string `json:"stands"`
+	Env    []string `json:"env,omitempty"`  // KEY=VALUE: the runs' it stands in for, as an ExecRequest's
+	Hook   []string `json:"hook,omitempty"` // KEY=VALUE: its own on top, gone once it runs a program
+	Dir    string   `json:"dir,omitempty"`  // default /workspace
+	Files  []File   `json:"files,omitempty"`  // its hook: absolute paths under WarmDir
+	// TimeoutMS bounds the wait for it to be ready; past it, it is ended.
+	TimeoutMS int64 `json:"timeout_ms"`
 }
 
 // WinSize is a terminal's window size.
@@ -221,7 +241,7 @@ type ExecRequest struct {
 	Dir         string   `json:"dir,omitempty"` // default /workspace
 	Env         []string `json:"env,omitempty"` // KEY=VALUE, the whole environment
 	Files       []File   `json:"files,omitempty"`
-	Stdin       bool     `json:"stdin,omitempty"` // stdin messages follow; otherwise /dev/null
+	Stdin       bool     `json:"stdin,omitempty"` // stdin messages follow; otherwise an empty pipe
 	TimeoutMS   int64    `json:"timeout_ms"`
 	OutputLimit int64    `json:"output_limit"` // per stream
 	// KillOnExit ends every other process in the container when the main
@@ -236,6 +256,9 @@ type ExecRequest struct {
 	// TTY runs the process on a pseudo-terminal of this size: stdin,
 	// stdout and stderr are the terminal, whose output comes as stdout.
 	TTY *WinSize `json:"tty,omitempty"`
+	// Warm lets the warm process run it, when one is there that stands
+	// in for Argv, Dir and Env; otherwise it starts as usual.
+	Warm bool `json:"warm,omitempty"`
 }
 
 // OutputsDir is the workspace directory for results, made in every
@@ -275,6 +298,10 @@ type ExecResult struct {
 	OutputsOmitted int      `json:"outputs_omitted,omitempty"`
 	// Context is set for a cell.
 	Context *CellResult `json:"context,omitempty"`
+	// Warm: the warm process ran it. WarmMissed says why an exec that
+	// allowed one started as usual.
+	Warm       bool   `json:"warm,omitempty"`
+	WarmMissed string `json:"warm_missed,omitempty"`
 	// Gone is set by the host, never sent: why the sandbox ended with the
 	// execution, or must be removed after it.
 	Gone string `json:"-"`

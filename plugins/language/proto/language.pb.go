@@ -71,6 +71,7 @@ type InfoResponse struct {
 	VersionCommand []string               `protobuf:"bytes,7,rep,name=version_command,json=versionCommand,proto3" json:"version_command,omitempty"`
 	InstallCommand []string               `protobuf:"bytes,8,rep,name=install_command,json=installCommand,proto3" json:"install_command,omitempty"`
 	ContextCommand []string               `protobuf:"bytes,9,rep,name=context_command,json=contextCommand,proto3" json:"context_command,omitempty"`
+	Warm           *Warm                  `protobuf:"bytes,10,opt,name=warm,proto3" json:"warm,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -168,6 +169,90 @@ func (x *InfoResponse) GetContextCommand() []string {
 	return nil
 }
 
+func (x *InfoResponse) GetWarm() *Warm {
+	if x != nil {
+		return x.Warm
+	}
+	return nil
+}
+
+// A prestarted runtime: see the Go package's WarmProtocol.
+type Warm struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Command       []string               `protobuf:"bytes,1,rep,name=command,proto3" json:"command,omitempty"`
+	Stands        []string               `protobuf:"bytes,2,rep,name=stands,proto3" json:"stands,omitempty"`
+	Env           map[string]string      `protobuf:"bytes,3,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	HookEnv       map[string]string      `protobuf:"bytes,4,rep,name=hook_env,json=hookEnv,proto3" json:"hook_env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Files         map[string]string      `protobuf:"bytes,5,rep,name=files,proto3" json:"files,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Warm) Reset() {
+	*x = Warm{}
+	mi := &file_language_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Warm) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Warm) ProtoMessage() {}
+
+func (x *Warm) ProtoReflect() protoreflect.Message {
+	mi := &file_language_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Warm.ProtoReflect.Descriptor instead.
+func (*Warm) Descriptor() ([]byte, []int) {
+	return file_language_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Warm) GetCommand() []string {
+	if x != nil {
+		return x.Command
+	}
+	return nil
+}
+
+func (x *Warm) GetStands() []string {
+	if x != nil {
+		return x.Stands
+	}
+	return nil
+}
+
+func (x *Warm) GetEnv() map[string]string {
+	if x != nil {
+		return x.Env
+	}
+	return nil
+}
+
+func (x *Warm) GetHookEnv() map[string]string {
+	if x != nil {
+		return x.HookEnv
+	}
+	return nil
+}
+
+func (x *Warm) GetFiles() map[string]string {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
 type File struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
@@ -179,7 +264,7 @@ type File struct {
 
 func (x *File) Reset() {
 	*x = File{}
-	mi := &file_language_proto_msgTypes[2]
+	mi := &file_language_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -191,7 +276,7 @@ func (x *File) String() string {
 func (*File) ProtoMessage() {}
 
 func (x *File) ProtoReflect() protoreflect.Message {
-	mi := &file_language_proto_msgTypes[2]
+	mi := &file_language_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -204,7 +289,7 @@ func (x *File) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use File.ProtoReflect.Descriptor instead.
 func (*File) Descriptor() ([]byte, []int) {
-	return file_language_proto_rawDescGZIP(), []int{2}
+	return file_language_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *File) GetPath() string {
@@ -240,7 +325,7 @@ type PlanRequest struct {
 
 func (x *PlanRequest) Reset() {
 	*x = PlanRequest{}
-	mi := &file_language_proto_msgTypes[3]
+	mi := &file_language_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -252,7 +337,7 @@ func (x *PlanRequest) String() string {
 func (*PlanRequest) ProtoMessage() {}
 
 func (x *PlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_language_proto_msgTypes[3]
+	mi := &file_language_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -265,7 +350,7 @@ func (x *PlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanRequest.ProtoReflect.Descriptor instead.
 func (*PlanRequest) Descriptor() ([]byte, []int) {
-	return file_language_proto_rawDescGZIP(), []int{3}
+	return file_language_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *PlanRequest) GetCode() string {
@@ -306,7 +391,7 @@ type Step struct {
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_language_proto_msgTypes[4]
+	mi := &file_language_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -318,7 +403,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_language_proto_msgTypes[4]
+	mi := &file_language_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -331,7 +416,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_language_proto_rawDescGZIP(), []int{4}
+	return file_language_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Step) GetName() string {
@@ -361,7 +446,7 @@ type PlanResponse struct {
 
 func (x *PlanResponse) Reset() {
 	*x = PlanResponse{}
-	mi := &file_language_proto_msgTypes[5]
+	mi := &file_language_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -373,7 +458,7 @@ func (x *PlanResponse) String() string {
 func (*PlanResponse) ProtoMessage() {}
 
 func (x *PlanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_language_proto_msgTypes[5]
+	mi := &file_language_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -386,7 +471,7 @@ func (x *PlanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanResponse.ProtoReflect.Descriptor instead.
 func (*PlanResponse) Descriptor() ([]byte, []int) {
-	return file_language_proto_rawDescGZIP(), []int{5}
+	return file_language_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *PlanResponse) GetSteps() []*Step {
@@ -415,7 +500,7 @@ var File_language_proto protoreflect.FileDescriptor
 const file_language_proto_rawDesc = "" +
 	"\n" +
 	"\x0elanguage.proto\x12\x14sandboxd.language.v1\"\r\n" +
-	"\vInfoRequest\"\xb9\x02\n" +
+	"\vInfoRequest\"\xe9\x02\n" +
 	"\fInfoResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
 	"\fdisplay_name\x18\x02 \x01(\tR\vdisplayName\x12\x18\n" +
@@ -427,7 +512,25 @@ const file_language_proto_rawDesc = "" +
 	"\rdefault_image\x18\x06 \x01(\tR\fdefaultImage\x12'\n" +
 	"\x0fversion_command\x18\a \x03(\tR\x0eversionCommand\x12'\n" +
 	"\x0finstall_command\x18\b \x03(\tR\x0einstallCommand\x12'\n" +
-	"\x0fcontext_command\x18\t \x03(\tR\x0econtextCommand\"H\n" +
+	"\x0fcontext_command\x18\t \x03(\tR\x0econtextCommand\x12.\n" +
+	"\x04warm\x18\n" +
+	" \x01(\v2\x1a.sandboxd.language.v1.WarmR\x04warm\"\x9e\x03\n" +
+	"\x04Warm\x12\x18\n" +
+	"\acommand\x18\x01 \x03(\tR\acommand\x12\x16\n" +
+	"\x06stands\x18\x02 \x03(\tR\x06stands\x125\n" +
+	"\x03env\x18\x03 \x03(\v2#.sandboxd.language.v1.Warm.EnvEntryR\x03env\x12B\n" +
+	"\bhook_env\x18\x04 \x03(\v2'.sandboxd.language.v1.Warm.HookEnvEntryR\ahookEnv\x12;\n" +
+	"\x05files\x18\x05 \x03(\v2%.sandboxd.language.v1.Warm.FilesEntryR\x05files\x1a6\n" +
+	"\bEnvEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a:\n" +
+	"\fHookEnvEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a8\n" +
+	"\n" +
+	"FilesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"H\n" +
 	"\x04File\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\fR\acontent\x12\x12\n" +
@@ -463,29 +566,37 @@ func file_language_proto_rawDescGZIP() []byte {
 	return file_language_proto_rawDescData
 }
 
-var file_language_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_language_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_language_proto_goTypes = []any{
 	(*InfoRequest)(nil),  // 0: sandboxd.language.v1.InfoRequest
 	(*InfoResponse)(nil), // 1: sandboxd.language.v1.InfoResponse
-	(*File)(nil),         // 2: sandboxd.language.v1.File
-	(*PlanRequest)(nil),  // 3: sandboxd.language.v1.PlanRequest
-	(*Step)(nil),         // 4: sandboxd.language.v1.Step
-	(*PlanResponse)(nil), // 5: sandboxd.language.v1.PlanResponse
-	nil,                  // 6: sandboxd.language.v1.PlanResponse.EnvEntry
+	(*Warm)(nil),         // 2: sandboxd.language.v1.Warm
+	(*File)(nil),         // 3: sandboxd.language.v1.File
+	(*PlanRequest)(nil),  // 4: sandboxd.language.v1.PlanRequest
+	(*Step)(nil),         // 5: sandboxd.language.v1.Step
+	(*PlanResponse)(nil), // 6: sandboxd.language.v1.PlanResponse
+	nil,                  // 7: sandboxd.language.v1.Warm.EnvEntry
+	nil,                  // 8: sandboxd.language.v1.Warm.HookEnvEntry
+	nil,                  // 9: sandboxd.language.v1.Warm.FilesEntry
+	nil,                  // 10: sandboxd.language.v1.PlanResponse.EnvEntry
 }
 var file_language_proto_depIdxs = []int32{
-	2, // 0: sandboxd.language.v1.PlanRequest.files:type_name -> sandboxd.language.v1.File
-	4, // 1: sandboxd.language.v1.PlanResponse.steps:type_name -> sandboxd.language.v1.Step
-	6, // 2: sandboxd.language.v1.PlanResponse.env:type_name -> sandboxd.language.v1.PlanResponse.EnvEntry
-	0, // 3: sandboxd.language.v1.Language.Info:input_type -> sandboxd.language.v1.InfoRequest
-	3, // 4: sandboxd.language.v1.Language.Plan:input_type -> sandboxd.language.v1.PlanRequest
-	1, // 5: sandboxd.language.v1.Language.Info:output_type -> sandboxd.language.v1.InfoResponse
-	5, // 6: sandboxd.language.v1.Language.Plan:output_type -> sandboxd.language.v1.PlanResponse
-	5, // [5:7] is the sub-list for method output_type
-	3, // [3:5] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	2,  // 0: sandboxd.language.v1.InfoResponse.warm:type_name -> sandboxd.language.v1.Warm
+	7,  // 1: sandboxd.language.v1.Warm.env:type_name -> sandboxd.language.v1.Warm.EnvEntry
+	8,  // 2: sandboxd.language.v1.Warm.hook_env:type_name -> sandboxd.language.v1.Warm.HookEnvEntry
+	9,  // 3: sandboxd.language.v1.Warm.files:type_name -> sandboxd.language.v1.Warm.FilesEntry
+	3,  // 4: sandboxd.language.v1.PlanRequest.files:type_name -> sandboxd.language.v1.File
+	5,  // 5: sandboxd.language.v1.PlanResponse.steps:type_name -> sandboxd.language.v1.Step
+	10, // 6: sandboxd.language.v1.PlanResponse.env:type_name -> sandboxd.language.v1.PlanResponse.EnvEntry
+	0,  // 7: sandboxd.language.v1.Language.Info:input_type -> sandboxd.language.v1.InfoRequest
+	4,  // 8: sandboxd.language.v1.Language.Plan:input_type -> sandboxd.language.v1.PlanRequest
+	1,  // 9: sandboxd.language.v1.Language.Info:output_type -> sandboxd.language.v1.InfoResponse
+	6,  // 10: sandboxd.language.v1.Language.Plan:output_type -> sandboxd.language.v1.PlanResponse
+	9,  // [9:11] is the sub-list for method output_type
+	7,  // [7:9] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_language_proto_init() }
@@ -499,7 +610,7 @@ func file_language_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_language_proto_rawDesc), len(file_language_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

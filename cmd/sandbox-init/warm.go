@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sandboxd/sandboxd/runtime/supervisor"
+)
+
+// warmProcess is a language's runtime started ahead of the exec it will
+// run: started as that exec's process would be (the sandbox's uid, a
+// process group of its own, niced, first to go when memory runs out),
+// with the pipes that become that exec's stdin, stdout and stderr. Its
+// fd 3 is where the program's argv, environment and directory arrive; on
+// fd 4 it says it is ready (see the language package's WarmProtocol).
+type warmProcess struct {
+	pid    int
+	req    supervisor.WarmRequest
+	env    []string // the environment of the runs it stands in for
+	dir    string
+	stdinW *os.File
+	outR   *os.File
+	errR   *os.File
+	goW    *os.File
+}
+
+// close releases our ends of a warm process that will run nothing.
+func (w *warmProcess) close() { closeFiles(w.stdinW, w.outR, w.errR, w.goW) }
+
+func closeFiles(files ...*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
+}
+
+// warmUp starts a warm process, replacing one not yet used, and answers
+// id once it is ready, or has failed.
+func (s *server) warmUp(id uint64, req supervisor.WarmRequest) {
+	done := func(err error) {
+		res := supervisor.FileResult{}
+		if err != nil {
+			res.Error = err.Error()
+		}
+		s.send(supervisor.Message{Op: supervisor.OpDone, ID: id, Done: &res})
+	}
+	s.dropWarm(nil)
+	if len(req.Argv) == 0 || len(req.Stands) == 0 {
+		done(errors.New("a warm process needs argv and the argv it stands in for"))
+		return
+	}
+	if err := s.writeWarmFiles(req.Files); err != nil {
+		done(fmt.Errorf("writing the warm hook: %w", err))
+		return
+	}
+	w := &warmProcess{req: req, env: mergeEnv(os.Environ(), req.Env), dir: req.Dir}
+	if w.dir == "" {
+		w.dir = s.workspace
+	}
+	argv0, err := lookPath(req.Argv[0], w.dir, envValue(w.env, "PATH"))
+	if err != nil {
+		done(err)
+		return
+	}
+	// Pipes for stdin, stdout, stderr, the go message and the ready line:
+	// the child gets the read ends of stdin and go, the write ends of the
+	// others.
+	var rs, ws [5]*os.File
+	for i := range rs {
+		if rs[i], ws[i], err = os.Pipe(); err != nil {
+			closeFiles(rs[:i]...)
+			closeFiles(ws[:i]...)
+			done(err)
+			return
+		}
+	}
+	child := []*os.File{rs[0], ws[1], ws[2], rs[3], ws[4]}
+	w.stdinW, w.outR, w.errR, w.goW = ws[0], rs[1], rs[2], ws[3]
+	readyR := rs[4]
+	fds := make([]uintptr, len(child))
+	for i, f := range child {
+		fds[i] = f.Fd()
+	}
+	s.mu.Lock()
+	w.pid, err = s.spawn(argv0, req.Argv, w.dir, mergeEnv(w.env, req.Hook), fds, &syscall.SysProcAttr{Setpgid: true})
+	if err == nil {
+		s.warm = w
+	}
+	s.mu.Unlock()
+	closeFiles(child...)
+	if err != nil {
+		w.close()
+		readyR.Close()
+		done(err)
+		return
+	}
+	go func() {
+		defer readyR.Close()
+		if err := awaitReady(readyR, time.Duration(req.TimeoutMS)*time.Millisecond); err != nil {
+			if s.dropWarm(w) {
+				err = fmt.Errorf("%w: %s", err, tail(w.errR))
+				w.close()
+			}
+			done(err)
+			return
+		}
+		done(nil)
+	}()
+}
+
+// awaitReady waits for the warm process's "ready" line on r, at most
+// timeout (a process that exits first closes r).
+func awaitReady(r *os.File, timeout time.Duration) error {
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	_ = r.SetReadDeadline(time.Now().Add(timeout))
+	line := make([]byte, 6)
+	if _, err := io.ReadFull(r, line); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return fmt.Errorf("the warm process was not ready within %s", timeout)
+		}
+		return errors.New("the warm process ended before it was ready")
+	}
+	if string(line) != "ready\n" {
+		return fmt.Errorf("the warm process said %q, not ready", line)
+	}
+	return nil
+}
+
+// tail is the last of what a failed warm process wrote on stderr.
+func tail(r *os.File) string {
+	_ = r.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	b, _ := io.ReadAll(io.LimitReader(r, 64<<10))
+	b = bytes.TrimSpace(b)
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
+
+// dropWarm ends the warm process if it is only (nil: any), and says
+// whether it did.
+func (s *server) dropWarm(only *warmProcess) bool {
+	s.mu.Lock()
+	w := s.warm
+	if w == nil || only != nil && w != only {
+		s.mu.Unlock()
+		return false
+	}
+	s.warm = nil
+	s.mu.Unlock()
+	_ = unix.Kill(-w.pid, unix.SIGKILL)
+	// Its pipes close once its failure is read (tail needs stderr).
+	if only == nil {
+		w.close()
+	}
+	return true
+}
+
+// takeWarm hands the warm process to an exec it stands in for, or says
+// why it cannot. The caller holds s.mu.
+func (s *server) takeWarm(req supervisor.ExecRequest, env []string, dir string) (*warmProcess, string) {
+	w := s.warm
+	switch {
+	case w == nil:
+		return nil, "no warm process"
+	case len(req.Argv) < len(w.req.Stands) || !slices.Equal(req.Argv[:len(w.req.Stands)], w.req.Stands):
+		return nil, "another command"
+	case dir != w.dir:
+		return nil, "another directory"
+	case !sameEnv(env, w.env):
+		return nil, "another environment"
+	}
+	s.warm = nil
+	return w, ""
+}
+
+// sameEnv says whether two environments hold the same variables.
+func sameEnv(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
+// handOver makes the warm process e's: its pipes are e's, and the
+// program's argv, environment and directory go down its go pipe.
+func (e *execution) handOver(w *warmProcess, env []string, dir string) {
+	e.outR, e.errR = w.outR, w.errR
+	if e.req.Stdin {
+		e.stdinW = w.stdinW
+		e.stdinCh = make(chan []byte, 1)
+		go e.writeStdin()
+	} else {
+		w.stdinW.Close() // an empty stdin, as a cold start has
+	}
+	_, _ = w.goW.Write(goMessage(e.req.Argv, env, dir))
+	w.goW.Close()
+}
+
+// goMessage is what a warm process reads on fd 3: NUL-terminated fields,
+// the argv's count and its elements, the environment's count and its
+// KEY=VALUE pairs, then the directory.
+func goMessage(argv, env []string, dir string) []byte {
+	var b bytes.Buffer
+	field := func(s string) { b.WriteString(s); b.WriteByte(0) }
+	field(strconv.Itoa(len(argv)))
+	for _, a := range argv {
+		field(a)
+	}
+	field(strconv.Itoa(len(env)))
+	for _, kv := range env {
+		field(kv)
+	}
+	field(dir)
+	return b.Bytes()
+}
+
+// writeWarmFiles writes a warm process's hook under supervisor.WarmDir.
+func (s *server) writeWarmFiles(files []supervisor.File) error {
+	dir := filepath.Join(s.buildDir(), strings.TrimPrefix(supervisor.WarmDir, supervisor.BuildDir+"/"))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, f := range files {
+		rel, ok := strings.CutPrefix(filepath.Clean(f.Path), supervisor.WarmDir+"/")
+		if !ok || strings.Contains(rel, "/") {
+			return fmt.Errorf("%s is not a file of %s", f.Path, supervisor.WarmDir)
+		}
+		if err := os.WriteFile(filepath.Join(dir, rel), f.Data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,138 @@
+package e2e
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/testutil"
+)
+
+// warmAndCold is python and node as shipped (warm runtimes on) and the
+// same plugins with warm = false.
+const warmAndCold = `
+language "python" {
+  image = "sandboxd/python:latest"
+  pool {
+    min_idle = 2
+  }
+}
+language "pycold" {
+  plugin = "python"
+  image  = "sandboxd/python:latest"
+  warm   = false
+  pool {
+    min_idle = 2
+  }
+}
+language "node" {
+  image = "sandboxd/node:latest"
+  pool {
+    min_idle = 1
+  }
+}
+language "nodecold" {
+  plugin = "node"
+  image  = "sandboxd/node:latest"
+  warm   = false
+  pool {
+    min_idle = 1
+  }
+}`
+
+// TestWarmMatchesCold runs programs that look hard at how they were
+// started, once by a warm runtime and once started cold: what they print,
+// their exit codes and signals must be the same.
+func TestWarmMatchesCold(t *testing.T) {
+	d := testutil.StartDaemon(t, testutil.Options{Languages: warmAndCold, Defaults: `timeout = "20s"`})
+	c := d.Client()
+	type program struct {
+		name string
+		req  api.RunRequest
+		warm bool // a warm runtime can run it
+	}
+	py := func(name, code string) program {
+		return program{name, api.RunRequest{Language: "python", Code: code}, true}
+	}
+	js := func(name, code string) program {
+		return program{name, api.RunRequest{Language: "node", Code: code}, true}
+	}
+	pyFingerprint := `import sys, os, __main__
+print(sys.argv, sys.orig_argv, __file__, __name__, __main__.__file__, sys.path, os.getcwd())
+print(sorted(globals()), __loader__.name, __loader__.path, __spec__, __cached__, __doc__, __package__)
+print(len(sys.modules), sorted(sys.modules), "sitecustomize" in sys.modules)
+print(sorted((k, v) for k, v in os.environ.items() if k != "HOSTNAME"))
+print(os.fstat(0).st_mode, os.isatty(0), sys.stdin.read(), sys.flags, sys.dont_write_bytecode, sys.path_importer_cache.keys())
+print(sys.stdout.line_buffering, sys.stdout.encoding, sys.stderr.errors, sys.getfilesystemencoding())
+print(os.getpgrp() == os.getpid(), os.getppid(), os.nice(0), open("/proc/self/oom_score_adj").read().strip())
+`
+	programs := []program{
+		py("fingerprint", pyFingerprint),
+		{"fingerprint with args and stdin", api.RunRequest{Language: "python", Code: pyFingerprint, Args: []string{"x", "--flag", "", "ü"}, Stdin: "line 1\nline 2\n"}, true},
+		py("sys.exit", "import sys\nprint('out')\nsys.exit(3)"),
+		py("exit with a message", "exit('bye')"),
+		py("traceback", "def f():\n    raise ValueError('no')\nprint('before', flush=True)\nf()"),
+		py("syntax error", "x = (1,\nprint(x)"),
+		py("KeyboardInterrupt", "raise KeyboardInterrupt"),
+		py("os._exit", "import os\nprint('lost?')\nos._exit(7)"),
+		py("killed by a signal", "import os, signal\nos.kill(os.getpid(), signal.SIGTERM)"),
+		py("warnings, atexit, threads", `import atexit, threading, time, warnings
+warnings.warn("careful")
+atexit.register(lambda: print("atexit ran"))
+threading.Thread(target=lambda: (time.sleep(0.2), print("thread done"))).start()
+print("main done")`),
+		py("pickle a class of __main__", "import pickle\nclass P: pass\nprint(type(pickle.loads(pickle.dumps(P()))).__module__)"),
+		py("interleaved output", "import sys\nfor i in range(50):\n    print(i, file=sys.stdout if i % 2 else sys.stderr)"),
+		{"a request's environment", api.RunRequest{Language: "python", Code: "import os\nprint(os.environ['FOO'], 'PYTHONPATH' in os.environ)", Env: map[string]string{"FOO": "bar"}}, false},
+		{"an entry of another name", api.RunRequest{Language: "python", Files: []api.File{{Path: "tool.py", Content: "import sys\nprint(__file__, sys.argv)"}}}, false},
+		js("fingerprint", `const fs = require("fs");
+console.log(process.argv.slice(1), process.argv0, process.execArgv, __filename, __dirname, require.main === module, process.cwd());
+console.log(Object.keys(require.cache), module.paths, module.id, module.parent, process.title);
+console.log(Object.entries(process.env).filter(([k]) => k !== "HOSTNAME").sort());
+console.log(JSON.stringify(fs.readFileSync(0, "utf8")), fs.fstatSync(0).isFIFO(), process.stdin.isTTY);`),
+		js("throw", "function f() { throw new Error('no') }\nconsole.log('before');\nf();"),
+		js("process.exit", "console.log('out'); process.exit(4)"),
+		js("syntax error", "let x = (1,\nconsole.log(x)"),
+		js("killed by a signal", "process.kill(process.pid, 'SIGTERM')"),
+		js("unhandled rejection", "Promise.reject(new Error('later'))"),
+		{"node with a request's environment", api.RunRequest{Language: "node", Code: "console.log(process.env.FOO, process.env.NODE_OPTIONS)", Env: map[string]string{"FOO": "bar"}}, false},
+	}
+	cold := map[string]string{"python": "pycold", "node": "nodecold"}
+	for _, p := range programs {
+		t.Run(p.name, func(t *testing.T) {
+			warmRes := run(t, c, p.req)
+			p.req.Language = cold[p.req.Language]
+			coldRes := run(t, c, p.req)
+			if warmRes.Warm != p.warm || coldRes.Warm {
+				t.Errorf("warm %v (want %v), cold %v", warmRes.Warm, p.warm, coldRes.Warm)
+			}
+			got := func(r *api.RunResult) string {
+				return fmt.Sprintf("exit %d signal %q timed out %v\n--- stdout\n%s\n--- stderr\n%s", r.ExitCode, r.Signal, r.TimedOut, r.Stdout, r.Stderr)
+			}
+			if w, c := got(warmRes), got(coldRes); w != c {
+				t.Errorf("warm and cold differ:\n=== warm\n%s\n=== cold\n%s", w, c)
+			}
+		})
+	}
+
+	// In a session each program gets a fresh runtime, started while the
+	// last result is read: nothing carries over.
+	id := newSession(t, c, api.SessionRequest{Language: "python"})
+	warmExecs := 0
+	for i := range 6 {
+		res, err := c.Exec(ctx(t), id, api.ExecRequest{Code: fmt.Sprintf("print(globals().get('x'))\nx = %d", i)})
+		if err != nil || res.Stdout != "None\n" || res.ExitCode != 0 {
+			t.Fatalf("exec %d: %v %+v", i, err, res)
+		}
+		if res.Warm {
+			warmExecs++
+		}
+	}
+	if warmExecs == 0 {
+		t.Errorf("no session exec ran warm")
+	}
+	pools, err := c.Pools(ctx(t))
+	if err != nil || !pools["python"].Warm || pools["python"].WarmHits == 0 || pools["pycold"].Warm || pools["pycold"].WarmHits != 0 {
+		t.Errorf("pools: %+v %v", pools, err)
+	}
+}

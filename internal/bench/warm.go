@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/client"
+)
+
+// warmLanguages are the languages with a warm runtime, each beside the
+// same plugin with warm = false, and the issue's goal for the ratio of a
+// warm one-shot run to a fresh interpreter started by `sandboxctl exec`.
+var warmLanguages = []struct {
+	name, cold, file, code string
+	interp                 []string
+	goal                   float64
+}{
+	{"python", "pycold", "main.py", `print("hello")`, []string{"python3", "main.py"}, 0.6},
+	{"node", "nodecold", "main.js", `console.log("hello")`, []string{"node", "main.js"}, 0.3},
+}
+
+// warmRuntimes prints hello world run by a warm runtime, started cold,
+// and as a fresh interpreter started by an exec in a session (the same
+// path, minus the warm start).
+func warmRuntimes(bin string, n int) error {
+	var extra strings.Builder
+	for _, l := range warmLanguages {
+		fmt.Fprintf(&extra, "language %q {\n  plugin = %q\n  warm   = false\n}\n", l.cold, l.name)
+	}
+	d, err := startDaemon(bin, extra.String())
+	if err != nil {
+		return err
+	}
+	defer d.stop()
+	c := client.New(d.socket)
+	// Every language's pool fills at start: measure once the host is calm.
+	for i := 0; i < 1200; i++ {
+		pools, err := c.Pools(context.Background())
+		calm := err == nil
+		for _, p := range pools {
+			calm = calm && p.Idle >= p.Target && p.Starting == 0 && p.Removing == 0
+		}
+		if calm {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	ctl := func(args ...string) ([]byte, error) {
+		return exec.Command(filepath.Join(bin, "sandboxctl"), append([]string{"--socket", d.socket}, args...)...).Output()
+	}
+	fmt.Printf("\n## Warm runtimes: hello world (n=%d)\n\n", n)
+	fmt.Println("| language | `sandboxctl run`, warm p50 | cold p50 | warm/cold | `sandboxctl exec` fresh interpreter p50 | warm/exec (goal) | API run warm p50 | cold p50 | in the sandbox, warm p50 | cold p50 |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
+	for _, l := range warmLanguages {
+		prog := filepath.Join(d.dir, l.file)
+		if err := os.WriteFile(prog, []byte(l.code+"\n"), 0o644); err != nil {
+			return err
+		}
+		cli := func(lang string) stats {
+			waitWarm(c, lang)
+			return measure(n, func() error { waitQuiet(c, lang); return nil }, func() error {
+				out, err := ctl("run", "--lang", lang, prog)
+				return checkOut(out, err, "hello\n")
+			})
+		}
+		inSandbox := map[string][]float64{}
+		apiRun := func(lang string) stats {
+			waitWarm(c, lang)
+			return measure(n, func() error { waitQuiet(c, lang); return nil }, func() error {
+				res, err := c.Run(context.Background(), api.RunRequest{Language: lang, Code: l.code})
+				if err == nil && res.Stdout != "hello\n" {
+					err = fmt.Errorf("%s: unexpected output %q", lang, res.Stdout)
+				}
+				if err == nil {
+					inSandbox[lang] = append(inSandbox[lang], res.DurationMS)
+				}
+				return err
+			})
+		}
+		warm, cold := cli(l.name), cli(l.cold)
+		apiWarm, apiCold := apiRun(l.name), apiRun(l.cold)
+		sess, err := c.CreateSession(context.Background(), api.SessionRequest{Language: l.cold})
+		if err != nil {
+			return err
+		}
+		if _, err := c.PutFile(context.Background(), sess.ID, l.file, strings.NewReader(l.code+"\n"), 0o644); err != nil {
+			return err
+		}
+		fresh := measure(n, nil, func() error {
+			out, err := ctl(append([]string{"exec", sess.ID, "--"}, l.interp...)...)
+			return checkOut(out, err, "hello\n")
+		})
+		_ = c.DeleteSession(context.Background(), sess.ID)
+		fmt.Printf("| %s | %.1f | %.1f | %s | %.1f | %s (%.1fx) | %.1f | %.1f | %.1f | %.1f |\n", l.name, warm.p50, cold.p50, ratio(warm.p50, cold.p50),
+			fresh.p50, ratio(warm.p50, fresh.p50), l.goal, apiWarm.p50, apiCold.p50,
+			summarize(inSandbox[l.name]).p50, summarize(inSandbox[l.cold]).p50)
+	}
+	return nil
+}
