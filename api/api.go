@@ -215,31 +215,31 @@ type ValidateResult struct {
 
 // RunResult is the result of POST /v1/run (and the final streaming event).
 type RunResult struct {
-	ID             string    `json:"id"`
-	Language       string    `json:"language"`
-	Session        string    `json:"session,omitempty"` // set for a session exec
-	ExitCode       int       `json:"exit_code"`
-	Signal         string    `json:"signal,omitempty"`
-	Stdout         string    `json:"stdout"`
-	StdoutEncoding string    `json:"stdout_encoding,omitempty"`
-	Stderr         string    `json:"stderr"`
-	StderrEncoding string    `json:"stderr_encoding,omitempty"`
-	StdoutBytes    int64     `json:"stdout_bytes"`
-	StderrBytes    int64     `json:"stderr_bytes"`
-	DurationMS     float64   `json:"duration_ms"`
+	ID             string  `json:"id"`
+	Language       string  `json:"language"`
+	Session        string  `json:"session,omitempty"` // set for a session exec
+	ExitCode       int     `json:"exit_code"`
+	Signal         string  `json:"signal,omitempty"`
+	Stdout         string  `json:"stdout"`
+	StdoutEncoding string  `json:"stdout_encoding,omitempty"`
+	Stderr         string  `json:"stderr"`
+	StderrEncoding string  `json:"stderr_encoding,omitempty"`
+	StdoutBytes    int64   `json:"stdout_bytes"`
+	StderrBytes    int64   `json:"stderr_bytes"`
+	DurationMS     float64 `json:"duration_ms"`
 	// Warm: a runtime started ahead in the sandbox ran the program (see
 	// the language's pool figures).
-	Warm bool `json:"warm,omitempty"`
-	TimedOut       bool      `json:"timed_out"`
-	OOMKilled      bool      `json:"oom_killed"`
-	Truncated      bool      `json:"truncated"`
-	Stage          string    `json:"stage,omitempty"` // step that ended the run: compile or run
-	Steps          []Step    `json:"steps,omitempty"` // each step, for programs that compile first
-	Error          string    `json:"error,omitempty"` // the program could not be started
-	Usage          Usage     `json:"usage"`
-	Timings        Timings   `json:"timings"`
-	Findings       []Finding `json:"findings"`
-	Decision       string    `json:"decision"` // the policies' combined decision: allowed
+	Warm      bool      `json:"warm,omitempty"`
+	TimedOut  bool      `json:"timed_out"`
+	OOMKilled bool      `json:"oom_killed"`
+	Truncated bool      `json:"truncated"`
+	Stage     string    `json:"stage,omitempty"` // step that ended the run: compile or run
+	Steps     []Step    `json:"steps,omitempty"` // each step, for programs that compile first
+	Error     string    `json:"error,omitempty"` // the program could not be started
+	Usage     Usage     `json:"usage"`
+	Timings   Timings   `json:"timings"`
+	Findings  []Finding `json:"findings"`
+	Decision  string    `json:"decision"` // the policies' combined decision: allowed
 	// Display is what the execution showed besides its output: a
 	// context's final expression value, figures, tables.
 	Display []Display `json:"display,omitempty"`

@@ -134,10 +134,10 @@ const WarmDir = BuildDir + "/warm"
 type WarmRequest struct {
 	Argv   []string `json:"argv"`
 	Stands []string `json:"stands"`
-	Env    []string `json:"env,omitempty"`  // KEY=VALUE: the runs' it stands in for, as an ExecRequest's
-	Hook   []string `json:"hook,omitempty"` // KEY=VALUE: its own on top, gone once it runs a program
-	Dir    string   `json:"dir,omitempty"`  // default /workspace
-	Files  []File   `json:"files,omitempty"`  // its hook: absolute paths under WarmDir
+	Env    []string `json:"env,omitempty"`   // KEY=VALUE: the runs' it stands in for, as an ExecRequest's
+	Hook   []string `json:"hook,omitempty"`  // KEY=VALUE: its own on top, gone once it runs a program
+	Dir    string   `json:"dir,omitempty"`   // default /workspace
+	Files  []File   `json:"files,omitempty"` // its hook: absolute paths under WarmDir
 	// TimeoutMS bounds the wait for it to be ready; past it, it is ended.
 	TimeoutMS int64 `json:"timeout_ms"`
 }
