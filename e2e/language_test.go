@@ -122,7 +122,9 @@ func TestLanguages(t *testing.T) {
 	})
 	t.Run("by extension through sandboxctl", func(t *testing.T) {
 		for name, code := range map[string]string{"a.rs": "fn main() { println!(\"rs\"); }", "b.cc": "#include <cstdio>\nint main() { std::puts(\"cc\"); }",
-			"c.ts": "console.log('ts' as string)", "d.sh": "echo sh", "e.lua": "print('lua')", "f.mjs": "console.log('mjs')"} {
+			"c.ts": "console.log('ts' as string)", "d.sh": "echo sh", "e.lua": "print('lua')", "f.mjs": "console.log('mjs')",
+			// Piston's Java test: a public class not named after its file.
+			"g.java": "public class HelloWorld {\n    public static void main(String[] args) {\n        System.out.println(\"java\");\n    }\n}"} {
 			out, errOut, code := d.Ctl("", "run", writeFile(t, name, code))
 			if want := strings.TrimPrefix(filepath.Ext(name), ".") + "\n"; code != 0 || out != want {
 				t.Errorf("%s: exit %d stdout %q stderr %q", name, code, out, errOut)

@@ -55,8 +55,8 @@ func warmRuntimes(bin string, n int) error {
 		return exec.Command(filepath.Join(bin, "sandboxctl"), append([]string{"--socket", d.socket}, args...)...).Output()
 	}
 	fmt.Printf("\n## Warm runtimes: hello world (n=%d)\n\n", n)
-	fmt.Println("| language | `sandboxctl run`, warm p50 | cold p50 | warm/cold | `sandboxctl exec` fresh interpreter p50 | warm/exec (goal) | API run warm p50 | cold p50 | in the sandbox, warm p50 | cold p50 |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| language | `sandboxctl run`, warm p50 | cold p50 | warm/cold | `sandboxctl exec` fresh interpreter p50 | warm/exec (goal) | API run warm p50 | cold p50 | API exec, fresh interpreter p50 | warm/exec | in the sandbox, warm p50 | cold p50 |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, l := range warmLanguages {
 		prog := filepath.Join(d.dir, l.file)
 		if err := os.WriteFile(prog, []byte(l.code+"\n"), 0o644); err != nil {
@@ -96,9 +96,16 @@ func warmRuntimes(bin string, n int) error {
 			out, err := ctl(append([]string{"exec", sess.ID, "--"}, l.interp...)...)
 			return checkOut(out, err, "hello\n")
 		})
+		apiFresh := measure(n, nil, func() error {
+			res, err := c.Exec(context.Background(), sess.ID, api.ExecRequest{Argv: l.interp})
+			if err == nil && res.Stdout != "hello\n" {
+				err = fmt.Errorf("%s: unexpected output %q", l.cold, res.Stdout)
+			}
+			return err
+		})
 		_ = c.DeleteSession(context.Background(), sess.ID)
-		fmt.Printf("| %s | %.1f | %.1f | %s | %.1f | %s (%.1fx) | %.1f | %.1f | %.1f | %.1f |\n", l.name, warm.p50, cold.p50, ratio(warm.p50, cold.p50),
-			fresh.p50, ratio(warm.p50, fresh.p50), l.goal, apiWarm.p50, apiCold.p50,
+		fmt.Printf("| %s | %.1f | %.1f | %s | %.1f | %s (%.1fx) | %.1f | %.1f | %.1f | %s | %.1f | %.1f |\n", l.name, warm.p50, cold.p50, ratio(warm.p50, cold.p50),
+			fresh.p50, ratio(warm.p50, fresh.p50), l.goal, apiWarm.p50, apiCold.p50, apiFresh.p50, ratio(apiWarm.p50, apiFresh.p50),
 			summarize(inSandbox[l.name]).p50, summarize(inSandbox[l.cold]).p50)
 	}
 	return nil

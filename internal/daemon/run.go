@@ -216,6 +216,16 @@ func (d *Daemon) plan(ctx context.Context, l *languages.Language, prog request.P
 		}
 	}
 	files := prog.WithCode(plan.CodeFile)
+	for i, f := range files {
+		to, ok := plan.Renames[f.Path]
+		if !ok {
+			continue
+		}
+		if _, err := request.CleanPath(to); err != nil {
+			return planned{}, api.Errorf(api.CodeInternal, "language plugin %q renamed %s to %v", l.Config.Plugin, f.Path, err)
+		}
+		files[i].Path = to
+	}
 	if dir != "" {
 		// The program's files go where it runs, so that relative names work.
 		rel := strings.TrimPrefix(dir, runtime.Workspace+"/")

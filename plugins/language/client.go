@@ -51,7 +51,7 @@ func (c *client) Plan(ctx context.Context, req PlanRequest) (Plan, error) {
 	for i, st := range resp.Steps {
 		steps[i] = Step{Name: st.Name, Argv: st.Argv}
 	}
-	return Plan{CodeFile: resp.CodeFile, Steps: steps, Env: resp.Env}, nil
+	return Plan{CodeFile: resp.CodeFile, Steps: steps, Env: resp.Env, Renames: resp.Renames}, nil
 }
 
 // fromStatus turns InvalidArgument back into ErrInvalidProgram, so the host

@@ -105,6 +105,10 @@ type Plan struct {
 	CodeFile string
 	Steps    []Step
 	Env      map[string]string
+	// Renames are request files written under another name (old path ->
+	// new), where the language needs one: a Java file is named after its
+	// public class.
+	Renames map[string]string
 }
 
 // ErrInvalidProgram wraps errors that are the client's fault (no code, no

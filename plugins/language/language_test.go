@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/go-plugin"
@@ -104,5 +105,28 @@ func TestCompiledPlans(t *testing.T) {
 	}
 	if _, err := java.Plan(context.Background(), PlanRequest{Files: []File{{Path: "a.txt"}}}); !errors.Is(err, ErrInvalidProgram) {
 		t.Fatalf("no sources: %v", err)
+	}
+
+	// A file whose public class is not its name is written under the
+	// class's name, as code is.
+	plan, err = java.Plan(context.Background(), PlanRequest{Files: []File{
+		{Path: "test.java", Content: []byte("public class HelloWorld { public static void main(String[] a) {} }")},
+		{Path: "lib/x.java", Content: []byte("package lib;\npublic class Util {}")},
+	}, Entry: "test.java"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []Step{
+		{Name: "compile", Argv: []string{"javac", "-d", "/tmp/.sandboxd", "HelloWorld.java", "lib/Util.java"}},
+		{Name: "run", Argv: []string{"java", "-cp", "/tmp/.sandboxd", "HelloWorld"}},
+	}
+	if !reflect.DeepEqual(plan.Steps, want) || !reflect.DeepEqual(plan.Renames, map[string]string{"test.java": "HelloWorld.java", "lib/x.java": "lib/Util.java"}) {
+		t.Fatalf("steps %+v, renames %v", plan.Steps, plan.Renames)
+	}
+	_, err = java.Plan(context.Background(), PlanRequest{Files: []File{
+		{Path: "a.java", Content: []byte("public class B {}")}, {Path: "B.java", Content: []byte("class C {}")},
+	}, Entry: "a.java"})
+	if !errors.Is(err, ErrInvalidProgram) || !strings.Contains(err.Error(), "B.java is another file") {
+		t.Fatalf("a rename onto another file: %v", err)
 	}
 }

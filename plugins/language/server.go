@@ -49,7 +49,7 @@ func (s *server) Plan(ctx context.Context, req *pb.PlanRequest) (*pb.PlanRespons
 	for i, st := range plan.Steps {
 		steps[i] = &pb.Step{Name: st.Name, Argv: st.Argv}
 	}
-	return &pb.PlanResponse{CodeFile: plan.CodeFile, Steps: steps, Env: plan.Env}, nil
+	return &pb.PlanResponse{CodeFile: plan.CodeFile, Steps: steps, Env: plan.Env, Renames: plan.Renames}, nil
 }
 
 // toStatus keeps the meaning of ErrInvalidProgram across the process boundary.

@@ -79,6 +79,17 @@ func (l *Template) Plan(_ context.Context, req PlanRequest) (Plan, error) {
 	if !ok {
 		return Plan{}, fmt.Errorf("%w: entry %q is not among the files", ErrInvalidProgram, entry)
 	}
+	if strings.Contains(l.MainFile, "{class}") {
+		// Java: javac wants a public class in a file of its name, whatever
+		// name the file came with.
+		var err error
+		if files, plan.Renames, err = namedAfterClasses(files); err != nil {
+			return Plan{}, err
+		}
+		if to, ok := plan.Renames[entryFile.Path]; ok {
+			entryFile.Path = to
+		}
+	}
 	outdir := OutDir
 	vars := strings.NewReplacer(
 		"{entry}", entryFile.Path,
@@ -136,6 +147,34 @@ var (
 	javaPublicClass = regexp.MustCompile(`(?m)^\s*public\s+(?:(?:final|abstract|strictfp)\s+)*(?:class|record|enum|interface)\s+([A-Za-z_$][\w$]*)`)
 	javaPackage     = regexp.MustCompile(`(?m)^\s*package\s+([\w.]+)\s*;`)
 )
+
+// namedAfterClasses renames each Java file whose public class is not its
+// name to that class's name, in the same directory.
+func namedAfterClasses(files []File) ([]File, map[string]string, error) {
+	var renames map[string]string
+	out := make([]File, len(files))
+	for i, f := range files {
+		out[i] = f
+		stem := strings.TrimSuffix(path.Base(f.Path), ".java")
+		if path.Ext(f.Path) != ".java" {
+			continue
+		}
+		class := publicClass(string(f.Content), stem)
+		if class == stem {
+			continue
+		}
+		to := path.Join(path.Dir(f.Path), class+".java")
+		if _, taken := findFile(files, to); taken {
+			return nil, nil, fmt.Errorf("%w: %s holds public class %s, and %s is another file", ErrInvalidProgram, f.Path, class, to)
+		}
+		if renames == nil {
+			renames = map[string]string{}
+		}
+		renames[f.Path] = to
+		out[i].Path = to
+	}
+	return out, renames, nil
+}
 
 // javaClass is the class to run for a Java entry file: its public class
 // (any name, not only Main), with its package; else the file's name.

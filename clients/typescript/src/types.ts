@@ -134,6 +134,8 @@ export interface RunResult {
   stdout_bytes: number;
   stderr_bytes: number;
   duration_ms: number;
+  /** A runtime started ahead in the sandbox ran the program. */
+  warm?: boolean;
   timed_out: boolean;
   oom_killed: boolean;
   truncated: boolean;

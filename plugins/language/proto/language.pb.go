@@ -440,6 +440,7 @@ type PlanResponse struct {
 	Steps         []*Step                `protobuf:"bytes,2,rep,name=steps,proto3" json:"steps,omitempty"`
 	Env           map[string]string      `protobuf:"bytes,3,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	CodeFile      string                 `protobuf:"bytes,4,opt,name=code_file,json=codeFile,proto3" json:"code_file,omitempty"`
+	Renames       map[string]string      `protobuf:"bytes,5,rep,name=renames,proto3" json:"renames,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -495,6 +496,13 @@ func (x *PlanResponse) GetCodeFile() string {
 	return ""
 }
 
+func (x *PlanResponse) GetRenames() map[string]string {
+	if x != nil {
+		return x.Renames
+	}
+	return nil
+}
+
 var File_language_proto protoreflect.FileDescriptor
 
 const file_language_proto_rawDesc = "" +
@@ -542,12 +550,16 @@ const file_language_proto_rawDesc = "" +
 	"\x04args\x18\x04 \x03(\tR\x04args\".\n" +
 	"\x04Step\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
-	"\x04argv\x18\x02 \x03(\tR\x04argv\"\xda\x01\n" +
+	"\x04argv\x18\x02 \x03(\tR\x04argv\"\xe1\x02\n" +
 	"\fPlanResponse\x120\n" +
 	"\x05steps\x18\x02 \x03(\v2\x1a.sandboxd.language.v1.StepR\x05steps\x12=\n" +
 	"\x03env\x18\x03 \x03(\v2+.sandboxd.language.v1.PlanResponse.EnvEntryR\x03env\x12\x1b\n" +
-	"\tcode_file\x18\x04 \x01(\tR\bcodeFile\x1a6\n" +
+	"\tcode_file\x18\x04 \x01(\tR\bcodeFile\x12I\n" +
+	"\arenames\x18\x05 \x03(\v2/.sandboxd.language.v1.PlanResponse.RenamesEntryR\arenames\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a:\n" +
+	"\fRenamesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01J\x04\b\x01\x10\x022\xa8\x01\n" +
 	"\bLanguage\x12M\n" +
@@ -566,7 +578,7 @@ func file_language_proto_rawDescGZIP() []byte {
 	return file_language_proto_rawDescData
 }
 
-var file_language_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_language_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_language_proto_goTypes = []any{
 	(*InfoRequest)(nil),  // 0: sandboxd.language.v1.InfoRequest
 	(*InfoResponse)(nil), // 1: sandboxd.language.v1.InfoResponse
@@ -579,6 +591,7 @@ var file_language_proto_goTypes = []any{
 	nil,                  // 8: sandboxd.language.v1.Warm.HookEnvEntry
 	nil,                  // 9: sandboxd.language.v1.Warm.FilesEntry
 	nil,                  // 10: sandboxd.language.v1.PlanResponse.EnvEntry
+	nil,                  // 11: sandboxd.language.v1.PlanResponse.RenamesEntry
 }
 var file_language_proto_depIdxs = []int32{
 	2,  // 0: sandboxd.language.v1.InfoResponse.warm:type_name -> sandboxd.language.v1.Warm
@@ -588,15 +601,16 @@ var file_language_proto_depIdxs = []int32{
 	3,  // 4: sandboxd.language.v1.PlanRequest.files:type_name -> sandboxd.language.v1.File
 	5,  // 5: sandboxd.language.v1.PlanResponse.steps:type_name -> sandboxd.language.v1.Step
 	10, // 6: sandboxd.language.v1.PlanResponse.env:type_name -> sandboxd.language.v1.PlanResponse.EnvEntry
-	0,  // 7: sandboxd.language.v1.Language.Info:input_type -> sandboxd.language.v1.InfoRequest
-	4,  // 8: sandboxd.language.v1.Language.Plan:input_type -> sandboxd.language.v1.PlanRequest
-	1,  // 9: sandboxd.language.v1.Language.Info:output_type -> sandboxd.language.v1.InfoResponse
-	6,  // 10: sandboxd.language.v1.Language.Plan:output_type -> sandboxd.language.v1.PlanResponse
-	9,  // [9:11] is the sub-list for method output_type
-	7,  // [7:9] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	11, // 7: sandboxd.language.v1.PlanResponse.renames:type_name -> sandboxd.language.v1.PlanResponse.RenamesEntry
+	0,  // 8: sandboxd.language.v1.Language.Info:input_type -> sandboxd.language.v1.InfoRequest
+	4,  // 9: sandboxd.language.v1.Language.Plan:input_type -> sandboxd.language.v1.PlanRequest
+	1,  // 10: sandboxd.language.v1.Language.Info:output_type -> sandboxd.language.v1.InfoResponse
+	6,  // 11: sandboxd.language.v1.Language.Plan:output_type -> sandboxd.language.v1.PlanResponse
+	10, // [10:12] is the sub-list for method output_type
+	8,  // [8:10] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_language_proto_init() }
@@ -610,7 +624,7 @@ func file_language_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_language_proto_rawDesc), len(file_language_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

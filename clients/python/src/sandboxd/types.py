@@ -137,6 +137,7 @@ class Result:
     stdout_bytes: int = 0
     stderr_bytes: int = 0
     duration_ms: float = 0
+    warm: bool = False
     timed_out: bool = False
     oom_killed: bool = False
     truncated: bool = False
