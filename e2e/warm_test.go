@@ -8,8 +8,8 @@ import (
 	"github.com/sandboxd/sandboxd/internal/testutil"
 )
 
-// warmAndCold is python and node as shipped (warm runtimes on) and the
-// same plugins with warm = false.
+// warmAndCold is python, node and typescript as shipped (warm runtimes
+// on) and the same plugins with warm = false.
 const warmAndCold = `
 language "python" {
   image = "sandboxd/python:latest"
@@ -38,6 +38,20 @@ language "nodecold" {
   pool {
     min_idle = 1
   }
+}
+language "typescript" {
+  image = "sandboxd/node:latest"
+  pool {
+    min_idle = 1
+  }
+}
+language "tscold" {
+  plugin = "typescript"
+  image  = "sandboxd/node:latest"
+  warm   = false
+  pool {
+    min_idle = 1
+  }
 }`
 
 // TestWarmMatchesCold runs programs that look hard at how they were
@@ -56,6 +70,9 @@ func TestWarmMatchesCold(t *testing.T) {
 	}
 	js := func(name, code string) program {
 		return program{name, api.RunRequest{Language: "node", Code: code}, true}
+	}
+	ts := func(name, code string) program {
+		return program{name, api.RunRequest{Language: "typescript", Code: code}, true}
 	}
 	pyFingerprint := `import sys, os, __main__
 print(sys.argv, sys.orig_argv, __file__, __name__, __main__.__file__, sys.path, os.getcwd())
@@ -96,8 +113,14 @@ console.log(JSON.stringify(fs.readFileSync(0, "utf8")), fs.fstatSync(0).isFIFO()
 		js("killed by a signal", "process.kill(process.pid, 'SIGTERM')"),
 		js("unhandled rejection", "Promise.reject(new Error('later'))"),
 		{"node with a request's environment", api.RunRequest{Language: "node", Code: "console.log(process.env.FOO, process.env.NODE_OPTIONS)", Env: map[string]string{"FOO": "bar"}}, false},
+		ts("typescript fingerprint", `const n: number = 42;
+console.log(n, process.argv.slice(1), __filename, require.main === module, process.cwd(), Object.keys(require.cache), process.execArgv);
+console.log(Object.entries(process.env).filter(([k]) => k !== "HOSTNAME").sort());`),
+		ts("a type stripped, a throw", "function f(x: number): never { throw new Error('no ' + x) }\nf(1);"),
+		ts("a syntax error", "let x: number = ;\nconsole.log(x)"),
+		{"typescript with args", api.RunRequest{Language: "typescript", Code: "console.log(process.argv.slice(2))", Args: []string{"a", ""}}, true},
 	}
-	cold := map[string]string{"python": "pycold", "node": "nodecold"}
+	cold := map[string]string{"python": "pycold", "node": "nodecold", "typescript": "tscold"}
 	for _, p := range programs {
 		t.Run(p.name, func(t *testing.T) {
 			warmRes := run(t, c, p.req)

@@ -69,7 +69,7 @@ type server struct {
 	kernelByPID  map[int]*kernel
 	lostContexts map[string]string // why a context that ended between cells lost its state
 
-	warm *warmProcess // the runtime started ahead for the next exec, if any
+	warms map[string]*warmProcess // runtimes started ahead for the next execs, by what they stand in for
 }
 
 func newServer(w io.Writer, at paths, c container) *server {
@@ -85,6 +85,7 @@ func newServer(w io.Writer, at paths, c container) *server {
 		contexts:     map[string]*kernel{},
 		kernelByPID:  map[int]*kernel{},
 		lostContexts: map[string]string{},
+		warms:        map[string]*warmProcess{},
 	}
 }
 
@@ -187,9 +188,11 @@ func (s *server) reaped(pid int, ws unix.WaitStatus, ru *unix.Rusage) {
 	if k := s.kernelByPID[pid]; k != nil {
 		s.kernelEnded(k, ws)
 	}
-	if s.warm != nil && s.warm.pid == pid {
-		s.warm.close() // it died unused: the next exec starts as usual
-		s.warm = nil
+	for key, w := range s.warms {
+		if w.pid == pid {
+			w.close() // it died unused: the next exec starts as usual
+			delete(s.warms, key)
+		}
 	}
 }
 

@@ -44,8 +44,8 @@ func closeFiles(files ...*os.File) {
 	}
 }
 
-// warmUp starts a warm process, replacing one not yet used, and answers
-// id once it is ready, or has failed.
+// warmUp starts a warm process, replacing one not yet used that stands in
+// for the same argv, and answers id once it is ready, or has failed.
 func (s *server) warmUp(id uint64, req supervisor.WarmRequest) {
 	done := func(err error) {
 		res := supervisor.FileResult{}
@@ -54,7 +54,7 @@ func (s *server) warmUp(id uint64, req supervisor.WarmRequest) {
 		}
 		s.send(supervisor.Message{Op: supervisor.OpDone, ID: id, Done: &res})
 	}
-	s.dropWarm(nil)
+	s.dropWarm(req.Stands, nil)
 	if len(req.Argv) == 0 || len(req.Stands) == 0 {
 		done(errors.New("a warm process needs argv and the argv it stands in for"))
 		return
@@ -94,7 +94,7 @@ func (s *server) warmUp(id uint64, req supervisor.WarmRequest) {
 	s.mu.Lock()
 	w.pid, err = s.spawn(argv0, req.Argv, w.dir, mergeEnv(w.env, req.Hook), fds, &syscall.SysProcAttr{Setpgid: true})
 	if err == nil {
-		s.warm = w
+		s.warms[warmKey(req.Stands)] = w
 	}
 	s.mu.Unlock()
 	closeFiles(child...)
@@ -107,7 +107,7 @@ func (s *server) warmUp(id uint64, req supervisor.WarmRequest) {
 	go func() {
 		defer readyR.Close()
 		if err := awaitReady(readyR, time.Duration(req.TimeoutMS)*time.Millisecond); err != nil {
-			if s.dropWarm(w) {
+			if s.dropWarm(req.Stands, w) {
 				err = fmt.Errorf("%w: %s", err, tail(w.errR))
 				w.close()
 			}
@@ -149,16 +149,20 @@ func tail(r *os.File) string {
 	return string(b)
 }
 
-// dropWarm ends the warm process if it is only (nil: any), and says
-// whether it did.
-func (s *server) dropWarm(only *warmProcess) bool {
+// warmKey names what a warm process stands in for.
+func warmKey(stands []string) string { return strings.Join(stands, "\x00") }
+
+// dropWarm ends the warm process that stands in for stands if it is only
+// (nil: whichever it is), and says whether it did.
+func (s *server) dropWarm(stands []string, only *warmProcess) bool {
+	key := warmKey(stands)
 	s.mu.Lock()
-	w := s.warm
+	w := s.warms[key]
 	if w == nil || only != nil && w != only {
 		s.mu.Unlock()
 		return false
 	}
-	s.warm = nil
+	delete(s.warms, key)
 	s.mu.Unlock()
 	_ = unix.Kill(-w.pid, unix.SIGKILL)
 	// Its pipes close once its failure is read (tail needs stderr).
@@ -168,22 +172,27 @@ func (s *server) dropWarm(only *warmProcess) bool {
 	return true
 }
 
-// takeWarm hands the warm process to an exec it stands in for, or says
-// why it cannot. The caller holds s.mu.
+// takeWarm hands an exec the warm process that stands in for it, or says
+// why none can. The caller holds s.mu.
 func (s *server) takeWarm(req supervisor.ExecRequest, env []string, dir string) (*warmProcess, string) {
-	w := s.warm
-	switch {
-	case w == nil:
+	if len(s.warms) == 0 {
 		return nil, "no warm process"
-	case len(req.Argv) < len(w.req.Stands) || !slices.Equal(req.Argv[:len(w.req.Stands)], w.req.Stands):
-		return nil, "another command"
-	case dir != w.dir:
-		return nil, "another directory"
-	case !sameEnv(env, w.env):
-		return nil, "another environment"
 	}
-	s.warm = nil
-	return w, ""
+	why := "another command"
+	for key, w := range s.warms {
+		switch {
+		case len(req.Argv) < len(w.req.Stands) || !slices.Equal(req.Argv[:len(w.req.Stands)], w.req.Stands):
+			continue
+		case dir != w.dir:
+			why = "another directory"
+		case !sameEnv(env, w.env):
+			why = "another environment"
+		default:
+			delete(s.warms, key)
+			return w, ""
+		}
+	}
+	return nil, why
 }
 
 // sameEnv says whether two environments hold the same variables.

@@ -42,8 +42,10 @@ type job struct {
 	// tty, when set, puts the last step on a pseudo-terminal wired to it
 	// (its keys are the step's stdin).
 	tty *TTY
-	// warm lets the sandbox's warm runtime run the last step.
-	warm bool
+	// warm lets the sandbox's warm runtimes run the steps they stand in
+	// for; warmed hears how each such step started.
+	warm   bool
+	warmed func(warm bool, missed string)
 }
 
 // TTY is the far end of a pseudo-terminal: a person's keys and screen.
@@ -81,6 +83,7 @@ func execute(ctx context.Context, sb *runtime.Sandbox, gate *egress.Gate, j job,
 	deadline := time.Now().Add(limits.Timeout)
 	var res supervisor.ExecResult
 	stage := ""
+	warmSteps, coldSteps := 0, 0
 	for i, step := range j.steps {
 		last := i == len(j.steps)-1
 		stage = step.Name
@@ -91,12 +94,14 @@ func execute(ctx context.Context, sb *runtime.Sandbox, gate *egress.Gate, j job,
 		}
 		req := supervisor.ExecRequest{
 			Argv: step.Argv, Dir: j.dir, Env: j.env, TimeoutMS: max(remaining.Milliseconds(), 1),
-			OutputLimit: limits.OutputLimit, KillOnExit: j.killOnExit, Cell: j.cell, Outputs: j.outputs,
+			// A one-shot run's leftovers end with its last step; a compile
+			// step's would end the warm runtime waiting for the program.
+			OutputLimit: limits.OutputLimit, KillOnExit: j.killOnExit && last, Cell: j.cell, Outputs: j.outputs,
 		}
 		if i == 0 {
 			req.Files = files
 		}
-		req.Warm = last && j.warm && j.tty == nil
+		req.Warm = j.warm && !(last && j.tty != nil)
 		var in io.Reader
 		if last && len(j.stdin) > 0 {
 			in = bytes.NewReader(j.stdin)
@@ -125,6 +130,13 @@ func execute(ctx context.Context, sb *runtime.Sandbox, gate *egress.Gate, j job,
 		}
 		col.add(res)
 		col.outputs(res)
+		if res.Warm || res.WarmMissed != "" {
+			warmSteps++
+			coldSteps += boolInt(!res.Warm)
+			if j.warmed != nil {
+				j.warmed(res.Warm, res.WarmMissed)
+			}
+		}
 		if len(j.steps) > 1 {
 			st := api.Step{Name: step.Name, ExitCode: res.ExitCode, TimedOut: res.TimedOut, DurationMS: float64(res.DurationUS) / 1000}
 			st.Stderr, st.StderrEncoding = api.EncodeBytes(col.bufs[1].Bytes()[mark:])
@@ -135,7 +147,7 @@ func execute(ctx context.Context, sb *runtime.Sandbox, gate *egress.Gate, j job,
 		}
 	}
 	r := col.result(res)
-	r.Warm = res.Warm
+	r.Warm = warmSteps > 0 && coldSteps == 0
 	if stage != "run" {
 		r.Stage = stage
 	}
@@ -152,6 +164,13 @@ func execute(ctx context.Context, sb *runtime.Sandbox, gate *egress.Gate, j job,
 		}
 	}
 	return r, &res, nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // collector gathers a job's output and usage across its steps.

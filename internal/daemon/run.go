@@ -92,13 +92,11 @@ func (d *Daemon) run(ctx context.Context, req api.RunRequest, out OutputFunc, tt
 	if gate != nil {
 		gate.Allow(allow)
 	}
-	res, last, err := execute(ctx, sb, gate, j.job, limits, out)
+	j.warmed = func(warm bool, missed string) { d.Languages.Warmed(l, warm, missed) }
+	res, _, err := execute(ctx, sb, gate, j.job, limits, out)
 	if err != nil {
 		d.log.Error("execution failed", "language", l.Name(), "container_id", runtime.ShortID(sb.ID), "error", err)
 		return nil, failed(d.sandboxFailed("the sandbox", err))
-	}
-	if last.Warm || last.WarmMissed != "" {
-		d.Languages.Warmed(l, last.Warm, last.WarmMissed)
 	}
 	d.finish(res, "run", l, "", decision, limits, received, acquired)
 	return res, nil
@@ -142,6 +140,8 @@ func (d *Daemon) Exec(ctx context.Context, id string, req api.ExecRequest, out O
 			return aerr
 		}
 		started := time.Now()
+		warmUsed := false
+		j.warmed = func(warm bool, missed string) { warmUsed = true; d.Languages.Warmed(l, warm, missed) }
 		r, last, err := execute(ctx, sb, d.Languages.Gate(sb), j.job, limits, out)
 		if err != nil {
 			return d.records.failed(l.Name(), "exec", id, request.APILimits(limits),
@@ -152,10 +152,9 @@ func (d *Daemon) Exec(ctx context.Context, id string, req api.ExecRequest, out O
 			d.Sessions.MarkLost(ss, fmt.Sprintf("%d processes survived the kill at the deadline", last.Survivors))
 		case last.Gone != "":
 			d.Sessions.MarkLost(ss, last.Gone)
-		case last.Warm || last.WarmMissed != "":
-			// The next program's runtime, started while the client reads
+		case warmUsed:
+			// The next program's runtimes, started while the client reads
 			// this result.
-			d.Languages.Warmed(l, last.Warm, last.WarmMissed)
 			go d.Languages.Rewarm(l, sb, ss.Record().Env)
 		}
 		r.Session = id

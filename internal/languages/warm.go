@@ -21,14 +21,19 @@ type warmCounts struct {
 	hits, misses, failures atomic.Uint64
 }
 
-// Warm says whether l's programs are run by a runtime started ahead.
-func (l *Language) Warm() bool { return l.Info.Warm != nil && l.Config.Warm }
+// Warm says whether l's programs are run by runtimes started ahead.
+func (l *Language) Warm() bool { return len(l.Info.Warm) > 0 && l.Config.Warm }
 
-// warmUp starts l's warm runtime in sb for runs with env on top of the
-// plugin's, and waits until it is ready. A runtime that fails is counted
-// and logged; the container is then used cold.
+// warmUp starts l's warm runtimes in sb for runs with env on top of the
+// plugin's, and waits until they are ready. One that fails is counted and
+// logged; the steps it stands in for then start cold.
 func (r *Registry) warmUp(ctx context.Context, l *Language, sb *runtime.Sandbox, env map[string]string) {
-	w := l.Info.Warm
+	for _, w := range l.Info.Warm {
+		r.warmOne(ctx, l, sb, w, env)
+	}
+}
+
+func (r *Registry) warmOne(ctx context.Context, l *Language, sb *runtime.Sandbox, w language.Warm, env map[string]string) {
 	files := make([]supervisor.File, 0, len(w.Files))
 	for name, content := range w.Files {
 		files = append(files, supervisor.File{Path: language.WarmDir + "/" + name, Data: []byte(content)})

@@ -115,9 +115,10 @@ func Binaries(t T) string {
 			"sandboxctl":   "./cmd/sandboxctl",
 			"sandbox-init": "./cmd/sandbox-init",
 		}
-		langs, _ := os.ReadDir(filepath.Join(root, "plugins", "lang"))
+		langs, _ := filepath.Glob(filepath.Join(root, "plugins", "lang", "*", "main.go"))
 		for _, l := range langs {
-			targets["plugins/sandbox-lang-"+l.Name()] = "./plugins/lang/" + l.Name()
+			name := filepath.Base(filepath.Dir(l))
+			targets["plugins/sandbox-lang-"+name] = "./plugins/lang/" + name
 		}
 		policies, _ := filepath.Glob(filepath.Join(root, "plugins", "policy", "*", "main.go"))
 		for _, p := range policies {

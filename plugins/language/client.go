@@ -68,9 +68,10 @@ func fromStatus(err error) error {
 	return fmt.Errorf("language plugin: %w", err)
 }
 
-func warmFromProto(w *pb.Warm) *Warm {
-	if w == nil {
-		return nil
+func warmFromProto(ws []*pb.Warm) []Warm {
+	out := make([]Warm, len(ws))
+	for i, w := range ws {
+		out[i] = Warm{Command: w.Command, Stands: w.Stands, Env: w.Env, HookEnv: w.HookEnv, Files: w.Files}
 	}
-	return &Warm{Command: w.Command, Stands: w.Stands, Env: w.Env, HookEnv: w.HookEnv, Files: w.Files}
+	return out
 }

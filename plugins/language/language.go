@@ -45,8 +45,9 @@ type Info struct {
 	// interpreter that runs code sent to it in one namespace, exec after
 	// exec (see ContextProtocol). Empty: the language has no contexts.
 	ContextCommand []string
-	// Warm is the language's prestarted runtime; nil: none.
-	Warm *Warm
+	// Warm are the language's prestarted runtimes, each standing in for
+	// a step (a compiler's, the program's); none: every step starts cold.
+	Warm []Warm
 }
 
 // Warm is a runtime started in a sandbox before the program it will run

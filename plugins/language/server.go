@@ -76,9 +76,10 @@ func filesFromProto(files []*pb.File) []File {
 	return out
 }
 
-func warmToProto(w *Warm) *pb.Warm {
-	if w == nil {
-		return nil
+func warmToProto(ws []Warm) []*pb.Warm {
+	out := make([]*pb.Warm, len(ws))
+	for i, w := range ws {
+		out[i] = &pb.Warm{Command: w.Command, Stands: w.Stands, Env: w.Env, HookEnv: w.HookEnv, Files: w.Files}
 	}
-	return &pb.Warm{Command: w.Command, Stands: w.Stands, Env: w.Env, HookEnv: w.HookEnv, Files: w.Files}
+	return out
 }

@@ -5,16 +5,12 @@ import (
 	_ "embed"
 
 	"github.com/sandboxd/sandboxd/plugins"
+	"github.com/sandboxd/sandboxd/plugins/lang/internal/nodewarm"
 	"github.com/sandboxd/sandboxd/plugins/language"
 )
 
 //go:embed kernel.js
 var kernel string
-
-// warmHook is the warm process's preloaded module.
-//
-//go:embed warm.js
-var warmHook string
 
 func main() {
 	plugins.Serve(&language.Template{
@@ -29,12 +25,7 @@ func main() {
 			InstallCommand: language.InstallNPM,
 			ContextCommand: []string{"node", "-e", kernel},
 			// A program sent as code: node main.js, started ahead.
-			Warm: &language.Warm{
-				Command: []string{"node", "main.js"},
-				Stands:  []string{"node", "main.js"},
-				HookEnv: map[string]string{"NODE_OPTIONS": "--require " + language.WarmDir + "/warm.js"},
-				Files:   map[string]string{"warm.js": warmHook},
-			},
+			Warm: []language.Warm{nodewarm.Warm("main.js", "")},
 		},
 		MainFile: "main.js",
 		Run:      []string{"node", "{entry}"},

@@ -34,13 +34,13 @@ func main() {
 			InstallCommand: language.InstallDebianFirst("python3-", "python3-pip", "pip3 install --break-system-packages --no-cache-dir"),
 			ContextCommand: []string{"python3", "-u", "-c", kernel},
 			// A program sent as code: python3 main.py, started ahead.
-			Warm: &language.Warm{
+			Warm: []language.Warm{{
 				Command: []string{"python3", "main.py"},
 				Stands:  []string{"python3", "main.py"},
 				Env:     env,
 				HookEnv: map[string]string{"PYTHONPATH": language.WarmDir},
 				Files:   map[string]string{"sitecustomize.py": warmHook},
-			},
+			}},
 		},
 		MainFile: "main.py",
 		Run:      []string{"python3", "{entry}"},

@@ -71,7 +71,7 @@ type InfoResponse struct {
 	VersionCommand []string               `protobuf:"bytes,7,rep,name=version_command,json=versionCommand,proto3" json:"version_command,omitempty"`
 	InstallCommand []string               `protobuf:"bytes,8,rep,name=install_command,json=installCommand,proto3" json:"install_command,omitempty"`
 	ContextCommand []string               `protobuf:"bytes,9,rep,name=context_command,json=contextCommand,proto3" json:"context_command,omitempty"`
-	Warm           *Warm                  `protobuf:"bytes,10,opt,name=warm,proto3" json:"warm,omitempty"`
+	Warm           []*Warm                `protobuf:"bytes,10,rep,name=warm,proto3" json:"warm,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -169,7 +169,7 @@ func (x *InfoResponse) GetContextCommand() []string {
 	return nil
 }
 
-func (x *InfoResponse) GetWarm() *Warm {
+func (x *InfoResponse) GetWarm() []*Warm {
 	if x != nil {
 		return x.Warm
 	}
@@ -522,7 +522,7 @@ const file_language_proto_rawDesc = "" +
 	"\x0finstall_command\x18\b \x03(\tR\x0einstallCommand\x12'\n" +
 	"\x0fcontext_command\x18\t \x03(\tR\x0econtextCommand\x12.\n" +
 	"\x04warm\x18\n" +
-	" \x01(\v2\x1a.sandboxd.language.v1.WarmR\x04warm\"\x9e\x03\n" +
+	" \x03(\v2\x1a.sandboxd.language.v1.WarmR\x04warm\"\x9e\x03\n" +
 	"\x04Warm\x12\x18\n" +
 	"\acommand\x18\x01 \x03(\tR\acommand\x12\x16\n" +
 	"\x06stands\x18\x02 \x03(\tR\x06stands\x125\n" +
