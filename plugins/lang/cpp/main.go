@@ -18,7 +18,9 @@ func main() {
 			VersionCommand: []string{"g++", "--version"},
 		},
 		MainFile: "main.cpp",
-		Compile:  []string{"g++", "-O2", "-std=c++17", "-o", "{out}", "{sources}"},
-		Run:      []string{"{out}"},
+		// The image's precompiled <iostream> and <bits/stdc++.h> are made
+		// with these flags (images/c/Dockerfile): keep them alike.
+		Compile: []string{"g++", "-O2", "-std=c++17", "-I/usr/local/lib/sandboxd/pch", "-o", "{out}", "{sources}"},
+		Run:     []string{"{out}"},
 	})
 }
