@@ -36,22 +36,31 @@ var hellos = []hello{
 }
 
 // perLanguage prints hello world per language: `sandboxctl run` against
-// `docker run --rm`, and for compiled languages the compile and run steps
-// as sandboxd measured them inside the sandbox.
+// `docker run --rm`, started cold where the language has warm runtimes
+// (its twin with warm = false: d must have warmTwins), and for compiled
+// languages the compile and run steps as sandboxd measured them inside the
+// sandbox.
 func perLanguage(c *client.Client, bin string, d *daemon, n, nDocker int) error {
 	fmt.Printf("\n## Hello world per language, one-shot (n=%d, docker n=%d)\n\n", n, nDocker)
-	fmt.Println("| language | `sandboxctl run` p50 | p95 | `docker run --rm` p50 | p95 | ratio | compile step p50 | run step p50 |")
-	fmt.Println("|---|---|---|---|---|---|---|---|")
+	fmt.Println("| language | `sandboxctl run` p50 | p95 | started cold p50 | `docker run --rm` p50 | p95 | ratio | compile step p50 | run step p50 |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|")
 	for _, h := range hellos {
 		prog := filepath.Join(d.dir, h.file)
 		if err := os.WriteFile(prog, []byte(h.code+"\n"), 0o644); err != nil {
 			return err
 		}
 		waitWarm(c, h.name)
-		ctl := measure(n, func() error { waitQuiet(c, h.name); return nil }, func() error {
-			out, err := exec.Command(filepath.Join(bin, "sandboxctl"), "--socket", d.socket, "run", "--lang", h.name, prog).Output()
-			return checkOut(out, err, "hello\n")
-		})
+		cli := func(lang string) stats {
+			waitWarm(c, lang)
+			return measure(n, func() error { waitQuiet(c, lang); return nil }, func() error {
+				out, err := exec.Command(filepath.Join(bin, "sandboxctl"), "--socket", d.socket, "run", "--lang", lang, prog).Output()
+				return checkOut(out, err, "hello\n")
+			})
+		}
+		ctl, cold := cli(h.name), "-"
+		if twin, ok := coldTwin[h.name]; ok {
+			cold = fmt.Sprintf("%.0f", cli(twin).p50)
+		}
 		var compile, run []float64
 		for range n {
 			waitQuiet(c, h.name)
@@ -80,7 +89,7 @@ func perLanguage(c *client.Client, bin string, d *daemon, n, nDocker int) error 
 			}
 			return fmt.Sprintf("%.0f", summarize(xs).p50)
 		}
-		fmt.Printf("| %s | %.0f | %.0f | %.0f | %.0f | %s | %s | %s |\n", h.name, ctl.p50, ctl.p95, dockerRun.p50, dockerRun.p95,
+		fmt.Printf("| %s | %.0f | %.0f | %s | %.0f | %.0f | %s | %s | %s |\n", h.name, ctl.p50, ctl.p95, cold, dockerRun.p50, dockerRun.p95,
 			ratio(ctl.p50, dockerRun.p50), steps(compile), steps(run))
 	}
 	return nil

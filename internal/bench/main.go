@@ -42,7 +42,7 @@ func main() {
 	bin := flag.String("bin", "bin", "directory with sandboxd, sandboxctl, sandbox-init and plugins/")
 	n := flag.Int("n", 40, "iterations per sandboxd measurement")
 	nDocker := flag.Int("n-docker", 15, "iterations per docker baseline")
-	only := flag.String("only", "", "one section alone: runtimes (runc against runsc), contexts, egress or warm")
+	only := flag.String("only", "", "one section alone: runtimes (runc against runsc), contexts, egress, warm or languages")
 	flag.Parse()
 	var err error
 	switch *bin, _ = filepath.Abs(*bin); *only {
@@ -52,8 +52,16 @@ func main() {
 		err = ociRuntimes(*bin, *n, *nDocker)
 	case "egress":
 		err = egressPath(*bin, *n)
-	case "warm":
-		err = warmRuntimes(*bin, *n)
+	case "warm", "languages":
+		var d *daemon
+		if d, err = startDaemon(*bin, warmTwins()); err == nil {
+			if *only == "warm" {
+				err = warmRuntimes(*bin, d, *n)
+			} else {
+				err = perLanguage(client.New(d.socket), *bin, d, max(*n/4, 5), max(*nDocker/3, 3))
+			}
+			d.stop()
+		}
 	case "contexts":
 		var d *daemon
 		if d, err = startDaemon(*bin, ""); err == nil {
@@ -61,7 +69,7 @@ func main() {
 			d.stop()
 		}
 	default:
-		err = fmt.Errorf("-only %q: runtimes, contexts, egress or warm", *only)
+		err = fmt.Errorf("-only %q: runtimes, contexts, egress, warm or languages", *only)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -70,7 +78,7 @@ func main() {
 }
 
 func run(bin string, n, nDocker int) error {
-	d, err := startDaemon(bin, "")
+	d, err := startDaemon(bin, warmTwins())
 	if err != nil {
 		return err
 	}
@@ -161,7 +169,7 @@ func run(bin string, n, nDocker int) error {
 	if err := perLanguage(c, bin, d, max(n/4, 5), max(nDocker/3, 3)); err != nil {
 		return err
 	}
-	if err := warmRuntimes(bin, n); err != nil {
+	if err := warmRuntimes(bin, d, n); err != nil {
 		return err
 	}
 	if err := ociRuntimes(bin, n, nDocker); err != nil {

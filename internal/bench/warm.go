@@ -13,31 +13,34 @@ import (
 	"github.com/sandboxd/sandboxd/client"
 )
 
-// warmLanguages are the languages with a warm runtime, each beside the
-// same plugin with warm = false, and the issue's goal for the ratio of a
-// warm one-shot run to a fresh interpreter started by `sandboxctl exec`.
+// warmTwins is a language block per language with warm runtimes: the
+// same plugin with warm = false, named by coldTwin.
+func warmTwins() string {
+	var b strings.Builder
+	for warm, cold := range coldTwin {
+		fmt.Fprintf(&b, "language %q {\n  plugin = %q\n  warm   = false\n  pool {\n    min_idle = 1\n  }\n}\n", cold, warm)
+	}
+	return b.String()
+}
+
+var coldTwin = map[string]string{"python": "pycold", "node": "nodecold", "typescript": "tscold"}
+
+// warmLanguages are the interpreters with a warm runtime, and the issue's
+// goal for the ratio of a warm one-shot run to a fresh interpreter started
+// by `sandboxctl exec`.
 var warmLanguages = []struct {
 	name, cold, file, code string
 	interp                 []string
 	goal                   float64
 }{
-	{"python", "pycold", "main.py", `print("hello")`, []string{"python3", "main.py"}, 0.6},
-	{"node", "nodecold", "main.js", `console.log("hello")`, []string{"node", "main.js"}, 0.3},
+	{"python", coldTwin["python"], "main.py", `print("hello")`, []string{"python3", "main.py"}, 0.6},
+	{"node", coldTwin["node"], "main.js", `console.log("hello")`, []string{"node", "main.js"}, 0.3},
 }
 
 // warmRuntimes prints hello world run by a warm runtime, started cold,
 // and as a fresh interpreter started by an exec in a session (the same
-// path, minus the warm start).
-func warmRuntimes(bin string, n int) error {
-	var extra strings.Builder
-	for _, l := range warmLanguages {
-		fmt.Fprintf(&extra, "language %q {\n  plugin = %q\n  warm   = false\n}\n", l.cold, l.name)
-	}
-	d, err := startDaemon(bin, extra.String())
-	if err != nil {
-		return err
-	}
-	defer d.stop()
+// path, minus the warm start), on d (started with warmTwins).
+func warmRuntimes(bin string, d *daemon, n int) error {
 	c := client.New(d.socket)
 	// Every language's pool fills at start: measure once the host is calm.
 	for i := 0; i < 1200; i++ {

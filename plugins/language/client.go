@@ -69,6 +69,9 @@ func fromStatus(err error) error {
 }
 
 func warmFromProto(ws []*pb.Warm) []Warm {
+	if len(ws) == 0 {
+		return nil
+	}
 	out := make([]Warm, len(ws))
 	for i, w := range ws {
 		out[i] = Warm{Command: w.Command, Stands: w.Stands, Env: w.Env, HookEnv: w.HookEnv, Files: w.Files}
