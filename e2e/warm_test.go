@@ -8,8 +8,8 @@ import (
 	"github.com/sandboxd/sandboxd/internal/testutil"
 )
 
-// warmAndCold is python, node and typescript as shipped (warm runtimes
-// on) and the same plugins with warm = false.
+// warmAndCold is python, node, typescript and java as shipped (warm
+// runtimes on) and the same plugins with warm = false.
 const warmAndCold = `
 language "python" {
   image = "sandboxd/python:latest"
@@ -51,6 +51,28 @@ language "tscold" {
   warm   = false
   pool {
     min_idle = 1
+  }
+}
+language "java" {
+  image = "sandboxd/java:latest"
+  pool {
+    min_idle = 1
+  }
+  limits {
+    memory = "1GiB"
+    pids   = 256
+  }
+}
+language "javacold" {
+  plugin = "java"
+  image  = "sandboxd/java:latest"
+  warm   = false
+  pool {
+    min_idle = 1
+  }
+  limits {
+    memory = "1GiB"
+    pids   = 256
   }
 }`
 
@@ -120,7 +142,17 @@ console.log(Object.entries(process.env).filter(([k]) => k !== "HOSTNAME").sort()
 		ts("a syntax error", "let x: number = ;\nconsole.log(x)"),
 		{"typescript with args", api.RunRequest{Language: "typescript", Code: "console.log(process.argv.slice(2))", Args: []string{"a", ""}}, true},
 	}
-	cold := map[string]string{"python": "pycold", "node": "nodecold", "typescript": "tscold"}
+	javaProgram := func(name, code string) program {
+		return program{name, api.RunRequest{Language: "java", Code: code, Args: []string{"x"}}, true}
+	}
+	programs = append(programs,
+		javaProgram("java", "import java.util.*;\npublic class Hello { public static void main(String[] a) { System.out.println(List.of(a) + \" \" + System.getProperty(\"user.dir\")); } }"),
+		javaProgram("java compile errors", "public class Broken {\n  public static void main(String[] a) { int x = \"s\"; undefined(); }\n}"),
+		javaProgram("java unchecked warning", "import java.util.*;\npublic class Raw { public static void main(String[] a) { List l = new ArrayList(); l.add(1); System.out.println(l); } }"),
+		javaProgram("java throws", "public class Boom { public static void main(String[] a) { throw new IllegalStateException(\"no\"); } }"),
+		program{"java file named otherwise", api.RunRequest{Language: "java", Files: []api.File{{Path: "test.java", Content: "public class HelloWorld { public static void main(String[] a) { System.out.println(\"OK\"); } }"}}}, true},
+	)
+	cold := map[string]string{"python": "pycold", "node": "nodecold", "typescript": "tscold", "java": "javacold"}
 	for _, p := range programs {
 		t.Run(p.name, func(t *testing.T) {
 			warmRes := run(t, c, p.req)

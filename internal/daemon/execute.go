@@ -42,9 +42,9 @@ type job struct {
 	// tty, when set, puts the last step on a pseudo-terminal wired to it
 	// (its keys are the step's stdin).
 	tty *TTY
-	// warm lets the sandbox's warm runtimes run the steps they stand in
-	// for; warmed hears how each such step started.
-	warm   bool
+	// warm says which steps a warm runtime of the sandbox's stands in for
+	// (nil: none); warmed hears how each such step started.
+	warm   func(argv []string) bool
 	warmed func(warm bool, missed string)
 }
 
@@ -101,7 +101,7 @@ func execute(ctx context.Context, sb *runtime.Sandbox, gate *egress.Gate, j job,
 		if i == 0 {
 			req.Files = files
 		}
-		req.Warm = j.warm && !(last && j.tty != nil)
+		req.Warm = j.warm != nil && j.warm(step.Argv) && !(last && j.tty != nil)
 		var in io.Reader
 		if last && len(j.stdin) > 0 {
 			in = bytes.NewReader(j.stdin)

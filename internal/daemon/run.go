@@ -235,7 +235,11 @@ func (d *Daemon) plan(ctx context.Context, l *languages.Language, prog request.P
 		}
 		files = moved
 	}
-	return planned{job: job{files: files, steps: plan.Steps, stdin: prog.Stdin, dir: dir, warm: l.Warm()}, env0: plan.Env}, nil
+	j := job{files: files, steps: plan.Steps, stdin: prog.Stdin, dir: dir}
+	if l.Warm() {
+		j.warm = l.WarmStands
+	}
+	return planned{job: j, env0: plan.Env}, nil
 }
 
 // execJob turns an exec request into a job: argv as it is, or a program

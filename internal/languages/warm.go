@@ -2,6 +2,7 @@ package languages
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -23,6 +24,16 @@ type warmCounts struct {
 
 // Warm says whether l's programs are run by runtimes started ahead.
 func (l *Language) Warm() bool { return len(l.Info.Warm) > 0 && l.Config.Warm }
+
+// WarmStands says whether one of l's warm runtimes stands in for argv.
+func (l *Language) WarmStands(argv []string) bool {
+	for _, w := range l.Info.Warm {
+		if len(argv) >= len(w.Stands) && slices.Equal(argv[:len(w.Stands)], w.Stands) {
+			return true
+		}
+	}
+	return false
+}
 
 // warmUp starts l's warm runtimes in sb for runs with env on top of the
 // plugin's, and waits until they are ready. One that fails is counted and
