@@ -44,6 +44,7 @@ func perLanguage(c *client.Client, bin string, d *daemon, n, nDocker int) error 
 	fmt.Printf("\n## Hello world per language, one-shot (n=%d, docker n=%d)\n\n", n, nDocker)
 	fmt.Println("| language | `sandboxctl run` p50 | p95 | started cold p50 | `docker run --rm` p50 | p95 | ratio | compile step p50 | run step p50 |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	p50 := map[string]float64{}
 	for _, h := range hellos {
 		prog := filepath.Join(d.dir, h.file)
 		if err := os.WriteFile(prog, []byte(h.code+"\n"), 0o644); err != nil {
@@ -91,7 +92,17 @@ func perLanguage(c *client.Client, bin string, d *daemon, n, nDocker int) error 
 		}
 		fmt.Printf("| %s | %.0f | %.0f | %s | %.0f | %.0f | %s | %s | %s |\n", h.name, ctl.p50, ctl.p95, cold, dockerRun.p50, dockerRun.p95,
 			ratio(ctl.p50, dockerRun.p50), steps(compile), steps(run))
+		p50[h.name] = ctl.p50
 	}
+	// The compiled languages' goals, against python's one-shot.
+	fmt.Print("\nAgainst python's one-shot in this run:")
+	for _, g := range []struct {
+		name string
+		goal float64
+	}{{"typescript", 3}, {"go", 6}, {"rust", 6}, {"cpp", 5}} {
+		fmt.Printf(" %s %s (goal %.0fx);", g.name, ratio(p50[g.name], p50["python"]), g.goal)
+	}
+	fmt.Println()
 	return nil
 }
 

@@ -14,20 +14,22 @@ import (
 )
 
 // warmTwins is a language block per language with warm runtimes: the
-// same plugin with warm = false, named by coldTwin.
+// same plugin with warm = false, named by coldTwin, with the shipped
+// block's min_idle (with 1, a run's replacement is made while it runs).
 func warmTwins() string {
+	minIdle := map[string]int{"python": 2, "node": 2}
 	var b strings.Builder
 	for warm, cold := range coldTwin {
-		fmt.Fprintf(&b, "language %q {\n  plugin = %q\n  warm   = false\n  pool {\n    min_idle = 1\n  }\n}\n", cold, warm)
+		fmt.Fprintf(&b, "language %q {\n  plugin = %q\n  warm   = false\n  pool {\n    min_idle = %d\n  }\n}\n", cold, warm, max(minIdle[warm], 1))
 	}
 	return b.String()
 }
 
-var coldTwin = map[string]string{"python": "pycold", "node": "nodecold", "typescript": "tscold"}
+var coldTwin = map[string]string{"python": "pycold", "node": "nodecold", "typescript": "tscold", "java": "javacold"}
 
-// warmLanguages are the interpreters with a warm runtime, and the issue's
-// goal for the ratio of a warm one-shot run to a fresh interpreter started
-// by `sandboxctl exec`.
+// warmLanguages are languages with a warm runtime, and the goal for the
+// ratio of a warm one-shot run to the same program started fresh by
+// `sandboxctl exec`.
 var warmLanguages = []struct {
 	name, cold, file, code string
 	interp                 []string
@@ -35,6 +37,9 @@ var warmLanguages = []struct {
 }{
 	{"python", coldTwin["python"], "main.py", `print("hello")`, []string{"python3", "main.py"}, 0.6},
 	{"node", coldTwin["node"], "main.js", `console.log("hello")`, []string{"node", "main.js"}, 0.3},
+	// Java's baseline is javac and java, as its plan runs them, by exec.
+	{"java", coldTwin["java"], "Main.java", `public class Main { public static void main(String[] a) { System.out.println("hello"); } }`,
+		[]string{"sh", "-c", "javac -J-XX:+UseSerialGC -J-XX:TieredStopAtLevel=1 -encoding UTF-8 -d /tmp/.sandboxd Main.java && java -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -cp /tmp/.sandboxd Main"}, 0.3},
 }
 
 // warmRuntimes prints hello world run by a warm runtime, started cold,
