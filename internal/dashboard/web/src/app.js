@@ -175,9 +175,10 @@ async function overview(root, signal) {
       const served = p.hits + p.misses;
       return h("tr", {}, h("td", {}, lang), h("td", {}, p.idle), h("td", {}, p.busy), h("td", {}, p.target),
         h("td", {}, p.max), h("td", {}, served ? `${((100 * p.hits) / served).toFixed(0)}% of ${served}` : "—"),
+        h("td", {}, p.warm ? `${p.warm_hits} warm, ${p.warm_misses} cold${p.warm_failures ? `, ${p.warm_failures} failed` : ""}` : "—"),
         h("td", { class: "bad" }, p.last_error || ""));
     });
-    pools.replaceChildren(table(["Language", "Idle", "Busy", "Target", "Max", "Warm hits", "Last error"], rows));
+    pools.replaceChildren(table(["Language", "Idle", "Busy", "Target", "Max", "Pool hits", "Runtimes started ahead", "Last error"], rows));
   };
   drawPools(Object.fromEntries(languages.languages.map((l) => [l.name, l.pool])));
   const counters = h("span", { class: "muted" });
@@ -193,14 +194,16 @@ async function overview(root, signal) {
     h("h2", {}, "Pools ", counters), pools,
     h("h2", {}, "Recent executions"),
     h("table", { id: "recent" }, h("thead", {}, h("tr", {}, executionColumns.map((c) => h("th", {}, c)))), body));
+  const drawStats = (st) => {
+    drawPools(st.pools || {});
+    counters.textContent = `· ${st.executions} executions, ${st.in_flight} running, ${st.sessions} sessions`;
+  };
   const stop = live((type, data) => {
-    if (type === "stats") {
-      drawPools(data.pools || {});
-      counters.textContent = `· ${data.executions} executions, ${data.in_flight} running, ${data.sessions} sessions`;
-    } else {
-      body.prepend(executionRow(data, true));
-      while (body.children.length > 50) body.lastChild.remove();
-    }
+    if (type === "stats") return drawStats(data);
+    body.prepend(executionRow(data, true));
+    while (body.children.length > 50) body.lastChild.remove();
+    // The figures move with each execution, not only every 2 s.
+    api("GET", "/v1/stats").then(drawStats, () => {});
   });
   signal.addEventListener("abort", stop);
 }
