@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/testutil"
@@ -185,6 +186,23 @@ console.log(Object.entries(process.env).filter(([k]) => k !== "HOSTNAME").sort()
 	}
 	if warmExecs == 0 {
 		t.Errorf("no session exec ran warm")
+	}
+	// A session with an environment of its own: its first program misses
+	// the pool's runtime (started for none), the next ones have theirs.
+	id = newSession(t, c, api.SessionRequest{Language: "python", Env: map[string]string{"STAGE": "test"}})
+	warmExecs = 0
+	for i := range 6 {
+		res, err := c.Exec(ctx(t), id, api.ExecRequest{Code: "import os\nprint(os.environ['STAGE'], 'PYTHONPATH' in os.environ)"})
+		if err != nil || res.Stdout != "test False\n" {
+			t.Fatalf("exec %d: %v %+v", i, err, res)
+		}
+		if res.Warm {
+			warmExecs++
+		}
+		time.Sleep(100 * time.Millisecond) // room for the next runtime to start
+	}
+	if warmExecs == 0 {
+		t.Errorf("no exec of a session with an environment ran warm")
 	}
 	pools, err := c.Pools(ctx(t))
 	if err != nil || !pools["python"].Warm || pools["python"].WarmHits == 0 || pools["pycold"].Warm || pools["pycold"].WarmHits != 0 {
