@@ -635,8 +635,12 @@ func (c *meteredConn) Read(b []byte) (int, error) {
 }
 
 func (c *meteredConn) Write(b []byte) (int, error) {
+	// Counted before the bytes can reach the server, so that a record
+	// read once the answer is back holds them (the transport writes from
+	// a goroutine of its own); what was not written is taken back.
+	c.rec.sent.Add(int64(len(b)))
 	n, err := c.Conn.Write(b)
-	c.rec.sent.Add(int64(n))
+	c.rec.sent.Add(int64(n - len(b)))
 	return n, c.spend(n, err)
 }
 
