@@ -80,6 +80,46 @@ language "python" {
 	})
 }
 
+// An engine that stops answering (frozen, as one stuck removing a container
+// is) while sandboxd shuts down: the shutdown still ends within the bound a
+// service manager gives it (testutil's Stop fails the test past 90s), and
+// the containers it could not remove go at the next start.
+func TestShutdownWithAnEngineThatHangs(t *testing.T) {
+	e := testutil.StartEngine(t, "sandboxd/python:latest")
+	d := testutil.StartDaemon(t, testutil.Options{DockerHost: e.Host, Languages: `
+language "python" {
+  image = "sandboxd/python:latest"
+  pool {
+    min_idle = 2
+    max      = 4
+  }
+}`})
+	label := testutil.TestLabel + "=" + d.RunID
+	waitFor(t, "warm containers", func() bool { return len(e.Containers(label)) >= 2 })
+	e.Freeze()
+	d.Stop()
+	if logs := d.Logs(); !strings.Contains(logs, "final cleanup failed") || !strings.Contains(logs, "sandboxd stopped cleanly") {
+		t.Fatalf("the shutdown should end, saying what it could not remove:\n%s", logs)
+	}
+	e.Thaw()
+	left := e.Containers(label)
+	if len(left) < 2 {
+		t.Fatalf("the frozen engine should have kept the warm containers, has %v", left)
+	}
+	d.Restart()
+	waitFor(t, "the leftovers removed by the next start", func() bool {
+		now := e.Containers(label)
+		for _, id := range left {
+			for _, n := range now {
+				if n == id {
+					return false
+				}
+			}
+		}
+		return true
+	})
+}
+
 // The state dir's disk full (a 4 MiB tmpfs the test mounts): a write that
 // fails says no_space and what to do, runs go on, nothing written before
 // is lost, and once there is room again everything works.

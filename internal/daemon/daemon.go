@@ -112,6 +112,9 @@ func (d *Daemon) reconcile(ctx context.Context) error {
 // Draining says whether Close has begun.
 func (d *Daemon) Draining() bool { return d.gate.Closing() }
 
+// finalCleanupTimeout bounds Close's last sweep of containers left over.
+const finalCleanupTimeout = 20 * time.Second
+
 // Close drains: new requests are refused, running executions finish (or
 // hit their deadlines), pools destroy their containers, and anything still
 // labelled as ours but a session's is removed.
@@ -122,9 +125,13 @@ func (d *Daemon) Close(ctx context.Context) {
 	d.Languages.Close(ctx)
 	d.records.wait()
 	keep := d.Sessions.Close()
-	if list, err := d.rt.List(context.Background()); err != nil {
+	// Bounded, so that an engine slow to remove one container cannot hold
+	// the exit: what is left is removed by the next start's reconcile.
+	cleanup, cancel := context.WithTimeout(context.Background(), finalCleanupTimeout)
+	defer cancel()
+	if list, err := d.rt.List(cleanup); err != nil {
 		d.log.Warn("final cleanup failed", "error", err)
-	} else if err := runtime.RemoveUnclaimed(context.Background(), d.rt, list, keep, d.log); err != nil {
+	} else if err := runtime.RemoveUnclaimed(cleanup, d.rt, list, keep, d.log); err != nil {
 		d.log.Warn("final cleanup failed", "error", err)
 	}
 	d.policies.Close()

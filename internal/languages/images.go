@@ -137,7 +137,7 @@ func (r *Registry) probeVersions() {
 	defer r.probeMu.Unlock()
 	for waited := 0; waited < 150 && r.poolsStarting(); waited++ {
 		select {
-		case <-r.stop:
+		case <-r.closing.Done():
 			return
 		case <-time.After(200 * time.Millisecond):
 		}
@@ -148,12 +148,15 @@ func (r *Registry) probeVersions() {
 			continue
 		}
 		select {
-		case <-r.stop:
+		case <-r.closing.Done():
 			return
 		case r.starts <- struct{}{}:
 		}
 		version, err := r.runtimeVersion(l, st)
 		<-r.starts
+		if err != nil && r.closing.Err() != nil {
+			return // shutting down
+		}
 		if err != nil {
 			r.log.Warn("asking the runtime for its version failed", "language", l.Config.Name, "image", st.ref, "error", err)
 			continue
@@ -178,7 +181,7 @@ func (r *Registry) poolsStarting() bool {
 // warm one would then have run something before its user) and keeps the
 // first line it prints: `java -version` writes to stderr, most to stdout.
 func (r *Registry) runtimeVersion(l *Language, st imageState) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(r.closing, 30*time.Second)
 	defer cancel()
 	spec := r.spec(l)
 	spec.Image = st.ref

@@ -69,7 +69,8 @@ type Registry struct {
 	langs   []*Language
 	lookup  map[string]*Language // name, alias or extension -> language
 	starts  chan struct{}        // background container creates at once
-	stop    chan struct{}        // ends version probes
+	closing context.Context      // done at Close: ends version probes
+	close   context.CancelFunc
 	probes  sync.WaitGroup
 	buildMu sync.Mutex // one image build at a time
 	probeMu sync.Mutex // one version probe at a time
@@ -80,7 +81,8 @@ type Registry struct {
 func Load(ctx context.Context, cfg *config.Config, rt runtime.Runtime, store *state.Store, m *metrics.Metrics, gates *egress.Proxy, log hclog.Logger) (*Registry, error) {
 	r := &Registry{cfg: cfg, rt: rt, store: store, metrics: m, egress: gates, log: log, lookup: map[string]*Language{},
 		starts: make(chan struct{}, 2), // concurrent background creates: one per core here
-		stop:   make(chan struct{})}
+	}
+	r.closing, r.close = context.WithCancel(context.Background())
 	for _, lc := range cfg.Languages {
 		l, err := r.load(ctx, lc)
 		if err != nil {
@@ -360,7 +362,7 @@ func (r *Registry) Close(ctx context.Context) {
 		go func() { defer wg.Done(); l.pool.Close(ctx) }()
 	}
 	wg.Wait()
-	close(r.stop)
+	r.close()
 	r.probes.Wait()
 	r.closePlugins()
 }

@@ -59,6 +59,8 @@ type Pool[T any] struct {
 	waiting  int           // callers queued in Acquire for room
 	changed  chan struct{} // closed and replaced on every change
 	closed   bool
+	closing  context.Context // done at Close: refills in flight give up
+	cancel   context.CancelFunc
 	failures int // consecutive create failures, for backoff
 	retryAt  time.Time
 	stats    api.PoolStats
@@ -75,6 +77,7 @@ func New[T any](opts Options, hooks Hooks[T]) *Pool[T] {
 		opts.Logger = hclog.NewNullLogger()
 	}
 	p := &Pool[T]{opts: opts, hooks: hooks, log: opts.Logger.Named("pool").With("language", opts.Name), changed: make(chan struct{})}
+	p.closing, p.cancel = context.WithCancel(context.Background())
 	p.mu.Lock()
 	p.fillLocked()
 	p.mu.Unlock()
@@ -231,14 +234,22 @@ func (p *Pool[T]) fillLocked() {
 
 func (p *Pool[T]) createIdle() {
 	defer p.wg.Done()
-	p.opts.Starts <- struct{}{}
-	item, err := p.hooks.Create(context.Background())
-	<-p.opts.Starts
+	var item T
+	err := p.closing.Err()
+	select {
+	case p.opts.Starts <- struct{}{}:
+		item, err = p.hooks.Create(p.closing)
+		<-p.opts.Starts
+	case <-p.closing.Done():
+	}
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.starting--
 	defer p.notifyLocked()
+	if err != nil && p.closed {
+		return
+	}
 	if err != nil {
 		p.failures++
 		p.stats.Failures++
@@ -275,6 +286,7 @@ func (p *Pool[T]) Stats() api.PoolStats {
 func (p *Pool[T]) Close(ctx context.Context) {
 	p.mu.Lock()
 	p.closed = true
+	p.cancel()
 	if p.retryTmr != nil {
 		p.retryTmr.Stop()
 	}

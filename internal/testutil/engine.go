@@ -107,3 +107,27 @@ func (e *Engine) Stop() {
 		e.t.Errorf("the test engine (pid %d) did not stop in 60s", e.pid)
 	}
 }
+
+// Freeze stops the engine's process (SIGSTOP): it keeps its socket and
+// answers nothing, as an engine stuck removing a container does, until
+// Thaw. Cleanup thaws it.
+func (e *Engine) Freeze() {
+	e.t.Helper()
+	if err := syscall.Kill(e.pid, syscall.SIGSTOP); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(e.Thaw)
+}
+
+// Thaw lets a frozen engine go on.
+func (e *Engine) Thaw() { _ = syscall.Kill(e.pid, syscall.SIGCONT) }
+
+// Containers lists the ids of the engine's containers with label (k=v).
+func (e *Engine) Containers(label string) []string {
+	e.t.Helper()
+	out, err := e.docker("ps", "-aq", "--filter", "label="+label)
+	if err != nil {
+		e.t.Fatalf("docker ps: %v: %s", err, out)
+	}
+	return strings.Fields(out)
+}

@@ -64,7 +64,8 @@ type Docker struct {
 	attachs   map[string]io.Closer // open attach streams by container id
 	owners    map[string]uint32    // the uid each known container runs as
 	unremoved map[string]bool      // removals that failed, retried by sweep
-	stop      chan struct{}
+	closing   context.Context      // done once Close begins: a sweep stops mid-removal
+	close     context.CancelFunc
 	swept     sync.WaitGroup
 }
 
@@ -91,8 +92,9 @@ func New(opts Options) (*Docker, error) {
 	}
 	d := &Docker{
 		cli: cli, opts: opts, seccomp: profile, logger: opts.Logger.Named("docker"), uids: runtime.NewUIDs(opts.UIDs),
-		attachs: map[string]io.Closer{}, owners: map[string]uint32{}, unremoved: map[string]bool{}, stop: make(chan struct{}),
+		attachs: map[string]io.Closer{}, owners: map[string]uint32{}, unremoved: map[string]bool{},
 	}
+	d.closing, d.close = context.WithCancel(context.Background())
 	d.swept.Add(1)
 	go d.sweep()
 	return d, nil
@@ -421,7 +423,7 @@ func (d *Docker) List(ctx context.Context) ([]runtime.Container, error) {
 
 // Close implements runtime.Runtime.
 func (d *Docker) Close() error {
-	close(d.stop)
+	d.close()
 	d.swept.Wait()
 	return d.cli.Close()
 }
@@ -435,7 +437,7 @@ func (d *Docker) sweep() {
 	defer tick.Stop()
 	for {
 		select {
-		case <-d.stop:
+		case <-d.closing.Done():
 			return
 		case <-tick.C:
 		}
@@ -446,7 +448,7 @@ func (d *Docker) sweep() {
 		}
 		d.mu.Unlock()
 		for _, id := range ids {
-			if err := d.Remove(context.Background(), id); err == nil {
+			if err := d.Remove(d.closing, id); err == nil {
 				d.logger.Info("removed a container whose removal had failed", "container_id", runtime.ShortID(id))
 			}
 		}
