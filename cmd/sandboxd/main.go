@@ -23,6 +23,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/dashboard"
 	"github.com/sandboxd/sandboxd/internal/server"
 	"github.com/sandboxd/sandboxd/internal/state"
+	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/docker"
 )
 
@@ -38,9 +39,19 @@ func main() {
 	logJSON := flag.Bool("log-json", false, "log JSON lines")
 	validate := flag.Bool("validate", false, "check the configuration and exit")
 	version := flag.Bool("version", false, "print the version and exit")
+	seccompProfile := flag.Bool("seccomp-profile", false, "print the sandboxes' seccomp profile (a kubelet's Localhost profile sandboxd.json) and exit")
 	flag.Parse()
 	if *version {
 		fmt.Println("sandboxd", daemon.Version)
+		return
+	}
+	if *seccompProfile {
+		profile, err := runtime.SeccompProfile()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "sandboxd:", err)
+			os.Exit(1)
+		}
+		fmt.Println(profile)
 		return
 	}
 	log := hclog.New(&hclog.LoggerOptions{

@@ -86,7 +86,7 @@ func New(opts Options) (*Docker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker client for %q: %w", opts.Host, err)
 	}
-	profile, err := seccompProfile()
+	profile, err := runtime.SeccompProfile()
 	if err != nil {
 		return nil, err
 	}

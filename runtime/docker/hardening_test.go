@@ -84,18 +84,3 @@ func TestContainerConfigIsHardened(t *testing.T) {
 		t.Errorf("project mount %+v", m)
 	}
 }
-
-func TestSeccompProfileDeniesIOUring(t *testing.T) {
-	p, err := seccompProfile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range deniedSyscalls {
-		if strings.Contains(p, `"`+name+`"`) {
-			t.Errorf("%s is allowed", name)
-		}
-	}
-	if !strings.Contains(p, `"read"`) {
-		t.Error("the profile lost Docker's allow-list")
-	}
-}

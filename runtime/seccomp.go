@@ -1,4 +1,4 @@
-package docker
+package runtime
 
 import (
 	"encoding/json"
@@ -13,10 +13,11 @@ import (
 // steady source of kernel escapes.
 var deniedSyscalls = []string{"io_uring_setup", "io_uring_enter", "io_uring_register"}
 
-// seccompProfile is Docker's default profile as shipped with the SDK, minus
-// deniedSyscalls, as the JSON that `seccomp=` takes. Sending it explicitly
-// makes every engine version enforce the same list.
-func seccompProfile() (string, error) {
+// SeccompProfile is Docker's default profile as shipped with the SDK, minus
+// deniedSyscalls, as JSON: what Docker's `seccomp=` takes and what a
+// kubelet loads as a Localhost profile. Sending it explicitly makes every
+// engine version enforce the same list.
+func SeccompProfile() (string, error) {
 	p := seccomp.DefaultProfile()
 	for i := range p.Syscalls {
 		p.Syscalls[i].Names = slices.DeleteFunc(p.Syscalls[i].Names, func(n string) bool {
