@@ -3,7 +3,9 @@
 // streams their output, enforces their deadlines and reports what they used.
 //
 // It speaks the protocol of runtime/supervisor on its stdin and stdout,
-// which sandboxd attaches to through the Docker API. It is a static binary
+// which sandboxd attaches to through the Docker API, or, where attaching
+// would put what programs print in the node's logs (Kubernetes), on a
+// loopback port the runtime forwards to (listen.go). It is a static binary
 // bind-mounted read-only from the host (see runtime/docker), so it always
 // matches the daemon that speaks to it and needs no image rebuild.
 //
@@ -18,6 +20,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"runtime"
@@ -50,7 +53,24 @@ func main() {
 		}
 	}()
 
+	// Read before any program starts, and kept from all of them.
+	listen, token := os.Getenv(supervisor.EnvListen), os.Getenv(supervisor.EnvToken)
+	_ = os.Unsetenv(supervisor.EnvListen)
+	_ = os.Unsetenv(supervisor.EnvToken)
+
 	reserveThreads(supervisor.ReservedThreads)
+	if listen != "" {
+		out := &channel{}
+		s := newServer(out, containerPaths, realContainer)
+		s.makeOutputs()
+		go s.reap(nil)
+		ln, err := net.Listen("tcp", listen)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "sandbox-init: %v\n", err)
+			os.Exit(1)
+		}
+		s.listenAndServe(out, ln, token)
+	}
 	s := newServer(os.Stdout, containerPaths, realContainer)
 	s.makeOutputs()
 	go s.reap(nil)

@@ -39,6 +39,14 @@ package supervisor
 // Version is the protocol version; hello exchanges it.
 const Version = 1
 
+// The environment of a supervisor that listens rather than speaking on
+// its stdio (cmd/sandbox-init/listen.go): the TCP address on the
+// sandbox's loopback, and the token a connection opens with.
+const (
+	EnvListen = "SANDBOXD_SUPERVISOR_LISTEN"
+	EnvToken  = "SANDBOXD_SUPERVISOR_TOKEN"
+)
+
 // ReservedThreads is how many OS threads the supervisor starts up front so
 // that it never needs a new one once the code it runs has used up the pids
 // limit. The container's pids limit is raised by as much, so the code still
