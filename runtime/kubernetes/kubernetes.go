@@ -1,0 +1,425 @@
+// Package kubernetes is the runtime that places sandboxes in pods of a
+// Kubernetes cluster, one pod per sandbox, so that pools, sessions, files
+// and policies work as they do on the local Docker engine while the
+// cluster's scheduler decides where each sandbox runs.
+//
+// The supervisor channel: a pod's stdout goes to the node's logs
+// (/var/log/pods), so the supervisor does not speak on its stdio here. It
+// listens on the pod's own loopback (cmd/sandbox-init/listen.go), and
+// this runtime reaches it by port forwarding through the API server and
+// the kubelet, opening with a token set in the pod's environment. Port
+// forwarding puts no process in the pod (an exec'd relay would be one the
+// supervisor's kill-everything must spare) and needs no pod network: the
+// kubelet's runtime dials the port inside the pod's network namespace.
+package kubernetes
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/portforward"
+	"k8s.io/client-go/transport/spdy"
+
+	"github.com/sandboxd/sandboxd/runtime"
+	"github.com/sandboxd/sandboxd/runtime/supervisor"
+)
+
+// Options configure the runtime (the `runtime "kubernetes"` block).
+type Options struct {
+	Kubeconfig    string
+	Namespace     string
+	RuntimeClass  string
+	NodeSelector  map[string]string
+	ImageRegistry string
+	Instance      string            // the io.sandboxd.instance label of this sandboxd
+	Labels        map[string]string // operator labels on every pod
+	UIDs          runtime.UIDRange
+	Logger        hclog.Logger
+}
+
+// Kubernetes implements runtime.Runtime on a cluster's API.
+type Kubernetes struct {
+	client kubernetes.Interface
+	rest   *rest.Config // nil in unit tests: no port forwarding
+	opts   Options
+	uids   *runtime.UIDs
+	log    hclog.Logger
+
+	mu       sync.Mutex
+	forwards map[string]io.Closer // open port forwards by pod name
+	owners   map[string]uint32    // the uid each known pod runs as
+}
+
+// callTimeout bounds one call to the API server.
+const callTimeout = 30 * time.Second
+
+// startTimeout bounds a pod's start: scheduling, an image pull, the
+// supervisor's first answer.
+const startTimeout = 120 * time.Second
+
+var _ runtime.Runtime = (*Kubernetes)(nil)
+
+// New connects to the cluster the kubeconfig names.
+func New(opts Options) (*Kubernetes, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", opts.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", opts.Kubeconfig, err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	return newWith(client, cfg, opts), nil
+}
+
+func newWith(client kubernetes.Interface, cfg *rest.Config, opts Options) *Kubernetes {
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	return &Kubernetes{
+		client: client, rest: cfg, opts: opts, uids: runtime.NewUIDs(opts.UIDs), log: opts.Logger.Named("kubernetes"),
+		forwards: map[string]io.Closer{}, owners: map[string]uint32{},
+	}
+}
+
+// Ping implements runtime.Runtime.
+func (k *Kubernetes) Ping(ctx context.Context) (runtime.EngineInfo, error) {
+	v, err := k.client.Discovery().ServerVersion()
+	if err != nil {
+		return runtime.EngineInfo{}, fmt.Errorf("%w: the Kubernetes API server: %v", runtime.ErrUnavailable, err)
+	}
+	rc := k.opts.RuntimeClass
+	if rc == "" {
+		rc = "the cluster's default"
+	}
+	return runtime.EngineInfo{Version: "kubernetes " + v.GitVersion, APIVersion: v.Major + "." + v.Minor, Runtime: rc}, nil
+}
+
+// Create implements runtime.Runtime: create the pod, wait until it runs,
+// forward to its supervisor, hello.
+func (k *Kubernetes) Create(ctx context.Context, spec runtime.Spec) (sb *runtime.Sandbox, err error) {
+	if len(spec.Mounts) > 0 {
+		return nil, errors.New("a pod cannot mount a directory of sandboxd's host: projects are for the Docker runtime")
+	}
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	uid, err := k.uids.Take()
+	if err != nil {
+		return nil, err
+	}
+	name, token := "sbx-"+randomHex(8), randomHex(16)
+	pod := k.podFor(spec, name, token, uid)
+	if _, err := k.client.CoreV1().Pods(k.opts.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		k.uids.Release(uid)
+		return nil, k.apiError("creating a pod", err)
+	}
+	k.own(name, uid)
+	defer func() {
+		if err != nil {
+			_ = k.Remove(context.Background(), name)
+		}
+	}()
+	if err := k.waitRunning(ctx, name, spec.Image); err != nil {
+		return nil, err
+	}
+	sb = &runtime.Sandbox{ID: name, Language: spec.Language, Labels: pod.Labels, Created: time.Now(), OOMKilled: k.oomKilled(name)}
+	if sb.Conn, err = k.connect(ctx, name, token); err != nil {
+		return nil, err
+	}
+	if err := sb.Hello(ctx); err != nil {
+		return nil, fmt.Errorf("sandbox supervisor did not start: %w", err)
+	}
+	return sb, nil
+}
+
+// waitRunning polls the pod until its container runs, and says why when
+// it cannot.
+func (k *Kubernetes) waitRunning(ctx context.Context, name, image string) error {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		pod, err := k.client.CoreV1().Pods(k.opts.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return k.apiError("waiting for a pod", err)
+		}
+		switch pod.Status.Phase {
+		case corev1.PodRunning:
+			return nil
+		case corev1.PodFailed, corev1.PodSucceeded:
+			return fmt.Errorf("pod %s ended before its supervisor answered: %s %s", name, pod.Status.Reason, pod.Status.Message)
+		}
+		for _, cs := range pod.Status.ContainerStatuses {
+			if w := cs.State.Waiting; w != nil {
+				switch w.Reason {
+				case "ErrImagePull", "ImagePullBackOff", "InvalidImageName":
+					return fmt.Errorf("%w: the cluster cannot pull %s (%s): push the images with `make images-push` or images/push.sh", runtime.ErrImageMissing, k.image(image), w.Message)
+				case "CreateContainerConfigError", "CreateContainerError", "RunContainerError":
+					return fmt.Errorf("pod %s: %s: %s", name, w.Reason, w.Message)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("pod %s did not start in time (%s): %w", name, describe(pod), ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+func describe(pod *corev1.Pod) string {
+	for _, c := range pod.Status.Conditions {
+		if c.Status != corev1.ConditionTrue && c.Message != "" {
+			return string(c.Type) + ": " + c.Message
+		}
+	}
+	return string(pod.Status.Phase)
+}
+
+// connect forwards a stream to the pod's supervisor and opens it with the
+// token. The supervisor may not listen yet when the container has just
+// started: it is tried again until ctx ends.
+func (k *Kubernetes) connect(ctx context.Context, name, token string) (*supervisor.Conn, error) {
+	if k.rest == nil {
+		return nil, errors.New("no cluster to forward to")
+	}
+	for {
+		stream, closer, err := k.forward(name)
+		if err == nil {
+			if _, err = io.WriteString(stream, token+"\n"); err == nil {
+				k.mu.Lock()
+				if old := k.forwards[name]; old != nil {
+					_ = old.Close()
+				}
+				k.forwards[name] = closer
+				k.mu.Unlock()
+				return supervisor.NewConn(stream, stream), nil
+			}
+			_ = closer.Close()
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("forwarding to the supervisor of pod %s: %v", name, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// forward opens a port-forward connection to the pod and one data stream
+// in it to the supervisor's port. An error the kubelet reports for the
+// stream (nothing listens yet) closes it, so the first read fails.
+func (k *Kubernetes) forward(name string) (httpstream.Stream, io.Closer, error) {
+	transport, upgrader, err := spdy.RoundTripperFor(k.rest)
+	if err != nil {
+		return nil, nil, err
+	}
+	url := k.client.CoreV1().RESTClient().Post().Resource("pods").Namespace(k.opts.Namespace).Name(name).SubResource("portforward").URL()
+	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, url)
+	conn, _, err := dialer.Dial(portforward.PortForwardProtocolV1Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	headers := http.Header{}
+	headers.Set(corev1.StreamType, corev1.StreamTypeError)
+	headers.Set(corev1.PortHeader, strconv.Itoa(SupervisorPort))
+	headers.Set(corev1.PortForwardRequestIDHeader, "0")
+	errStream, err := conn.CreateStream(headers)
+	if err != nil {
+		_ = conn.Close()
+		return nil, nil, err
+	}
+	_ = errStream.Close() // nothing to say on it
+	headers.Set(corev1.StreamType, corev1.StreamTypeData)
+	data, err := conn.CreateStream(headers)
+	if err != nil {
+		_ = conn.Close()
+		return nil, nil, err
+	}
+	failed := make(chan error, 1)
+	go func() {
+		msg, _ := io.ReadAll(errStream)
+		if len(msg) > 0 {
+			failed <- errors.New(strings.TrimSpace(string(msg)))
+			_ = conn.Close()
+		}
+		close(failed)
+	}()
+	// A refused dial shows on the error stream at once; a moment's wait
+	// keeps the retry loop from taking a dead stream for a live one.
+	select {
+	case err := <-failed:
+		if err != nil {
+			return nil, nil, err
+		}
+	case <-time.After(20 * time.Millisecond):
+	}
+	return data, conn, nil
+}
+
+// Attach implements runtime.Runtime: the token is in the pod's spec.
+func (k *Kubernetes) Attach(ctx context.Context, c runtime.Container) (*runtime.Sandbox, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	pod, err := k.client.CoreV1().Pods(k.opts.Namespace).Get(ctx, c.ID, metav1.GetOptions{})
+	if err != nil {
+		return nil, k.apiError("reading pod "+c.ID, err)
+	}
+	token := ""
+	for _, e := range pod.Spec.Containers[0].Env {
+		if e.Name == supervisor.EnvToken {
+			token = e.Value
+		}
+	}
+	conn, err := k.connect(ctx, c.ID, token)
+	if err != nil {
+		return nil, err
+	}
+	sb := &runtime.Sandbox{ID: c.ID, Language: c.Language, Labels: c.Labels, Created: c.Created, Conn: conn, OOMKilled: k.oomKilled(c.ID)}
+	if err := sb.Hello(ctx); err != nil {
+		k.detach(c.ID)
+		return nil, fmt.Errorf("sandbox supervisor did not answer: %w", err)
+	}
+	return sb, nil
+}
+
+// oomKilled is Sandbox.OOMKilled for a pod: its container's last end,
+// as the kubelet reports it a moment after the channel drops.
+func (k *Kubernetes) oomKilled(name string) func(context.Context) bool {
+	return func(ctx context.Context) bool {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		for {
+			pod, err := k.client.CoreV1().Pods(k.opts.Namespace).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false
+			}
+			for _, cs := range pod.Status.ContainerStatuses {
+				if t := cs.State.Terminated; t != nil {
+					return t.Reason == "OOMKilled"
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return false
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// Update implements runtime.Runtime. Resizing a running pod goes through
+// the kubelet's in-place resize, which may wait for room on the node; a
+// sandbox asked for less than its warm pod has is made fresh instead.
+func (k *Kubernetes) Update(ctx context.Context, id string, l runtime.Limits) error {
+	return fmt.Errorf("%w: kubernetes pods are made with the limits asked for", runtime.ErrFixedLimits)
+}
+
+// Remove implements runtime.Runtime: the pod goes at once (no grace: the
+// supervisor keeps nothing worth a graceful end).
+func (k *Kubernetes) Remove(ctx context.Context, id string) error {
+	k.detach(id)
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	err := k.client.CoreV1().Pods(k.opts.Namespace).Delete(ctx, id, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return k.apiError("removing pod "+id, err)
+	}
+	k.mu.Lock()
+	uid, ok := k.owners[id]
+	delete(k.owners, id)
+	k.mu.Unlock()
+	if ok {
+		k.uids.Release(uid)
+	}
+	return nil
+}
+
+func (k *Kubernetes) detach(name string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if c := k.forwards[name]; c != nil {
+		_ = c.Close()
+		delete(k.forwards, name)
+	}
+}
+
+func (k *Kubernetes) own(name string, uid uint32) {
+	k.uids.Mark(uid)
+	k.mu.Lock()
+	k.owners[name] = uid
+	k.mu.Unlock()
+}
+
+// List implements runtime.Runtime: the pods labelled as this sandboxd's.
+func (k *Kubernetes) List(ctx context.Context) ([]runtime.Container, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	selector := labels.SelectorFromSet(labels.Set{runtime.LabelManaged: "true", runtime.LabelInstance: k.opts.Instance})
+	pods, err := k.client.CoreV1().Pods(k.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
+	if err != nil {
+		return nil, k.apiError("listing pods", err)
+	}
+	out := make([]runtime.Container, 0, len(pods.Items))
+	for _, p := range pods.Items {
+		if uid, err := strconv.ParseUint(p.Labels[runtime.LabelUID], 10, 32); err == nil {
+			k.own(p.Name, uint32(uid))
+		}
+		out = append(out, runtime.Container{
+			ID: p.Name, Labels: p.Labels, Created: p.CreationTimestamp.Time,
+			Running: p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil, Language: p.Labels[runtime.LabelLanguage],
+		})
+	}
+	return out, nil
+}
+
+// Image implements runtime.Runtime. The cluster pulls images itself,
+// each node from the registry: what sandboxd can tell is the reference.
+func (k *Kubernetes) Image(ctx context.Context, ref string) (runtime.Image, error) {
+	return runtime.Image{ID: k.image(ref)}, nil
+}
+
+// BuildImage implements runtime.Runtime: a cluster builds nothing.
+func (k *Kubernetes) BuildImage(ctx context.Context, b runtime.ImageBuild, progress func(string)) error {
+	return errors.New("the kubernetes runtime builds no images: build them with Docker (make images) and push them to the registry (make images-push)")
+}
+
+// Close implements runtime.Runtime.
+func (k *Kubernetes) Close() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for name, c := range k.forwards {
+		_ = c.Close()
+		delete(k.forwards, name)
+	}
+	return nil
+}
+
+func (k *Kubernetes) apiError(what string, err error) error {
+	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return fmt.Errorf("%w: %s: %v", runtime.ErrUnavailable, what, err)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
