@@ -25,6 +25,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/docker"
+	"github.com/sandboxd/sandboxd/runtime/kubernetes"
 )
 
 // drainTimeout bounds shutdown: executions past it are killed with their
@@ -94,10 +95,7 @@ func run(cfg *config.Config, log hclog.Logger) error {
 	}
 	defer ln.Close()
 
-	rt, err := docker.New(docker.Options{
-		Host: cfg.Docker.Host, Runtime: cfg.Docker.Runtime, Supervisor: cfg.Supervisor,
-		Instance: store.Instance(), Labels: cfg.Docker.Labels, UIDs: cfg.UIDs, Logger: log,
-	})
+	rt, err := runtimes(cfg, store.Instance(), log)
 	if err != nil {
 		return err
 	}
@@ -152,4 +150,26 @@ func run(cfg *config.Config, log hclog.Logger) error {
 	_ = srv.Shutdown(drainCtx)
 	log.Info("sandboxd stopped cleanly")
 	return nil
+}
+
+// runtimes is the local Docker engine, and beside it the Kubernetes
+// cluster when the configuration has one.
+func runtimes(cfg *config.Config, instance string, log hclog.Logger) (runtime.Runtime, error) {
+	local, err := docker.New(docker.Options{
+		Host: cfg.Docker.Host, Runtime: cfg.Docker.Runtime, Supervisor: cfg.Supervisor,
+		Instance: instance, Labels: cfg.Docker.Labels, UIDs: cfg.UIDs, Logger: log,
+	})
+	if err != nil || cfg.Kubernetes == nil {
+		return local, err
+	}
+	k := cfg.Kubernetes
+	cluster, err := kubernetes.New(kubernetes.Options{
+		Kubeconfig: k.Kubeconfig, Namespace: k.Namespace, RuntimeClass: k.RuntimeClass, NodeSelector: k.NodeSelector,
+		ImageRegistry: k.ImageRegistry, Instance: instance, Labels: cfg.Docker.Labels, UIDs: cfg.UIDs, Logger: log,
+	})
+	if err != nil {
+		local.Close()
+		return nil, err
+	}
+	return &runtime.Router{Default: local, Named: map[string]runtime.Runtime{config.KubernetesRuntime: cluster}}, nil
 }

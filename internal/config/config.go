@@ -48,12 +48,15 @@ type Config struct {
 	// proxy the host trusts is trusted inside too.
 	EgressCAFile string
 	// UIDs are the host uids sandboxes run as, one of its own each.
-	UIDs      runtime.UIDRange
-	Docker    Docker
-	Defaults  Limits
-	Sessions  Sessions
-	Projects  Projects
-	Snapshots Snapshots
+	UIDs   runtime.UIDRange
+	Docker Docker
+	// Kubernetes is the `runtime "kubernetes"` block; nil when there is
+	// none. Languages whose runtime is KubernetesRuntime run in its pods.
+	Kubernetes *Kubernetes
+	Defaults   Limits
+	Sessions   Sessions
+	Projects   Projects
+	Snapshots  Snapshots
 	// HTTPListen is the TCP address of the dashboard (and the API behind
 	// its token); "" for none.
 	HTTPListen string
@@ -106,6 +109,18 @@ type Docker struct {
 	Labels  map[string]string
 }
 
+// KubernetesRuntime is the runtime name a language gives to run in pods.
+const KubernetesRuntime = "kubernetes"
+
+// Kubernetes is the `runtime "kubernetes"` block.
+type Kubernetes struct {
+	Kubeconfig    string
+	Namespace     string
+	RuntimeClass  string
+	NodeSelector  map[string]string
+	ImageRegistry string // where the cluster pulls the language images from
+}
+
 // Limits are resource ceilings: a request may lower them, never raise them.
 // They are the daemon's one limits type (runtime.Limits).
 type Limits = runtime.Limits
@@ -128,7 +143,8 @@ type Language struct {
 	Pool     Pool
 	Limits   Limits
 	// Runtime is the OCI runtime its containers run under: docker's
-	// runtime unless the block names one ("runsc" for gVisor).
+	// runtime unless the block names one ("runsc" for gVisor), or
+	// KubernetesRuntime for pods of the `runtime "kubernetes"` block.
 	Runtime string
 	Network Network
 	// Warm starts the plugin's warm runtime (if it has one) in every
@@ -203,6 +219,7 @@ type fileSchema struct {
 	Supervisor *string          `hcl:"supervisor,optional"`
 	UIDs       *string          `hcl:"sandbox_uids,optional"`
 	Docker     *dockerSchema    `hcl:"docker,block"`
+	Runtimes   []runtimeSchema  `hcl:"runtime,block"`
 	Defaults   *limitsSchema    `hcl:"defaults,block"`
 	Sessions   *sessionsSchema  `hcl:"sessions,block"`
 	Projects   *projectsSchema  `hcl:"projects,block"`
@@ -219,6 +236,16 @@ type dockerSchema struct {
 	Runtime *string           `hcl:"runtime,optional"`
 	Labels  map[string]string `hcl:"labels,optional"`
 	Body    hcl.Body          `hcl:",body"`
+}
+
+type runtimeSchema struct {
+	Name          string            `hcl:"name,label"`
+	Kubeconfig    *string           `hcl:"kubeconfig,optional"`
+	Namespace     *string           `hcl:"namespace,optional"`
+	RuntimeClass  *string           `hcl:"runtime_class,optional"`
+	NodeSelector  map[string]string `hcl:"node_selector,optional"`
+	ImageRegistry *string           `hcl:"image_registry,optional"`
+	Body          hcl.Body          `hcl:",body"`
 }
 
 type limitsSchema struct {
@@ -440,6 +467,9 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 	if fs.Defaults != nil {
 		cfg.Defaults = v.limits(fs.Defaults, cfg.Defaults)
 	}
+	for _, rs := range fs.Runtimes {
+		cfg.Kubernetes = v.kubernetes(rs, cfg.Kubernetes, abs)
+	}
 
 	if ns := fs.Network; ns != nil {
 		cfg.Network = v.network(ns, cfg.Network)
@@ -481,6 +511,9 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 		if ls.Runtime != nil {
 			lang.Runtime = *ls.Runtime
 			v.ociRuntime(ls.Body, lang.Runtime)
+			if lang.Runtime == KubernetesRuntime && cfg.Kubernetes == nil {
+				v.fail(ls.Body, "runtime", `is "kubernetes" with no runtime "kubernetes" block`, `add runtime "kubernetes" { kubeconfig = "..." } (examples/kubernetes.hcl), or name a Docker OCI runtime such as "runc"`)
+			}
 		}
 		lang.Packages = v.packages(ls.Body, ls.Packages)
 		if ls.Warm != nil {
@@ -493,6 +526,9 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 			lang.Limits = v.limits(ls.Limits, cfg.Defaults)
 		}
 		lang.Generic = v.generic(&ls, lang.Plugin)
+		if lang.Runtime == KubernetesRuntime && len(lang.Network.Allow) > 0 {
+			v.fail(ls.Body, "runtime", "is kubernetes for a language with egress", "pods have no network: egress is for the Docker runtime; remove the network allow list of this language")
+		}
 		cfg.Languages = append(cfg.Languages, lang)
 	}
 	policies := map[string]bool{}
@@ -523,6 +559,45 @@ func (v *validator) ociRuntime(body hcl.Body, name string) {
 
 // defined tells whether a block of this kind and name came before (an
 // error), and notes it in seen.
+// kubernetes reads a runtime block; only "kubernetes" is one.
+func (v *validator) kubernetes(rs runtimeSchema, seen *Kubernetes, abs func(string) string) *Kubernetes {
+	if rs.Name != KubernetesRuntime {
+		v.diags = append(v.diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError, Summary: fmt.Sprintf("runtime %q is not one sandboxd has", rs.Name),
+			Detail: `the runtime blocks are runtime "kubernetes" { ... }; Docker's settings are in the docker block`, Subject: ptr(rs.Body.MissingItemRange()),
+		})
+		return seen
+	}
+	if seen != nil {
+		v.defined(map[string]bool{rs.Name: true}, "runtime", rs.Name, rs.Body)
+		return seen
+	}
+	k := &Kubernetes{Namespace: "sandboxd", NodeSelector: rs.NodeSelector}
+	setString(&k.Kubeconfig, rs.Kubeconfig)
+	setString(&k.Namespace, rs.Namespace)
+	setString(&k.RuntimeClass, rs.RuntimeClass)
+	setString(&k.ImageRegistry, rs.ImageRegistry)
+	k.Kubeconfig = abs(k.Kubeconfig)
+	if k.Kubeconfig == "" {
+		v.fail(rs.Body, "kubeconfig", "is missing", `the path of a kubeconfig for the cluster, such as the one make cluster prints`)
+	} else if _, err := os.Stat(k.Kubeconfig); err != nil {
+		v.fail(rs.Body, "kubeconfig", fmt.Sprintf("cannot be read: %v", err), "the path of a kubeconfig for the cluster (make cluster prints one)")
+	}
+	if !dnsLabel.MatchString(k.Namespace) {
+		v.fail(rs.Body, "namespace", fmt.Sprintf("%q is not a namespace name", k.Namespace), `lower-case letters, digits and "-", such as "sandboxd"`)
+	}
+	if k.RuntimeClass != "" && !dnsSubdomain.MatchString(k.RuntimeClass) {
+		v.fail(rs.Body, "runtime_class", fmt.Sprintf("%q is not a RuntimeClass name", k.RuntimeClass), `a RuntimeClass the cluster has, such as "gvisor", or "" for its default`)
+	}
+	k.ImageRegistry = strings.TrimSuffix(k.ImageRegistry, "/")
+	return k
+}
+
+var (
+	dnsLabel     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+	dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$`)
+)
+
 func (v *validator) defined(seen map[string]bool, kind, name string, body hcl.Body) bool {
 	if seen[name] {
 		v.diags = append(v.diags, &hcl.Diagnostic{

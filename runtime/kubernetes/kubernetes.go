@@ -164,7 +164,7 @@ func (k *Kubernetes) waitRunning(ctx context.Context, name, image string) error 
 		case corev1.PodRunning:
 			return nil
 		case corev1.PodFailed, corev1.PodSucceeded:
-			return fmt.Errorf("pod %s ended before its supervisor answered: %s %s", name, pod.Status.Reason, pod.Status.Message)
+			return fmt.Errorf("pod %s ended before its supervisor answered: %s", name, describe(pod))
 		}
 		for _, cs := range pod.Status.ContainerStatuses {
 			if w := cs.State.Waiting; w != nil {
@@ -184,7 +184,16 @@ func (k *Kubernetes) waitRunning(ctx context.Context, name, image string) error 
 	}
 }
 
+// describe says what holds a pod back, or how it ended.
 func describe(pod *corev1.Pod) string {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil {
+			return fmt.Sprintf("its container ended: %s (exit %d) %s", t.Reason, t.ExitCode, t.Message)
+		}
+		if w := cs.State.Waiting; w != nil && w.Message != "" {
+			return w.Reason + ": " + w.Message
+		}
+	}
 	for _, c := range pod.Status.Conditions {
 		if c.Status != corev1.ConditionTrue && c.Message != "" {
 			return string(c.Type) + ": " + c.Message

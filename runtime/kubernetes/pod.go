@@ -77,8 +77,8 @@ func (k *Kubernetes) podFor(spec runtime.Spec, name, token string, uid uint32) *
 			Hostname:                      "sandbox",
 			TerminationGracePeriodSeconds: ptr(int64(0)),
 			// No resolver to ask: the sandbox has no network.
-			DNSPolicy: corev1.DNSNone,
-			DNSConfig: &corev1.PodDNSConfig{Nameservers: []string{"127.0.0.1"}},
+			DNSPolicy:    corev1.DNSNone,
+			DNSConfig:    &corev1.PodDNSConfig{Nameservers: []string{"127.0.0.1"}},
 			NodeSelector: k.opts.NodeSelector,
 			SecurityContext: &corev1.PodSecurityContext{
 				RunAsUser:      &id,
@@ -89,7 +89,6 @@ func (k *Kubernetes) podFor(spec runtime.Spec, name, token string, uid uint32) *
 			Containers: []corev1.Container{{
 				Name:            containerName,
 				Image:           k.image(spec.Image),
-				ImagePullPolicy: corev1.PullIfNotPresent,
 				Command:         []string{runtime.SupervisorPath},
 				WorkingDir:      runtime.Workspace,
 				Env:             env,
