@@ -33,7 +33,7 @@ STATICCHECK_VERSION := v0.8.2
 UI_WEB  := internal/dashboard/web
 UI_DIST := internal/dashboard/dist/index.html
 
-.PHONY: all build ui engine images npm-tools test-tools lint run test unit fuzz soak bench proto install clean
+.PHONY: all build ui engine images images-push cluster cluster-images cluster-down npm-tools test-tools lint run test unit fuzz soak bench proto install clean
 
 all: build
 
@@ -49,6 +49,22 @@ engine:
 
 images: engine
 	@bash images/build.sh $(IMAGES)
+
+# A single-node Kubernetes on loopback (scripts/cluster.sh) for the
+# Kubernetes runtime, and its registry: images-push puts every language
+# image there with the supervisor in it; the tests need only python.
+REGISTRY ?= 127.0.0.1:5000
+cluster: engine
+	@bash scripts/cluster.sh up
+
+cluster-down:
+	@bash scripts/cluster.sh down
+
+images-push: build images
+	@bash images/push.sh $(REGISTRY) $(foreach i,$(IMAGES),sandboxd/$(i):latest)
+
+cluster-images: build images cluster
+	@bash images/push.sh $(REGISTRY) sandboxd/python:latest
 
 npm-tools: $(NPM_TOOLS)
 
@@ -76,9 +92,9 @@ $(NPM_TOOLS): e2e/npm/package-lock.json
 run: build images
 	$(BIN)/sandboxd --config sandboxd.hcl
 
-# Unit tests need nothing; the end-to-end tests need the engine and images,
-# and fail (never skip) without them when CI=true.
-test: build lint images npm-tools test-tools
+# Unit tests need nothing; the end-to-end tests need the engine, images and
+# the cluster, and fail (never skip) without them when CI=true.
+test: build lint images cluster-images npm-tools test-tools
 	$(GO) test -count=1 -timeout 15m ./...
 
 lint: $(STATICCHECK)

@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -54,9 +55,14 @@ func main() {
 	}()
 
 	// Read before any program starts, and kept from all of them.
-	listen, token := os.Getenv(supervisor.EnvListen), os.Getenv(supervisor.EnvToken)
-	_ = os.Unsetenv(supervisor.EnvListen)
-	_ = os.Unsetenv(supervisor.EnvToken)
+	listen, token, nproc := os.Getenv(supervisor.EnvListen), os.Getenv(supervisor.EnvToken), os.Getenv(supervisor.EnvNproc)
+	for _, name := range []string{supervisor.EnvListen, supervisor.EnvToken, supervisor.EnvNproc} {
+		_ = os.Unsetenv(name)
+	}
+	if err := limitProcesses(nproc); err != nil {
+		fmt.Fprintf(os.Stderr, "sandbox-init: %v\n", err)
+		os.Exit(2)
+	}
 
 	reserveThreads(supervisor.ReservedThreads)
 	if listen != "" {
@@ -119,4 +125,22 @@ func reserveThreads(n int) {
 		}()
 	}
 	wg.Wait()
+}
+
+// limitProcesses sets RLIMIT_NPROC (and no core dumps, 1024 files, as the
+// Docker runtime's ulimits do) where the runtime asks for it.
+func limitProcesses(nproc string) error {
+	if nproc == "" {
+		return nil
+	}
+	n, err := strconv.ParseUint(nproc, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%s=%q: %v", supervisor.EnvNproc, nproc, err)
+	}
+	for res, v := range map[int]uint64{unix.RLIMIT_NPROC: n, unix.RLIMIT_NOFILE: 1024, unix.RLIMIT_CORE: 0} {
+		if err := unix.Setrlimit(res, &unix.Rlimit{Cur: v, Max: v}); err != nil {
+			return fmt.Errorf("setrlimit %d to %d: %v", res, v, err)
+		}
+	}
+	return nil
 }

@@ -253,6 +253,9 @@ type Options struct {
 	Runtime string
 	// Env is added to sandboxd's environment (KEY=VALUE).
 	Env []string
+	// Cluster adds the Kubernetes runtime on it (RequireCluster), for
+	// languages whose block says runtime = "kubernetes".
+	Cluster *Cluster
 }
 
 // DefaultLanguages is the language HCL of Options.
@@ -333,6 +336,10 @@ defaults {
 %s
 `, uidRange(), opts.Socket, opts.StateDir, filepath.Join(bin, "plugins"), filepath.Join(bin, "sandbox-init"),
 		filepath.Join(repoRoot(), "images"), opts.DockerHost, opts.Runtime, TestLabel, opts.RunID, opts.Defaults, opts.Extra, opts.Languages)
+	if opts.Cluster != nil {
+		cfg += opts.Cluster.Runtime()
+		t.Cleanup(func() { opts.Cluster.removeTestPods(opts.RunID) })
+	}
 	cfgPath := filepath.Join(dir, "sandboxd.hcl")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)

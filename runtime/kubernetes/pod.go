@@ -47,6 +47,7 @@ func (k *Kubernetes) podFor(spec runtime.Spec, name, token string, uid uint32) *
 		{Name: "HOME", Value: runtime.Workspace}, {Name: "LANG", Value: "C.UTF-8"}, {Name: "TMPDIR", Value: "/tmp"},
 		{Name: supervisor.EnvListen, Value: fmt.Sprintf("127.0.0.1:%d", SupervisorPort)},
 		{Name: supervisor.EnvToken, Value: token},
+		{Name: supervisor.EnvNproc, Value: strconv.FormatInt(spec.Limits.Pids+supervisor.ReservedThreads, 10)},
 	}
 	for _, kv := range spec.Env {
 		key, value, _ := strings.Cut(kv, "=")
@@ -87,12 +88,12 @@ func (k *Kubernetes) podFor(spec runtime.Spec, name, token string, uid uint32) *
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr(SeccompProfile)},
 			},
 			Containers: []corev1.Container{{
-				Name:            containerName,
-				Image:           k.image(spec.Image),
-				Command:         []string{runtime.SupervisorPath},
-				WorkingDir:      runtime.Workspace,
-				Env:             env,
-				Resources:       corev1.ResourceRequirements{Limits: resources, Requests: resources},
+				Name:       containerName,
+				Image:      k.image(spec.Image),
+				Command:    []string{runtime.SupervisorPath},
+				WorkingDir: runtime.Workspace,
+				Env:        env,
+				Resources:  corev1.ResourceRequirements{Limits: resources, Requests: resources},
 				SecurityContext: &corev1.SecurityContext{
 					Privileged:               ptr(false),
 					AllowPrivilegeEscalation: ptr(false),

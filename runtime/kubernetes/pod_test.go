@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -121,6 +122,7 @@ func TestPodCarriesTheHardening(t *testing.T) {
 	check("the request's environment", env["A"] == "1" && env["B"] == "x=y" && env["HOME"] == runtime.Workspace)
 	check("the supervisor listens on loopback", env[supervisor.EnvListen] == "127.0.0.1:7073")
 	check("a token", len(env[supervisor.EnvToken]) == 32)
+	check("the pids limit, as RLIMIT_NPROC of the sandbox's uid", env[supervisor.EnvNproc] == strconv.Itoa(128+supervisor.ReservedThreads))
 
 	l := pod.Labels
 	check("the mandatory labels, not overridden", l[runtime.LabelManaged] == "true" && l[runtime.LabelInstance] == "inst1" &&

@@ -42,9 +42,15 @@ const Version = 1
 // The environment of a supervisor that listens rather than speaking on
 // its stdio (cmd/sandbox-init/listen.go): the TCP address on the
 // sandbox's loopback, and the token a connection opens with.
+//
+// EnvNproc is the RLIMIT_NPROC the supervisor sets on itself, and so on
+// everything it starts, where the runtime has no per-sandbox pids limit
+// (a pod's is the kubelet's, one for every pod of the node): the uid is
+// the sandbox's alone, so the limit is the sandbox's.
 const (
 	EnvListen = "SANDBOXD_SUPERVISOR_LISTEN"
 	EnvToken  = "SANDBOXD_SUPERVISOR_TOKEN"
+	EnvNproc  = "SANDBOXD_SUPERVISOR_NPROC"
 )
 
 // ReservedThreads is how many OS threads the supervisor starts up front so

@@ -1,0 +1,153 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/testutil"
+)
+
+// kubernetesLanguages puts python in pods of the cluster and leaves node
+// on the local engine. A fifth of a core each (limits equal requests)
+// lets the 2-core node hold the pool and the tests' sessions.
+func kubernetesLanguages(minIdle, max int) string {
+	return fmt.Sprintf(`
+language "python" {
+  image   = "sandboxd/python:latest"
+  runtime = "kubernetes"
+  limits {
+    cpus = 0.2
+  }
+  pool {
+    min_idle = %d
+    max      = %d
+  }
+}
+language "node" {
+  image = "sandboxd/node:latest"
+  pool {
+    min_idle = 1
+    max      = 2
+  }
+}`, minIdle, max)
+}
+
+// The foundation on pods: runs, their ends and limits, sessions and their
+// files, a sandboxd restart (gentle and SIGKILL) that keeps sessions and
+// removes what nobody owns, a pod deleted under a session, and warm pods
+// that die, with a Docker language beside them all along.
+func TestKubernetesRuntime(t *testing.T) {
+	cluster := testutil.RequireCluster(t)
+	d := testutil.StartDaemon(t, testutil.Options{Cluster: cluster, Languages: kubernetesLanguages(2, 6)})
+	c := d.Client()
+	label := testutil.TestLabel + "=" + d.RunID
+	waitFor(t, "the warm pods", func() bool {
+		p, err := c.Pools(context.Background())
+		return err == nil && p["python"].Idle >= 2
+	})
+
+	t.Run("runs", func(t *testing.T) {
+		res := run(t, c, api.RunRequest{Language: "python", Stdin: "abc", Code: `import os, socket, sys
+print(socket.gethostname(), os.getuid() != 0, sys.stdin.read())
+print(sorted(l.split(':')[0].strip() for l in open('/proc/net/dev').readlines()[2:]))
+try:
+    open('/etc/x', 'w')
+except OSError as e:
+    print('read-only', e.errno)
+sys.exit(3)`})
+		want := "sandbox True abc\n['lo']\nread-only 30\n"
+		if res.ExitCode != 3 || res.Stdout != want {
+			t.Fatalf("exit %d stdout %q stderr %q; want %q", res.ExitCode, res.Stdout, res.Stderr, want)
+		}
+		res = run(t, c, api.RunRequest{Language: "python", Code: "import time\ntime.sleep(100)", Timeout: api.Duration(2e9)})
+		if !res.TimedOut || res.ExitCode != 137 {
+			t.Fatalf("the deadline: %+v", res)
+		}
+		res = run(t, c, api.RunRequest{Language: "node", Code: "console.log(require('os').hostname())"})
+		if res.Stdout != "sandbox\n" {
+			t.Fatalf("the Docker language beside: %+v", res)
+		}
+	})
+
+	id := newSession(t, c, api.SessionRequest{Language: "python"})
+	t.Run("session files", func(t *testing.T) {
+		if _, err := c.PutFile(ctx(t), id, "data.txt", strings.NewReader("kept\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res, err := c.Exec(ctx(t), id, api.ExecRequest{Argv: []string{"python3", "-c", "print(open('data.txt').read().upper(), end='')"}})
+		if err != nil || res.Stdout != "KEPT\n" {
+			t.Fatalf("exec: %+v %v", res, err)
+		}
+		body, _, err := c.GetFile(ctx(t), id, "data.txt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(body)
+		body.Close()
+		if string(got) != "kept\n" {
+			t.Fatalf("download: %q", got)
+		}
+	})
+
+	t.Run("restarts", func(t *testing.T) {
+		for _, how := range []string{"SIGTERM", "SIGKILL"} {
+			before := cluster.Pods(t, label)
+			if how == "SIGTERM" {
+				d.Stop()
+			} else {
+				d.Kill()
+			}
+			d.Restart()
+			res, err := c.Exec(ctx(t), id, api.ExecRequest{Argv: []string{"cat", "data.txt"}})
+			if err != nil || res.Stdout != "kept\n" {
+				t.Fatalf("the session after %s: %+v %v", how, res, err)
+			}
+			// The warm pods of the daemon before are nobody's now.
+			waitFor(t, "the old warm pods removed after "+how, func() bool {
+				now := strings.Join(cluster.Pods(t, label), " ")
+				for _, p := range before {
+					if s, _ := c.Session(ctx(t), id); s != nil && strings.Contains(now, p) && s.ContainerID != p {
+						return false
+					}
+				}
+				return true
+			})
+		}
+	})
+
+	t.Run("pod deleted under a session", func(t *testing.T) {
+		s, err := c.Session(ctx(t), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cluster.DeletePod(t, s.ContainerID)
+		waitFor(t, "the session lost", func() bool {
+			_, err := c.Exec(ctx(t), id, api.ExecRequest{Argv: []string{"true"}})
+			s, _ := c.Session(ctx(t), id)
+			return apiCode(err) == api.CodeSessionLost || s != nil && s.State == api.SessionLost
+		})
+	})
+
+	t.Run("warm pods that die are replaced", func(t *testing.T) {
+		for _, p := range cluster.Pods(t, label+",io.sandboxd.language=python") {
+			cluster.DeletePod(t, p)
+		}
+		res := run(t, c, api.RunRequest{Language: "python", Code: "print('still here')"})
+		if res.Stdout != "still here\n" {
+			t.Fatalf("a run after the warm pods died: %+v", res)
+		}
+		waitFor(t, "the pool refilled", func() bool {
+			p, err := c.Pools(context.Background())
+			return err == nil && p["python"].Idle >= 2
+		})
+	})
+}
+
+// The hostile programs, in pods: the same cases and checks as on Docker.
+func TestKubernetesHostilePrograms(t *testing.T) {
+	testHostilePrograms(t, "kubernetes", true)
+}

@@ -1,0 +1,115 @@
+package testutil
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Cluster is the single-node Kubernetes `make cluster` brings up
+// (scripts/cluster.sh), as the tests of the Kubernetes runtime use it.
+type Cluster struct {
+	Kubeconfig string
+	Registry   string // where the cluster pulls the language images from
+	Namespace  string
+	Client     kubernetes.Interface
+}
+
+// ClusterImages are the language images the Kubernetes tests run, pushed
+// to the cluster's registry by `make cluster-images`.
+var ClusterImages = []string{"sandboxd/python:latest"}
+
+// RequireCluster returns the cluster, or skips the test (fails it when
+// CI=true) when none answers or its registry lacks an image.
+func RequireCluster(t T) *Cluster {
+	t.Helper()
+	c := &Cluster{Kubeconfig: "/var/lib/sandboxd-cluster/admin.kubeconfig", Registry: "127.0.0.1:5000", Namespace: "sandboxd"}
+	if k := os.Getenv("SANDBOXD_KUBECONFIG"); k != "" {
+		c.Kubeconfig = k
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		Missing(t, fmt.Sprintf("no cluster (%v): run `make cluster`", err))
+		return nil
+	}
+	if c.Client, err = kubernetes.NewForConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.Client.CoreV1().Namespaces().Get(ctx, c.Namespace, metav1.GetOptions{}); err != nil {
+		Missing(t, fmt.Sprintf("the cluster of %s does not answer (%v): run `make cluster`", c.Kubeconfig, err))
+		return nil
+	}
+	for _, img := range ClusterImages {
+		ref, tag := splitTag(img)
+		req, _ := http.NewRequest(http.MethodHead, fmt.Sprintf("http://%s/v2/%s/manifests/%s", c.Registry, ref, tag), nil)
+		req.Header.Set("Accept", "application/vnd.docker.distribution.manifest.v2+json, application/vnd.oci.image.manifest.v1+json")
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		if err != nil || resp.StatusCode != http.StatusOK {
+			Missing(t, fmt.Sprintf("%s/%s is not in the cluster's registry: run `make cluster-images`", c.Registry, img))
+			return nil
+		}
+	}
+	return c
+}
+
+// Runtime is the runtime block of a daemon that uses the cluster.
+func (c *Cluster) Runtime() string {
+	return fmt.Sprintf(`runtime "kubernetes" {
+  kubeconfig     = %q
+  namespace      = %q
+  image_registry = %q
+}
+`, c.Kubeconfig, c.Namespace, c.Registry)
+}
+
+// Pods lists the names of the cluster's pods with label (k=v).
+func (c *Cluster) Pods(t T, label string) []string {
+	t.Helper()
+	list, err := c.Client.CoreV1().Pods(c.Namespace).List(context.Background(), metav1.ListOptions{LabelSelector: label})
+	if err != nil {
+		t.Fatalf("listing pods: %v", err)
+	}
+	var names []string
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil {
+			names = append(names, p.Name)
+		}
+	}
+	return names
+}
+
+// DeletePod deletes a pod at once, as an operator or an eviction would.
+func (c *Cluster) DeletePod(t T, name string) {
+	t.Helper()
+	zero := int64(0)
+	if err := c.Client.CoreV1().Pods(c.Namespace).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatalf("deleting pod %s: %v", name, err)
+	}
+}
+
+// removeTestPods deletes every pod of a test run.
+func (c *Cluster) removeTestPods(runID string) {
+	zero := int64(0)
+	_ = c.Client.CoreV1().Pods(c.Namespace).DeleteCollection(context.Background(),
+		metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{LabelSelector: TestLabel + "=" + runID})
+}
+
+func splitTag(img string) (string, string) {
+	for i := len(img) - 1; i >= 0 && img[i] != '/'; i-- {
+		if img[i] == ':' {
+			return img[:i], img[i+1:]
+		}
+	}
+	return img, "latest"
+}
