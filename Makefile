@@ -95,7 +95,7 @@ run: build images
 # Unit tests need nothing; the end-to-end tests need the engine, images and
 # the cluster, and fail (never skip) without them when CI=true.
 test: build lint images cluster-images npm-tools test-tools
-	$(GO) test -count=1 -timeout 15m ./...
+	$(GO) test -count=1 -timeout 25m ./...
 
 lint: $(STATICCHECK)
 	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt -w those files"; exit 1; }

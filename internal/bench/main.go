@@ -42,7 +42,7 @@ func main() {
 	bin := flag.String("bin", "bin", "directory with sandboxd, sandboxctl, sandbox-init and plugins/")
 	n := flag.Int("n", 40, "iterations per sandboxd measurement")
 	nDocker := flag.Int("n-docker", 15, "iterations per docker baseline")
-	only := flag.String("only", "", "one section alone: runtimes (runc against runsc), contexts, egress, warm or languages")
+	only := flag.String("only", "", "one section alone: runtimes (runc against runsc), kubernetes (pods against Docker), contexts, egress, warm or languages")
 	flag.Parse()
 	var err error
 	switch *bin, _ = filepath.Abs(*bin); *only {
@@ -52,6 +52,8 @@ func main() {
 		err = ociRuntimes(*bin, *n, *nDocker)
 	case "egress":
 		err = egressPath(*bin, *n)
+	case "kubernetes":
+		err = kubernetesRuntime(*bin, *n)
 	case "warm", "languages":
 		var d *daemon
 		if d, err = startDaemon(*bin, warmTwins()); err == nil {
@@ -69,7 +71,7 @@ func main() {
 			d.stop()
 		}
 	default:
-		err = fmt.Errorf("-only %q: runtimes, contexts, egress, warm or languages", *only)
+		err = fmt.Errorf("-only %q: runtimes, kubernetes, contexts, egress, warm or languages", *only)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -173,6 +175,9 @@ func run(bin string, n, nDocker int) error {
 		return err
 	}
 	if err := ociRuntimes(bin, n, nDocker); err != nil {
+		return err
+	}
+	if err := kubernetesRuntime(bin, n); err != nil {
 		return err
 	}
 	if err := egressPath(bin, n); err != nil {

@@ -60,6 +60,12 @@ func TestErrorsNameFileLineAndField(t *testing.T) {
 		{"http {\n  listen = \"dashboard.example:7070\"\n}\nlanguage \"a\" {}", `f.hcl:2,3: "listen" names the host "dashboard.example"; "127.0.0.1:7070"`},
 		{"http {\n  listen = \"7070\"\n}\nlanguage \"a\" {}", `"listen" is "7070": address 7070: missing port in address`},
 		{"http {\n  listen = \"127.0.0.1:http\"\n}\nlanguage \"a\" {}", `"listen" has port "http"`},
+		{"language \"a\" {\n  runtime = \"kubernetes\"\n}", `f.hcl:2,3: "runtime" is "kubernetes" with no runtime "kubernetes" block`},
+		{"runtime \"nomad\" {}\nlanguage \"a\" {}", `runtime "nomad" is not one sandboxd has`},
+		{"runtime \"kubernetes\" {}\nlanguage \"a\" {}", `"kubeconfig" is missing`},
+		{"runtime \"kubernetes\" {\n  kubeconfig = \"/no/such\"\n}\nlanguage \"a\" {}", `f.hcl:2,3: "kubeconfig" cannot be read`},
+		{"runtime \"kubernetes\" {\n  kubeconfig = \"/etc/hostname\"\n  namespace = \"Sand_Box\"\n}\nlanguage \"a\" {}", `"namespace" "Sand_Box" is not a namespace name`},
+		{"runtime \"kubernetes\" {\n  kubeconfig = \"/etc/hostname\"\n}\nlanguage \"a\" {\n  runtime = \"kubernetes\"\n  network {\n    allow = [\"x.org\"]\n  }\n}", `"runtime" is kubernetes for a language with egress`},
 	} {
 		_, err := Parse("f.hcl", []byte(tc.src))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -91,5 +97,35 @@ func TestSandboxUIDsMustBeNoHostUsers(t *testing.T) {
 	}
 	if _, err := Parse("f.hcl", []byte("sandbox_uids = \"2000000000-2000000999\"\nlanguage \"a\" {}")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The Kubernetes runtime block, and a language that runs in it.
+func TestKubernetesRuntimeBlock(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "kube.conf"), []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Parse(filepath.Join(dir, "x.hcl"), []byte(`
+runtime "kubernetes" {
+  kubeconfig     = "kube.conf"
+  runtime_class  = "gvisor"
+  node_selector  = { pool = "sandboxes" }
+  image_registry = "registry.example:5000/"
+}
+language "python" {
+  runtime = "kubernetes"
+}
+language "node" {}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := cfg.Kubernetes
+	if k == nil || k.Kubeconfig != filepath.Join(dir, "kube.conf") || k.Namespace != "sandboxd" || k.RuntimeClass != "gvisor" ||
+		k.NodeSelector["pool"] != "sandboxes" || k.ImageRegistry != "registry.example:5000" {
+		t.Fatalf("%+v", k)
+	}
+	if cfg.Languages[0].Runtime != KubernetesRuntime || cfg.Languages[1].Runtime != "runc" {
+		t.Fatalf("runtimes: %q %q", cfg.Languages[0].Runtime, cfg.Languages[1].Runtime)
 	}
 }
