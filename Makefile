@@ -65,6 +65,7 @@ images-push: build images
 
 cluster-images: build images cluster
 	@bash images/push.sh $(REGISTRY) sandboxd/python:latest
+	@bash scripts/cluster.sh pull $(REGISTRY)/sandboxd/python:latest
 
 npm-tools: $(NPM_TOOLS)
 

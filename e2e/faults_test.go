@@ -70,10 +70,12 @@ language "python" {
 	if h, err := c.Health(context.Background()); err != nil || h.Status != "ok" {
 		t.Fatalf("health with the engine back: %+v %v", h, err)
 	}
-	s, err := c.Session(ctx(t), id)
-	if err != nil || s.State != api.SessionLost {
-		t.Fatalf("the session whose container died: %+v %v", s, err)
-	}
+	// Kept while the engine could not say, lost once it says the
+	// container is gone.
+	waitFor(t, "the session whose container died lost", func() bool {
+		s, err := c.Session(ctx(t), id)
+		return err == nil && s.State == api.SessionLost
+	})
 	waitFor(t, "the pool refilled", func() bool {
 		pools, err := c.Pools(context.Background())
 		return err == nil && pools["python"].Idle >= 1

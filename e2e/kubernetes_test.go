@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/testutil"
@@ -45,7 +47,9 @@ func TestKubernetesRuntime(t *testing.T) {
 	d := testutil.StartDaemon(t, testutil.Options{Cluster: cluster, Languages: kubernetesLanguages(2, 6)})
 	c := d.Client()
 	label := testutil.TestLabel + "=" + d.RunID
-	waitFor(t, "the warm pods", func() bool {
+	// The node may still be pulling the image (make cluster-images pulls
+	// it ahead).
+	waitForWithin(t, "the warm pods", 3*time.Minute, func() bool {
 		p, err := c.Pools(context.Background())
 		return err == nil && p["python"].Idle >= 2
 	})
@@ -150,4 +154,60 @@ sys.exit(3)`})
 // The hostile programs, in pods: the same cases and checks as on Docker.
 func TestKubernetesHostilePrograms(t *testing.T) {
 	testHostilePrograms(t, "kubernetes", true)
+}
+
+// The API server restarted (killed, as a crash would) mid-run: the
+// execution whose channel it carried ends with an error that says to
+// retry; while it is down, runs say runtime_unavailable and health says
+// degraded; once it is back, the session (whose pod ran on) answers
+// again, not lost, and runs work.
+func TestKubernetesAPIServerRestart(t *testing.T) {
+	cluster := testutil.RequireCluster(t)
+	d := testutil.StartDaemon(t, testutil.Options{Cluster: cluster, Languages: kubernetesLanguages(1, 4), Defaults: `timeout = "60s"`})
+	c := d.Client()
+	id := newSession(t, c, api.SessionRequest{Language: "python"})
+	if _, err := c.PutFile(ctx(t), id, "data.txt", strings.NewReader("kept\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inflight, started := make(chan error, 1), make(chan struct{})
+	go func() {
+		var once sync.Once
+		_, err := c.ExecStream(context.Background(), id, api.ExecRequest{Argv: []string{"sh", "-c", "echo started; sleep 30"}, Timeout: api.Duration(60 * time.Second)},
+			func(api.Event) { once.Do(func() { close(started) }) })
+		inflight <- err
+	}()
+	select {
+	case <-started:
+	case err := <-inflight:
+		t.Fatalf("the exec ended before the API server did: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the exec did not start")
+	}
+	cluster.RestartComponent(t, "kube-apiserver", func() {
+		select {
+		case err := <-inflight:
+			if code := apiCode(err); code != api.CodeRuntimeUnavailable {
+				t.Errorf("the exec whose channel the API server carried: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("the exec in flight did not end within 30s of the API server's end")
+		}
+		if _, err := c.Run(context.Background(), api.RunRequest{Language: "python", Code: "print(1)"}); apiCode(err) != api.CodeRuntimeUnavailable {
+			t.Errorf("a run while the API server is down: %v", err)
+		}
+		if h, err := c.Health(context.Background()); err != nil || h.Status != "degraded" {
+			t.Errorf("health while the API server is down: %+v %v", h, err)
+		}
+	})
+	waitForWithin(t, "the session answering again", time.Minute, func() bool {
+		res, err := c.Exec(ctx(t), id, api.ExecRequest{Argv: []string{"cat", "data.txt"}})
+		return err == nil && res.Stdout == "kept\n"
+	})
+	if s, err := c.Session(ctx(t), id); err != nil || s.State != api.SessionActive {
+		t.Fatalf("the session after the API server's restart: %+v %v", s, err)
+	}
+	waitForWithin(t, "runs working again", time.Minute, func() bool {
+		res, err := c.Run(context.Background(), api.RunRequest{Language: "python", Code: "print('back')"})
+		return err == nil && res.Stdout == "back\n"
+	})
 }

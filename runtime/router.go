@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 )
 
@@ -90,8 +91,21 @@ func (r *Router) List(ctx context.Context) ([]Container, error) {
 	return all, errors.Join(errs...)
 }
 
-// Ping implements Runtime: the Default's engine, which every daemon needs.
-func (r *Router) Ping(ctx context.Context) (EngineInfo, error) { return r.Default.Ping(ctx) }
+// Ping implements Runtime: the Default's engine, which every daemon needs,
+// described; an error when any runtime cannot be reached, as some
+// languages cannot run then.
+func (r *Router) Ping(ctx context.Context) (EngineInfo, error) {
+	info, err := r.Default.Ping(ctx)
+	if err != nil {
+		return info, err
+	}
+	for name, rt := range r.Named {
+		if _, err := rt.Ping(ctx); err != nil {
+			return info, fmt.Errorf("runtime %q: %w", name, err)
+		}
+	}
+	return info, nil
+}
 
 // Image implements Runtime.
 func (r *Router) Image(ctx context.Context, ref string) (Image, error) {

@@ -4,6 +4,7 @@
 #
 #   scripts/cluster.sh up     build what is missing, start, print KUBECONFIG=
 #   scripts/cluster.sh down   stop it and remove what it made
+#   scripts/cluster.sh pull IMAGE...   the node pulls images ahead of pods
 #
 # Nothing is downloaded but packages: Kubernetes, etcd and containerd are
 # built with the Go toolchain from the Go module proxy (pinned by the
@@ -426,8 +427,21 @@ down() {
 	log "down: removed $DIR, $RUN and $LOGS (the builds stay in $CACHE)"
 }
 
+# pull IMAGE... : the node pulls images from the registry ahead of the
+# first pod that needs them.
+pull() {
+	for image in "$@"; do
+		"$BIN/ctr" --address "$CONTAINERD_SOCK" -n k8s.io images pull --hosts-dir "$DIR/certs.d" "$image" >/dev/null
+		log "pulled $image"
+	done
+}
+
 case ${1:-} in
 up) up ;;
 down) down ;;
-*) die "usage: $0 up|down" ;;
+pull)
+	shift
+	pull "$@"
+	;;
+*) die "usage: $0 up|down|pull IMAGE..." ;;
 esac

@@ -80,6 +80,13 @@ func (r *Registry) createFor(ctx context.Context, l *Language, spec runtime.Spec
 	return sb, err
 }
 
+// Reconnect connects again to the supervisor of a sandbox whose channel
+// dropped while the sandbox may run on (its runtime's control plane
+// restarted): the sandbox as it is, with a new channel.
+func (r *Registry) Reconnect(ctx context.Context, sb *runtime.Sandbox) (*runtime.Sandbox, error) {
+	return r.rt.Attach(ctx, runtime.Container{ID: sb.ID, Labels: sb.Labels, Created: sb.Created, Running: true, Language: sb.Language})
+}
+
 // Attach connects again to a container of l a previous sandboxd made,
 // listening again on its egress socket (allowing allow).
 func (r *Registry) Attach(ctx context.Context, l *Language, c runtime.Container, allow egress.List) (*runtime.Sandbox, error) {

@@ -331,6 +331,14 @@ func (m *Sessions) use(ctx context.Context, id string, turn bool, fn func(ss *Se
 	if sb == nil {
 		return noSession(id) // closed while we waited
 	}
+	if !sb.Alive() {
+		if sb = m.revive(ss, sb); sb == nil {
+			if m.isLost(id) {
+				return api.Errorf(api.CodeSessionLost, "session %s was lost: %s; delete it and create a new one", id, ss.Record().Error)
+			}
+			return api.Errorf(api.CodeRuntimeUnavailable, "session %s's sandbox cannot be reached now; it is kept, retry later", id)
+		}
+	}
 	ss.Touch(0)
 	aerr := fn(ss, sb)
 	ss.Touch(0)
@@ -338,9 +346,72 @@ func (m *Sessions) use(ctx context.Context, id string, turn bool, fn func(ss *Se
 	sb = ss.sb // fn may have renewed it
 	ss.mu.Unlock()
 	if sb != nil && !sb.Alive() {
-		m.MarkLost(ss, fmt.Sprintf("its container stopped answering (%v)", sb.Err()))
+		m.revive(ss, sb) // for the next operation
 	}
 	return aerr
+}
+
+// reviveTimeout bounds one try to reconnect to a session's sandbox.
+const reviveTimeout = 15 * time.Second
+
+// revive connects again to the sandbox of a session whose channel to it
+// dropped. It returns the sandbox with its new channel; or, nil, having
+// made the session lost when the runtime says the sandbox is gone, or
+// leaving it for the janitor's next try when the runtime cannot be
+// reached: a pod runs on while its cluster's API server restarts.
+func (m *Sessions) revive(ss *Session, sb *runtime.Sandbox) *runtime.Sandbox {
+	ctx, cancel := context.WithTimeout(context.Background(), reviveTimeout)
+	defer cancel()
+	again, err := m.langs.Reconnect(ctx, sb)
+	switch {
+	case err == nil:
+		ss.mu.Lock()
+		ss.sb = again
+		ss.mu.Unlock()
+		m.log.Info("session reconnected", "session", ss.rec.ID, "container_id", runtime.ShortID(sb.ID), "dropped", sb.Err())
+		return again
+	case errors.Is(err, runtime.ErrUnavailable):
+		m.log.Debug("a session's sandbox cannot be reached; trying again", "session", ss.rec.ID, "error", err)
+	default:
+		m.MarkLost(ss, fmt.Sprintf("its container stopped answering (%v)", sb.Err()))
+	}
+	return nil
+}
+
+func (m *Sessions) isLost(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, lost := m.lost[id]
+	return lost
+}
+
+// reviveDropped tries again the idle sessions whose channel dropped.
+func (m *Sessions) reviveDropped() {
+	m.mu.Lock()
+	var dropped []*Session
+	for _, ss := range m.live {
+		ss.mu.Lock()
+		if ss.sb != nil && !ss.sb.Alive() {
+			dropped = append(dropped, ss)
+		}
+		ss.mu.Unlock()
+	}
+	m.mu.Unlock()
+	for _, ss := range dropped {
+		select {
+		case <-ss.turn: // idle; while it is tried, the turn stays taken
+			go func() {
+				defer func() { ss.turn <- struct{}{} }()
+				ss.mu.Lock()
+				sb := ss.sb
+				ss.mu.Unlock()
+				if sb != nil && !sb.Alive() {
+					m.revive(ss, sb)
+				}
+			}()
+		default: // in use: the operation tries it itself
+		}
+	}
 }
 
 // MarkLost turns a session whose container died (or cannot be trusted any
@@ -449,6 +520,7 @@ func (m *Sessions) Start() {
 				return
 			case now := <-t.C:
 				m.expire(now)
+				m.reviveDropped()
 				m.flush()
 			}
 		}

@@ -5,6 +5,11 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -112,4 +117,34 @@ func splitTag(img string) (string, string) {
 		}
 	}
 	return img, "latest"
+}
+
+// RestartComponent kills one of the cluster's processes (SIGKILL, as a
+// crash would: "kube-apiserver", "kubelet", ...), by the pid make cluster
+// recorded, and starts it again with scripts/cluster.sh up, which returns
+// once the cluster answers; between runs while it is down.
+func (c *Cluster) RestartComponent(t T, name string, between func()) {
+	t.Helper()
+	pidFile := "/run/sandboxd-cluster/" + name + ".pid"
+	raw, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil {
+		t.Fatalf("%s: %v", pidFile, err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("killing %s (pid %d): %v", name, pid, err)
+	}
+	for i := 0; i < 100 && syscall.Kill(pid, 0) == nil; i++ {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if between != nil {
+		between()
+	}
+	up := exec.Command("bash", filepath.Join(repoRoot(), "scripts", "cluster.sh"), "up")
+	if out, err := up.CombinedOutput(); err != nil {
+		t.Fatalf("starting %s again: %v\n%s", name, err, out)
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +33,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -83,6 +85,9 @@ func New(opts Options) (*Kubernetes, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", opts.Kubeconfig, err)
 	}
+	// A client of its own rate: every sandbox is a pod to create, watch,
+	// forward to and delete, far past client-go's default 5 per second.
+	cfg.QPS, cfg.Burst = 200, 400
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
@@ -102,7 +107,13 @@ func newWith(client kubernetes.Interface, cfg *rest.Config, opts Options) *Kuber
 
 // Ping implements runtime.Runtime.
 func (k *Kubernetes) Ping(ctx context.Context) (runtime.EngineInfo, error) {
-	v, err := k.client.Discovery().ServerVersion()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	raw, err := k.client.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	var v version.Info
+	if err == nil {
+		err = json.Unmarshal(raw, &v)
+	}
 	if err != nil {
 		return runtime.EngineInfo{}, fmt.Errorf("%w: the Kubernetes API server: %v", runtime.ErrUnavailable, err)
 	}
@@ -225,7 +236,9 @@ func (k *Kubernetes) connect(ctx context.Context, name, token string) (*supervis
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("forwarding to the supervisor of pod %s: %v", name, err)
+			// The pod runs, as far as the API server knows: its node's
+			// kubelet cannot be reached, which may pass.
+			return nil, fmt.Errorf("%w: forwarding to the supervisor of pod %s: %v", runtime.ErrUnavailable, name, err)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -289,6 +302,9 @@ func (k *Kubernetes) Attach(ctx context.Context, c runtime.Container) (*runtime.
 	pod, err := k.client.CoreV1().Pods(k.opts.Namespace).Get(ctx, c.ID, metav1.GetOptions{})
 	if err != nil {
 		return nil, k.apiError("reading pod "+c.ID, err)
+	}
+	if pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
+		return nil, fmt.Errorf("pod %s is not running: %s", c.ID, describe(pod))
 	}
 	token := ""
 	for _, e := range pod.Spec.Containers[0].Env {
