@@ -332,11 +332,14 @@ func (m *Sessions) use(ctx context.Context, id string, turn bool, fn func(ss *Se
 		return noSession(id) // closed while we waited
 	}
 	if !sb.Alive() {
-		if sb = m.revive(ss, sb); sb == nil {
-			if m.isLost(id) {
-				return api.Errorf(api.CodeSessionLost, "session %s was lost: %s; delete it and create a new one", id, ss.Record().Error)
-			}
-			return api.Errorf(api.CodeRuntimeUnavailable, "session %s's sandbox cannot be reached now; it is kept, retry later", id)
+		// A sandbox that is gone goes to fn as it is: a reset renews it,
+		// anything else fails, and the session is lost below.
+		again, err := m.reconnect(ss, sb)
+		if errors.Is(err, runtime.ErrUnavailable) {
+			return api.Errorf(api.CodeRuntimeUnavailable, "session %s's sandbox cannot be reached now (%v); it is kept, retry later", id, err)
+		}
+		if again != nil {
+			sb = again
 		}
 	}
 	ss.Touch(0)
@@ -355,34 +358,34 @@ func (m *Sessions) use(ctx context.Context, id string, turn bool, fn func(ss *Se
 const reviveTimeout = 15 * time.Second
 
 // revive connects again to the sandbox of a session whose channel to it
-// dropped. It returns the sandbox with its new channel; or, nil, having
-// made the session lost when the runtime says the sandbox is gone, or
-// leaving it for the janitor's next try when the runtime cannot be
-// reached: a pod runs on while its cluster's API server restarts.
-func (m *Sessions) revive(ss *Session, sb *runtime.Sandbox) *runtime.Sandbox {
-	ctx, cancel := context.WithTimeout(context.Background(), reviveTimeout)
-	defer cancel()
-	again, err := m.langs.Reconnect(ctx, sb)
+// dropped; it makes the session lost when the runtime says the sandbox is
+// gone, and leaves it for the janitor's next try when the runtime cannot
+// be reached: a pod runs on while its cluster's API server restarts.
+func (m *Sessions) revive(ss *Session, sb *runtime.Sandbox) {
+	_, err := m.reconnect(ss, sb)
 	switch {
 	case err == nil:
-		ss.mu.Lock()
-		ss.sb = again
-		ss.mu.Unlock()
-		m.log.Info("session reconnected", "session", ss.rec.ID, "container_id", runtime.ShortID(sb.ID), "dropped", sb.Err())
-		return again
 	case errors.Is(err, runtime.ErrUnavailable):
 		m.log.Debug("a session's sandbox cannot be reached; trying again", "session", ss.rec.ID, "error", err)
 	default:
 		m.MarkLost(ss, fmt.Sprintf("its container stopped answering (%v)", sb.Err()))
 	}
-	return nil
 }
 
-func (m *Sessions) isLost(id string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	_, lost := m.lost[id]
-	return lost
+// reconnect connects again to sb, the session's sandbox, and makes the
+// new connection the session's.
+func (m *Sessions) reconnect(ss *Session, sb *runtime.Sandbox) (*runtime.Sandbox, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), reviveTimeout)
+	defer cancel()
+	again, err := m.langs.Reconnect(ctx, sb)
+	if err != nil {
+		return nil, err
+	}
+	ss.mu.Lock()
+	ss.sb = again
+	ss.mu.Unlock()
+	m.log.Info("session reconnected", "session", ss.rec.ID, "container_id", runtime.ShortID(sb.ID), "dropped", sb.Err())
+	return again, nil
 }
 
 // reviveDropped tries again the idle sessions whose channel dropped.

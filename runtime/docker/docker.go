@@ -209,6 +209,15 @@ func (d *Docker) ociRuntime(spec runtime.Spec) string {
 func (d *Docker) Attach(ctx context.Context, c runtime.Container) (*runtime.Sandbox, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
+	// The engine lets one attach to a stopped container, which would then
+	// never answer hello.
+	info, err := d.cli.ContainerInspect(ctx, c.ID)
+	if err != nil {
+		return nil, d.engineError("inspecting container "+runtime.ShortID(c.ID), err)
+	}
+	if info.State == nil || !info.State.Running {
+		return nil, fmt.Errorf("container %s is not running", runtime.ShortID(c.ID))
+	}
 	conn, err := d.attach(c.ID)
 	if err != nil {
 		return nil, err
