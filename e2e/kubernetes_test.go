@@ -211,3 +211,39 @@ func TestKubernetesAPIServerRestart(t *testing.T) {
 		return err == nil && res.Stdout == "back\n"
 	})
 }
+
+// The kubelet stopped (killed): what needs it says runtime_unavailable
+// within a bound instead of waiting out a pod's start; the session, whose
+// pod runs on under containerd, is kept; when the kubelet is back, the
+// session answers again and runs work.
+func TestKubernetesKubeletStopped(t *testing.T) {
+	cluster := testutil.RequireCluster(t)
+	d := testutil.StartDaemon(t, testutil.Options{Cluster: cluster, Languages: kubernetesLanguages(1, 4)})
+	c := d.Client()
+	id := newSession(t, c, api.SessionRequest{Language: "python"})
+	if _, err := c.PutFile(ctx(t), id, "data.txt", strings.NewReader("kept\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cluster.RestartComponent(t, "kubelet", func() {
+		start := time.Now()
+		for i := 0; i < 3; i++ { // the warm pod's channel, then pods made for the runs
+			if _, err := c.Run(context.Background(), api.RunRequest{Language: "python", Code: "print(1)"}); apiCode(err) != api.CodeRuntimeUnavailable {
+				t.Errorf("run %d while the kubelet is away: %v", i, err)
+			}
+		}
+		if took := time.Since(start); took > 60*time.Second {
+			t.Errorf("three runs took %s to fail while the kubelet is away", took)
+		}
+		if _, err := c.Exec(ctx(t), id, api.ExecRequest{Argv: []string{"true"}}); apiCode(err) != api.CodeRuntimeUnavailable {
+			t.Errorf("an exec while the kubelet is away: %v", err)
+		}
+	})
+	waitForWithin(t, "the session answering again", time.Minute, func() bool {
+		res, err := c.Exec(ctx(t), id, api.ExecRequest{Argv: []string{"cat", "data.txt"}})
+		return err == nil && res.Stdout == "kept\n"
+	})
+	waitForWithin(t, "runs working again", time.Minute, func() bool {
+		res, err := c.Run(context.Background(), api.RunRequest{Language: "python", Code: "print('back')"})
+		return err == nil && res.Stdout == "back\n"
+	})
+}

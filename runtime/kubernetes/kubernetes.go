@@ -166,6 +166,7 @@ func (k *Kubernetes) Create(ctx context.Context, spec runtime.Spec) (sb *runtime
 func (k *Kubernetes) waitRunning(ctx context.Context, name, image string) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
+	began := time.Now()
 	for {
 		pod, err := k.client.CoreV1().Pods(k.opts.Namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -187,12 +188,38 @@ func (k *Kubernetes) waitRunning(ctx context.Context, name, image string) error 
 				}
 			}
 		}
+		// A pod placed on a node whose kubelet is away would wait for the
+		// whole start timeout (the node is marked NotReady only after a
+		// grace period of its own): its kubelet is asked, once the pod is
+		// slower than a start usually is.
+		if node := pod.Spec.NodeName; node != "" && time.Since(began) > kubeletCheckAfter {
+			if err := k.kubeletAnswers(ctx, node); err != nil {
+				return err
+			}
+			began = time.Now()
+		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("pod %s did not start in time (%s): %w", name, describe(pod), ctx.Err())
 		case <-tick.C:
 		}
 	}
+}
+
+// kubeletCheckAfter is how long a pod may take to start before its node's
+// kubelet is asked whether it is there.
+const kubeletCheckAfter = 3 * time.Second
+
+// kubeletAnswers asks node's kubelet, through the API server, for its
+// health: ErrUnavailable when it does not answer.
+func (k *Kubernetes) kubeletAnswers(ctx context.Context, node string) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	err := k.client.CoreV1().RESTClient().Get().Resource("nodes").Name(node).SubResource("proxy").Suffix("healthz").Do(ctx).Error()
+	if err != nil {
+		return fmt.Errorf("%w: the kubelet of node %s does not answer: %v", runtime.ErrUnavailable, node, err)
+	}
+	return nil
 }
 
 // describe says what holds a pod back, or how it ended.
