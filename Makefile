@@ -51,9 +51,11 @@ images: engine
 	@bash images/build.sh $(IMAGES)
 
 # A single-node Kubernetes on loopback (scripts/cluster.sh) for the
-# Kubernetes runtime, and its registry: images-push puts every language
-# image there with the supervisor in it; the tests need only python.
+# Kubernetes runtime, and its registry: images-push puts the languages'
+# images there with the supervisor in it, as `sandboxctl images build`
+# does for a daemon's languages on the cluster; the tests need only python.
 REGISTRY ?= 127.0.0.1:5000
+PUSH     ?= python node typescript go java ruby php bash c cpp rust
 cluster: engine
 	@bash scripts/cluster.sh up
 
@@ -61,10 +63,10 @@ cluster-down:
 	@bash scripts/cluster.sh down
 
 images-push: build images
-	@bash images/push.sh $(REGISTRY) $(foreach i,$(IMAGES),sandboxd/$(i):latest)
+	@bash images/push.sh $(REGISTRY) $(PUSH)
 
 cluster-images: build images cluster
-	@bash images/push.sh $(REGISTRY) sandboxd/python:latest
+	@bash images/push.sh $(REGISTRY) python
 	@bash scripts/cluster.sh pull $(REGISTRY)/sandboxd/python:latest
 
 npm-tools: $(NPM_TOOLS)

@@ -400,7 +400,7 @@ type ImageBuildRequest struct {
 // ImageBuilt is the outcome of one image of a build.
 type ImageBuilt struct {
 	Language   string   `json:"language"`
-	Image      string   `json:"image"`
+	Image      string   `json:"image"`              // a registry's name: built and pushed
 	Packages   []string `json:"packages,omitempty"` // set for an image derived with packages
 	DurationMS float64  `json:"duration_ms"`
 	Note       string   `json:"note,omitempty"` // e.g. an image sandboxd does not build

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/testutil"
 )
@@ -136,6 +138,20 @@ sys.exit(3)`})
 		})
 	})
 
+	t.Run("a session that expires takes its pod", func(t *testing.T) {
+		short := newSession(t, c, api.SessionRequest{Language: "python", TTL: api.Duration(3 * time.Second)})
+		s, err := c.Session(ctx(t), short)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the expired session's pod removed", func() bool {
+			return !strings.Contains(strings.Join(cluster.Pods(t, label), " "), s.ContainerID)
+		})
+		if _, err := c.Exec(ctx(t), short, api.ExecRequest{Argv: []string{"true"}}); err == nil {
+			t.Fatal("an exec on an expired session")
+		}
+	})
+
 	t.Run("warm pods that die are replaced", func(t *testing.T) {
 		for _, p := range cluster.Pods(t, label+",io.sandboxd.language=python") {
 			cluster.DeletePod(t, p)
@@ -149,6 +165,30 @@ sys.exit(3)`})
 			return err == nil && p["python"].Idle >= 2
 		})
 	})
+}
+
+// `sandboxctl images build` of a language on the cluster puts its image,
+// with the supervisor, in the runtime's registry, and pods run from it.
+func TestKubernetesImagesPushed(t *testing.T) {
+	cluster := *testutil.RequireCluster(t)
+	cluster.Registry += "/sandboxd-test" // a registry of its own
+	d := testutil.StartDaemon(t, testutil.Options{Cluster: &cluster, Languages: kubernetesLanguages(0, 2)})
+	out, errOut, code := d.Ctl("", "images", "build", "python")
+	pushed := cluster.Registry + "/sandboxd/python:latest"
+	if code != 0 || !strings.Contains(out, "built "+pushed+" for python") || !strings.Contains(errOut, pushed+": latest: digest: sha256:") {
+		t.Fatalf("images build: exit %d\n%s\n%s", code, out, errOut)
+	}
+	c := d.Client()
+	id := newSession(t, c, api.SessionRequest{Language: "python"})
+	res, err := c.Exec(ctx(t), id, api.ExecRequest{Argv: []string{"python3", "-c", "import os; print(os.access('/.sandboxd/init', os.X_OK))"}})
+	if err != nil || res.Stdout != "True\n" {
+		t.Fatalf("an exec in a pod of the pushed image: %+v %v", res, err)
+	}
+	s, _ := c.Session(ctx(t), id)
+	pod, err := cluster.Client.CoreV1().Pods(cluster.Namespace).Get(ctx(t), s.ContainerID, metav1.GetOptions{})
+	if err != nil || pod.Spec.Containers[0].Image != pushed {
+		t.Fatalf("the session's pod: %v", err)
+	}
 }
 
 // The hostile programs, in pods: the same cases and checks as on Docker.

@@ -2,8 +2,9 @@
 # `make cluster` brings up (scripts/cluster.sh), beside the local Docker
 # engine. Push the images the cluster pulls first:
 #
-#   make cluster && make images-push
+#   make cluster
 #   bin/sandboxd --config examples/kubernetes.hcl
+#   bin/sandboxctl images build python node
 #
 # Paths are relative to this file.
 socket     = "/run/sandboxd/sandboxd.sock"
@@ -21,7 +22,7 @@ runtime "kubernetes" {
   namespace      = "sandboxd"
   runtime_class  = ""                # the cluster's default (runc here)
   node_selector  = {}
-  image_registry = "127.0.0.1:5000"  # make images-push puts them there
+  image_registry = "127.0.0.1:5000"  # sandboxctl images build pushes them there
 }
 
 # Pods request what they may use (limits equal to requests): a quarter of

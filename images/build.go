@@ -21,6 +21,11 @@ type Target struct {
 	Base     string   // the configured image (or the plugin's default)
 	Packages []string // none: the base itself
 	Install  []string // the plugin's install command (language.Info)
+
+	// Registry, when set, is where a cluster pulls the language's image
+	// from: the image is pushed there, with Supervisor in it.
+	Registry   string
+	Supervisor []byte
 }
 
 // Missing is runtime.ErrImageMissing with what to do about it.
@@ -61,7 +66,8 @@ func Resolve(ctx context.Context, rt runtime.Runtime, dir string, t Target) (ref
 // Build builds the targets' images: each base from its Dockerfile in dir
 // (from the engine's layer cache when nothing changed), then the image
 // derived from it with the target's packages, trusting the CA bundle ca
-// while they install. Targets sharing an image build it once. progress
+// while they install, then the image pushed to the target's registry, if
+// it has one. Targets sharing an image build it once. progress
 // receives the builds' output lines; a failed image is reported in its
 // entry, and the others are still built.
 func Build(ctx context.Context, rt runtime.Runtime, dir string, ca []byte, targets []Target, progress func(api.ImageBuildEvent)) *api.ImageBuildResult {
@@ -108,7 +114,18 @@ func Build(ctx context.Context, rt runtime.Runtime, dir string, ca []byte, targe
 					Error: fmt.Sprintf("the image to add packages to: %v", err)})
 				continue
 			}
-			_ = build(t, Derived(t.Language, t.Base, base, t.Install, t.Packages, ca), t.Packages)
+			if build(t, Derived(t.Language, t.Base, base, t.Install, t.Packages, ca), t.Packages) != nil {
+				continue
+			}
+		}
+		if t.Registry != "" {
+			ref, id, err := Resolve(ctx, rt, dir, t)
+			if err != nil {
+				res.Images = append(res.Images, api.ImageBuilt{Language: t.Language, Image: t.Registry + "/" + ref, Packages: t.Packages,
+					Error: fmt.Sprintf("the image to push: %v", err)})
+				continue
+			}
+			_ = build(t, Pushed(t.Registry, ref, id, t.Supervisor), t.Packages)
 		}
 	}
 	return res

@@ -86,3 +86,23 @@ func Derived(lang, baseRef string, base runtime.Image, install, packages []strin
 		Labels: map[string]string{LabelBase: baseRef, LabelPackages: strings.Join(packages, " ")},
 	}
 }
+
+// SupervisorPath is where a pushed image holds the supervisor: where the
+// Docker runtime bind-mounts it.
+const SupervisorPath = "/.sandboxd/init"
+
+// Pushed is the build of registry/ref, the image a cluster pulls: the
+// engine's image id (ref's) with the supervisor in it, pushed. A pod
+// cannot mount a file of sandboxd's host, so the supervisor travels in
+// the image.
+func Pushed(registry, ref, id string, supervisor []byte) runtime.ImageBuild {
+	return runtime.ImageBuild{
+		Tag: registry + "/" + ref,
+		Files: map[string][]byte{
+			"Dockerfile": fmt.Appendf(nil, "FROM %s\nCOPY init %s\n", id, SupervisorPath),
+			"init":       supervisor,
+		},
+		Executables: []string{"init"},
+		Push:        true,
+	}
+}

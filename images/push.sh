@@ -1,27 +1,43 @@
 #!/usr/bin/env bash
-# push.sh REGISTRY IMAGE... — puts language images where a Kubernetes
-# cluster pulls them: REGISTRY/IMAGE, built from the local IMAGE with the
-# supervisor (bin/sandbox-init) at /.sandboxd/init, where the Docker
-# runtime bind-mounts it. A pod cannot mount a file of sandboxd's host, so
-# the supervisor travels in the image: push again after a new build.
+# push.sh REGISTRY LANGUAGE... — puts languages' images where a Kubernetes
+# cluster pulls them, the way `sandboxctl images build` does for a daemon
+# whose languages run there: a sandboxd of its own (no warm pods, its own
+# socket and state) with these languages on the cluster builds each image
+# and pushes REGISTRY/IMAGE with the supervisor in it.
 #
-#   images/push.sh 127.0.0.1:5000 sandboxd/python:latest sandboxd/node:latest
+#   images/push.sh 127.0.0.1:5000 python node
 set -euo pipefail
 
-registry=${1:?usage: $0 REGISTRY IMAGE...}
+registry=${1:?usage: $0 REGISTRY LANGUAGE...}
 shift
 here=$(cd "$(dirname "$0")/.." && pwd)
-init=$here/bin/sandbox-init
-[[ -x $init ]] || { echo "push: $init is missing: make build" >&2; exit 1; }
-
-ctx=$(mktemp -d)
-trap 'rm -rf "$ctx"' EXIT
-install -m 0555 "$init" "$ctx/init"
-for image in "$@"; do
-	target=$registry/$image
-	printf 'FROM %s\nCOPY init /.sandboxd/init\n' "$image" >"$ctx/Dockerfile"
-	began=$SECONDS
-	docker build -q --network none -t "$target" "$ctx" >/dev/null
-	docker push -q "$target" >/dev/null
-	echo "push: $target in $((SECONDS - began))s"
+kubeconfig=${KUBECONFIG:-/var/lib/sandboxd-cluster/admin.kubeconfig}
+for b in sandboxd sandboxctl sandbox-init; do
+	[[ -x $here/bin/$b ]] || { echo "push: $here/bin/$b is missing: make build" >&2; exit 1; }
 done
+
+tmp=$(mktemp -d)
+pid=
+cleanup() {
+	[[ -z $pid ]] || { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; }
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+{
+	printf 'plugin_dir = "%s"\nsupervisor = "%s"\nimages_dir = "%s"\n' "$here/bin/plugins" "$here/bin/sandbox-init" "$here/images"
+	printf 'runtime "kubernetes" {\n  kubeconfig = "%s"\n  image_registry = "%s"\n}\n' "$kubeconfig" "$registry"
+	for lang in "$@"; do
+		printf 'language "%s" {\n  runtime = "kubernetes"\n  pool {\n    min_idle = 0\n  }\n}\n' "$lang"
+	done
+} >"$tmp/push.hcl"
+
+"$here/bin/sandboxd" --config "$tmp/push.hcl" --socket "$tmp/sandboxd.sock" --state-dir "$tmp/state" 2>"$tmp/sandboxd.log" &
+pid=$!
+for _ in $(seq 100); do
+	[[ -S $tmp/sandboxd.sock ]] && break
+	kill -0 "$pid" 2>/dev/null || { cat "$tmp/sandboxd.log" >&2; exit 1; }
+	sleep 0.1
+done
+began=$SECONDS
+"$here/bin/sandboxctl" --socket "$tmp/sandboxd.sock" images build "$@"
+echo "push: $* to $registry in $((SECONDS - began))s"

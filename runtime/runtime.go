@@ -132,6 +132,9 @@ type ImageBuild struct {
 	Dir    string
 	Files  map[string][]byte
 	Labels map[string]string
+
+	Executables []string // of Files: packed executable
+	Push        bool     // then push Tag to the registry it names
 }
 
 // EngineInfo describes the engine for health reports.
@@ -161,8 +164,8 @@ type Runtime interface {
 	// Image inspects an image; ErrImageMissing when it is not there.
 	Image(ctx context.Context, ref string) (Image, error)
 	// BuildImage builds and tags an image, with host network (the build
-	// may fetch packages; the sandboxes it makes never can), telling
-	// progress its output line by line.
+	// may fetch packages; the sandboxes it makes never can), and pushes
+	// it when asked, telling progress its output line by line.
 	BuildImage(ctx context.Context, b ImageBuild, progress func(line string)) error
 	// Close releases the engine client.
 	Close() error

@@ -17,7 +17,9 @@ func newImagesCmd(g *globals) *cobra.Command {
 		Short: "Build languages' images (all when none is named), with the packages their blocks list",
 		Long: `Builds each named language's image from its Dockerfile in sandboxd's images
 directory (from the engine's layer cache when nothing changed), then the image
-derived from it with the packages its language block lists. Output of the
+derived from it with the packages its language block lists. A language that
+runs on Kubernetes also gets the image its pods pull: the same, with the
+supervisor in it, pushed to the runtime's image_registry. Output of the
 builds streams as it comes; warm containers of a rebuilt image are replaced.
 Exit 0 when every image built, 1 when one failed.`,
 		RunE: func(cmd *cobra.Command, args []string) error {

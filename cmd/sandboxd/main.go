@@ -152,9 +152,22 @@ func run(cfg *config.Config, log hclog.Logger) error {
 	return nil
 }
 
+// sweepEvery is how often removals that failed (the engine or the API
+// server was away) are tried again.
+const sweepEvery = 20 * time.Second
+
 // runtimes is the local Docker engine, and beside it the Kubernetes
-// cluster when the configuration has one.
+// cluster when the configuration has one, with their failed removals
+// tried again.
 func runtimes(cfg *config.Config, instance string, log hclog.Logger) (runtime.Runtime, error) {
+	rt, err := engines(cfg, instance, log)
+	if err != nil {
+		return nil, err
+	}
+	return runtime.Sweep(rt, sweepEvery, log), nil
+}
+
+func engines(cfg *config.Config, instance string, log hclog.Logger) (runtime.Runtime, error) {
 	local, err := docker.New(docker.Options{
 		Host: cfg.Docker.Host, Runtime: cfg.Docker.Runtime, Supervisor: cfg.Supervisor,
 		Instance: instance, Labels: cfg.Docker.Labels, UIDs: cfg.UIDs, Logger: log,

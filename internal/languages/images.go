@@ -11,6 +11,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/images"
+	"github.com/sandboxd/sandboxd/internal/config"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
@@ -104,9 +105,19 @@ func (r *Registry) Build(ctx context.Context, names []string, progress func(api.
 			return nil, api.Errorf(api.CodeInternal, "reading build_ca_file: %v", err)
 		}
 	}
+	var init []byte // the supervisor, for the images a cluster pulls
 	targets := make([]images.Target, len(langs))
 	for i, l := range langs {
 		targets[i] = l.target()
+		if k := r.cfg.Kubernetes; l.Config.Runtime == config.KubernetesRuntime && k.ImageRegistry != "" {
+			if init == nil {
+				var err error
+				if init, err = os.ReadFile(r.cfg.Supervisor); err != nil {
+					return nil, api.Errorf(api.CodeInternal, "reading the supervisor to put in the images of the cluster: %v", err)
+				}
+			}
+			targets[i].Registry, targets[i].Supervisor = k.ImageRegistry, init
+		}
 		r.log.Info("building the images of a language", "language", l.Config.Name, "image", l.baseImage, "packages", l.Config.Packages)
 	}
 	res := images.Build(ctx, r.rt, r.cfg.ImagesDir, ca, targets, progress)

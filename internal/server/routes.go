@@ -71,7 +71,7 @@ func routes() []route {
 			summary: "Judge a program or a session command by the policies without running it."},
 		{pattern: "POST /v1/images/build", serve: (*handler).buildImages, id: "buildImages", request: jsonOf[api.ImageBuildRequest](), status: 200, result: jsonOf[api.ImageBuildResult](),
 			events:  reflect.TypeFor[api.ImageBuildEvent](),
-			summary: "Build the languages' images (and their packages). With Accept: application/x-ndjson, build output streams as progress events."},
+			summary: "Build the languages' images (and their packages), and push those a cluster pulls. With Accept: application/x-ndjson, build output streams as progress events."},
 		{pattern: "POST /v1/sessions", serve: (*handler).createSession, id: "createSession", request: jsonOf[api.SessionRequest](), status: 201, result: jsonOf[api.Session](),
 			summary: "Create a session: a sandbox of one's own that keeps /workspace across executions."},
 		{pattern: "GET /v1/sessions", serve: (*handler).sessions, id: "listSessions", status: 200, result: jsonOf[api.SessionList](),

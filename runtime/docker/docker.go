@@ -60,18 +60,10 @@ type Docker struct {
 
 	uids *runtime.UIDs
 
-	mu        sync.Mutex
-	attachs   map[string]io.Closer // open attach streams by container id
-	owners    map[string]uint32    // the uid each known container runs as
-	unremoved map[string]bool      // removals that failed, retried by sweep
-	closing   context.Context      // done once Close begins: a sweep stops mid-removal
-	close     context.CancelFunc
-	swept     sync.WaitGroup
+	mu      sync.Mutex
+	attachs map[string]io.Closer // open attach streams by container id
+	owners  map[string]uint32    // the uid each known container runs as
 }
-
-// sweepEvery is how often removals that failed (the engine was away) are
-// tried again.
-const sweepEvery = 20 * time.Second
 
 var _ runtime.Runtime = (*Docker)(nil)
 
@@ -92,11 +84,8 @@ func New(opts Options) (*Docker, error) {
 	}
 	d := &Docker{
 		cli: cli, opts: opts, seccomp: profile, logger: opts.Logger.Named("docker"), uids: runtime.NewUIDs(opts.UIDs),
-		attachs: map[string]io.Closer{}, owners: map[string]uint32{}, unremoved: map[string]bool{},
+		attachs: map[string]io.Closer{}, owners: map[string]uint32{},
 	}
-	d.closing, d.close = context.WithCancel(context.Background())
-	d.swept.Add(1)
-	go d.sweep()
 	return d, nil
 }
 
@@ -393,14 +382,8 @@ func (d *Docker) Remove(ctx context.Context, id string) error {
 	defer cancel()
 	err := d.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	if err != nil && !cerrdefs.IsNotFound(err) && !strings.Contains(err.Error(), "is already in progress") {
-		d.mu.Lock()
-		d.unremoved[id] = true // tried again until it goes
-		d.mu.Unlock()
 		return d.engineError("removing container "+runtime.ShortID(id), err)
 	}
-	d.mu.Lock()
-	delete(d.unremoved, id)
-	d.mu.Unlock()
 	d.disown(id) // nothing runs as its uid any more
 	return nil
 }
@@ -432,36 +415,7 @@ func (d *Docker) List(ctx context.Context) ([]runtime.Container, error) {
 
 // Close implements runtime.Runtime.
 func (d *Docker) Close() error {
-	d.close()
-	d.swept.Wait()
 	return d.cli.Close()
-}
-
-// sweep tries again, now and then, the removals that failed, so that a
-// container whose removal met an engine that was away does not outlive
-// the engine's return.
-func (d *Docker) sweep() {
-	defer d.swept.Done()
-	tick := time.NewTicker(sweepEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case <-d.closing.Done():
-			return
-		case <-tick.C:
-		}
-		d.mu.Lock()
-		ids := make([]string, 0, len(d.unremoved))
-		for id := range d.unremoved {
-			ids = append(ids, id)
-		}
-		d.mu.Unlock()
-		for _, id := range ids {
-			if err := d.Remove(d.closing, id); err == nil {
-				d.logger.Info("removed a container whose removal had failed", "container_id", runtime.ShortID(id))
-			}
-		}
-	}
 }
 
 func (d *Docker) engineError(what string, err error) error {
