@@ -167,10 +167,14 @@ func runtimes(cfg *config.Config, instance string, log hclog.Logger) (runtime.Ru
 	return runtime.Sweep(rt, sweepEvery, log), nil
 }
 
+// engines are the runtimes cfg names. They share one uid allocator: pods
+// of a cluster on this host run on its kernel too, where RLIMIT_NPROC
+// counts a uid's processes across both.
 func engines(cfg *config.Config, instance string, log hclog.Logger) (runtime.Runtime, error) {
+	uids := runtime.NewUIDs(cfg.UIDs)
 	local, err := docker.New(docker.Options{
 		Host: cfg.Docker.Host, Runtime: cfg.Docker.Runtime, Supervisor: cfg.Supervisor,
-		Instance: instance, Labels: cfg.Docker.Labels, UIDs: cfg.UIDs, Logger: log,
+		Instance: instance, Labels: cfg.Docker.Labels, UIDs: uids, Logger: log,
 	})
 	if err != nil || cfg.Kubernetes == nil {
 		return local, err
@@ -178,7 +182,7 @@ func engines(cfg *config.Config, instance string, log hclog.Logger) (runtime.Run
 	k := cfg.Kubernetes
 	cluster, err := kubernetes.New(kubernetes.Options{
 		Kubeconfig: k.Kubeconfig, Namespace: k.Namespace, RuntimeClass: k.RuntimeClass, NodeSelector: k.NodeSelector,
-		ImageRegistry: k.ImageRegistry, Instance: instance, Labels: cfg.Docker.Labels, UIDs: cfg.UIDs, Logger: log,
+		ImageRegistry: k.ImageRegistry, Instance: instance, Labels: cfg.Docker.Labels, UIDs: uids, Logger: log,
 	})
 	if err != nil {
 		local.Close()

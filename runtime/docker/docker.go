@@ -44,7 +44,7 @@ type Options struct {
 	Supervisor string            // host path of the sandbox-init binary
 	Instance   string            // value of io.sandboxd.instance
 	Labels     map[string]string // operator labels, set first
-	UIDs       runtime.UIDRange  // each sandbox runs as its own uid from here
+	UIDs       *runtime.UIDs     // each sandbox runs as its own uid from here
 	Logger     hclog.Logger
 }
 
@@ -83,7 +83,7 @@ func New(opts Options) (*Docker, error) {
 		return nil, err
 	}
 	d := &Docker{
-		cli: cli, opts: opts, seccomp: profile, logger: opts.Logger.Named("docker"), uids: runtime.NewUIDs(opts.UIDs),
+		cli: cli, opts: opts, seccomp: profile, logger: opts.Logger.Named("docker"), uids: opts.UIDs,
 		attachs: map[string]io.Closer{}, owners: map[string]uint32{},
 	}
 	return d, nil

@@ -53,7 +53,7 @@ type Options struct {
 	ImageRegistry string
 	Instance      string            // the io.sandboxd.instance label of this sandboxd
 	Labels        map[string]string // operator labels on every pod
-	UIDs          runtime.UIDRange
+	UIDs          *runtime.UIDs     // shared with the Docker runtime: a host uid is one sandbox's
 	Logger        hclog.Logger
 }
 
@@ -100,7 +100,7 @@ func newWith(client kubernetes.Interface, cfg *rest.Config, opts Options) *Kuber
 		opts.Logger = hclog.NewNullLogger()
 	}
 	return &Kubernetes{
-		client: client, rest: cfg, opts: opts, uids: runtime.NewUIDs(opts.UIDs), log: opts.Logger.Named("kubernetes"),
+		client: client, rest: cfg, opts: opts, uids: opts.UIDs, log: opts.Logger.Named("kubernetes"),
 		forwards: map[string]io.Closer{}, owners: map[string]uint32{},
 	}
 }

@@ -22,7 +22,7 @@ func testRuntime(t *testing.T) (*Kubernetes, *fake.Clientset) {
 	k := newWith(client, nil, Options{
 		Namespace: "sandboxd", Instance: "inst1", ImageRegistry: "127.0.0.1:5000", RuntimeClass: "gvisor",
 		NodeSelector: map[string]string{"pool": "sandboxes"}, Labels: map[string]string{"team": "a", runtime.LabelInstance: "forged"},
-		UIDs: runtime.UIDRange{First: 61000, Last: 61009},
+		UIDs: runtime.NewUIDs(runtime.UIDRange{First: 61000, Last: 61009}),
 	})
 	return k, client
 }
