@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"regexp"
 	"testing"
 	"time"
 
@@ -9,7 +10,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/testutil"
 )
 
-// warmAndCold is python, node, typescript and java as shipped (warm
+// warmAndCold is python, node, typescript, java and ruby as shipped (warm
 // runtimes on) and the same plugins with warm = false.
 const warmAndCold = `
 language "python" {
@@ -75,7 +76,24 @@ language "javacold" {
     memory = "1GiB"
     pids   = 256
   }
+}
+language "ruby" {
+  image = "sandboxd/ruby:latest"
+  pool {
+    min_idle = 1
+  }
+}
+language "rubycold" {
+  plugin = "ruby"
+  image  = "sandboxd/ruby:latest"
+  warm   = false
+  pool {
+    min_idle = 1
+  }
 }`
+
+// address is an object's address in what a runtime prints.
+var address = regexp.MustCompile(`0x[0-9a-f]{6,}`)
 
 // TestWarmMatchesCold runs programs that look hard at how they were
 // started, once by a warm runtime and once started cold: what they print,
@@ -153,7 +171,28 @@ console.log(Object.entries(process.env).filter(([k]) => k !== "HOSTNAME").sort()
 		javaProgram("java throws", "public class Boom { public static void main(String[] a) { throw new IllegalStateException(\"no\"); } }"),
 		program{"java file named otherwise", api.RunRequest{Language: "java", Files: []api.File{{Path: "test.java", Content: "public class HelloWorld { public static void main(String[] a) { System.out.println(\"OK\"); } }"}}}, true},
 	)
-	cold := map[string]string{"python": "pycold", "node": "nodecold", "typescript": "tscold", "java": "javacold"}
+	rb := func(name, code string) program {
+		return program{name, api.RunRequest{Language: "ruby", Code: code, Args: []string{"x", ""}, Stdin: "in\\n"}, true}
+	}
+	programs = append(programs,
+		rb("ruby fingerprint", `p [__FILE__, $0, $PROGRAM_NAME, __dir__, ARGV, Dir.pwd, $stdin.read, __method__, self.to_s, $LOADED_FEATURES.size]
+p [ENV.to_h.reject { |k, _| k == "HOSTNAME" }.sort, Encoding.default_external, Encoding.default_internal, $VERBOSE, $DEBUG, defined?(DATA)]
+p [Process.getpgrp == Process.pid, Process.ppid, Object.private_methods.sort - Object.new.private_methods, local_variables, global_variables.sort]
+p [$stdout.sync, $stderr.sync, $stdout.tty?, $PROGRAM_NAME.frozen?, Gem.loaded_specs.keys.sort]`),
+		rb("ruby raise", "def f\n  raise ArgumentError, 'no'\nend\nputs 'before'\n$stdout.flush\nf"),
+		rb("ruby syntax error", "puts(1\nx = "),
+		rb("ruby exit codes and at_exit", "at_exit { puts 'at_exit ran' }\nputs 'out'\nexit 3"),
+		rb("ruby exit!", "puts 'lost?'\n$stdout.flush\nexit! 7"),
+		rb("ruby abort", "abort 'bye'"),
+		rb("ruby killed by a signal", "Process.kill('TERM', Process.pid)\nsleep 1"),
+		rb("ruby Interrupt", "raise Interrupt"),
+		rb("ruby BEGIN, DATA, return", "BEGIN { puts 'begin' }\nputs DATA.read\nreturn\nputs 'not here'\n__END__\ndata 1\ndata 2\n"),
+		rb("ruby magic comments", "# frozen_string_literal: true\n# encoding: ascii-8bit\ns = 'x'\np [s.frozen?, s.encoding, __ENCODING__]"),
+		rb("ruby threads and warnings", "warn 'careful'\nt = Thread.new { sleep 0.2; puts 'thread done' }\nputs 'main done'\nt.join\nThread.new { raise 'in a thread' }.join"),
+		program{"ruby with a request's environment", api.RunRequest{Language: "ruby", Code: "puts ENV['FOO']", Env: map[string]string{"FOO": "bar"}}, false},
+		program{"ruby entry of another name", api.RunRequest{Language: "ruby", Files: []api.File{{Path: "tool.rb", Content: "p [__FILE__, ARGV]"}}}, false},
+	)
+	cold := map[string]string{"python": "pycold", "node": "nodecold", "typescript": "tscold", "java": "javacold", "ruby": "rubycold"}
 	for _, p := range programs {
 		t.Run(p.name, func(t *testing.T) {
 			warmRes := run(t, c, p.req)
@@ -163,7 +202,8 @@ console.log(Object.entries(process.env).filter(([k]) => k !== "HOSTNAME").sort()
 				t.Errorf("warm %v (want %v), cold %v", warmRes.Warm, p.warm, coldRes.Warm)
 			}
 			got := func(r *api.RunResult) string {
-				return fmt.Sprintf("exit %d signal %q timed out %v\n--- stdout\n%s\n--- stderr\n%s", r.ExitCode, r.Signal, r.TimedOut, r.Stdout, r.Stderr)
+				out := fmt.Sprintf("exit %d signal %q timed out %v\n--- stdout\n%s\n--- stderr\n%s", r.ExitCode, r.Signal, r.TimedOut, r.Stdout, r.Stderr)
+				return address.ReplaceAllString(out, "0x…") // where an object is differs from run to run
 			}
 			if w, c := got(warmRes), got(coldRes); w != c {
 				t.Errorf("warm and cold differ:\n=== warm\n%s\n=== cold\n%s", w, c)

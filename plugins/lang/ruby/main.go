@@ -2,9 +2,16 @@
 package main
 
 import (
+	_ "embed"
+
 	"github.com/sandboxd/sandboxd/plugins"
 	"github.com/sandboxd/sandboxd/plugins/language"
 )
+
+// warmLoader is the warm process's script.
+//
+//go:embed warm.rb
+var warmLoader string
 
 func main() {
 	plugins.Serve(&language.Template{
@@ -17,6 +24,12 @@ func main() {
 			DefaultImage:   "sandboxd/ruby:latest",
 			VersionCommand: []string{"ruby", "--version"},
 			InstallCommand: language.InstallDebianFirst("ruby-", "", "gem install --no-document"),
+			// A program sent as code: ruby main.rb, started ahead.
+			Warm: []language.Warm{{
+				Command: []string{"ruby", language.WarmDir + "/warm.rb"},
+				Stands:  []string{"ruby", "main.rb"},
+				Files:   map[string]string{"warm.rb": warmLoader},
+			}},
 		},
 		MainFile: "main.rb",
 		Run:      []string{"ruby", "{entry}"},
