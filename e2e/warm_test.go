@@ -10,7 +10,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/testutil"
 )
 
-// warmAndCold is python, node, typescript, java and ruby as shipped (warm
+// warmAndCold is python, node, typescript, java, ruby, php and go as shipped (warm
 // runtimes on) and the same plugins with warm = false.
 const warmAndCold = `
 language "python" {
@@ -86,6 +86,34 @@ language "ruby" {
 language "rubycold" {
   plugin = "ruby"
   image  = "sandboxd/ruby:latest"
+  warm   = false
+  pool {
+    min_idle = 1
+  }
+}
+language "php" {
+  image = "sandboxd/php:latest"
+  pool {
+    min_idle = 1
+  }
+}
+language "phpcold" {
+  plugin = "php"
+  image  = "sandboxd/php:latest"
+  warm   = false
+  pool {
+    min_idle = 1
+  }
+}
+language "go" {
+  image = "sandboxd/go:latest"
+  pool {
+    min_idle = 1
+  }
+}
+language "gocold" {
+  plugin = "go"
+  image  = "sandboxd/go:latest"
   warm   = false
   pool {
     min_idle = 1
@@ -192,7 +220,78 @@ p [$stdout.sync, $stderr.sync, $stdout.tty?, $PROGRAM_NAME.frozen?, Gem.loaded_s
 		program{"ruby with a request's environment", api.RunRequest{Language: "ruby", Code: "puts ENV['FOO']", Env: map[string]string{"FOO": "bar"}}, false},
 		program{"ruby entry of another name", api.RunRequest{Language: "ruby", Files: []api.File{{Path: "tool.rb", Content: "p [__FILE__, ARGV]"}}}, false},
 	)
-	cold := map[string]string{"python": "pycold", "node": "nodecold", "typescript": "tscold", "java": "javacold", "ruby": "rubycold"}
+	php := func(name, code string) program {
+		return program{name, api.RunRequest{Language: "php", Code: code, Stdin: "in\\n"}, true}
+	}
+	programs = append(programs,
+		php("php fingerprint", `<?php
+var_dump(__FILE__, __DIR__, __LINE__, $argv, $argc, getcwd(), get_included_files(), php_sapi_name(), stream_get_contents(STDIN));
+$s = $_SERVER; unset($s['HOSTNAME'], $s['REQUEST_TIME'], $s['REQUEST_TIME_FLOAT']); ksort($s);
+$e = getenv(); unset($e['HOSTNAME']); ksort($e);
+var_dump($s, $e, $_ENV, array_keys(get_defined_vars()), debug_backtrace(), scandir('/proc/self/fd'));
+var_dump(time() - $_SERVER['REQUEST_TIME'] <= 1, abs(microtime(true) - $_SERVER['REQUEST_TIME_FLOAT']) < 1);
+var_dump(str_replace("\0", " ", file_get_contents('/proc/self/cmdline')), posix_getpgrp() === getmypid(), posix_getppid(), file_get_contents('/proc/self/oom_score_adj'));
+var_dump(get_loaded_extensions(), ini_get_all(null, false), count(get_declared_classes()), count(get_defined_functions()['internal']), get_defined_constants(true)['user'] ?? null);
+var_dump(shell_exec('env | grep -c -e LD_PRELOAD -e SANDBOXD_ || true'));`),
+		php("php uncaught exception", "<?php\nfunction f() {\n  throw new RuntimeException('no');\n}\necho \"before\\n\";\nf();\n"),
+		php("php parse error", "<?php\necho 1\n$x = ;\n"),
+		php("php fatal error", "<?php\necho \"a\\n\";\nundefined_function();\n"),
+		php("php warnings", "<?php\necho $undefined;\ntrigger_error('custom', E_USER_WARNING);\nfwrite(STDERR, \"err\\n\");\necho \"after\\n\";\n"),
+		php("php exit codes and shutdown", "<?php\nregister_shutdown_function(function () { echo \"shutdown\\n\"; });\necho \"out\\n\";\nexit(3);\n"),
+		php("php exit with a message", "<?php\nexit(\"bye\\n\");\n"),
+		php("php killed by a signal", "<?php\nposix_kill(getmypid(), SIGTERM);\nsleep(1);\n"),
+		php("php reads its own source", "#!/usr/bin/env php\n<?php\necho file_get_contents(__FILE__, false, null, __COMPILER_HALT_OFFSET__);\nvar_dump(filetype(__FILE__), filesize(__FILE__));\n__halt_compiler();data 1\ndata 2\n"),
+		php("php forks", "<?php\n$p = pcntl_fork();\nif ($p === 0) { echo \"child\\n\"; exit(4); }\npcntl_waitpid($p, $status);\necho 'parent ', pcntl_wexitstatus($status), \"\\n\";\n"),
+		program{"php runs past its deadline", api.RunRequest{Language: "php", Code: "<?php\necho \"spinning\\n\";\nwhile (true) {}\n", Timeout: api.Duration(time.Second)}, true},
+		program{"php with arguments", api.RunRequest{Language: "php", Code: "<?php var_dump($argv);", Args: []string{"x", ""}}, false},
+		program{"php with a request's environment", api.RunRequest{Language: "php", Code: "<?php echo getenv('FOO');", Env: map[string]string{"FOO": "bar"}}, false},
+		program{"php entry of another name", api.RunRequest{Language: "php", Files: []api.File{{Path: "tool.php", Content: "<?php var_dump(__FILE__);"}}}, false},
+	)
+	goFiles := func(name string, files ...string) program {
+		req := api.RunRequest{Language: "go", Args: []string{"x"}, Entry: "main.go"}
+		for i := 0; i < len(files); i += 2 {
+			req.Files = append(req.Files, api.File{Path: files[i], Content: files[i+1]})
+		}
+		return program{name, req, true}
+	}
+	goMain := func(name, code string) program { return goFiles(name, "main.go", code) }
+	programs = append(programs,
+		goMain("go fingerprint", `package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+)
+
+func main() {
+	info, ok := debug.ReadBuildInfo()
+	fmt.Println(ok, info)
+	_, file, line, _ := runtime.Caller(0)
+	exe, _ := os.Executable()
+	wd, _ := os.Getwd()
+	fmt.Println(os.Args, runtime.GOROOT(), runtime.Version(), runtime.Compiler, file, line, exe, wd)
+}
+`),
+		goMain("go memory bomb", "package main\n\nfunc main() {\n\tvar held [][]byte\n\tfor {\n\t\tb := make([]byte, 64<<20)\n\t\tfor i := range b {\n\t\t\tb[i] = 1\n\t\t}\n\t\theld = append(held, b)\n\t}\n}\n"),
+		goMain("go panic", "package main\n\nfunc main() {\n\tvar m map[string]int\n\tm[\"a\"] = 1\n}\n"),
+		goMain("go exit code", "package main\n\nimport (\n\t\"fmt\"\n\t\"os\"\n)\n\nfunc main() {\n\tfmt.Fprintln(os.Stderr, \"bad\")\n\tos.Exit(3)\n}\n"),
+		goMain("go compile errors", "package main\n\nimport \"os\"\n\nfunc main() {\n\tx := 1\n\tfmt.Println(y)\n}\n"),
+		goMain("go syntax error", "package main\n\nfunc main() {\n\tfor {\n}\n"),
+		goMain("go import outside std", "package main\n\nimport \"github.com/example/nothere\"\n\nfunc main() { nothere.Do() }\n"),
+		goMain("go cgo", "package main\n\nimport \"C\"\n\nfunc main() {}\n"),
+		goMain("go not main", "package lib\n\nfunc F() {}\n"),
+		goFiles("go two files", "main.go", "package main\n\nfunc main() { hello() }\n", "util.go", "package main\n\nimport \"fmt\"\n\nfunc hello() { fmt.Println(\"hello from util\") }\n"),
+		goFiles("go build constraints", "main.go", "package main\n\nfunc main() { hello() }\n",
+			"gen.go", "//go:build ignore\n\npackage main\n\nimport \"fmt\"\n\nfunc hello() { fmt.Println(\"ignored?\") }\n",
+			"os_windows.go", "package main\n\nfunc hello() {}\n"),
+		goFiles("go embed", "main.go", "package main\n\nimport (\n\t_ \"embed\"\n\t\"fmt\"\n)\n\n//go:embed hello.txt\nvar s string\n\nfunc main() { fmt.Print(s) }\n", "hello.txt", "embedded\n"),
+		goFiles("go test file", "main.go", "package main\n\nfunc main() {}\n", "main_test.go", "package main\n"),
+		goFiles("go subdirectory", "main.go", "package main\n\nfunc main() {}\n", "sub/x.go", "package sub\n"),
+		program{"go with a request's environment", api.RunRequest{Language: "go", Code: "package main\n\nfunc main() {}\n", Env: map[string]string{"GOFLAGS": "-ldflags=-X=main.x=1"}}, false},
+	)
+	cold := map[string]string{"python": "pycold", "node": "nodecold", "typescript": "tscold", "java": "javacold", "ruby": "rubycold", "php": "phpcold", "go": "gocold"}
 	for _, p := range programs {
 		t.Run(p.name, func(t *testing.T) {
 			warmRes := run(t, c, p.req)
@@ -226,6 +325,23 @@ p [$stdout.sync, $stderr.sync, $stdout.tty?, $PROGRAM_NAME.frozen?, Gem.loaded_s
 	}
 	if warmExecs == 0 {
 		t.Errorf("no session exec ran warm")
+	}
+	// php's runtime opens its script only when the run arrives: each exec
+	// of a session runs the program it sent, never the last one.
+	id = newSession(t, c, api.SessionRequest{Language: "php"})
+	warmExecs = 0
+	for i := range 4 {
+		res, err := c.Exec(ctx(t), id, api.ExecRequest{Code: fmt.Sprintf("<?php echo %d, ' ', filetype(__FILE__);", i)})
+		if want := fmt.Sprintf("%d file", i); err != nil || res.Stdout != want || res.ExitCode != 0 {
+			t.Fatalf("php exec %d: %v %+v (want %q)", i, err, res, want)
+		}
+		if res.Warm {
+			warmExecs++
+		}
+		time.Sleep(100 * time.Millisecond) // room for the next runtime to start
+	}
+	if warmExecs == 0 {
+		t.Errorf("no php session exec ran warm")
 	}
 	// A session with an environment of its own: its first program misses
 	// the pool's runtime (started for none), the next ones have theirs.

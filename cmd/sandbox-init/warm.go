@@ -183,6 +183,8 @@ func (s *server) takeWarm(req supervisor.ExecRequest, env []string, dir string) 
 		switch {
 		case len(req.Argv) < len(w.req.Stands) || !slices.Equal(req.Argv[:len(w.req.Stands)], w.req.Stands):
 			continue
+		case w.req.Exact && len(req.Argv) != len(w.req.Stands):
+			why = "other arguments"
 		case dir != w.dir:
 			why = "another directory"
 		case !sameEnv(env, w.env):

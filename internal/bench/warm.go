@@ -25,7 +25,7 @@ func warmTwins() string {
 	return b.String()
 }
 
-var coldTwin = map[string]string{"python": "pycold", "node": "nodecold", "typescript": "tscold", "java": "javacold", "ruby": "rubycold"}
+var coldTwin = map[string]string{"python": "pycold", "node": "nodecold", "typescript": "tscold", "java": "javacold", "ruby": "rubycold", "php": "phpcold"}
 
 // warmLanguages are languages with a warm runtime, and the goal for the
 // ratio of a warm one-shot run to the same program started fresh by
@@ -38,6 +38,7 @@ var warmLanguages = []struct {
 	{"python", coldTwin["python"], "main.py", `print("hello")`, []string{"python3", "main.py"}, 0.6},
 	{"node", coldTwin["node"], "main.js", `console.log("hello")`, []string{"node", "main.js"}, 0.3},
 	{"ruby", coldTwin["ruby"], "main.rb", `puts "hello"`, []string{"ruby", "main.rb"}, 0.6},
+	{"php", coldTwin["php"], "main.php", `<?php echo "hello\n";`, []string{"php", "main.php"}, 0.6},
 	// Java's baseline is javac and java, as its plan runs them, by exec.
 	{"java", coldTwin["java"], "Main.java", `public class Main { public static void main(String[] a) { System.out.println("hello"); } }`,
 		[]string{"sh", "-c", "javac -J-XX:+UseSerialGC -J-XX:TieredStopAtLevel=1 -encoding UTF-8 -d /tmp/.sandboxd Main.java && java -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -cp /tmp/.sandboxd Main"}, 0.3},

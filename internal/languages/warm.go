@@ -51,7 +51,7 @@ func (r *Registry) warmOne(ctx context.Context, l *Language, sb *runtime.Sandbox
 	}
 	res, err := sb.Warm(ctx, supervisor.WarmRequest{
 		Argv: w.Command, Stands: w.Stands, Env: request.EnvList(w.Env, env), Hook: request.EnvList(w.HookEnv),
-		Files: files, TimeoutMS: warmReadyTimeout.Milliseconds(),
+		Files: files, Exact: w.Exact, TimeoutMS: warmReadyTimeout.Milliseconds(),
 	})
 	if err == nil && res.Error != "" {
 		err = &api.Error{Code: api.CodeInternal, Message: res.Error}

@@ -85,7 +85,7 @@ func New(f Figures, version string) *Metrics {
 		}, []string{"language", "result"}),
 		warmRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sandboxd_warm_runs_total",
-			Help: "Programs a warm runtime could have run, by language and how they started: warm, or cold with why (no warm process, another command, another directory, another environment).",
+			Help: "Programs a warm runtime could have run, by language and how they started: warm, or cold with why (no warm process, another command, other arguments, another directory, another environment).",
 		}, []string{"language", "started"}),
 	}
 	registry.MustRegister(m.executions, m.queueSeconds, m.runSeconds, m.startSeconds, m.containerErrors, m.removed,

@@ -235,12 +235,13 @@ func (p *Pool[T]) fillLocked() {
 func (p *Pool[T]) createIdle() {
 	defer p.wg.Done()
 	var item T
-	err := p.closing.Err()
+	var err error
 	select {
 	case p.opts.Starts <- struct{}{}:
 		item, err = p.hooks.Create(p.closing)
 		<-p.opts.Starts
 	case <-p.closing.Done():
+		err = p.closing.Err() // closed while waiting for a turn: no item
 	}
 
 	p.mu.Lock()

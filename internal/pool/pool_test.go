@@ -157,3 +157,21 @@ func TestTakenItemsLeaveThePoolAndAreReplaced(t *testing.T) {
 		t.Fatalf("destroyed %d: the taken item is the caller's, not the pool's", f.destroyed.Load())
 	}
 }
+
+// A pool closed while its creations wait for a turn (the daemon's limit on
+// concurrent starts) destroys nothing it never made.
+func TestClosedWhileWaitingForATurn(t *testing.T) {
+	f := &fake{}
+	starts := make(chan struct{}, 1)
+	starts <- struct{}{} // every turn taken
+	hooks := f.hooks()
+	var destroyedZero atomic.Bool
+	hooks.Destroy = func(i int) { destroyedZero.Store(destroyedZero.Load() || i == 0) }
+	p := New(Options{Name: "x", MinIdle: 3, Max: 3, QueueTimeout: time.Second, Starts: starts}, hooks)
+	eventually(t, "3 starting", func() bool { return p.Stats().Starting == 3 })
+	time.Sleep(20 * time.Millisecond) // until they wait for a turn
+	p.Close(context.Background())
+	if destroyedZero.Load() || f.created.Load() != 0 {
+		t.Fatalf("destroyed an item never made: %v, created %d", destroyedZero.Load(), f.created.Load())
+	}
+}

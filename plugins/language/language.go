@@ -68,12 +68,17 @@ type Info struct {
 // start. The supervisor hands a run to it only when the run's argv begins
 // with Stands and its directory and environment are those it was started
 // with; otherwise the run starts as usual.
+//
+// A runtime that takes its argv when it starts, and cannot change it
+// later (php's), is Exact: Command is then the run step's own argv, and it
+// stands in only for a run step whose argv is Stands, no argument more.
 type Warm struct {
 	Command []string
 	Stands  []string
 	Env     map[string]string
 	HookEnv map[string]string
 	Files   map[string]string // base name -> content
+	Exact   bool
 }
 
 // File is a file of a program (see plugins/program).

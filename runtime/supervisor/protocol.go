@@ -152,6 +152,8 @@ type WarmRequest struct {
 	Hook   []string `json:"hook,omitempty"`  // KEY=VALUE: its own on top, gone once it runs a program
 	Dir    string   `json:"dir,omitempty"`   // default /workspace
 	Files  []File   `json:"files,omitempty"` // its hook: absolute paths under WarmDir
+	// Exact: it stands in only for an argv that is Stands, no more.
+	Exact bool `json:"exact,omitempty"`
 	// TimeoutMS bounds the wait for it to be ready; past it, it is ended.
 	TimeoutMS int64 `json:"timeout_ms"`
 }

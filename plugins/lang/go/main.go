@@ -2,9 +2,16 @@
 package main
 
 import (
+	_ "embed"
+
 	"github.com/sandboxd/sandboxd/plugins"
 	"github.com/sandboxd/sandboxd/plugins/language"
 )
+
+// warmBuild is the warm process's script (bash).
+//
+//go:embed warm.sh
+var warmBuild string
 
 func main() {
 	plugins.Serve(&language.Template{
@@ -16,6 +23,13 @@ func main() {
 			Aliases:        []string{"golang"},
 			DefaultImage:   "sandboxd/go:latest",
 			VersionCommand: []string{"go", "version"},
+			// The compile step, with the go command's fixed work done
+			// when the image was built.
+			Warm: []language.Warm{{
+				Command: []string{"bash", language.WarmDir + "/warm.sh"},
+				Stands:  []string{"go", "build"},
+				Files:   map[string]string{"warm.sh": warmBuild},
+			}},
 		},
 		MainFile: "main.go",
 		Compile:  []string{"go", "build", "-o", "{out}", "{sources}"},

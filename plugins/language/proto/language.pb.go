@@ -184,6 +184,7 @@ type Warm struct {
 	Env           map[string]string      `protobuf:"bytes,3,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	HookEnv       map[string]string      `protobuf:"bytes,4,rep,name=hook_env,json=hookEnv,proto3" json:"hook_env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	Files         map[string]string      `protobuf:"bytes,5,rep,name=files,proto3" json:"files,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Exact         bool                   `protobuf:"varint,6,opt,name=exact,proto3" json:"exact,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -251,6 +252,13 @@ func (x *Warm) GetFiles() map[string]string {
 		return x.Files
 	}
 	return nil
+}
+
+func (x *Warm) GetExact() bool {
+	if x != nil {
+		return x.Exact
+	}
+	return false
 }
 
 type File struct {
@@ -522,13 +530,14 @@ const file_language_proto_rawDesc = "" +
 	"\x0finstall_command\x18\b \x03(\tR\x0einstallCommand\x12'\n" +
 	"\x0fcontext_command\x18\t \x03(\tR\x0econtextCommand\x12.\n" +
 	"\x04warm\x18\n" +
-	" \x03(\v2\x1a.sandboxd.language.v1.WarmR\x04warm\"\x9e\x03\n" +
+	" \x03(\v2\x1a.sandboxd.language.v1.WarmR\x04warm\"\xb4\x03\n" +
 	"\x04Warm\x12\x18\n" +
 	"\acommand\x18\x01 \x03(\tR\acommand\x12\x16\n" +
 	"\x06stands\x18\x02 \x03(\tR\x06stands\x125\n" +
 	"\x03env\x18\x03 \x03(\v2#.sandboxd.language.v1.Warm.EnvEntryR\x03env\x12B\n" +
 	"\bhook_env\x18\x04 \x03(\v2'.sandboxd.language.v1.Warm.HookEnvEntryR\ahookEnv\x12;\n" +
-	"\x05files\x18\x05 \x03(\v2%.sandboxd.language.v1.Warm.FilesEntryR\x05files\x1a6\n" +
+	"\x05files\x18\x05 \x03(\v2%.sandboxd.language.v1.Warm.FilesEntryR\x05files\x12\x14\n" +
+	"\x05exact\x18\x06 \x01(\bR\x05exact\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a:\n" +

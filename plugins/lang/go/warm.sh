@@ -1,0 +1,44 @@
+# sandboxd's warm Go build, run by bash (see the language package's Warm):
+# it stands in for `go build -o OUT FILE.go...`. The go command's fixed
+# work (loading the standard library, checking it is up to date, the
+# build info it stamps) was done once, when the image was built, in
+# /usr/local/lib/sandboxd/go (images/go/Dockerfile). A build then only
+# compiles the program's package and links it, as go build would, with no
+# DWARF (nothing a program does reads it). Any other build, and any
+# failure, is go build's own, so every diagnostic is exactly go build's.
+baked=/usr/local/lib/sandboxd/go
+fast=
+# Only with the settings it was baked with (the environment, a go env file;
+# where that file is, under HOME, is not one, nor the temporary directory
+# GOGCCFLAGS names).
+if [[ -r $baked/importcfg && $(go env 2>/dev/null | grep -v -e ^GOENV= -e ^GOGCCFLAGS=) == "$(<"$baked/goenv")" ]]; then
+	fast=1
+fi
+printf 'ready\n' >&4
+exec 4>&-
+
+fields=()
+while IFS= read -r -d '' field; do fields+=("$field"); done <&3
+exec 3<&-
+n=${fields[0]}
+argv=("${fields[@]:1:n}")
+envc=${fields[n + 1]}
+env=("${fields[@]:n+2:envc}")
+
+# build compiles and links argv's files, if it is a build it can do.
+build() {
+	[[ $fast && ${#argv[@]} -ge 5 && ${argv[0]} == go && ${argv[1]} == build && ${argv[2]} == -o ]] || return 1
+	local out=${argv[3]} files=("${argv[@]:4}") file tools ok
+	for file in "${files[@]}"; do
+		[[ $file == *.go && $file != */* && $file != -* && $file != *_test.go ]] || return 1
+	done
+	tools=$(<"$baked/tooldir")
+	"$tools/compile" -o "$out.a" -p main -complete -D "_$PWD" -importcfg "$baked/importcfg" -pack "${files[@]/#/./}" &>/dev/null &&
+		"$tools/link" -o "$out" -importcfg "$baked/importcfg.link" -buildmode=exe -w -extld=gcc "$out.a" &>/dev/null
+	ok=$?
+	rm -f "$out.a"
+	return $ok
+}
+
+build && exit 0
+exec env -i "${env[@]}" "${argv[@]}"
