@@ -10,7 +10,8 @@ import (
 	"github.com/sandboxd/sandboxd/internal/testutil"
 )
 
-// warmAndCold is python, node, typescript, java, ruby, php and go as shipped (warm
+// warmAndCold is python, node, typescript, java, ruby, php, go, c, cpp and
+// rust as shipped (warm
 // runtimes on) and the same plugins with warm = false.
 const warmAndCold = `
 language "python" {
@@ -118,10 +119,56 @@ language "gocold" {
   pool {
     min_idle = 1
   }
+}
+language "c" {
+  image = "sandboxd/c:latest"
+  pool {
+    min_idle = 1
+  }
+}
+language "ccold" {
+  plugin = "c"
+  image  = "sandboxd/c:latest"
+  warm   = false
+  pool {
+    min_idle = 1
+  }
+}
+language "cpp" {
+  image = "sandboxd/c:latest"
+  pool {
+    min_idle = 1
+  }
+}
+language "cppcold" {
+  plugin = "cpp"
+  image  = "sandboxd/c:latest"
+  warm   = false
+  pool {
+    min_idle = 1
+  }
+}
+language "rust" {
+  image = "sandboxd/rust:latest"
+  pool {
+    min_idle = 1
+  }
+}
+language "rustcold" {
+  plugin = "rust"
+  image  = "sandboxd/rust:latest"
+  warm   = false
+  pool {
+    min_idle = 1
+  }
 }`
 
-// address is an object's address in what a runtime prints.
-var address = regexp.MustCompile(`0x[0-9a-f]{6,}`)
+// address is an object's address in what a runtime prints; tempObject is
+// a C compiler's temporary object file, named in a linker's errors.
+var (
+	address    = regexp.MustCompile(`0x[0-9a-f]{6,}`)
+	tempObject = regexp.MustCompile(`/tmp/cc[0-9A-Za-z]{6}\.o`)
+)
 
 // TestWarmMatchesCold runs programs that look hard at how they were
 // started, once by a warm runtime and once started cold: what they print,
@@ -291,7 +338,24 @@ func main() {
 		goFiles("go subdirectory", "main.go", "package main\n\nfunc main() {}\n", "sub/x.go", "package sub\n"),
 		program{"go with a request's environment", api.RunRequest{Language: "go", Code: "package main\n\nfunc main() {}\n", Env: map[string]string{"GOFLAGS": "-ldflags=-X=main.x=1"}}, false},
 	)
-	cold := map[string]string{"python": "pycold", "node": "nodecold", "typescript": "tscold", "java": "javacold", "ruby": "rubycold", "php": "phpcold", "go": "gocold"}
+	compiled := func(lang, name, code string) program {
+		return program{name, api.RunRequest{Language: lang, Code: code}, true}
+	}
+	programs = append(programs,
+		compiled("c", "c hello", "#include <stdio.h>\n\nint main(void) {\n\tputs(\"hello\");\n\treturn 3;\n}\n"),
+		compiled("c", "c warning", "int main(void) {\n\tputs(\"implicitly declared\");\n}\n"),
+		compiled("c", "c compile error", "int main(void) {\n\treturn x\n}\n"),
+		compiled("c", "c link error", "void missing(void);\n\nint main(void) {\n\tmissing();\n}\n"),
+		compiled("c", "c math", "#include <math.h>\n#include <stdio.h>\n\nint main(void) {\n\tvolatile double x = 2;\n\tprintf(\"%.3f\\n\", sqrt(x));\n}\n"),
+		compiled("cpp", "cpp hello", "#include <iostream>\n\nint main() {\n\tstd::cout << \"hello\" << std::endl;\n}\n"),
+		compiled("cpp", "cpp exception", "#include <bits/stdc++.h>\n\nint main() {\n\tstd::vector<int> v;\n\treturn v.at(3);\n}\n"),
+		compiled("cpp", "cpp compile error", "#include <string>\n\nint main() {\n\tstd::string s = 1;\n}\n"),
+		compiled("cpp", "cpp link error", "struct S { static int n; };\n\nint main() {\n\treturn S::n;\n}\n"),
+		compiled("rust", "rust hello", "fn main() {\n    let unused = 1;\n    println!(\"hello\");\n    std::process::exit(3);\n}\n"),
+		compiled("rust", "rust panic", "fn main() {\n    let v: Vec<i32> = Vec::new();\n    println!(\"{}\", v[3]);\n}\n"),
+		compiled("rust", "rust compile error", "fn main() {\n    let x: i32 = \"no\";\n}\n"),
+	)
+	cold := map[string]string{"python": "pycold", "node": "nodecold", "typescript": "tscold", "java": "javacold", "ruby": "rubycold", "php": "phpcold", "go": "gocold", "c": "ccold", "cpp": "cppcold", "rust": "rustcold"}
 	for _, p := range programs {
 		t.Run(p.name, func(t *testing.T) {
 			warmRes := run(t, c, p.req)
@@ -302,6 +366,7 @@ func main() {
 			}
 			got := func(r *api.RunResult) string {
 				out := fmt.Sprintf("exit %d signal %q timed out %v\n--- stdout\n%s\n--- stderr\n%s", r.ExitCode, r.Signal, r.TimedOut, r.Stdout, r.Stderr)
+				out = tempObject.ReplaceAllString(out, "/tmp/cc….o")
 				return address.ReplaceAllString(out, "0x…") // where an object is differs from run to run
 			}
 			if w, c := got(warmRes), got(coldRes); w != c {

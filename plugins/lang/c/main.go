@@ -3,6 +3,7 @@ package main
 
 import (
 	"github.com/sandboxd/sandboxd/plugins"
+	"github.com/sandboxd/sandboxd/plugins/lang/internal/bashwarm"
 	"github.com/sandboxd/sandboxd/plugins/language"
 )
 
@@ -16,6 +17,8 @@ func main() {
 			Aliases:        []string{"gcc"},
 			DefaultImage:   "sandboxd/c:latest",
 			VersionCommand: []string{"gcc", "--version"},
+			// The compile step links with gold.
+			Warm: []language.Warm{bashwarm.Link("gcc", "-fuse-ld=gold")},
 		},
 		MainFile: "main.c",
 		Compile:  []string{"gcc", "-O2", "-o", "{out}", "{sources}", "-lm"},

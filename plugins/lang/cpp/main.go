@@ -3,6 +3,7 @@ package main
 
 import (
 	"github.com/sandboxd/sandboxd/plugins"
+	"github.com/sandboxd/sandboxd/plugins/lang/internal/bashwarm"
 	"github.com/sandboxd/sandboxd/plugins/language"
 )
 
@@ -16,6 +17,8 @@ func main() {
 			Aliases:        []string{"c++", "g++"},
 			DefaultImage:   "sandboxd/c:latest",
 			VersionCommand: []string{"g++", "--version"},
+			// The compile step links with gold.
+			Warm: []language.Warm{bashwarm.Link("g++", "-fuse-ld=gold")},
 		},
 		MainFile: "main.cpp",
 		// The image's precompiled <iostream> and <bits/stdc++.h> are made

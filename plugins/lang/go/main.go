@@ -2,16 +2,10 @@
 package main
 
 import (
-	_ "embed"
-
 	"github.com/sandboxd/sandboxd/plugins"
+	"github.com/sandboxd/sandboxd/plugins/lang/internal/bashwarm"
 	"github.com/sandboxd/sandboxd/plugins/language"
 )
-
-// warmBuild is the warm process's script (bash).
-//
-//go:embed warm.sh
-var warmBuild string
 
 func main() {
 	plugins.Serve(&language.Template{
@@ -25,11 +19,7 @@ func main() {
 			VersionCommand: []string{"go", "version"},
 			// The compile step, with the go command's fixed work done
 			// when the image was built.
-			Warm: []language.Warm{{
-				Command: []string{"bash", language.WarmDir + "/warm.sh"},
-				Stands:  []string{"go", "build"},
-				Files:   map[string]string{"warm.sh": warmBuild},
-			}},
+			Warm: []language.Warm{bashwarm.GoBuild()},
 		},
 		MainFile: "main.go",
 		Compile:  []string{"go", "build", "-o", "{out}", "{sources}"},

@@ -3,6 +3,7 @@ package main
 
 import (
 	"github.com/sandboxd/sandboxd/plugins"
+	"github.com/sandboxd/sandboxd/plugins/lang/internal/bashwarm"
 	"github.com/sandboxd/sandboxd/plugins/language"
 )
 
@@ -16,6 +17,8 @@ func main() {
 			Aliases:        []string{"rs", "rustc"},
 			DefaultImage:   "sandboxd/rust:latest",
 			VersionCommand: []string{"rustc", "--version"},
+			// The compile step links with gold.
+			Warm: []language.Warm{bashwarm.Link("rustc", "-C link-arg=-fuse-ld=gold")},
 		},
 		MainFile: "main.rs",
 		// std linked dynamically: the link is most of a build, and the

@@ -1,11 +1,12 @@
-# sandboxd's warm Go build, run by bash (see the language package's Warm):
-# it stands in for `go build -o OUT FILE.go...`. The go command's fixed
-# work (loading the standard library, checking it is up to date, the
-# build info it stamps) was done once, when the image was built, in
+# sandboxd's warm Go build, run by bash: it stands in for
+# `go build -o OUT FILE.go...`. The go command's fixed work (loading the
+# standard library, checking it is up to date, the build info it stamps)
+# was done once, when the image was built, in
 # /usr/local/lib/sandboxd/go (images/go/Dockerfile). A build then only
 # compiles the program's package and links it, as go build would, with no
 # DWARF (nothing a program does reads it). Any other build, and any
 # failure, is go build's own, so every diagnostic is exactly go build's.
+. "${BASH_SOURCE%/*}/receive.sh"
 baked=/usr/local/lib/sandboxd/go
 fast=
 # Only with the settings it was baked with (the environment, a go env file;
@@ -14,16 +15,7 @@ fast=
 if [[ -r $baked/importcfg && $(go env 2>/dev/null | grep -v -e ^GOENV= -e ^GOGCCFLAGS=) == "$(<"$baked/goenv")" ]]; then
 	fast=1
 fi
-printf 'ready\n' >&4
-exec 4>&-
-
-fields=()
-while IFS= read -r -d '' field; do fields+=("$field"); done <&3
-exec 3<&-
-n=${fields[0]}
-argv=("${fields[@]:1:n}")
-envc=${fields[n + 1]}
-env=("${fields[@]:n+2:envc}")
+receive
 
 # build compiles and links argv's files, if it is a build it can do.
 build() {
