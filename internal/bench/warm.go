@@ -25,7 +25,8 @@ func warmTwins() string {
 	return b.String()
 }
 
-var coldTwin = map[string]string{"python": "pycold", "node": "nodecold", "typescript": "tscold", "java": "javacold", "ruby": "rubycold", "php": "phpcold"}
+var coldTwin = map[string]string{"python": "pycold", "node": "nodecold", "typescript": "tscold", "java": "javacold", "ruby": "rubycold", "php": "phpcold",
+	"go": "gocold", "c": "ccold", "cpp": "cppcold", "rust": "rustcold"}
 
 // warmLanguages are languages with a warm runtime, and the goal for the
 // ratio of a warm one-shot run to the same program started fresh by
