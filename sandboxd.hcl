@@ -104,8 +104,9 @@ language "go" {
 language "java" {
   image = "sandboxd/java:latest"
   pool {
-    min_idle = 1
-    max      = 8
+    min_idle      = 1
+    max           = 8
+    queue_timeout = "30s"           # a JVM's run and the warm javac after it take seconds under load
   }
   limits {                          # two JVMs per run: javac, then java
     timeout = "60s"

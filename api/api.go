@@ -215,9 +215,12 @@ type ValidateResult struct {
 
 // RunResult is the result of POST /v1/run (and the final streaming event).
 type RunResult struct {
-	ID             string  `json:"id"`
-	Language       string  `json:"language"`
-	Session        string  `json:"session,omitempty"` // set for a session exec
+	ID       string `json:"id"`
+	Language string `json:"language"`
+	Session  string `json:"session,omitempty"` // set for a session exec
+	// Container is the short id of the container a one-shot run ran in:
+	// one container serves many runs, each in a sandbox made fresh.
+	Container      string  `json:"container,omitempty"`
 	ExitCode       int     `json:"exit_code"`
 	Signal         string  `json:"signal,omitempty"`
 	Stdout         string  `json:"stdout"`
@@ -347,16 +350,25 @@ type ExecutionList struct {
 
 // PoolStats are a language's warm pool figures.
 type PoolStats struct {
-	Idle      int    `json:"idle"`
-	Busy      int    `json:"busy"`
-	Starting  int    `json:"starting"`
-	Removing  int    `json:"removing"`
-	Waiting   int    `json:"waiting"` // requests queued for a container
-	Target    int    `json:"target"`  // min_idle
+	Idle      int `json:"idle"`
+	IdleUsed  int `json:"idle_used"` // of Idle: recycled after a run (one-shot runs only)
+	Busy      int `json:"busy"`
+	Recycling int `json:"recycling"` // being made fresh after a run
+	Starting  int `json:"starting"`
+	Removing  int `json:"removing"`
+	Waiting   int `json:"waiting"` // requests queued for a container
+	// Target is how many the pool wants idle now: min_idle, or more when
+	// the recent peak of demand was higher (the pool follows demand).
+	Target    int    `json:"target"`
+	MinIdle   int    `json:"min_idle"`
 	Max       int    `json:"max"`
 	Hits      uint64 `json:"hits"`   // runs served by a warm container
+	Reused    uint64 `json:"reused"` // of Hits: by a container that served runs before
 	Misses    uint64 `json:"misses"` // runs that waited for a create
 	Created   uint64 `json:"created"`
+	Recycled  uint64 `json:"recycled"` // containers made fresh after a run and kept
+	Retired   uint64 `json:"retired"`  // containers removed after a run (not reusable)
+	Trimmed   uint64 `json:"trimmed"`  // idle containers removed as demand fell
 	Destroyed uint64 `json:"destroyed"`
 	Failures  uint64 `json:"failures"`
 	LastError string `json:"last_error,omitempty"`

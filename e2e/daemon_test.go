@@ -69,7 +69,19 @@ func TestKilledDaemonLeavesNoOrphans(t *testing.T) {
 	label := testutil.TestLabel + "=" + d.RunID
 	waitFor(t, "warm containers", func() bool { return len(testutil.Containers(t, label)) >= 2 })
 	before := testutil.Containers(t, label)
+	plugins := children(t, d.PID())
+	if len(plugins) == 0 {
+		t.Fatal("no plugin processes found under the daemon")
+	}
 	d.Kill()
+	waitFor(t, "the killed daemon's plugin processes to die with it", func() bool {
+		for _, pid := range plugins {
+			if syscall.Kill(pid, 0) == nil {
+				return false
+			}
+		}
+		return true
+	})
 	// The stale socket file stays behind after SIGKILL.
 	if _, err := os.Stat(d.Socket); err != nil {
 		t.Fatalf("expected a stale socket: %v", err)
@@ -83,6 +95,29 @@ func TestKilledDaemonLeavesNoOrphans(t *testing.T) {
 	if out, _, code := d.Ctl("", "run", writeFile(t, "a.py", "print('after restart')")); code != 0 || out != "after restart\n" {
 		t.Fatalf("after restart: %d %q", code, out)
 	}
+}
+
+// children are the live child processes of pid that are not zombies.
+func children(t *testing.T, pid int) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, e := range entries {
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(f) > 1 && f[0] != "Z" && f[1] == strconv.Itoa(pid) {
+			if child, err := strconv.Atoi(e.Name()); err == nil {
+				out = append(out, child)
+			}
+		}
+	}
+	return out
 }
 
 func TestSigtermDrainsAndCleansUp(t *testing.T) {

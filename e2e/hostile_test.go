@@ -105,6 +105,7 @@ language "python" {
   pool {
     min_idle = 3
     max      = 12
+    max_runs = 1   # side by side, each in a new container; one by one in a recycled one: reuse_test.go
   }
 }
 language "node" {

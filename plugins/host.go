@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -124,6 +125,11 @@ func (p *Process) dispense() (interface{}, error) {
 
 func (p *Process) command() *exec.Cmd {
 	cmd := exec.Command(p.path)
+	// A plugin dies with sandboxd however sandboxd dies (a SIGKILL or a
+	// crash included), never left running with init as its parent. The
+	// signal follows the forking thread: sandboxd locks no thread to a
+	// goroutine, so the runtime's threads live as long as it does.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if len(p.env) > 0 {
 		cmd.Env = append(os.Environ(), p.env...)
 	}

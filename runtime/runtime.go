@@ -88,6 +88,9 @@ type Sandbox struct {
 	Language string
 	Labels   map[string]string
 	Created  time.Time
+	// Runs counts the one-shot runs it served (each in a sandbox made
+	// fresh after the one before); its pool's owner keeps the count.
+	Runs int
 	*supervisor.Conn
 	// OOMKilled reports, once the supervisor is gone, whether the kernel
 	// ended the container for memory (under gVisor its kernel dies with

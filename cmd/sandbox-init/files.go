@@ -69,6 +69,8 @@ func (s *server) fileOp(m supervisor.Message) {
 		s.done(m.ID, s.remove(req))
 	case supervisor.OpReset:
 		go func() { s.done(m.ID, s.reset()) }()
+	case supervisor.OpRecycle:
+		go func() { s.done(m.ID, s.recycle()) }()
 	}
 }
 
@@ -501,6 +503,7 @@ func (s *server) reset() *supervisor.FileResult {
 				return failure(err)
 			}
 		}
+		clearXattrs(dir)
 		root, err := os.OpenRoot(dir)
 		if errors.Is(err, fs.ErrNotExist) && mode == 0 {
 			continue // an engine without /dev/mqueue

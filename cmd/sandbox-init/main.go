@@ -68,7 +68,7 @@ func main() {
 	if listen != "" {
 		out := &channel{}
 		s := newServer(out, containerPaths, realContainer)
-		s.makeOutputs()
+		s.begin()
 		go s.reap(nil)
 		ln, err := net.Listen("tcp", listen)
 		if err != nil {
@@ -78,7 +78,7 @@ func main() {
 		s.listenAndServe(out, ln, token)
 	}
 	s := newServer(os.Stdout, containerPaths, realContainer)
-	s.makeOutputs()
+	s.begin()
 	go s.reap(nil)
 	go relayEgress()
 	if err := s.serve(os.Stdin); err != nil {

@@ -8,7 +8,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -37,9 +36,12 @@ type container struct {
 	endAll func() int
 	// clearIPC removes the SysV IPC objects of the sandbox's namespace.
 	clearIPC func()
+	// kernelObjects lists what the sandbox's namespaces hold that a
+	// program may leave behind (nil: nothing to look at).
+	kernelObjects func() []string
 }
 
-var realContainer = container{endAll: killContainer, clearIPC: removeSysVIPC}
+var realContainer = container{endAll: killContainer, clearIPC: sysvIPC.clear, kernelObjects: kernelObjects}
 
 // buildDir is supervisor.BuildDir under these paths.
 func (p paths) buildDir() string {
@@ -70,6 +72,10 @@ type server struct {
 	lostContexts map[string]string // why a context that ended between cells lost its state
 
 	warms map[string]*warmProcess // runtimes started ahead for the next execs, by what they stand in for
+
+	// What a program could find when the sandbox was new (see begin).
+	fresh      []string
+	freshTimes map[string]unix.Timespec
 }
 
 func newServer(w io.Writer, at paths, c container) *server {
@@ -104,7 +110,7 @@ func (s *server) handle(m supervisor.Message) {
 		if m.Exec != nil {
 			s.start(m.ID, *m.Exec)
 		}
-	case supervisor.OpPut, supervisor.OpGet, supervisor.OpTar, supervisor.OpList, supervisor.OpRemove, supervisor.OpReset, supervisor.OpUntar:
+	case supervisor.OpPut, supervisor.OpGet, supervisor.OpTar, supervisor.OpList, supervisor.OpRemove, supervisor.OpReset, supervisor.OpRecycle, supervisor.OpUntar:
 		s.fileOp(m)
 	case supervisor.OpContexts, supervisor.OpContextEnd:
 		s.contextOp(m)
@@ -421,31 +427,4 @@ func (s *server) writeFiles(files []supervisor.File) error {
 		}
 	}
 	return nil
-}
-
-// removeSysVIPC removes every SysV shared memory segment, semaphore set and
-// message queue of the container's IPC namespace (all the sandbox's own:
-// the namespace is private to the container).
-func removeSysVIPC() {
-	for _, kind := range []struct {
-		file string
-		rmid func(id int)
-	}{
-		{"shm", func(id int) { _, _ = unix.SysvShmCtl(id, unix.IPC_RMID, nil) }},
-		{"sem", func(id int) { _, _, _ = unix.Syscall6(unix.SYS_SEMCTL, uintptr(id), 0, unix.IPC_RMID, 0, 0, 0) }},
-		{"msg", func(id int) { _, _, _ = unix.Syscall(unix.SYS_MSGCTL, uintptr(id), unix.IPC_RMID, 0) }},
-	} {
-		data, err := os.ReadFile("/proc/sysvipc/" + kind.file)
-		if err != nil {
-			continue
-		}
-		lines := strings.Split(string(data), "\n")
-		for _, line := range lines[min(1, len(lines)):] { // a header line first
-			if f := strings.Fields(line); len(f) > 1 {
-				if id, err := strconv.Atoi(f[1]); err == nil {
-					kind.rmid(id)
-				}
-			}
-		}
-	}
 }

@@ -44,7 +44,8 @@ func newPeer(t *testing.T) *peer {
 		},
 		clearIPC: func() {}, // the test process's namespace is the host's
 	})
-	p.s.makeOutputs()
+	_ = os.Chmod(dirs.tmp, 0o777|os.ModeSticky) // as a container's /tmp is
+	p.s.begin()
 	// One reaper at a time: it waits for any child of the test process.
 	stopReaping := make(chan struct{})
 	reaped := make(chan struct{})
@@ -310,6 +311,50 @@ func TestResetEmptiesAllButProjectFiles(t *testing.T) {
 		if got := strings.Join(names, " "); got != want {
 			t.Errorf("%s after reset: %q, want %q", dir, got, want)
 		}
+	}
+}
+
+// Recycling undoes what a run left, down to the workspace's mode and
+// times, and says so when something stays.
+func TestRecycleRestoresTheStartingState(t *testing.T) {
+	p := newPeer(t)
+	fresh := p.s.observe()
+	for _, f := range []string{"x/y", "outputs/z", "locked/deep/f"} {
+		full := filepath.Join(p.dirs.workspace, f)
+		_ = os.MkdirAll(filepath.Dir(full), 0o755)
+		if err := os.WriteFile(full, []byte("implant"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = unix.Mkfifo(filepath.Join(p.dirs.tmp, "fifo"), 0o600)
+	_ = os.Symlink("/etc/passwd", filepath.Join(p.dirs.scratch[0], "link"))
+	for _, d := range []string{"locked/deep", "locked"} {
+		_ = os.Chmod(filepath.Join(p.dirs.workspace, d), 0)
+	}
+	_ = os.Chmod(p.dirs.workspace, 0o700)
+	if len(differences(fresh, p.s.observe())) == 0 {
+		t.Fatal("the implants went unseen")
+	}
+	if _, res := p.fileOp(1, supervisor.OpRecycle, supervisor.FileRequest{}); res.Error != "" {
+		t.Fatalf("recycle: %+v", res)
+	}
+	if d := differences(fresh, p.s.observe()); len(d) > 0 {
+		t.Fatalf("after recycling: %v", d)
+	}
+
+	// What cannot be undone is reported, never hidden.
+	p.s.kernelObjects = func() []string { return []string{"ipc shm 0x1234 7"} }
+	_, res := p.fileOp(2, supervisor.OpRecycle, supervisor.FileRequest{})
+	if res.ErrorKind != supervisor.ErrNotFresh || !strings.Contains(res.Error, "left: ipc shm 0x1234 7") {
+		t.Fatalf("recycle with an object left: %+v", res)
+	}
+}
+
+func TestDifferencesCountsDuplicates(t *testing.T) {
+	got := differences([]string{"a", "b", "b"}, []string{"a", "b", "c", "c"})
+	want := []string{"gone: b", "left: c"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("got %q, want %q", got, want)
 	}
 }
 

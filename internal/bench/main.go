@@ -3,7 +3,9 @@
 // console.log(1) through `sandboxctl run`, through the API alone, through
 // a session's exec, through `docker run --rm` and `docker exec` on the same
 // image, and the bare interpreter started inside a running container; then
-// session creation, and throughput with 4 concurrent clients; then hello
+// session creation, and throughput with 4 concurrent clients; then a
+// corpus of small programs with their tests per language at 4 clients,
+// against the same programs as bare host processes; then hello
 // world in every shipped language, one-shot through `sandboxctl run`
 // against `docker run --rm` of the same image doing the same steps, with
 // the compile and run steps apart; then python under runc against gVisor's
@@ -42,7 +44,8 @@ func main() {
 	bin := flag.String("bin", "bin", "directory with sandboxd, sandboxctl, sandbox-init and plugins/")
 	n := flag.Int("n", 40, "iterations per sandboxd measurement")
 	nDocker := flag.Int("n-docker", 15, "iterations per docker baseline")
-	only := flag.String("only", "", "one section alone: runtimes (runc against runsc), kubernetes (pods against Docker), contexts, egress, warm or languages")
+	only := flag.String("only", "", "one section alone: runtimes (runc against runsc), kubernetes (pods against Docker), contexts, egress, warm, languages, paced or throughput")
+	langs := flag.String("langs", "", "throughput: these languages of the corpus alone, comma separated")
 	flag.Parse()
 	var err error
 	switch *bin, _ = filepath.Abs(*bin); *only {
@@ -64,6 +67,18 @@ func main() {
 			}
 			d.stop()
 		}
+	case "paced":
+		var d *daemon
+		if d, err = startDaemon(*bin, ""); err == nil {
+			err = paced(client.New(d.socket), *bin, d, *n)
+			d.stop()
+		}
+	case "throughput":
+		var d *daemon
+		if d, err = startDaemon(*bin, ""); err == nil {
+			err = throughput(client.New(d.socket), splitList(*langs))
+			d.stop()
+		}
 	case "contexts":
 		var d *daemon
 		if d, err = startDaemon(*bin, ""); err == nil {
@@ -71,7 +86,7 @@ func main() {
 			d.stop()
 		}
 	default:
-		err = fmt.Errorf("-only %q: runtimes, kubernetes, contexts, egress, warm or languages", *only)
+		err = fmt.Errorf("-only %q: runtimes, kubernetes, contexts, egress, warm, languages, paced or throughput", *only)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -165,6 +180,12 @@ func run(bin string, n, nDocker int) error {
 	if err := sessionsAndThroughput(c, n); err != nil {
 		return err
 	}
+	if err := throughput(c, nil); err != nil {
+		return err
+	}
+	if err := paced(c, bin, d, n); err != nil {
+		return err
+	}
 	if err := contexts(c, n); err != nil {
 		return err
 	}
@@ -224,7 +245,7 @@ func sessionsAndThroughput(c *client.Client, n int) error {
 		return err
 	})
 	after, _ := c.Pools(ctx)
-	fmt.Printf("| one-shot runs (`POST /v1/run`, a fresh container each; %d of 60 waited for a container to be created) | %.1f |\n",
+	fmt.Printf("| one-shot runs (`POST /v1/run`, each in a fresh sandbox of a recycled container; %d of 60 waited for a container to be created) | %.1f |\n",
 		after["python"].Misses-before["python"].Misses, runs)
 	one, err := c.CreateSession(ctx, api.SessionRequest{Language: "python"})
 	if err != nil {
@@ -376,6 +397,14 @@ func checkOut(out []byte, err error, want string) error {
 		return fmt.Errorf("unexpected output %q", out)
 	}
 	return nil
+}
+
+// splitList is a comma-separated flag's values.
+func splitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
 }
 
 func numCPU() int {

@@ -130,6 +130,10 @@ type Pool struct {
 	MinIdle      int
 	Max          int
 	QueueTimeout time.Duration
+	// MaxRuns is how many one-shot runs a container serves, each in a
+	// sandbox made fresh after the one before, before it is retired; 1:
+	// a new container for every run.
+	MaxRuns int
 }
 
 // Language is one language block.
@@ -205,7 +209,9 @@ var hostEtc = "/etc"
 // hostCABundle is Debian's bundle of the CAs the host trusts.
 const hostCABundle = "/etc/ssl/certs/ca-certificates.crt"
 
-func defaultPool() Pool { return Pool{MinIdle: 2, Max: 16, QueueTimeout: 5 * time.Second} }
+func defaultPool() Pool {
+	return Pool{MinIdle: 2, Max: 16, QueueTimeout: 5 * time.Second, MaxRuns: 500}
+}
 
 // The file's shape, as gohcl decodes it. Every field is optional so that
 // Builtin supplies what is missing; Body fields keep ranges for errors.
@@ -295,6 +301,7 @@ type poolSchema struct {
 	MinIdle      *int     `hcl:"min_idle,optional"`
 	Max          *int     `hcl:"max,optional"`
 	QueueTimeout *string  `hcl:"queue_timeout,optional"`
+	MaxRuns      *int     `hcl:"max_runs,optional"`
 	Body         hcl.Body `hcl:",body"`
 }
 
@@ -774,6 +781,12 @@ func (v *validator) pool(ps *poolSchema, p Pool) Pool {
 	}
 	if ps.QueueTimeout != nil {
 		p.QueueTimeout = v.duration(ps.Body, "queue_timeout", *ps.QueueTimeout, 0, 10*time.Minute)
+	}
+	if ps.MaxRuns != nil {
+		p.MaxRuns = *ps.MaxRuns
+		if p.MaxRuns < 1 || p.MaxRuns > 100000 {
+			v.fail(ps.Body, "max_runs", fmt.Sprintf("is %d", p.MaxRuns), "a number of runs from 1 (a new container for every run) to 100000")
+		}
 	}
 	return p
 }

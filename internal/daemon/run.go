@@ -31,8 +31,9 @@ import (
 //	execute  write the files and run the steps through the supervisor
 //	record   count the outcome and store it in the history
 
-// Run executes a program one-shot in a fresh warm container, which is
-// destroyed afterwards. out, if not nil, receives output as it happens.
+// Run executes a program one-shot in a fresh sandbox: a warm container's,
+// made fresh after the run before it (see languages.Registry.Acquire).
+// out, if not nil, receives output as it happens.
 func (d *Daemon) Run(ctx context.Context, req api.RunRequest, out OutputFunc) (*api.RunResult, *api.Error) {
 	return d.run(ctx, req, out, nil)
 }
@@ -86,18 +87,23 @@ func (d *Daemon) run(ctx context.Context, req api.RunRequest, out OutputFunc, tt
 	if err != nil {
 		return nil, failed(err)
 	}
-	defer release()
+	clean := false // the container is recycled only after a run that ended cleanly
+	defer func() { release(clean) }()
 	acquired := time.Now()
 	gate := d.Languages.Gate(sb)
 	if gate != nil {
 		gate.Allow(allow)
 	}
 	j.warmed = func(warm bool, missed string) { d.Languages.Warmed(l, warm, missed) }
-	res, _, err := execute(ctx, sb, gate, j.job, limits, out)
+	res, last, err := execute(ctx, sb, gate, j.job, limits, out)
 	if err != nil {
 		d.log.Error("execution failed", "language", l.Name(), "container_id", runtime.ShortID(sb.ID), "error", err)
 		return nil, failed(d.sandboxFailed("the sandbox", err))
 	}
+	// A kill at the deadline that left something running, a sandbox that
+	// died, or an OOM kill: the container is retired, never recycled.
+	clean = last.Survivors == 0 && last.Gone == "" && !res.OOMKilled
+	res.Container = runtime.ShortID(sb.ID)
 	d.finish(res, "run", l, "", decision, limits, received, acquired)
 	return res, nil
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/sandboxd/sandboxd/plugins"
 	"github.com/sandboxd/sandboxd/plugins/language"
 	"github.com/sandboxd/sandboxd/runtime"
+	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
 // pluginCallTimeout bounds every call to a language plugin.
@@ -204,9 +205,11 @@ func (r *Registry) names() string {
 	return strings.Join(names, ", ")
 }
 
-// Acquire takes a container of l for one run, under limits; release ends
-// its use (the container is never reused).
-func (r *Registry) Acquire(ctx context.Context, l *Language, limits runtime.Limits) (sb *runtime.Sandbox, release func(), err error) {
+// Acquire takes a container of l for one run, under limits. release ends
+// the run: a container whose run ended cleanly (the program and all it
+// started ended, the sandbox intact) is recycled for another run (see
+// recycle); any other is removed.
+func (r *Registry) Acquire(ctx context.Context, l *Language, limits runtime.Limits) (sb *runtime.Sandbox, release func(clean bool), err error) {
 	if err := r.ready(ctx, l); err != nil {
 		return nil, nil, err
 	}
@@ -215,13 +218,73 @@ func (r *Registry) Acquire(ctx context.Context, l *Language, limits runtime.Limi
 	} else if sb, err = l.pool.Acquire(ctx); err == nil {
 		warm := sb
 		if sb, err = r.fit(ctx, l, warm, limits, func() { l.pool.Release(warm) }); sb == warm {
-			return sb, func() { l.pool.Release(warm) }, nil
+			lowered := request.Lowered(limits, l.Limits())
+			return sb, func(clean bool) {
+				if !clean {
+					r.metrics.Recycled(l.Name(), "run")
+					l.pool.Release(sb)
+					return
+				}
+				l.pool.Recycle(sb, func(ctx context.Context, sb *runtime.Sandbox) bool {
+					return r.recycle(ctx, l, sb, lowered)
+				})
+			}, nil
 		}
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	return sb, func() { r.Remove(sb) }, nil
+	return sb, func(bool) { r.Remove(sb) }, nil
+}
+
+// recycleTimeout bounds making a container fresh after a run.
+const recycleTimeout = 10 * time.Second
+
+// recycle makes sb, which has just served a run cleanly, fresh for the
+// next: its limits back to the language's if the run lowered them, every
+// process ended and every writable place emptied, then checked against
+// what the supervisor saw when the container was new, and the warm
+// runtimes started again. It says whether sb may serve another run; one
+// that has served max_runs, or that anything of this failed for, is
+// retired.
+func (r *Registry) recycle(ctx context.Context, l *Language, sb *runtime.Sandbox, lowered bool) bool {
+	ctx, cancel := context.WithTimeout(ctx, recycleTimeout)
+	defer cancel()
+	sb.Runs++
+	retire := func(why string, err error) bool {
+		r.metrics.Recycled(l.Name(), why)
+		if err != nil {
+			r.log.Warn("a container could not be made fresh after a run; it is retired", "language", l.Name(),
+				"container_id", runtime.ShortID(sb.ID), "runs", sb.Runs, "error", err)
+		}
+		return false
+	}
+	if gate := r.Gate(sb); gate != nil {
+		gate.Allow(nil)
+	}
+	switch {
+	case sb.Runs >= l.Config.Pool.MaxRuns:
+		return retire("max_runs", nil)
+	case !sb.Alive():
+		return retire("gone", nil)
+	}
+	if lowered {
+		if err := r.rt.Update(ctx, sb.ID, l.Limits()); err != nil {
+			return retire("limits", err)
+		}
+	}
+	res, err := sb.File(ctx, supervisor.OpRecycle, supervisor.FileRequest{Path: "."}, nil, nil)
+	switch {
+	case err != nil:
+		return retire("gone", err)
+	case res.Error != "":
+		return retire("not_fresh", errors.New(res.Error))
+	}
+	if l.Warm() {
+		r.warmUp(ctx, l, sb, nil)
+	}
+	r.metrics.Recycled(l.Name(), "kept")
+	return true
 }
 
 // Take is a container of l, under limits, that a session keeps: a warm

@@ -36,6 +36,7 @@ type Metrics struct {
 	egressBytes     *prometheus.CounterVec
 	warmStarts      *prometheus.CounterVec
 	warmRuns        *prometheus.CounterVec
+	recycled        *prometheus.CounterVec
 }
 
 // Buckets from 1 ms (a warm exec) to a minute (a long compile or a
@@ -87,9 +88,13 @@ func New(f Figures, version string) *Metrics {
 			Name: "sandboxd_warm_runs_total",
 			Help: "Programs a warm runtime could have run, by language and how they started: warm, or cold with why (no warm process, another command, other arguments, another directory, another environment).",
 		}, []string{"language", "started"}),
+		recycled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandboxd_containers_recycled_total",
+			Help: "Containers after a one-shot run, by language and result: kept (recycled for the next run) or why retired (max_runs, run, limits, not_fresh, gone).",
+		}, []string{"language", "result"}),
 	}
 	registry.MustRegister(m.executions, m.queueSeconds, m.runSeconds, m.startSeconds, m.containerErrors, m.removed,
-		m.egressConns, m.egressBytes, m.warmStarts, m.warmRuns,
+		m.egressConns, m.egressBytes, m.warmStarts, m.warmRuns, m.recycled,
 		&scrape{figures: f},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -149,6 +154,12 @@ func (m *Metrics) ContainerRemoved(language string, err error) {
 	m.removed.WithLabelValues(language).Inc()
 }
 
+// Recycled records what became of a container after a one-shot run:
+// "kept", or why it was retired.
+func (m *Metrics) Recycled(language, result string) {
+	m.recycled.WithLabelValues(language, result).Inc()
+}
+
 // EgressConnection implements egress.Events.
 func (m *Metrics) EgressConnection(language, host, decision string) {
 	m.egressConns.WithLabelValues(language, host, decision).Inc()
@@ -165,9 +176,13 @@ type scrape struct{ figures Figures }
 
 var (
 	poolContainers = prometheus.NewDesc("sandboxd_pool_containers",
-		"Containers of a language's warm pool by state (idle, busy, starting, removing).", []string{"language", "state"}, nil)
+		"Containers of a language's warm pool by state (idle, busy, recycling, starting, removing).", []string{"language", "state"}, nil)
 	poolTarget = prometheus.NewDesc("sandboxd_pool_target_idle",
-		"Idle containers the pool keeps ready (min_idle).", []string{"language"}, nil)
+		"Idle containers the pool wants ready now: min_idle, or the recent peak of demand beyond what is in use.", []string{"language"}, nil)
+	poolReused = prometheus.NewDesc("sandboxd_pool_reused_total",
+		"Requests served by a container recycled after an earlier run.", []string{"language"}, nil)
+	poolTrimmed = prometheus.NewDesc("sandboxd_pool_trimmed_total",
+		"Idle containers removed as demand fell.", []string{"language"}, nil)
 	poolMax = prometheus.NewDesc("sandboxd_pool_max",
 		"Most containers the pool may hold (max).", []string{"language"}, nil)
 	poolWaiting = prometheus.NewDesc("sandboxd_pool_waiting",
@@ -191,7 +206,7 @@ var (
 )
 
 func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{poolContainers, poolTarget, poolMax, poolWaiting, poolHits, poolMisses, inFlight, sessions, findings, denials, pluginUp, pluginRestarts} {
+	for _, d := range []*prometheus.Desc{poolContainers, poolTarget, poolMax, poolWaiting, poolHits, poolMisses, poolReused, poolTrimmed, inFlight, sessions, findings, denials, pluginUp, pluginRestarts} {
 		ch <- d
 	}
 }
@@ -207,6 +222,7 @@ func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 	for lang, p := range st.Pools {
 		gauge(poolContainers, float64(p.Idle), lang, "idle")
 		gauge(poolContainers, float64(p.Busy), lang, "busy")
+		gauge(poolContainers, float64(p.Recycling), lang, "recycling")
 		gauge(poolContainers, float64(p.Starting), lang, "starting")
 		gauge(poolContainers, float64(p.Removing), lang, "removing")
 		gauge(poolTarget, float64(p.Target), lang)
@@ -214,6 +230,8 @@ func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 		gauge(poolWaiting, float64(p.Waiting), lang)
 		counter(poolHits, float64(p.Hits), lang)
 		counter(poolMisses, float64(p.Misses), lang)
+		counter(poolReused, float64(p.Reused), lang)
+		counter(poolTrimmed, float64(p.Trimmed), lang)
 	}
 	gauge(inFlight, float64(st.InFlight))
 	gauge(sessions, float64(st.Sessions), "active")

@@ -1,11 +1,19 @@
 // Package pool keeps warm sandboxes for one language: it creates them ahead
-// of demand in the background, hands each out once, and destroys it after
-// use. A container that ran untrusted code is never handed out again.
+// of demand in the background, hands them out, and after a run either
+// takes one back, once its owner has recycled it, or destroys it.
 //
-// The pool owns the count of its containers (idle + busy + starting +
-// being destroyed never exceeds Max) and the goroutines that create and
-// destroy them. It is generic over the item so its bookkeeping is tested
-// without Docker; it knows nothing of what the items run.
+// An item that served a run is "used": it goes only to Acquire (one-shot
+// runs, each in a fresh sandbox the owner's recycle made), never to Take
+// (a session keeps only an item that never ran anything). How many items
+// to keep follows demand: the pool aims to hold as many idle as were in
+// use at the recent peak (at least MinIdle), so a steady stream finds one
+// ready, and destroys idle items beyond that after IdleTimeout.
+//
+// The pool owns the count of its items (idle + busy + recycling +
+// starting + being destroyed never exceeds Max) and the goroutines that
+// create, recycle and destroy them. It is generic over the item so its
+// bookkeeping is tested without Docker; it knows nothing of what the items
+// run.
 package pool
 
 import (
@@ -24,6 +32,10 @@ import (
 // queue timeout.
 var ErrExhausted = errors.New("pool exhausted")
 
+// recycleWait bounds how long a caller waits for an item being recycled
+// before it creates one (where there is room).
+const recycleWait = 2 * time.Second
+
 // ErrClosed means the pool is shutting down.
 var ErrClosed = errors.New("pool closed")
 
@@ -40,6 +52,9 @@ type Options struct {
 	MinIdle      int
 	Max          int
 	QueueTimeout time.Duration
+	// IdleTimeout is how long an idle item above the target is kept, and
+	// how long a peak of demand is remembered (default 60 s).
+	IdleTimeout time.Duration
 	// Starts bounds container creations across all pools sharing it.
 	Starts chan struct{}
 	Logger hclog.Logger
@@ -51,11 +66,16 @@ type Pool[T any] struct {
 	hooks Hooks[T]
 	log   hclog.Logger
 
-	mu       sync.Mutex
-	idle     []T
-	busy     int
-	starting int
-	removing int
+	mu        sync.Mutex
+	idle      []idleItem[T] // newest last
+	busy      int
+	recycling int
+	starting  int
+	removing  int
+	// Demand: the most items busy at once in this window of IdleTimeout
+	// and in the one before.
+	peak, lastPeak int
+
 	waiting  int           // callers queued in Acquire for room
 	changed  chan struct{} // closed and replaced on every change
 	closed   bool
@@ -68,6 +88,13 @@ type Pool[T any] struct {
 	retryTmr *time.Timer
 }
 
+// idleItem is an item waiting in the pool.
+type idleItem[T any] struct {
+	item  T
+	used  bool      // it served a run: one-shot runs only
+	since time.Time // idle since
+}
+
 // New starts a pool and begins filling it.
 func New[T any](opts Options, hooks Hooks[T]) *Pool[T] {
 	if opts.Starts == nil {
@@ -76,53 +103,94 @@ func New[T any](opts Options, hooks Hooks[T]) *Pool[T] {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = time.Minute
+	}
 	p := &Pool[T]{opts: opts, hooks: hooks, log: opts.Logger.Named("pool").With("language", opts.Name), changed: make(chan struct{})}
 	p.closing, p.cancel = context.WithCancel(context.Background())
 	p.mu.Lock()
 	p.fillLocked()
 	p.mu.Unlock()
+	p.wg.Add(1)
+	go p.trim()
 	return p
 }
 
-func (p *Pool[T]) totalLocked() int { return len(p.idle) + p.busy + p.starting + p.removing }
+func (p *Pool[T]) totalLocked() int {
+	return len(p.idle) + p.busy + p.recycling + p.starting + p.removing
+}
+
+// targetLocked is how many items the pool wants ready (idle, or on their
+// way back from recycling): what the recent peak of demand would take
+// beyond the items busy now, and MinIdle at least.
+func (p *Pool[T]) targetLocked() int {
+	return max(p.opts.MinIdle, max(p.peak, p.lastPeak)-p.busy)
+}
+
+// usedLocked notes an item going into use, for the peak of demand.
+func (p *Pool[T]) usedLocked() {
+	p.busy++
+	p.peak = max(p.peak, p.busy)
+}
 
 func (p *Pool[T]) notifyLocked() {
 	close(p.changed)
 	p.changed = make(chan struct{})
 }
 
-// Acquire takes a warm item, or creates one when none is idle and there is
-// room, or waits up to the queue timeout for room. The item is the caller's
-// until Release.
-func (p *Pool[T]) Acquire(ctx context.Context) (T, error) {
+// Acquire takes a warm item, used or fresh, or creates one when none is
+// idle and there is room, or waits up to the queue timeout for room. The
+// item is the caller's until Release or Recycle.
+func (p *Pool[T]) Acquire(ctx context.Context) (T, error) { return p.acquire(ctx, false) }
+
+// acquire is Acquire; fresh takes only an item that never served a run.
+func (p *Pool[T]) acquire(ctx context.Context, fresh bool) (T, error) {
 	var zero T
+	began := time.Now()
 	queue := time.NewTimer(p.opts.QueueTimeout)
 	defer queue.Stop()
+	recycleWaited := time.NewTimer(recycleWait)
+	defer recycleWaited.Stop()
 	for {
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
 			return zero, ErrClosed
 		}
-		for len(p.idle) > 0 {
-			item := p.idle[len(p.idle)-1]
-			p.idle = p.idle[:len(p.idle)-1]
-			if p.hooks.Alive != nil && !p.hooks.Alive(item) {
-				p.destroyLocked(item)
+		for i := p.pickLocked(fresh); i >= 0; i = p.pickLocked(fresh) {
+			it := p.idle[i]
+			p.idle = append(p.idle[:i], p.idle[i+1:]...)
+			if p.hooks.Alive != nil && !p.hooks.Alive(it.item) {
+				p.destroyLocked(it.item)
 				continue
 			}
-			p.busy++
+			p.usedLocked()
 			p.stats.Hits++
-			// Refill when the item is released, so that creating its
-			// replacement does not compete for CPU with the run it serves;
-			// at once only when the pool has run dry.
+			if it.used {
+				p.stats.Reused++
+			}
+			// Refill after the run, so that creating a replacement does
+			// not compete for CPU with the run it serves; at once only
+			// when the pool has run dry.
 			if len(p.idle) == 0 {
 				p.fillLocked()
 			}
 			p.mu.Unlock()
-			return item, nil
+			return it.item, nil
 		}
-		if p.totalLocked() < p.opts.Max {
+		if fresh && p.totalLocked() >= p.opts.Max {
+			// Room for a fresh item is taken by used ones waiting idle.
+			if i := p.oldestLocked(); i >= 0 {
+				it := p.idle[i]
+				p.idle = append(p.idle[:i], p.idle[i+1:]...)
+				p.destroyLocked(it.item)
+			}
+		}
+		// An item being recycled is back sooner than a new one is made,
+		// and without its cost: wait for it, unless others already do,
+		// for a while (a recycle slowed by a loaded machine).
+		recycled := !fresh && p.recycling > p.waiting && time.Since(began) < recycleWait
+		if !recycled && p.totalLocked() < p.opts.Max {
 			// A miss: create one for this caller, outside the start limit
 			// (the caller is waiting; refills are not).
 			p.starting++
@@ -139,7 +207,7 @@ func (p *Pool[T]) Acquire(ctx context.Context) (T, error) {
 				return zero, err
 			}
 			p.stats.Created++
-			p.busy++
+			p.usedLocked()
 			p.fillLocked()
 			p.mu.Unlock()
 			return item, nil
@@ -150,6 +218,8 @@ func (p *Pool[T]) Acquire(ctx context.Context) (T, error) {
 		select {
 		case <-changed:
 			p.unwait()
+		case <-recycleWaited.C:
+			p.unwait() // and create one, if there is room
 		case <-queue.C:
 			p.unwait()
 			return zero, fmt.Errorf("%w: all %d %s containers busy for %s; retry later or raise pool max", ErrExhausted, p.opts.Max, p.opts.Name, p.opts.QueueTimeout)
@@ -160,6 +230,32 @@ func (p *Pool[T]) Acquire(ctx context.Context) (T, error) {
 	}
 }
 
+// pickLocked is the index of the idle item to hand out next, -1 for none:
+// the newest used one (fresh ones are kept for sessions), else the newest.
+func (p *Pool[T]) pickLocked(fresh bool) int {
+	pick := -1
+	for i, it := range p.idle {
+		switch {
+		case it.used && !fresh:
+			pick = i
+		case !it.used && (pick < 0 || !p.idle[pick].used):
+			pick = i
+		}
+	}
+	return pick
+}
+
+// oldestLocked is the index of the used idle item idle the longest, -1
+// for none.
+func (p *Pool[T]) oldestLocked() int {
+	for i, it := range p.idle {
+		if it.used {
+			return i
+		}
+	}
+	return -1
+}
+
 func (p *Pool[T]) unwait() {
 	p.mu.Lock()
 	p.waiting--
@@ -167,10 +263,10 @@ func (p *Pool[T]) unwait() {
 }
 
 // Take is Acquire for an item that never comes back (a session's
-// container): the pool stops counting it, refills at once, and the caller
-// destroys it when done.
+// container): a fresh one, never used. The pool stops counting it,
+// refills at once, and the caller destroys it when done.
 func (p *Pool[T]) Take(ctx context.Context) (T, error) {
-	item, err := p.Acquire(ctx)
+	item, err := p.acquire(ctx, true)
 	if err != nil {
 		return item, err
 	}
@@ -188,7 +284,35 @@ func (p *Pool[T]) Release(item T) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.busy--
+	p.stats.Retired++
 	p.destroyLocked(item)
+}
+
+// Recycle ends an item's use and gives it to clean in the background:
+// when clean says it is as fresh as a new one, it goes back to the pool
+// as used; otherwise, or when the pool closes meanwhile, it is destroyed.
+// clean's context ends when the pool closes.
+func (p *Pool[T]) Recycle(item T, clean func(ctx context.Context, item T) bool) {
+	p.mu.Lock()
+	p.busy--
+	p.recycling++
+	p.wg.Add(1)
+	p.mu.Unlock()
+	go func() {
+		defer p.wg.Done()
+		ok := clean(p.closing, item)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.recycling--
+		if !ok || p.closed {
+			p.stats.Retired++
+			p.destroyLocked(item)
+			return
+		}
+		p.stats.Recycled++
+		p.idle = append(p.idle, idleItem[T]{item: item, used: true, since: time.Now()})
+		p.notifyLocked()
+	}()
 }
 
 // destroyLocked removes an item in the background; it still counts toward
@@ -225,7 +349,7 @@ func (p *Pool[T]) fillLocked() {
 		}
 		return
 	}
-	for len(p.idle)+p.starting < p.opts.MinIdle && p.totalLocked() < p.opts.Max {
+	for len(p.idle)+p.recycling+p.starting < p.targetLocked() && p.totalLocked() < p.opts.Max {
 		p.starting++
 		p.wg.Add(1)
 		go p.createIdle()
@@ -268,7 +392,32 @@ func (p *Pool[T]) createIdle() {
 		return
 	}
 	p.stats.LastError = ""
-	p.idle = append(p.idle, item)
+	p.idle = append(p.idle, idleItem[T]{item: item, since: time.Now()})
+}
+
+// trim ends each window of IdleTimeout: the peak of demand moves on, and
+// idle items beyond the target that waited a whole window are destroyed,
+// the longest idle first.
+func (p *Pool[T]) trim() {
+	defer p.wg.Done()
+	tick := time.NewTicker(p.opts.IdleTimeout)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.closing.Done():
+			return
+		case now := <-tick.C:
+			p.mu.Lock()
+			p.lastPeak, p.peak = p.peak, p.busy
+			for len(p.idle) > p.targetLocked() && now.Sub(p.idle[0].since) >= p.opts.IdleTimeout {
+				it := p.idle[0]
+				p.idle = p.idle[1:]
+				p.stats.Trimmed++
+				p.destroyLocked(it.item)
+			}
+			p.mu.Unlock()
+		}
+	}
 }
 
 // Stats reports the pool's figures.
@@ -276,14 +425,20 @@ func (p *Pool[T]) Stats() api.PoolStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := p.stats
-	s.Idle, s.Busy, s.Starting, s.Removing, s.Waiting = len(p.idle), p.busy, p.starting, p.removing, p.waiting
-	s.Target, s.Max = p.opts.MinIdle, p.opts.Max
+	s.Idle, s.Busy, s.Recycling, s.Starting, s.Removing, s.Waiting = len(p.idle), p.busy, p.recycling, p.starting, p.removing, p.waiting
+	s.Target, s.MinIdle, s.Max = p.targetLocked(), p.opts.MinIdle, p.opts.Max
+	for _, it := range p.idle {
+		if it.used {
+			s.IdleUsed++
+		}
+	}
 	return s
 }
 
 // Close stops refilling, destroys idle items and waits until every
-// creation and destruction in flight has finished. Busy items are the
-// callers' to Release (which destroys them) before Close returns.
+// creation, recycling and destruction in flight has finished. Busy items
+// are the callers' to Release or Recycle (which destroy them now) before
+// Close returns.
 func (p *Pool[T]) Close(ctx context.Context) {
 	p.mu.Lock()
 	p.closed = true
@@ -291,8 +446,8 @@ func (p *Pool[T]) Close(ctx context.Context) {
 	if p.retryTmr != nil {
 		p.retryTmr.Stop()
 	}
-	for _, item := range p.idle {
-		p.destroyLocked(item)
+	for _, it := range p.idle {
+		p.destroyLocked(it.item)
 	}
 	p.idle = nil
 	p.notifyLocked()
@@ -320,8 +475,8 @@ func (p *Pool[T]) Close(ctx context.Context) {
 func (p *Pool[T]) Renew() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, item := range p.idle {
-		p.destroyLocked(item)
+	for _, it := range p.idle {
+		p.destroyLocked(it.item)
 	}
 	p.idle = nil
 	p.failures, p.retryAt = 0, time.Time{}

@@ -175,3 +175,94 @@ func TestClosedWhileWaitingForATurn(t *testing.T) {
 		t.Fatalf("destroyed an item never made: %v, created %d", destroyedZero.Load(), f.created.Load())
 	}
 }
+
+// A recycled item comes back to one-shot runs only; one its owner could
+// not make fresh is destroyed.
+func TestRecycledItemsServeRunsNotSessions(t *testing.T) {
+	f := &fake{}
+	p := New(Options{Name: "x", MinIdle: 1, Max: 3, QueueTimeout: time.Second}, f.hooks())
+	eventually(t, "1 idle", func() bool { return p.Stats().Idle == 1 })
+	a, _ := p.Acquire(context.Background())
+	p.Recycle(a, func(context.Context, int) bool { return true })
+	eventually(t, "recycled", func() bool { s := p.Stats(); return s.Recycled == 1 && s.IdleUsed == 1 })
+
+	b, _ := p.Acquire(context.Background())
+	if b != a {
+		t.Fatalf("got %d: a run should get the recycled item %d first", b, a)
+	}
+	if s := p.Stats(); s.Reused != 1 {
+		t.Fatalf("reuse not counted: %+v", s)
+	}
+	p.Recycle(b, func(context.Context, int) bool { return true })
+	eventually(t, "recycled again", func() bool { return p.Stats().Recycled == 2 })
+	taken, err := p.Take(context.Background())
+	if err != nil || taken == a {
+		t.Fatalf("a session took %d (%v): used item %d must never go to a session", taken, err, a)
+	}
+	c, _ := p.Acquire(context.Background())
+	p.Recycle(c, func(context.Context, int) bool { return false })
+	eventually(t, "retired", func() bool { return p.Stats().Retired == 1 })
+	p.Close(context.Background())
+	if f.created.Load()-1 != f.destroyed.Load() { // the taken one is the caller's
+		t.Fatalf("created %d, destroyed %d", f.created.Load(), f.destroyed.Load())
+	}
+}
+
+// A session finds the pool full of used items: one is destroyed to make
+// room for a fresh one.
+func TestTakeMakesRoomForAFreshItem(t *testing.T) {
+	f := &fake{}
+	p := New(Options{Name: "x", MinIdle: 0, Max: 1, QueueTimeout: time.Second}, f.hooks())
+	a, _ := p.Acquire(context.Background())
+	p.Recycle(a, func(context.Context, int) bool { return true })
+	eventually(t, "recycled", func() bool { return p.Stats().IdleUsed == 1 })
+	b, err := p.Take(context.Background())
+	if err != nil || b == a {
+		t.Fatalf("took %d, %v", b, err)
+	}
+	p.Close(context.Background())
+}
+
+// The target follows demand: after 3 runs at once the pool keeps 3 idle,
+// and after a quiet window it trims back to MinIdle.
+func TestTargetFollowsDemand(t *testing.T) {
+	f := &fake{}
+	p := New(Options{Name: "x", MinIdle: 1, Max: 8, QueueTimeout: time.Second, IdleTimeout: 150 * time.Millisecond}, f.hooks())
+	eventually(t, "1 idle", func() bool { return p.Stats().Idle == 1 })
+	var items []int
+	for range 3 {
+		it, err := p.Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		items = append(items, it)
+	}
+	for _, it := range items {
+		p.Release(it)
+	}
+	eventually(t, "3 idle after a peak of 3", func() bool { s := p.Stats(); return s.Idle == 3 && s.Target == 3 })
+	eventually(t, "trimmed to min_idle when demand fell", func() bool {
+		s := p.Stats()
+		return s.Idle == 1 && s.Target == 1 && s.Trimmed == 2
+	})
+	p.Close(context.Background())
+}
+
+// A run that finds no idle item while one is being recycled waits for it
+// rather than paying for a new one.
+func TestWaitsForARecyclingItem(t *testing.T) {
+	f := &fake{}
+	p := New(Options{Name: "x", MinIdle: 0, Max: 4, QueueTimeout: time.Second}, f.hooks())
+	a, _ := p.Acquire(context.Background())
+	release := make(chan struct{})
+	p.Recycle(a, func(context.Context, int) bool { <-release; return true })
+	got := make(chan int, 1)
+	go func() { b, _ := p.Acquire(context.Background()); got <- b }()
+	eventually(t, "the caller waits", func() bool { return p.Stats().Waiting == 1 })
+	close(release)
+	if b := <-got; b != a || f.created.Load() != 1 {
+		t.Fatalf("got %d after %d creations: want the recycled %d and no new one", b, f.created.Load(), a)
+	}
+	p.Release(a)
+	p.Close(context.Background())
+}

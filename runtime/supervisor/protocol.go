@@ -89,8 +89,11 @@ const (
 	OpList   = "list"   // entries of a directory
 	OpRemove = "remove" // remove a file or a tree
 	OpReset  = "reset"  // kill every process, empty the workspace but project_files
-	OpUntar  = "untar"  // extract the tar archive the in chunks carry into the workspace
-	OpDone   = "done"   // the answer to a workspace or context operation
+	// OpRecycle resets a one-shot sandbox for its next run, then checks
+	// that it is as its supervisor found it at start; ErrNotFresh if not.
+	OpRecycle = "recycle"
+	OpUntar   = "untar" // extract the tar archive the in chunks carry into the workspace
+	OpDone    = "done"  // the answer to a workspace or context operation
 
 	OpResize     = "resize"      // a terminal execution's new window size
 	OpContexts   = "contexts"    // list the running context kernels
@@ -181,7 +184,8 @@ const (
 	ErrTooLarge   = "too_large"
 	ErrNoSpace    = "no_space"
 	ErrReadOnly   = "read_only"
-	ErrInvalid    = "invalid" // escapes the workspace, a directory where a file is needed, ...
+	ErrInvalid    = "invalid"   // escapes the workspace, a directory where a file is needed, ...
+	ErrNotFresh   = "not_fresh" // recycle: something a run left could not be undone
 )
 
 // FileResult answers a workspace or context operation.

@@ -125,6 +125,8 @@ export interface RunResult {
   id: string;
   language: string;
   session?: string;
+  /** A one-shot run's container, which serves many runs, each made fresh. */
+  container?: string;
   exit_code: number;
   signal?: string;
   stdout: string;

@@ -128,6 +128,7 @@ class Result:
     id: str = ""
     language: str = ""
     session: str = ""
+    container: str = ""  # a one-shot run's container, which serves many runs, each made fresh
     exit_code: int = 0
     signal: str = ""
     stdout: str = ""

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sandboxd/sandboxd/runtime/supervisor"
+)
+
+// A one-shot container serves many runs, each in a sandbox as fresh as a
+// new container's: between runs the supervisor ends every process and
+// empties every writable place (reset), then checks that what a program
+// could find is exactly what it found when the container started, its
+// baseline. Anything it cannot undo retires the container.
+
+// maxObserved bounds a view: a sandbox whose reset left more than this
+// is not fresh, whatever the rest says.
+const maxObserved = 4096
+
+// begin readies a new sandbox and takes the baseline later runs are held
+// to.
+func (s *server) begin() {
+	s.makeOutputs()
+	s.fresh = s.observe()
+	s.freshTimes = map[string]unix.Timespec{}
+	for _, dir := range s.places() {
+		var st unix.Stat_t
+		if unix.Lstat(dir, &st) == nil {
+			s.freshTimes[dir] = st.Mtim
+		}
+	}
+}
+
+// places are the directories a program may write to.
+func (s *server) places() []string {
+	return append([]string{s.workspace, s.tmp}, s.scratch...)
+}
+
+// recycle resets the sandbox for the next one-shot run and checks it
+// against its baseline. Kills and socket teardown finish a moment after
+// the calls that ask for them, so the check is tried for up to a second.
+func (s *server) recycle() *supervisor.FileResult {
+	s.mu.Lock()
+	running := len(s.execs)
+	s.mu.Unlock()
+	if running > 0 {
+		return refuse(supervisor.ErrNotFresh, "%d executions still running", running)
+	}
+	if res := s.reset(); res.Error != "" {
+		res.ErrorKind = supervisor.ErrNotFresh
+		return res
+	}
+	for dir, mtime := range s.freshTimes {
+		// The owner may set its directory's times: the workspace shows
+		// no trace of the runs before.
+		_ = unix.UtimesNanoAt(unix.AT_FDCWD, dir, []unix.Timespec{mtime, mtime}, unix.AT_SYMLINK_NOFOLLOW)
+	}
+	var diff []string
+	for deadline := time.Now().Add(time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if diff = differences(s.fresh, s.observe()); len(diff) == 0 {
+			return &supervisor.FileResult{}
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(diff) > 5 {
+		diff = append(diff[:5], fmt.Sprintf("and %d more", len(diff)-5))
+	}
+	return refuse(supervisor.ErrNotFresh, "the sandbox is not as it started: %s", strings.Join(diff, "; "))
+}
+
+// differences says what now has more of than fresh had, and the other way.
+func differences(fresh, now []string) []string {
+	count := map[string]int{}
+	for _, e := range now {
+		count[e]++
+	}
+	for _, e := range fresh {
+		count[e]--
+	}
+	var out []string
+	for e, n := range count {
+		switch {
+		case n > 0:
+			out = append(out, "left: "+e)
+		case n < 0:
+			out = append(out, "gone: "+e)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// observe lists what a program could find that another left: every entry
+// of the writable places with its type, mode, owner and size, extended
+// attributes, SysV IPC objects, and sockets bound in the sandbox's network
+// namespace. Times and inode numbers are left out: a fresh sandbox's
+// differ from another's too.
+func (s *server) observe() []string {
+	var out []string
+	for _, place := range s.places() {
+		_ = filepath.WalkDir(place, func(p string, d fs.DirEntry, err error) error {
+			if len(out) >= maxObserved {
+				return fs.SkipAll
+			}
+			if err != nil {
+				if !errors.Is(err, fs.ErrNotExist) || p != place {
+					out = append(out, fmt.Sprintf("unreadable %s: %v", p, err))
+				}
+				return nil
+			}
+			out = append(out, describe(p, d))
+			return nil
+		})
+		if names := xattrs(place); names != "" {
+			out = append(out, "xattr "+place+" "+names)
+		}
+	}
+	if s.kernelObjects != nil {
+		out = append(out, s.kernelObjects()...)
+	}
+	return out
+}
+
+// describe is one entry of a view.
+func describe(p string, d fs.DirEntry) string {
+	info, err := d.Info()
+	if err != nil {
+		return fmt.Sprintf("unreadable %s: %v", p, err)
+	}
+	size := info.Size()
+	if d.IsDir() {
+		size = 0 // a directory's size tells what it held once
+	}
+	owner := ""
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		owner = fmt.Sprintf(" %d:%d", st.Uid, st.Gid)
+	}
+	return fmt.Sprintf("%s %v%s %d", p, info.Mode(), owner, size)
+}
+
+// xattrs are the names of the extended attributes set on a place itself
+// (its contents are removed with them).
+func xattrs(dir string) string {
+	buf := make([]byte, 4096)
+	n, err := unix.Llistxattr(dir, buf)
+	if err != nil || n <= 0 {
+		return ""
+	}
+	var names []string
+	for _, name := range strings.Split(strings.TrimRight(string(buf[:n]), "\x00"), "\x00") {
+		if !strings.HasPrefix(name, "security.") { // the engine's labels, not a program's
+			names = append(names, name)
+		}
+	}
+	return strings.Join(names, ",")
+}
+
+// kernelObjects lists what a sandbox's namespaces hold that a program may
+// leave behind: SysV IPC objects and bound sockets.
+func kernelObjects() []string { return append(sysvIPC.list(), boundSockets()...) }
+
+// clearXattrs removes the extended attributes a program set on a place
+// itself (those of its contents go with them), as their owner may.
+func clearXattrs(dir string) {
+	for _, name := range strings.Split(xattrs(dir), ",") {
+		if name != "" {
+			_ = unix.Lremovexattr(dir, name)
+		}
+	}
+}
+
+// boundSockets lists the TCP sockets listening and the UDP and Unix
+// sockets bound in the sandbox's network namespace.
+func boundSockets() []string {
+	var out []string
+	const listen = "0A"
+	for _, file := range []string{"tcp", "tcp6"} {
+		out = append(out, tableRows("/proc/net/"+file, file, func(f []string) (string, bool) {
+			return f[1], len(f) > 3 && f[3] == listen
+		})...)
+	}
+	for _, file := range []string{"udp", "udp6"} {
+		out = append(out, tableRows("/proc/net/"+file, file, func(f []string) (string, bool) {
+			return f[1], len(f) > 1
+		})...)
+	}
+	// Num RefCount Protocol Flags Type St Inode Path: a bound one has a
+	// path ("@..." for an abstract name).
+	out = append(out, tableRows("/proc/net/unix", "unix", func(f []string) (string, bool) {
+		return strings.Join(f[7:], " "), len(f) > 7
+	})...)
+	return out
+}
+
+// tableRows reads a /proc table (a header line, then a row per object)
+// and names each row that keep picks.
+func tableRows(file, kind string, keep func(fields []string) (string, bool)) []string {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil
+	}
+	lines := strings.Split(string(data), "\n")
+	var out []string
+	for _, line := range lines[min(1, len(lines)):] {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if name, ok := keep(f); ok {
+			out = append(out, kind+" "+name)
+		}
+	}
+	return out
+}
