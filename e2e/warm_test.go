@@ -375,6 +375,39 @@ func main() {
 		})
 	}
 
+	// A script of another name runs cold once; the pool's runtimes are
+	// then started for its name, and a run they take shows what a cold run
+	// of it shows.
+	renamed := []api.RunRequest{
+		{Language: "python", Files: []api.File{{Path: "analysis.py", Content: pyFingerprint}}, Args: []string{"x"}},
+		{Language: "node", Files: []api.File{{Path: "quiz.js", Content: "console.log(process.argv.slice(1), __filename, require.main === module);\nthrow new Error('no')"}}},
+		{Language: "typescript", Files: []api.File{{Path: "quiz.ts", Content: "const n: number = 1;\nconsole.log(n, process.argv.slice(1), __filename)"}}},
+		{Language: "ruby", Files: []api.File{{Path: "tool.rb", Content: "p [__FILE__, $0, ARGV]\nraise 'no'"}}, Args: []string{"a"}},
+	}
+	for _, req := range renamed {
+		t.Run("renamed "+req.Files[0].Path, func(t *testing.T) {
+			var warmRes *api.RunResult
+			for range 10 {
+				if res := run(t, c, req); res.Warm {
+					warmRes = res
+					break
+				}
+				time.Sleep(300 * time.Millisecond) // room for a container to be recycled and warmed for the name
+			}
+			if warmRes == nil {
+				t.Fatalf("no run of %s ran warm", req.Files[0].Path)
+			}
+			req.Language = cold[req.Language]
+			coldRes := run(t, c, req)
+			out := func(r *api.RunResult) string {
+				return address.ReplaceAllString(fmt.Sprintf("exit %d\n--- stdout\n%s\n--- stderr\n%s", r.ExitCode, r.Stdout, r.Stderr), "0x…")
+			}
+			if w, c := out(warmRes), out(coldRes); w != c {
+				t.Errorf("warm and cold differ:\n=== warm\n%s\n=== cold\n%s", w, c)
+			}
+		})
+	}
+
 	// In a session each program gets a fresh runtime, started while the
 	// last result is read: nothing carries over.
 	id := newSession(t, c, api.SessionRequest{Language: "python"})

@@ -498,10 +498,8 @@ func (s *server) reset() *supervisor.FileResult {
 		dirs[d] = 0 // mounted by the engine; emptied, not changed
 	}
 	for dir, mode := range dirs {
-		if mode != 0 {
-			if err := os.Chmod(dir, mode); err != nil {
-				return failure(err)
-			}
+		if err := restoreMode(dir, mode); err != nil {
+			return failure(err)
 		}
 		clearXattrs(dir)
 		root, err := os.OpenRoot(dir)
@@ -519,6 +517,21 @@ func (s *server) reset() *supervisor.FileResult {
 	}
 	s.makeOutputs()
 	return &supervisor.FileResult{}
+}
+
+// restoreMode gives dir its mode back (0: leave it as it is). A place
+// whose mode is already right is left alone: under a runtime where the
+// supervisor does not own it (a pod's volume), it could not chmod it, and
+// neither could the program.
+func restoreMode(dir string, mode os.FileMode) error {
+	if mode == 0 {
+		return nil
+	}
+	info, err := os.Lstat(dir)
+	if err == nil && info.Mode()&(os.ModePerm|os.ModeSticky|os.ModeSetgid|os.ModeSetuid) == mode {
+		return nil
+	}
+	return os.Chmod(dir, mode)
 }
 
 func (s *server) emptyDir(root *os.Root) error {

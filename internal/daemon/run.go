@@ -59,6 +59,9 @@ func (d *Daemon) run(ctx context.Context, req api.RunRequest, out OutputFunc, tt
 	if aerr != nil {
 		return nil, aerr
 	}
+	if j.warm != nil {
+		j.warm = l.LearnScript // the pool warms for the script names one-shot runs use
+	}
 	j.env, j.killOnExit, j.tty = request.EnvList(j.env0, req.Env), true, tty
 	if tty != nil {
 		j.env = append(j.env, termEnv)

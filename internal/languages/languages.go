@@ -50,6 +50,7 @@ type Language struct {
 	fixedLimits atomic.Bool
 	allow       egress.List // Config.Network.Allow, parsed
 	warm        warmCounts
+	scripts     sync.Map // warm runtime's index -> the script name it is started for (see LearnScript)
 }
 
 // Name is the language's configured name.
@@ -167,7 +168,7 @@ func (r *Registry) Start() {
 				}
 				sb, err := r.createFor(ctx, l, r.spec(l))
 				if err == nil && l.Warm() {
-					r.warmUp(ctx, l, sb, nil)
+					r.warmUp(ctx, l, sb)
 				}
 				return sb, err
 			},
@@ -281,7 +282,7 @@ func (r *Registry) recycle(ctx context.Context, l *Language, sb *runtime.Sandbox
 		return retire("not_fresh", errors.New(res.Error))
 	}
 	if l.Warm() {
-		r.warmUp(ctx, l, sb, nil)
+		r.warmUp(ctx, l, sb)
 	}
 	r.metrics.Recycled(l.Name(), "kept")
 	return true

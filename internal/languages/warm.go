@@ -2,7 +2,9 @@ package languages
 
 import (
 	"context"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -25,25 +27,87 @@ type warmCounts struct {
 // Warm says whether l's programs are run by runtimes started ahead.
 func (l *Language) Warm() bool { return len(l.Info.Warm) > 0 && l.Config.Warm }
 
-// WarmStands says whether one of l's warm runtimes stands in for argv.
+// WarmStands says whether one of l's warm runtimes stands in for argv, as
+// the plugin made it or renamed (see LearnScript).
 func (l *Language) WarmStands(argv []string) bool {
-	for _, w := range l.Info.Warm {
-		if len(argv) >= len(w.Stands) && slices.Equal(argv[:len(w.Stands)], w.Stands) {
+	for i, w := range l.Info.Warm {
+		if standsFor(w.Stands, argv) || standsFor(l.named(i, w).Stands, argv) {
 			return true
 		}
 	}
 	return false
 }
 
-// warmUp starts l's warm runtimes in sb for runs with env on top of the
-// plugin's, and waits until they are ready. One that fails is counted and
-// logged; the steps it stands in for then start cold.
-func (r *Registry) warmUp(ctx context.Context, l *Language, sb *runtime.Sandbox, env map[string]string) {
-	for _, w := range l.Info.Warm {
-		r.warmOne(ctx, l, sb, w, env)
+func standsFor(stands, argv []string) bool {
+	return len(argv) >= len(stands) && slices.Equal(argv[:len(stands)], stands)
+}
+
+// A warm runtime takes its script's name when it starts: python3 main.py
+// runs main.py, whatever it is told later. One-shot runs that name their
+// script otherwise (analysis.py, quiz.js) rename the pool's runtimes:
+// containers warmed after such a run, new or recycled, stand in for the
+// name it used, so a stream of runs of one name runs warm from about its
+// second run. Sessions send code as the plugin's main file; their runtimes
+// keep the plugin's names.
+
+// LearnScript is WarmStands for a one-shot run's step: one that names
+// another script, of the same directory and extension, in place of a warm
+// runtime's has that runtime started for its name from now on.
+func (l *Language) LearnScript(argv []string) bool {
+	for i, w := range l.Info.Warm {
+		n := len(w.Stands)
+		if w.Exact || n == 0 || len(argv) < n || !slices.Equal(argv[:n-1], w.Stands[:n-1]) {
+			continue
+		}
+		if name, own := argv[n-1], w.Stands[n-1]; name != own && renamable(own, name) {
+			l.scripts.Store(i, name)
+			return true
+		} else if name == own {
+			l.scripts.Delete(i)
+			return true
+		}
+	}
+	return l.WarmStands(argv)
+}
+
+// renamable says whether name is a script that may stand where own does:
+// a file of the same directory and extension, not an option.
+func renamable(own, name string) bool {
+	return filepath.Ext(own) != "" && filepath.Ext(name) == filepath.Ext(own) &&
+		filepath.Dir(name) == filepath.Dir(own) && !strings.HasPrefix(filepath.Base(name), "-")
+}
+
+// named is l's i-th warm runtime, w, for the script name runs use now.
+func (l *Language) named(i int, w language.Warm) language.Warm {
+	v, ok := l.scripts.Load(i)
+	if !ok {
+		return w
+	}
+	own, name := w.Stands[len(w.Stands)-1], v.(string)
+	rename := func(argv []string) []string {
+		out := slices.Clone(argv)
+		for j, a := range out {
+			if a == own {
+				out[j] = name
+			}
+		}
+		return out
+	}
+	w.Command, w.Stands = rename(w.Command), rename(w.Stands)
+	return w
+}
+
+// warmUp starts l's warm runtimes in a container of its pool, for the
+// script names one-shot runs use now, and waits until they are ready. One
+// that fails is counted and logged; the steps it stands in for then start
+// cold.
+func (r *Registry) warmUp(ctx context.Context, l *Language, sb *runtime.Sandbox) {
+	for i, w := range l.Info.Warm {
+		r.warmOne(ctx, l, sb, l.named(i, w), nil)
 	}
 }
 
+// warmOne starts w in sb for runs with env on top of the plugin's.
 func (r *Registry) warmOne(ctx context.Context, l *Language, sb *runtime.Sandbox, w language.Warm, env map[string]string) {
 	files := make([]supervisor.File, 0, len(w.Files))
 	for name, content := range w.Files {
@@ -69,12 +133,14 @@ func (r *Registry) warmOne(ctx context.Context, l *Language, sb *runtime.Sandbox
 	r.metrics.WarmStart(l.Name(), true)
 }
 
-// Rewarm starts a session's next warm runtime, for runs with its env,
-// after one was used or missed.
+// Rewarm starts a session's next warm runtime, for runs with its env and
+// the plugin's script names, after one was used or missed.
 func (r *Registry) Rewarm(l *Language, sb *runtime.Sandbox, env map[string]string) {
 	ctx, cancel := context.WithTimeout(context.Background(), warmReadyTimeout+5*time.Second)
 	defer cancel()
-	r.warmUp(ctx, l, sb, env)
+	for _, w := range l.Info.Warm {
+		r.warmOne(ctx, l, sb, w, env)
+	}
 }
 
 // Warmed counts how a run that a warm runtime could have run went: by it,
