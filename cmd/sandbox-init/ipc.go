@@ -102,9 +102,12 @@ func (o *ipcObjects) ids(k ipcKind) []int {
 	o.mu.Lock()
 	from, ok := o.clean[k.name]
 	if !ok {
-		from, o.clean[k.name] = probe, probe // the first look: a new sandbox
+		o.clean[k.name] = probe
 	}
 	o.mu.Unlock()
+	if !ok {
+		return nil // the first look: a new sandbox (from probe to itself would be every id)
+	}
 	var out []int
 	for id := (from + 1) % ipcMaxID; id != probe; id = (id + 1) % ipcMaxID {
 		if k.stat(id) {

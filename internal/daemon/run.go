@@ -184,7 +184,7 @@ func (d *Daemon) sandboxFailed(which string, err error) error {
 		if i > 0 {
 			time.Sleep(engineCheckEvery)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), engineCheckEvery)
+		ctx, cancel := context.WithTimeout(context.Background(), enginePingTimeout)
 		_, perr := d.rt.Ping(ctx)
 		cancel()
 		if perr != nil {
@@ -194,10 +194,13 @@ func (d *Daemon) sandboxFailed(which string, err error) error {
 	return fmt.Errorf("%s failed during the execution: %w", which, err)
 }
 
-// How long sandboxFailed watches the engine: 3 s.
+// How long sandboxFailed watches the engine: 3 s, and a ping as long
+// again as an engine that a program loaded (a memory bomb under gVisor)
+// may take to answer: slow is not gone.
 const (
-	engineChecks     = 10
-	engineCheckEvery = 300 * time.Millisecond
+	engineChecks      = 10
+	engineCheckEvery  = 300 * time.Millisecond
+	enginePingTimeout = 3 * time.Second
 )
 
 // planned is a job as planned, before its environment is complete.

@@ -141,7 +141,9 @@ func (d *Docker) Create(ctx context.Context, spec runtime.Spec) (sb *runtime.San
 	}
 	sb = &runtime.Sandbox{ID: id, Language: spec.Language, Labels: cfg.Labels, Created: time.Now(), Conn: conn, OOMKilled: d.oomKilled(id)}
 	if err := sb.Hello(ctx); err != nil {
-		if _, perr := d.Ping(ctx); perr != nil {
+		// Asked apart from ctx, which may be what ran out: a slow start
+		// is not an engine gone.
+		if _, perr := d.Ping(context.WithoutCancel(ctx)); perr != nil {
 			return nil, perr // the engine went away meanwhile
 		}
 		return nil, fmt.Errorf("sandbox supervisor did not start: %w", err)
