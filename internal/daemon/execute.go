@@ -50,10 +50,9 @@ type job struct {
 
 // TTY is the far end of a pseudo-terminal: a person's keys and screen.
 type TTY struct {
-	Size   supervisor.WinSize
-	In     io.Reader                 // the keys
-	Out    func(data []byte)         // the screen's bytes, as they come
-	Resize <-chan supervisor.WinSize // new window sizes
+	Size supervisor.WinSize
+	In   <-chan supervisor.TermInput // the keys and new window sizes, in order
+	Out  func(data []byte)           // the screen's bytes, as they come
 }
 
 // execute runs a job in sb under limits, collecting its output, usage
@@ -110,7 +109,7 @@ func execute(ctx context.Context, sb *runtime.Sandbox, gate *egress.Gate, j job,
 		var err error
 		if onTTY = last && j.tty != nil; onTTY {
 			req.TTY = &j.tty.Size
-			res, err = sb.Terminal(ctx, req, j.tty.In, col.write, j.tty.Resize)
+			res, err = sb.Terminal(ctx, req, j.tty.In, col.write)
 		} else {
 			res, err = sb.Exec(ctx, req, in, col.write)
 		}

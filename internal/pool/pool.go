@@ -71,6 +71,7 @@ type Pool[T any] struct {
 	busy      int
 	recycling int
 	starting  int
+	creating  int // of starting: made on a caller's request path
 	removing  int
 	// Demand: the most items busy at once in this window of IdleTimeout
 	// and in the one before.
@@ -189,20 +190,28 @@ func (p *Pool[T]) acquire(ctx context.Context, fresh bool) (T, error) {
 		// An item being recycled is back sooner than a new one is made,
 		// and without its cost: wait for it, unless others already do,
 		// for a while (a recycle slowed by a loaded machine).
-		recycled := !fresh && p.recycling > p.waiting && time.Since(began) < recycleWait
+		// While items are busy, one caller at a time makes one: on a
+		// loaded machine creations compete for the CPU with the runs and
+		// recycles that would free an item sooner, and a stream of callers
+		// each creating is a spiral (node at 4 runs/s: 14 creations, runs
+		// of 80 ms waiting 5-12 s).
+		recycled := !fresh && time.Since(began) < recycleWait &&
+			(p.recycling > p.waiting || (p.busy > 0 && p.creating > 0))
 		if !recycled && p.totalLocked() < p.opts.Max {
 			// A miss: create one for this caller, outside the start limit
 			// (the caller is waiting; refills are not).
 			p.starting++
+			p.creating++
 			p.stats.Misses++
 			p.mu.Unlock()
 			item, err := p.hooks.Create(ctx)
 			p.mu.Lock()
 			p.starting--
+			p.creating--
+			p.notifyLocked() // waiters may make one now
 			if err != nil {
 				p.stats.Failures++
 				p.stats.LastError = err.Error()
-				p.notifyLocked()
 				p.mu.Unlock()
 				return zero, err
 			}

@@ -266,3 +266,38 @@ func TestWaitsForARecyclingItem(t *testing.T) {
 	p.Release(a)
 	p.Close(context.Background())
 }
+
+// While an item is busy and one caller is making another, the callers
+// after it wait for an item to come back instead of each making one.
+func TestOneCreationAtATimeWhileItemsAreBusy(t *testing.T) {
+	f := &fake{}
+	hooks := f.hooks()
+	slow := make(chan struct{})
+	create := hooks.Create
+	hooks.Create = func(ctx context.Context) (int, error) {
+		if f.created.Load() > 0 {
+			<-slow // a loaded machine: creation takes long
+		}
+		return create(ctx)
+	}
+	p := New(Options{Name: "x", MinIdle: 0, Max: 8, QueueTimeout: 5 * time.Second}, hooks)
+	a, _ := p.Acquire(context.Background())
+	got := make(chan int, 3)
+	for range 3 {
+		go func() { b, _ := p.Acquire(context.Background()); got <- b }()
+	}
+	eventually(t, "one caller creates, two wait", func() bool { st := p.Stats(); return st.Waiting == 2 && st.Starting == 1 })
+	p.Recycle(a, func(context.Context, int) bool { return true })
+	if b := <-got; b != a {
+		t.Fatalf("got %d: want the recycled %d", b, a)
+	}
+	close(slow)
+	p.Release(a)
+	for range 2 {
+		p.Release(<-got)
+	}
+	if n := f.created.Load(); n > 3 {
+		t.Errorf("%d creations for 4 callers, one item recycled", n)
+	}
+	p.Close(context.Background())
+}

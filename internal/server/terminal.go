@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -117,28 +116,27 @@ func serveTerminal(w http.ResponseWriter, r *http.Request, first func(context.Co
 	}
 	conn.SetReadLimit(maxTerminalFrame)
 
-	keys, keysW := io.Pipe()
-	resize := make(chan supervisor.WinSize, 8)
-	go func() { // the client's frames
-		defer keysW.Close()
+	in := make(chan supervisor.TermInput)
+	go func() { // the client's frames, keys and resizes in the order they came
+		defer close(in)
 		for {
 			typ, data, err := conn.Read(ctx)
 			if err != nil {
 				cancel() // gone, or a frame over the limit: the terminal ends
 				return
 			}
-			if typ == websocket.MessageBinary {
-				if _, err := keysW.Write(data); err != nil {
-					return
+			ev := supervisor.TermInput{Keys: data}
+			if typ != websocket.MessageBinary {
+				var c TerminalControl
+				if json.Unmarshal(data, &c) != nil || c.Type != "resize" || c.Rows <= 0 || c.Cols <= 0 {
+					continue
 				}
-				continue
+				ev = supervisor.TermInput{Size: &supervisor.WinSize{Rows: c.Rows, Cols: c.Cols}}
 			}
-			var c TerminalControl
-			if json.Unmarshal(data, &c) == nil && c.Type == "resize" && c.Rows > 0 && c.Cols > 0 {
-				select {
-				case resize <- supervisor.WinSize{Rows: c.Rows, Cols: c.Cols}:
-				default:
-				}
+			select {
+			case in <- ev:
+			case <-ctx.Done():
+				return
 			}
 		}
 	}()
@@ -157,7 +155,7 @@ func serveTerminal(w http.ResponseWriter, r *http.Request, first func(context.Co
 		}
 	}()
 	res, aerr := run(ctx, daemon.TTY{
-		Size: size, In: keys, Resize: resize,
+		Size: size, In: in,
 		Out: func(data []byte) {
 			select {
 			case screen <- append([]byte(nil), data...):

@@ -131,20 +131,28 @@ func (c *Conn) Hello(ctx context.Context) error {
 func (c *Conn) Exec(ctx context.Context, req ExecRequest, stdin io.Reader, out func(stream string, data []byte)) (ExecResult, error) {
 	req.Stdin = stdin != nil
 	m := Message{Op: OpExec, Exec: &req}
-	end, err := c.call(ctx, m, req.OutputLimit, stdin, out, time.Duration(req.TimeoutMS)*time.Millisecond, nil)
+	end, err := c.call(ctx, m, req.OutputLimit, readerFeed(stdin), out, time.Duration(req.TimeoutMS)*time.Millisecond)
 	if err != nil {
 		return ExecResult{}, err
 	}
 	return *end.Result, nil
 }
 
-// Terminal is Exec on a pseudo-terminal of req.TTY's size: stdin carries
-// the keys, out the screen's bytes, and each size from resize reaches the
-// terminal (and the program, as SIGWINCH).
-func (c *Conn) Terminal(ctx context.Context, req ExecRequest, stdin io.Reader, out func(stream string, data []byte), resize <-chan WinSize) (ExecResult, error) {
+// TermInput is one thing done at a terminal: keys typed, or (Size set) the
+// window resized.
+type TermInput struct {
+	Keys []byte
+	Size *WinSize
+}
+
+// Terminal is Exec on a pseudo-terminal of req.TTY's size: in carries the
+// keys and new window sizes (which reach the program as SIGWINCH) in the
+// order they happened, out the screen's bytes. in's closing closes the
+// terminal's input.
+func (c *Conn) Terminal(ctx context.Context, req ExecRequest, in <-chan TermInput, out func(stream string, data []byte)) (ExecResult, error) {
 	req.Stdin = true
 	m := Message{Op: OpExec, Exec: &req}
-	end, err := c.call(ctx, m, req.OutputLimit, stdin, out, time.Duration(req.TimeoutMS)*time.Millisecond, resize)
+	end, err := c.call(ctx, m, req.OutputLimit, terminalFeed(in), out, time.Duration(req.TimeoutMS)*time.Millisecond)
 	if err != nil {
 		return ExecResult{}, err
 	}
@@ -155,7 +163,7 @@ func (c *Conn) Terminal(ctx context.Context, req ExecRequest, stdin io.Reader, o
 // req.TimeoutMS. A warm process that fails comes back as the result's
 // Error; the error is for a dead or misbehaving supervisor.
 func (c *Conn) Warm(ctx context.Context, req WarmRequest) (FileResult, error) {
-	end, err := c.call(ctx, Message{Op: OpWarm, Warm: &req}, 0, nil, nil, time.Duration(req.TimeoutMS)*time.Millisecond, nil)
+	end, err := c.call(ctx, Message{Op: OpWarm, Warm: &req}, 0, nil, nil, time.Duration(req.TimeoutMS)*time.Millisecond)
 	if err != nil {
 		return FileResult{}, err
 	}
@@ -176,17 +184,20 @@ func (c *Conn) File(ctx context.Context, op string, req FileRequest, in io.Reade
 	if data != nil {
 		out = func(_ string, b []byte) { data(b) }
 	}
-	end, err := c.call(ctx, Message{Op: op, File: &req}, req.Max, in, out, fileOpTimeout+time.Duration(req.Max>>20)*time.Second, nil)
+	end, err := c.call(ctx, Message{Op: op, File: &req}, req.Max, readerFeed(in), out, fileOpTimeout+time.Duration(req.Max>>20)*time.Second)
 	if err != nil {
 		return FileResult{}, err
 	}
 	return *end.Done, nil
 }
 
-// call sends m, streams in (if any) with flow control, delivers output and
-// waits for the end message. ctx ending first kills the call; a supervisor
-// silent past timeout plus a grace is dead.
-func (c *Conn) call(ctx context.Context, m Message, limit int64, in io.Reader, out func(string, []byte), timeout time.Duration, resize <-chan WinSize) (Message, error) {
+// A feeder streams a call's input (nil: none) until done is closed.
+type feeder func(c *Conn, id uint64, cl *call, done <-chan struct{})
+
+// call sends m, runs feed beside it, delivers output and waits for the end
+// message. ctx ending first kills the call; a supervisor silent past
+// timeout plus a grace is dead.
+func (c *Conn) call(ctx context.Context, m Message, limit int64, feed feeder, out func(string, []byte), timeout time.Duration) (Message, error) {
 	cl := &call{op: m.Op, limit: limit, out: out, acks: make(chan struct{}, 1), end: make(chan Message, 1)}
 	c.mu.Lock()
 	if c.err != nil {
@@ -208,20 +219,8 @@ func (c *Conn) call(ctx context.Context, m Message, limit int64, in io.Reader, o
 		return Message{}, err
 	}
 	inDone := make(chan struct{})
-	if in != nil {
-		go c.feed(id, cl, in, inDone)
-	}
-	if resize != nil {
-		go func() {
-			for {
-				select {
-				case size := <-resize:
-					_ = c.send(Message{Op: OpResize, ID: id, Size: &size})
-				case <-inDone:
-					return
-				}
-			}
-		}()
+	if feed != nil {
+		go feed(c, id, cl, inDone)
 	}
 	defer close(inDone)
 
@@ -247,26 +246,73 @@ func (c *Conn) call(ctx context.Context, m Message, limit int64, in io.Reader, o
 	}
 }
 
-// feed streams input one chunk per ack, so the supervisor never buffers more
-// than one chunk for a program that does not read.
-func (c *Conn) feed(id uint64, cl *call, in io.Reader, done <-chan struct{}) {
-	buf := make([]byte, InChunk)
-	for {
-		n, err := in.Read(buf) // what there is: a terminal's keys go as they are typed
-		if n > 0 {
-			if c.send(Message{Op: OpIn, ID: id, Data: buf[:n]}) != nil {
+// readerFeed streams in (nil: no input) one chunk per ack, so the
+// supervisor never buffers more than one chunk for a program that does
+// not read.
+func readerFeed(in io.Reader) feeder {
+	if in == nil {
+		return nil
+	}
+	return func(c *Conn, id uint64, cl *call, done <-chan struct{}) {
+		buf := make([]byte, InChunk)
+		for {
+			n, err := in.Read(buf)
+			if n > 0 && !c.sendIn(id, cl, buf[:n], done) {
 				return
 			}
+			if err != nil {
+				_ = c.send(Message{Op: OpInClose, ID: id})
+				return
+			}
+		}
+	}
+}
+
+// terminalFeed streams a terminal's keys, as readerFeed does, and its
+// window sizes in between, in order: keys typed after a resize are read
+// at the new size.
+func terminalFeed(in <-chan TermInput) feeder {
+	return func(c *Conn, id uint64, cl *call, done <-chan struct{}) {
+		for {
+			var ev TermInput
+			var ok bool
 			select {
-			case <-cl.acks:
+			case ev, ok = <-in:
 			case <-done:
 				return
 			}
+			switch {
+			case !ok:
+				_ = c.send(Message{Op: OpInClose, ID: id})
+				return
+			case ev.Size != nil:
+				if c.send(Message{Op: OpResize, ID: id, Size: ev.Size}) != nil {
+					return
+				}
+			default:
+				for keys := ev.Keys; len(keys) > 0; {
+					n := min(len(keys), InChunk)
+					if !c.sendIn(id, cl, keys[:n], done) {
+						return
+					}
+					keys = keys[n:]
+				}
+			}
 		}
-		if err != nil {
-			_ = c.send(Message{Op: OpInClose, ID: id})
-			return
-		}
+	}
+}
+
+// sendIn sends one chunk of input and waits for its ack; false when the
+// call or the connection is over.
+func (c *Conn) sendIn(id uint64, cl *call, data []byte, done <-chan struct{}) bool {
+	if c.send(Message{Op: OpIn, ID: id, Data: data}) != nil {
+		return false
+	}
+	select {
+	case <-cl.acks:
+		return true
+	case <-done:
+		return false
 	}
 }
 

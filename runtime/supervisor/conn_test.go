@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -127,6 +128,49 @@ func TestStdinIsFlowControlled(t *testing.T) {
 	}
 	if got := <-done; got != input {
 		t.Fatalf("stdin arrived as %d bytes, want %d", len(got), len(input))
+	}
+}
+
+// A terminal's keys and resizes reach the supervisor in the order they
+// were done (keys typed after a resize are read at the new size).
+func TestTerminalInputKeepsItsOrder(t *testing.T) {
+	c, f := newPair(t)
+	in := make(chan TermInput)
+	seen := make(chan []string)
+	go func() {
+		m := f.next(t)
+		var got []string
+		for {
+			ev := f.next(t)
+			switch ev.Op {
+			case OpIn:
+				got = append(got, string(ev.Data))
+				f.say(Message{Op: OpInAck, ID: m.ID})
+				continue
+			case OpResize:
+				got = append(got, fmt.Sprintf("%dx%d", ev.Size.Rows, ev.Size.Cols))
+				continue
+			}
+			break // in closed
+		}
+		f.say(Message{Op: OpExit, ID: m.ID, Result: &ExecResult{}})
+		seen <- got
+	}()
+	go func() {
+		for i := range 20 {
+			in <- TermInput{Keys: []byte(fmt.Sprint("k", i))}
+			in <- TermInput{Size: &WinSize{Rows: uint16(i), Cols: 80}}
+		}
+		close(in)
+	}()
+	if _, err := c.Terminal(context.Background(), ExecRequest{Argv: []string{"sh"}, TimeoutMS: 5000}, in, nil); err != nil {
+		t.Fatal(err)
+	}
+	got := <-seen
+	for i := range 20 {
+		if want := []string{fmt.Sprint("k", i), fmt.Sprintf("%dx80", i)}; len(got) < 2*i+2 || got[2*i] != want[0] || got[2*i+1] != want[1] {
+			t.Fatalf("arrived as %q", got)
+		}
 	}
 }
 
