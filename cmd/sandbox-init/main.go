@@ -33,6 +33,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && isHelper(os.Args[1]) {
+		helperMain(os.Args[1:]) // the isolation helper, not the supervisor
+	}
 	if os.Getpid() != 1 {
 		// kill(-1) outside a PID namespace would end every process of the user.
 		fmt.Fprintln(os.Stderr, "sandbox-init: must run as PID 1 inside a sandbox container; sandboxd starts it")

@@ -73,13 +73,22 @@ type server struct {
 
 	warms map[string]*warmProcess // runtimes started ahead for the next execs, by what they stand in for
 
+	// self is this binary, the helper that puts an isolated program in
+	// its namespaces; isolating says whether the runtime allows them,
+	// found out once (see canIsolate).
+	self      string
+	isolation sync.Once
+	isolating bool
+
 	// What a program could find when the sandbox was new (see begin).
 	fresh      []string
 	freshTimes map[string]unix.Timespec
 }
 
 func newServer(w io.Writer, at paths, c container) *server {
+	self, _ := os.Executable()
 	return &server{
+		self:      self,
 		paths:     at,
 		container: c,
 		out:       json.NewEncoder(w),
@@ -263,7 +272,7 @@ func (s *server) start(id uint64, req supervisor.ExecRequest) {
 	s.mu.Lock()
 	e.oomBefore = oomKills()
 	e.started = time.Now()
-	pid, err := s.spawn(argv0, req.Argv, dir, env, files, sys)
+	pid, _, err := s.spawn(argv0, req.Argv, dir, env, files, sys, req.Isolate)
 	if err == nil {
 		s.execs[id] = e
 		s.byPID[pid] = e
@@ -283,16 +292,27 @@ func (s *server) start(id uint64, req supervisor.ExecRequest) {
 // when memory runs out, so the supervisor survives a memory bomb
 // (children inherit that; it is per process, so it can only be set once
 // the process exists).
-func (s *server) spawn(argv0 string, argv []string, dir string, env []string, files []uintptr, sys *syscall.SysProcAttr) (int, error) {
-	var pid int
-	var err error
+//
+// isolate puts the process in a PID namespace of its own (with the user
+// namespace that lets an unprivileged process make one, mapping only the
+// sandbox's own uid and gid) where the kernel does not shield a
+// namespace's first process from its members' signals (gVisor): there
+// the supervisor is no process the program can name. Under runc the
+// kernel shields PID 1 itself (and Docker's seccomp profile refuses new
+// namespaces): the process starts as usual. isolated says which it got.
+func (s *server) spawn(argv0 string, argv []string, dir string, env []string, files []uintptr, sys *syscall.SysProcAttr, isolate bool) (pid int, isolated bool, err error) {
+	isolated = isolate && s.canIsolate()
 	s.fork.do(func() {
+		if isolated {
+			pid, err = s.spawnIsolated(argv0, argv, dir, env, files, sys)
+			return
+		}
 		pid, err = syscall.ForkExec(argv0, argv, &syscall.ProcAttr{Dir: dir, Env: env, Files: files, Sys: sys})
 	})
 	if err == nil {
 		_ = os.WriteFile("/proc/"+itoa(pid)+"/oom_score_adj", []byte("1000"), 0)
 	}
-	return pid, err
+	return pid, isolated, err
 }
 
 // forker runs every fork of a program on one OS thread of its own, whose

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -396,4 +397,44 @@ func TestProgramsStartNiced(t *testing.T) {
 	if res.ExitCode != 0 || len(fields) < 17 || fields[16] != "10" {
 		t.Fatalf("nice of the program: %q (%+v)", fields, res)
 	}
+}
+
+// An isolated exec is the first process of a PID namespace of its own, as
+// its own uid: it names no process outside, so no signal of its reaches
+// the supervisor; its exit status, output and usage come back as any
+// exec's. One not isolated sees the supervisor's namespace. (Here, on
+// Linux, the probe finds PID 1 shielded and would isolate nothing: the
+// test turns isolation on.)
+func TestIsolatedProgramsCannotNameTheSupervisor(t *testing.T) {
+	p := newPeer(t)
+	if p.s.canIsolate() {
+		t.Fatal("the probe found a kernel that does not shield a namespace's first process")
+	}
+	p.s.isolating = true
+	script := `echo $$; kill -0 ` + itoa(os.Getpid()) + ` 2>/dev/null && echo reached || echo unreached; id -u; exit 3`
+	out, _, res := p.exec(1, supervisor.ExecRequest{Argv: []string{"sh", "-c", script}, Env: []string{"PATH=/usr/bin:/bin"},
+		TimeoutMS: 5000, OutputLimit: 1 << 20, Isolate: true})
+	if want := "1\nunreached\n" + itoa(os.Getuid()) + "\n"; out != want || res.ExitCode != 3 || res.UserUS+res.SysUS == 0 {
+		t.Fatalf("isolated: %q, want %q (%+v)", out, want, res)
+	}
+	out, _, _ = p.exec(2, supervisor.ExecRequest{Argv: []string{"sh", "-c", script}, Env: []string{"PATH=/usr/bin:/bin"},
+		TimeoutMS: 5000, OutputLimit: 1 << 20})
+	if pidOf(out) == 1 || !strings.Contains(out, "\nreached\n") {
+		t.Fatalf("not isolated: %q", out)
+	}
+}
+
+// pidOf is the number on out's first line.
+func pidOf(out string) int {
+	n, _ := strconv.Atoi(strings.SplitN(out, "\n", 2)[0])
+	return n
+}
+
+// TestMain lets the test binary stand in for sandbox-init as the
+// isolation helper (the server's self is the test binary here).
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && isHelper(os.Args[1]) {
+		helperMain(os.Args[1:])
+	}
+	os.Exit(m.Run())
 }

@@ -25,14 +25,15 @@ import (
 // fd 3 is where the program's argv, environment and directory arrive; on
 // fd 4 it says it is ready (see the language package's WarmProtocol).
 type warmProcess struct {
-	pid    int
-	req    supervisor.WarmRequest
-	env    []string // the environment of the runs it stands in for
-	dir    string
-	stdinW *os.File
-	outR   *os.File
-	errR   *os.File
-	goW    *os.File
+	pid      int
+	isolated bool // in a PID namespace of its own (see spawn)
+	req      supervisor.WarmRequest
+	env      []string // the environment of the runs it stands in for
+	dir      string
+	stdinW   *os.File
+	outR     *os.File
+	errR     *os.File
+	goW      *os.File
 }
 
 // close releases our ends of a warm process that will run nothing.
@@ -92,7 +93,7 @@ func (s *server) warmUp(id uint64, req supervisor.WarmRequest) {
 		fds[i] = f.Fd()
 	}
 	s.mu.Lock()
-	w.pid, err = s.spawn(argv0, req.Argv, w.dir, mergeEnv(w.env, req.Hook), fds, &syscall.SysProcAttr{Setpgid: true})
+	w.pid, w.isolated, err = s.spawn(argv0, req.Argv, w.dir, mergeEnv(w.env, req.Hook), fds, &syscall.SysProcAttr{Setpgid: true}, req.Isolate)
 	if err == nil {
 		s.warms[warmKey(req.Stands)] = w
 	}
@@ -189,6 +190,8 @@ func (s *server) takeWarm(req supervisor.ExecRequest, env []string, dir string) 
 			why = "another directory"
 		case !sameEnv(env, w.env):
 			why = "another environment"
+		case w.isolated != (req.Isolate && s.canIsolate()):
+			why = "another isolation"
 		default:
 			delete(s.warms, key)
 			return w, ""

@@ -100,22 +100,24 @@ func (l *Language) named(i int, w language.Warm) language.Warm {
 // warmUp starts l's warm runtimes in a container of its pool, for the
 // script names one-shot runs use now, and waits until they are ready. One
 // that fails is counted and logged; the steps it stands in for then start
-// cold.
+// cold. They are isolated as one-shot runs' steps are (a session that
+// takes the container starts its first program cold).
 func (r *Registry) warmUp(ctx context.Context, l *Language, sb *runtime.Sandbox) {
 	for i, w := range l.Info.Warm {
-		r.warmOne(ctx, l, sb, l.named(i, w), nil)
+		r.warmOne(ctx, l, sb, l.named(i, w), nil, true)
 	}
 }
 
-// warmOne starts w in sb for runs with env on top of the plugin's.
-func (r *Registry) warmOne(ctx context.Context, l *Language, sb *runtime.Sandbox, w language.Warm, env map[string]string) {
+// warmOne starts w in sb for runs with env on top of the plugin's,
+// isolated (see supervisor.ExecRequest.Isolate) for one-shot runs.
+func (r *Registry) warmOne(ctx context.Context, l *Language, sb *runtime.Sandbox, w language.Warm, env map[string]string, isolate bool) {
 	files := make([]supervisor.File, 0, len(w.Files))
 	for name, content := range w.Files {
 		files = append(files, supervisor.File{Path: language.WarmDir + "/" + name, Data: []byte(content)})
 	}
 	res, err := sb.Warm(ctx, supervisor.WarmRequest{
 		Argv: w.Command, Stands: w.Stands, Env: request.EnvList(w.Env, env), Hook: request.EnvList(w.HookEnv),
-		Files: files, Exact: w.Exact, TimeoutMS: warmReadyTimeout.Milliseconds(),
+		Files: files, Exact: w.Exact, Isolate: isolate, TimeoutMS: warmReadyTimeout.Milliseconds(),
 	})
 	if err == nil && res.Error != "" {
 		err = &api.Error{Code: api.CodeInternal, Message: res.Error}
@@ -139,7 +141,7 @@ func (r *Registry) Rewarm(l *Language, sb *runtime.Sandbox, env map[string]strin
 	ctx, cancel := context.WithTimeout(context.Background(), warmReadyTimeout+5*time.Second)
 	defer cancel()
 	for _, w := range l.Info.Warm {
-		r.warmOne(ctx, l, sb, w, env)
+		r.warmOne(ctx, l, sb, w, env, false)
 	}
 }
 

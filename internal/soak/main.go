@@ -32,6 +32,7 @@ import (
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/client"
 	"github.com/sandboxd/sandboxd/internal/testutil"
+	"github.com/sandboxd/sandboxd/runtime"
 )
 
 func main() {
@@ -147,6 +148,10 @@ func soak(m *testutil.Main, duration time.Duration, clients int) error {
 		}
 	}
 	leaked := containers - idle
+	procs, uids, err := leakedProcesses(e.Host, d)
+	if err != nil {
+		return err
+	}
 	pools, _ := c.Pools(ctx)
 	endPool := pools["python"]
 	after := scrape(d.Socket)
@@ -180,11 +185,48 @@ func soak(m *testutil.Main, duration time.Duration, clients int) error {
 		fmt.Printf("| %s | %.0f | %.0f |\n", name, before[name], after[name])
 	}
 	fmt.Printf("\nleaked containers (beyond the %d idle in the pool, sessions deleted): %d\n", idle, leaked)
+	fmt.Printf("leaked processes (a sandbox uid that no container holds): %d, in %d uids\n", procs, uids)
 	fmt.Printf("pool at the end: idle %d busy %d starting %d removing %d target %d, created %d destroyed %d failures %d (%s)\n",
 		endPool.Idle, endPool.Busy, endPool.Starting, endPool.Removing, endPool.Target, endPool.Created, endPool.Destroyed, endPool.Failures, endPool.LastError)
 	fmt.Printf("reuse: %d runs in a recycled container; %d containers recycled, %d retired after a run\n",
 		endPool.Reused, endPool.Recycled, endPool.Retired)
 	return nil
+}
+
+// leakedProcesses counts the host's processes that run as one of d's
+// sandbox uids but belong to no container of d's (under runc a sandbox's
+// processes are host processes of its uid), and their distinct uids.
+func leakedProcesses(host string, d *testutil.Daemon) (procs, uids int, err error) {
+	out, err := exec.Command("docker", "-H", host, "ps", "--filter", "label="+testutil.TestLabel+"="+d.RunID,
+		"--format", `{{.Label "`+runtime.LabelUID+`"}}`).Output()
+	if err != nil {
+		return 0, 0, fmt.Errorf("listing containers' uids: %w", err)
+	}
+	held := map[int]bool{}
+	for _, f := range strings.Fields(string(out)) {
+		if uid, err := strconv.Atoi(f); err == nil {
+			held[uid] = true
+		}
+	}
+	status, _ := filepath.Glob("/proc/[0-9]*/status")
+	seen := map[int]bool{}
+	for _, path := range status {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue // it ended meanwhile
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			f := strings.Fields(line)
+			if len(f) < 2 || f[0] != "Uid:" {
+				continue
+			}
+			if uid, _ := strconv.Atoi(f[1]); uid >= d.UIDs[0] && uid <= d.UIDs[1] && !held[uid] {
+				procs++
+				seen[uid] = true
+			}
+		}
+	}
+	return procs, len(seen), nil
 }
 
 // step runs the n-th action of the mix.

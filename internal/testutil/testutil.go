@@ -228,6 +228,7 @@ type Daemon struct {
 	Bin      string
 	Log      *os.File
 	RunID    string
+	UIDs     [2]int // the first and last of its sandbox_uids
 	env      []string
 	cmd      *exec.Cmd
 	done     chan error
@@ -280,10 +281,10 @@ var daemons atomic.Int64
 
 // uidRange gives each test daemon 1000 sandbox uids of its own, so that
 // daemons of parallel test packages never share one.
-func uidRange() string {
-	block := (int64(os.Getpid())*64 + daemons.Add(1)) % 100000
+func uidRange() [2]int {
+	block := (os.Getpid()*64 + int(daemons.Add(1))) % 100000
 	first := 1_100_000_000 + block*1000
-	return fmt.Sprintf("%d-%d", first, first+999)
+	return [2]int{first, first + 999}
 }
 
 // StartDaemon writes a config and starts sandboxd; it returns once the
@@ -317,8 +318,9 @@ func StartDaemon(t T, opts Options) *Daemon {
 	if opts.Runtime == "" {
 		opts.Runtime = "runc"
 	}
+	uids := uidRange()
 	cfg := fmt.Sprintf(`
-sandbox_uids = %q
+sandbox_uids = "%d-%d"
 socket     = %q
 state_dir  = %q
 plugin_dir = %q
@@ -334,7 +336,7 @@ defaults {
 }
 %s
 %s
-`, uidRange(), opts.Socket, opts.StateDir, filepath.Join(bin, "plugins"), filepath.Join(bin, "sandbox-init"),
+`, uids[0], uids[1], opts.Socket, opts.StateDir, filepath.Join(bin, "plugins"), filepath.Join(bin, "sandbox-init"),
 		filepath.Join(repoRoot(), "images"), opts.DockerHost, opts.Runtime, TestLabel, opts.RunID, opts.Defaults, opts.Extra, opts.Languages)
 	if opts.Cluster != nil {
 		cfg += opts.Cluster.Runtime()
@@ -348,7 +350,7 @@ defaults {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &Daemon{Socket: opts.Socket, StateDir: opts.StateDir, Config: cfgPath, Bin: bin, Log: log, RunID: opts.RunID, env: opts.Env, t: t}
+	d := &Daemon{Socket: opts.Socket, StateDir: opts.StateDir, Config: cfgPath, Bin: bin, Log: log, RunID: opts.RunID, UIDs: uids, env: opts.Env, t: t}
 	t.Cleanup(func() { RemoveTestContainers(t, opts.RunID) })
 	d.start()
 	t.Cleanup(func() {

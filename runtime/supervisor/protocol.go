@@ -157,6 +157,9 @@ type WarmRequest struct {
 	Files  []File   `json:"files,omitempty"` // its hook: absolute paths under WarmDir
 	// Exact: it stands in only for an argv that is Stands, no more.
 	Exact bool `json:"exact,omitempty"`
+	// Isolate starts it as ExecRequest.Isolate does; it stands in only
+	// for execs that ask the same.
+	Isolate bool `json:"isolate,omitempty"`
 	// TimeoutMS bounds the wait for it to be ready; past it, it is ended.
 	TimeoutMS int64 `json:"timeout_ms"`
 }
@@ -267,6 +270,11 @@ type ExecRequest struct {
 	// KillOnExit ends every other process in the container when the main
 	// process exits (one-shot runs). Deadlines always do.
 	KillOnExit bool `json:"kill_on_exit,omitempty"`
+	// Isolate runs the process in a PID namespace of its own where the
+	// runtime allows one, out of the supervisor's sight and reach (one-shot
+	// runs; a session's background processes must outlive the exec that
+	// started them, and a namespace ends with its first process).
+	Isolate bool `json:"isolate,omitempty"`
 	// Cell, when set, runs code in a context's kernel rather than
 	// starting Argv (which starts the kernel when it is not running).
 	Cell *Cell `json:"cell,omitempty"`
