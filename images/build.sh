@@ -43,8 +43,15 @@ for lang in "${langs[@]}"; do
 	start=$(date +%s)
 	nocache=()
 	[ "${FORCE:-0}" = 1 ] && nocache=(--no-cache)
-	docker build "${nocache[@]}" --network host --build-arg "BASE=$base" -t "$tag" "$here/$lang" 2>&1 |
-		sed -u 's/^/  /' | grep --line-buffered -E '^  (Step|Successfully|E:|error)' || true
-	have "$tag" || { say "building $tag failed; rerun: docker build --network host --build-arg BASE=$base images/$lang"; exit 1; }
+	log=$(mktemp)
+	# A failed build must fail here even when an older $tag exists.
+	if ! docker build "${nocache[@]}" --network host --build-arg "BASE=$base" -t "$tag" "$here/$lang" >"$log" 2>&1; then
+		sed 's/^/  /' "$log" | tail -n 30 >&2
+		rm -f "$log"
+		say "building $tag failed; rerun: docker build --network host --build-arg BASE=$base images/$lang"
+		exit 1
+	fi
+	sed 's/^/  /' "$log" | grep -E '^  (Step|Successfully)' >&2 || true
+	rm -f "$log"
 	say "$tag built in $(( $(date +%s) - start ))s"
 done

@@ -43,6 +43,27 @@ var ErrFixedLimits = errors.New("the OCI runtime cannot change a running contain
 // ErrUnavailable means the engine could not be reached.
 var ErrUnavailable = errors.New("container engine unavailable")
 
+// LeftError is a failed Create's error when what it had made could not be
+// removed either (the engine went away halfway): ID is for a later sweep.
+type LeftError struct {
+	ID  string
+	Err error
+}
+
+func (e *LeftError) Error() string { return e.Err.Error() }
+func (e *LeftError) Unwrap() error { return e.Err }
+
+// RemoveOnFailure is a Create's cleanup: when *err is set it removes id,
+// and when that fails too, it makes *err a LeftError.
+func RemoveOnFailure(err *error, id string, remove func(context.Context, string) error) {
+	if *err == nil {
+		return
+	}
+	if rerr := remove(context.Background(), id); rerr != nil {
+		*err = &LeftError{ID: id, Err: *err}
+	}
+}
+
 // Limits are the resources of a sandbox and of what runs in it: the one
 // limits type inside the daemon. The configuration's ceilings, what a
 // request asked for and what an execution runs with are all Limits; the

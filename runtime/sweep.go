@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -30,6 +31,19 @@ func Sweep(rt Runtime, every time.Duration, logger hclog.Logger) *Sweeper {
 	s.swept.Add(1)
 	go s.sweep(every)
 	return s
+}
+
+// Create implements Runtime: what a failed creation left behind is
+// swept like a failed removal.
+func (s *Sweeper) Create(ctx context.Context, spec Spec) (*Sandbox, error) {
+	sb, err := s.Runtime.Create(ctx, spec)
+	var left *LeftError
+	if errors.As(err, &left) {
+		s.mu.Lock()
+		s.unremoved[left.ID] = true
+		s.mu.Unlock()
+	}
+	return sb, err
 }
 
 // Remove implements Runtime.

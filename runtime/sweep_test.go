@@ -68,3 +68,30 @@ func TestSweepRetriesFailedRemovalsOnly(t *testing.T) {
 		t.Fatalf("close: %v, runtime closed %v", err, a.closed)
 	}
 }
+
+// halfway is away whose Create makes a container and then fails, as one
+// does when the engine goes away between create and start.
+type halfway struct{ *away }
+
+func (h halfway) Create(ctx context.Context, spec Spec) (sb *Sandbox, err error) {
+	defer RemoveOnFailure(&err, "half-made", h.Remove)
+	return nil, ErrUnavailable
+}
+
+// A container a failed Create could not remove is swept once the engine
+// is back.
+func TestSweepTakesWhatAFailedCreateLeft(t *testing.T) {
+	a := &away{away: true}
+	s := Sweep(halfway{a}, 10*time.Millisecond, hclog.NewNullLogger())
+	defer s.Close()
+	if _, err := s.Create(context.Background(), Spec{}); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("create: %v", err)
+	}
+	a.set(false)
+	for i := 0; i < 200 && len(a.gone()) == 0; i++ {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := a.gone(); len(got) != 1 || got[0] != "half-made" {
+		t.Fatalf("removed %v, want the half-made container", got)
+	}
+}

@@ -126,11 +126,7 @@ func (d *Docker) Create(ctx context.Context, spec runtime.Spec) (sb *runtime.San
 	}
 	id := created.ID
 	d.own(id, uid)
-	defer func() {
-		if err != nil {
-			_ = d.Remove(context.Background(), id)
-		}
-	}()
+	defer runtime.RemoveOnFailure(&err, id, d.Remove)
 	// Attach before start, so that the supervisor's first words are heard.
 	conn, err := d.attach(id)
 	if err != nil {

@@ -143,11 +143,7 @@ func (k *Kubernetes) Create(ctx context.Context, spec runtime.Spec) (sb *runtime
 		return nil, k.apiError("creating a pod", err)
 	}
 	k.own(name, uid)
-	defer func() {
-		if err != nil {
-			_ = k.Remove(context.Background(), name)
-		}
-	}()
+	defer runtime.RemoveOnFailure(&err, name, k.Remove)
 	if err := k.waitRunning(ctx, name, spec.Image); err != nil {
 		return nil, err
 	}

@@ -25,7 +25,7 @@ func main() {
 			InstallCommand: language.InstallNPM,
 			ContextCommand: []string{"node", "-e", kernel},
 			// A program sent as code: node main.js, started ahead.
-			Warm: []language.Warm{nodewarm.Warm("main.js", "")},
+			Warm: []language.Warm{nodewarm.Warm("main.js")},
 		},
 		MainFile: "main.js",
 		Run:      []string{"node", "{entry}"},

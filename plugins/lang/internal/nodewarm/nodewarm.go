@@ -12,20 +12,15 @@ import (
 //go:embed warm.js
 var hook string
 
-// Warm is a warm node that stands in for `node SCRIPT ...`, having run
-// prime (JavaScript, or none) ahead: what it loads, the run finds in
-// require's cache, and what it runs once is compiled already.
-func Warm(script, prime string) language.Warm {
-	files := map[string]string{"warm.js": hook}
-	first := language.WarmDir + "/warm.js"
-	if prime != "" {
-		files["prime.js"] = "(() => {\n" + prime + "\n})();\nrequire(\"./warm.js\");\ndelete require.cache[__filename];\n"
-		first = language.WarmDir + "/prime.js"
-	}
+// Warm is a warm node that stands in for `node ARGS...` and runs with
+// more arguments after them: ARGS are node's options and a script, or
+// options that make a script needless (a startup snapshot's).
+func Warm(args ...string) language.Warm {
+	argv := append([]string{"node"}, args...)
 	return language.Warm{
-		Command: []string{"node", script},
-		Stands:  []string{"node", script},
-		HookEnv: map[string]string{"NODE_OPTIONS": "--require " + first},
-		Files:   files,
+		Command: argv,
+		Stands:  argv,
+		HookEnv: map[string]string{"NODE_OPTIONS": "--require " + language.WarmDir + "/warm.js"},
+		Files:   map[string]string{"warm.js": hook},
 	}
 }

@@ -8,7 +8,6 @@
 "use strict";
 (() => {
   const fs = require("fs");
-  const path = require("path");
   fs.writeSync(4, "ready\n");
   fs.closeSync(4);
   const chunks = [];
@@ -36,6 +35,10 @@
   const wanted = new Map(env.map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]));
   for (const key of Object.keys(process.env)) if (!wanted.has(key)) delete process.env[key];
   for (const [key, value] of wanted) process.env[key] = value;
-  process.argv.splice(1, process.argv.length - 1, path.resolve(argv[1]), ...argv.slice(2));
+  // The run's argv begins with what this process was started with (the
+  // supervisor hands it only such runs): node made process.argv of that
+  // (its options out, a script resolved); the run's own arguments follow.
+  const started = 1 + process.execArgv.length + process.argv.length - 1;
+  process.argv.push(...argv.slice(started));
   delete require.cache[__filename];
 })();

@@ -1,13 +1,9 @@
-// Run by the warm transpiler before a program comes (see main.go): V8
-// compiles the compiler's code the first time it runs, so this transpiles,
-// with transpile.js's options, a program that uses much of the language,
-// and one that does not parse.
+// Run once while typescript.blob is built (snapshot.js): V8 compiles the
+// compiler's code the first time it runs, and the snapshot keeps it, so
+// this transpiles, with transpile.js's options, a program that uses much
+// of the language, and one that does not parse.
 const ts = require("typescript");
-const options = {
-  fileName: "main.ts",
-  reportDiagnostics: true,
-  compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2020, esModuleInterop: true },
-};
+const options = require("./transpile.js").options(ts, "main.ts");
 const program = `import * as fs from "fs";
 import { join } from "path";
 interface Shape { area(): number; readonly name?: string }
