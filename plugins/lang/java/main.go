@@ -2,16 +2,16 @@
 package main
 
 import (
-	_ "embed"
-
 	"github.com/sandboxd/sandboxd/plugins"
 	"github.com/sandboxd/sandboxd/plugins/language"
 )
 
-// javacHook is the warm compiler (run by java's source launcher).
-//
-//go:embed JavacHook.java
-var javacHook string
+// hook is the warm compiler (images/java/JavacHook.java), compiled into
+// the image with an AppCDS archive of the classes it loads. An archive
+// the JVM cannot use is passed over in silence: the JVM's warning would
+// be on the compile step's output.
+var hook = []string{"-XX:SharedArchiveFile=/usr/local/lib/sandboxd/javac.jsa", "-Xlog:cds=off,cds+dynamic=off",
+	"-cp", "/usr/local/lib/sandboxd/javac-hook.jar", "JavacHook"}
 
 // javac is the compile step's command, JVM options first: the warm
 // compiler's JVM is started with the same ones.
@@ -29,9 +29,8 @@ func main() {
 			VersionCommand: []string{"java", "-version"},
 			// javac started ahead, in a JVM whose compiler has run.
 			Warm: []language.Warm{{
-				Command: []string{"java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", language.WarmDir + "/JavacHook.java"},
+				Command: append([]string{"java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"}, hook...),
 				Stands:  javac,
-				Files:   map[string]string{"JavacHook.java": javacHook},
 			}},
 		},
 		MainFile: "{class}.java",
