@@ -132,11 +132,21 @@ soak: build images
 bench: build images
 	$(GO) run ./internal/bench -bin $(BIN)
 
-# protoc from Debian's protobuf-compiler; protoc-gen-go v1.36.12 and
-# protoc-gen-go-grpc v1.6.0 from the Go module proxy.
+# Both plugin protocols' Go code: protoc from Debian's protobuf-compiler
+# (installed when missing), protoc-gen-go and protoc-gen-go-grpc pinned,
+# from the Go module proxy into bin/tools.
+PROTOS := plugins/language/proto/language.proto plugins/policy/proto/policy.proto
+PROTOC_GEN_GO_VERSION      := v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION := v1.6.0
 proto:
-	cd plugins/language/proto && protoc --go_out=. --go_opt=paths=source_relative \
-		--go-grpc_out=. --go-grpc_opt=paths=source_relative language.proto
+	command -v protoc >/dev/null || apt-get install -y -q protobuf-compiler
+	GOBIN=$(abspath $(BIN)/tools) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	GOBIN=$(abspath $(BIN)/tools) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+	@for p in $(PROTOS); do \
+		echo "protoc $$p"; \
+		(cd $$(dirname $$p) && PATH=$(abspath $(BIN)/tools):$$PATH protoc --go_out=. --go_opt=paths=source_relative \
+			--go-grpc_out=. --go-grpc_opt=paths=source_relative $$(basename $$p)) || exit 1; \
+	done
 
 # Binaries, plugins, Dockerfiles, the config (kept if present, with
 # socket_group set), the systemd unit, shell completions and the group.

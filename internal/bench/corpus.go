@@ -18,9 +18,10 @@ const corpusSize = 100
 
 // corpusLanguage is one language's corpus and how its programs run as
 // bare processes on the host: file is what the program is saved as, steps
-// the shell command that builds and runs it there ($PYTHON3 is the host's
-// interpreter itself, not a version manager's shim in front of it;
-// $RUST_LIB the host toolchain's libstd, which prefer-dynamic links to).
+// the shell command that builds and runs it there ($PYTHON3 and $RUSTC
+// are Debian's where the host has them, the images' versions: see
+// hostTool; $RUST_LIB is that toolchain's libstd, which prefer-dynamic
+// links to).
 type corpusLanguage struct {
 	name, file, steps string
 	// image and imageSteps run it under `docker run --rm` (the source on
@@ -175,7 +176,7 @@ var corpus = []corpusLanguage{
 			"func insertionSort(xs []int64) []int64 {\n\txs = append([]int64(nil), xs...)\n\tfor i := 1; i < len(xs); i++ {\n\t\tx, j := xs[i], i-1\n\t\tfor j >= 0 && xs[j] > x {\n\t\t\txs[j+1] = xs[j]\n\t\t\tj--\n\t\t}\n\t\txs[j+1] = x\n\t}\n\treturn xs\n}\n\nfunc main() {\n\tys := insertionSort([]int64{ {{.Arr}} })\n\tsum := int64(0)\n\tfor i, y := range ys {\n\t\tsum += y\n\t\tcheck(i == 0 || ys[i-1] <= y, \"sorted\")\n\t}\n\tcheck(sum == {{.Sum}} && len(ys) == {{.Len}}, \"same numbers\")\n",
 			"func search(xs []int64, v int64) int {\n\tlo, hi := 0, len(xs)\n\tfor lo < hi {\n\t\tmid := (lo + hi) / 2\n\t\tif xs[mid] < v {\n\t\t\tlo = mid + 1\n\t\t} else {\n\t\t\thi = mid\n\t\t}\n\t}\n\tif lo < len(xs) && xs[lo] == v {\n\t\treturn lo\n\t}\n\treturn -1\n}\n\nfunc main() {\n\tvar xs []int64\n\tfor k := int64(0); k < 100; k++ {\n\t\txs = append(xs, {{.Step}}*k)\n\t}\n\tcheck(search(xs, {{.KV}}) == {{.K}}, \"found\")\n\tcheck(search(xs, {{.Missing}}) == -1, \"missing\")\n",
 		}},
-	{name: "rust", file: "main.rs", steps: "rustc -C prefer-dynamic -o prog main.rs && LD_LIBRARY_PATH=$RUST_LIB ./prog", image: "rust", imageSteps: "rustc -C prefer-dynamic -o prog main.rs && ./prog",
+	{name: "rust", file: "main.rs", steps: "$RUSTC -C prefer-dynamic -o prog main.rs && LD_LIBRARY_PATH=$RUST_LIB ./prog", image: "rust", imageSteps: "rustc -C prefer-dynamic -o prog main.rs && ./prog",
 		header: "fn check(ok: bool, what: &str) {\n    if !ok {\n        eprintln!(\"FAIL {}\", what);\n        std::process::exit(1);\n    }\n}\n\n",
 		footer: "    println!(\"ok\");\n}\n",
 		tasks: [6]string{

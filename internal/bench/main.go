@@ -341,6 +341,22 @@ func waitQuiet(c *client.Client, name string) {
 	waitPool(c, name, func(p api.PoolStats) bool { return p.Idle >= p.Target && p.Starting == 0 && p.Removing == 0 })
 }
 
+// waitAllQuiet waits up to two minutes until every pool is quiet: a
+// language measured while others still fill their pools shares the
+// cores with their warm-up.
+func waitAllQuiet(c *client.Client) {
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		pools, err := c.Pools(context.Background())
+		quiet := err == nil
+		for _, p := range pools {
+			quiet = quiet && p.Idle >= p.Target && p.Starting == 0 && p.Removing == 0
+		}
+		if quiet {
+			return
+		}
+	}
+}
+
 func waitPool(c *client.Client, name string, ready func(api.PoolStats) bool) {
 	for i := 0; i < 500; i++ {
 		if pools, err := c.Pools(context.Background()); err == nil && ready(pools[name]) {

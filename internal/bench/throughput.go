@@ -44,7 +44,7 @@ func throughput(c *client.Client, langs []string) error {
 		if err != nil {
 			return fmt.Errorf("%s bare: %w", l.name, err)
 		}
-		waitQuiet(c, l.name)
+		waitAllQuiet(c)
 		before := poolOf(c, l.name)
 		viaAPI := func(p string) error {
 			res, err := c.Run(context.Background(), api.RunRequest{Language: l.name, Code: p})
@@ -133,7 +133,7 @@ func runBare(l corpusLanguage, prog string) error {
 		return err
 	}
 	cmd := exec.Command("sh", "-c", l.steps)
-	cmd.Dir, cmd.Env = dir, append(os.Environ(), "PYTHON3="+hostPython(), "RUST_LIB="+hostRustLib())
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), "PYTHON3="+hostTool("python3"), "RUSTC="+hostTool("rustc"), "RUST_LIB="+hostRustLib())
 	out, err := cmd.Output()
 	return checkOut(out, err, "ok\n")
 }
@@ -148,22 +148,19 @@ func runDocker(l corpusLanguage, prog string) error {
 	return checkOut(out, err, "ok\n")
 }
 
-// hostPython is the host's python3 binary, found once: Debian's, the
-// interpreter the python image has, where the host has it.
-var hostPython = sync.OnceValue(func() string {
-	if _, err := os.Stat("/usr/bin/python3"); err == nil {
-		return "/usr/bin/python3"
+// hostTool is the host's binary of a toolchain: Debian's, the one the
+// images have, where the host has it (a newer one on PATH would measure a
+// different compiler), else the first on PATH.
+func hostTool(name string) string {
+	if _, err := os.Stat("/usr/bin/" + name); err == nil {
+		return "/usr/bin/" + name
 	}
-	out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
-	if err != nil {
-		return "python3"
-	}
-	return strings.TrimSpace(string(out))
-})
+	return name
+}
 
 // hostRustLib is where the host's Rust toolchain keeps its libstd.
 var hostRustLib = sync.OnceValue(func() string {
-	out, err := exec.Command("rustc", "--print", "target-libdir").Output()
+	out, err := exec.Command(hostTool("rustc"), "--print", "target-libdir").Output()
 	if err != nil {
 		return ""
 	}

@@ -36,6 +36,7 @@ var Version = "dev"
 type Daemon struct {
 	cfg     *config.Config
 	rt      runtime.Runtime
+	engine  *engineProbe
 	store   *state.Store
 	log     hclog.Logger
 	started time.Time
@@ -55,7 +56,7 @@ type Daemon struct {
 // removes every other container a previous run of this daemon left
 // behind, and starts the warm pools.
 func New(ctx context.Context, cfg *config.Config, rt runtime.Runtime, store *state.Store, log hclog.Logger) (*Daemon, error) {
-	d := &Daemon{cfg: cfg, rt: rt, store: store, log: log, started: time.Now()}
+	d := &Daemon{cfg: cfg, rt: rt, engine: newEngineProbe(rt.Ping), store: store, log: log, started: time.Now()}
 	d.Metrics = metrics.New(d, Version)
 	d.records = &recorder{store: store, log: log, metrics: d.Metrics, outcomes: map[string]uint64{}}
 	if _, err := rt.Ping(ctx); err != nil {
@@ -157,10 +158,10 @@ func report(p *plugins.Process, version string) api.Plugin {
 	}
 }
 
-// Health checks the engine and the plugins.
+// Health checks the engine (see engineProbe) and the plugins.
 func (d *Daemon) Health(ctx context.Context) api.Health {
 	h := api.Health{Status: "ok", Version: Version, Uptime: api.Duration(time.Since(d.started)), Plugins: d.Plugins()}
-	if info, err := d.rt.Ping(ctx); err != nil {
+	if info, err := d.engine.get(ctx); err != nil {
 		h.Docker = api.DockerHealth{Error: err.Error()}
 		h.Problems = append(h.Problems, "docker: "+err.Error())
 	} else {
