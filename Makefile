@@ -1,5 +1,5 @@
 # sandboxd — build, images, run, test, bench.
-#   make run    engine + binaries + images, then sandboxd with sandboxd.hcl
+#   make run    engine + binaries + python's image, then sandboxd with sandboxd.hcl (it builds the other images)
 #   make test   the same set-up, then every test (end to end against Docker)
 
 GO      ?= go
@@ -33,7 +33,7 @@ STATICCHECK_VERSION := v0.8.2
 UI_WEB  := internal/dashboard/web
 UI_DIST := internal/dashboard/dist/index.html
 
-.PHONY: all build ui engine images images-push cluster cluster-images cluster-down npm-tools test-tools lint run test unit fuzz soak bench proto install clean
+.PHONY: all build ui engine first-image images images-push cluster cluster-images cluster-down npm-tools test-tools lint run test unit fuzz soak bench proto install clean
 
 all: build
 
@@ -92,8 +92,16 @@ $(NPM_TOOLS): e2e/npm/package-lock.json
 	cd e2e/npm && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-run: build images
+# On a bare machine the binaries build while the engine is installed and
+# the Debian base and python's image are made; sandboxd then builds the
+# other images in the background (build_missing_images in sandboxd.hcl),
+# each language serving as soon as its image lands.
+run:
+	@$(MAKE) --no-print-directory -j2 build first-image
 	$(BIN)/sandboxd --config sandboxd.hcl
+
+first-image: engine
+	@bash images/build.sh python
 
 # Unit tests need nothing; the end-to-end tests need the engine, images and
 # the cluster, and fail (never skip) without them when CI=true.

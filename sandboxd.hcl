@@ -7,6 +7,10 @@ state_dir  = "/var/lib/sandboxd"
 plugin_dir = "bin/plugins"
 supervisor = "bin/sandbox-init"
 images_dir = "images"        # Dockerfiles `sandboxctl images build` builds from
+# At start, build in the background every missing image images_dir has a
+# Dockerfile for (two at a time, in this file's order); each language
+# serves as soon as its image lands, and says `building` until then.
+build_missing_images = true
 
 http {
   # The web dashboard (and the API behind its login): `sandboxctl dashboard`

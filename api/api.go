@@ -18,6 +18,7 @@ const (
 	CodePoolExhausted      = "pool_exhausted"
 	CodeRuntimeUnavailable = "runtime_unavailable"
 	CodeImageMissing       = "image_missing"
+	CodeImageBuilding      = "image_building" // sandboxd is building it: retry (Retry-After)
 	CodePluginUnavailable  = "plugin_unavailable"
 	CodeShuttingDown       = "shutting_down"
 	CodeInternal           = "internal"
@@ -400,7 +401,16 @@ type Language struct {
 	Network      Network   `json:"network"`  // the most its sandboxes may reach
 	Contexts     bool      `json:"contexts"` // sessions may keep its interpreters (exec with "context")
 	Pool         PoolStats `json:"pool"`
-	Error        string    `json:"error,omitempty"` // e.g. the image is missing, and how to build it
+	// Building is set while sandboxd builds the language's image (see
+	// build_missing_images); runs get image_building until it lands.
+	Building *ImageBuilding `json:"building,omitempty"`
+	Error    string         `json:"error,omitempty"` // e.g. the image is missing, and how to build it
+}
+
+// ImageBuilding is a language's image build under way.
+type ImageBuilding struct {
+	Since time.Time `json:"since"`
+	Step  string    `json:"step"` // how far it has got, e.g. "Step 3/9 : RUN apt-get ..."
 }
 
 // ImageBuildRequest is the body of POST /v1/images/build. No languages:

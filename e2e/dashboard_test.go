@@ -162,7 +162,7 @@ func TestDashboardInChromium(t *testing.T) {
 	}
 	d, link := dashboardDaemon(t)
 	c := d.Client()
-	shots := os.Getenv("SANDBOXD_SCREENSHOTS") // a directory: the README's pictures
+	shots := os.Getenv("SANDBOXD_SCREENSHOTS") // a directory: docs/dashboard.md's pictures
 	if shots == "" {
 		shots = t.TempDir()
 	}

@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -119,4 +122,53 @@ language "ruby" {
 			t.Fatalf("languages:\n%s", out)
 		}
 	})
+}
+
+// A missing image sandboxd can build is built in the background as it
+// starts (build_missing_images): meanwhile the language says it is
+// building and how far it has got, and a run gets image_building (503,
+// Retry-After) that says when to retry; once the image lands the
+// language serves with no restart.
+func TestMissingImagesBuildInTheBackground(t *testing.T) {
+	testutil.RequireDocker(t, "sandboxd/bash:latest")
+	name := fmt.Sprintf("sbtest-%d", time.Now().UnixNano())
+	tag := "sandboxd/" + name + ":latest"
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A build of some seconds, never served from the layer cache.
+	dockerfile := fmt.Sprintf("FROM sandboxd/bash:latest\nRUN sleep 8 && echo %s\n", name)
+	if err := os.WriteFile(filepath.Join(dir, name, "Dockerfile"), []byte(dockerfile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = exec.Command("docker", "rmi", "-f", tag).Run() })
+	d := testutil.StartDaemon(t, testutil.Options{ImagesDir: dir, Extra: "build_missing_images = true", Languages: fmt.Sprintf(`
+language "bash" {
+  image = %q
+  pool { min_idle = 1 }
+}`, tag)})
+	c := d.Client()
+
+	out, _, code := d.Ctl("", "languages")
+	if code != 0 || !strings.Contains(out, "building for") {
+		t.Fatalf("languages while the image builds: exit %d\n%s", code, out)
+	}
+	status, body, header := rawResponse(t, d.Socket, "POST", "/v1/run", `{"language":"bash","code":"echo hi"}`)
+	if status != 503 || !strings.Contains(body, api.CodeImageBuilding) || !strings.Contains(body, "retry in 15s") || header.Get("Retry-After") != "15" {
+		t.Fatalf("a run while the image builds: %d %s (Retry-After %q)", status, body, header.Get("Retry-After"))
+	}
+	_, errOut, code := d.Ctl("echo hi", "run", "--lang", "bash", "-")
+	if code != 125 || !strings.Contains(errOut, "image_building") {
+		t.Fatalf("sandboxctl run while the image builds: exit %d %q", code, errOut)
+	}
+
+	waitForWithin(t, "the built image to serve", 3*time.Minute, func() bool {
+		res, err := c.Run(context.Background(), api.RunRequest{Language: "bash", Code: "echo served"})
+		return err == nil && res.Stdout == "served\n"
+	})
+	langs, err := c.Languages(context.Background())
+	if err != nil || len(langs) != 1 || langs[0].Building != nil || langs[0].Error != "" || !langs[0].ImagePresent {
+		t.Fatalf("languages once built: %+v %v", langs, err)
+	}
 }

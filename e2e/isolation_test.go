@@ -109,7 +109,7 @@ func TestSandboxesHaveUIDsOfTheirOwn(t *testing.T) {
 // the supervisor has no number). A session's program does the same to
 // PID 1 under runc; under gVisor a session's programs share the
 // supervisor's namespace, so that they outlive the exec that started them,
-// and such a program ends its own session (see the README).
+// and such a program ends its own session (see docs/security.md).
 func TestSupervisorSurvivesEverySignal(t *testing.T) {
 	ociRuntimes(t, testSupervisorSurvivesEverySignal)
 }

@@ -300,6 +300,19 @@ func rawRequest(t *testing.T, socket, method, path, body, accept string) (int, s
 	if accept != "" {
 		req.Header.Set("Accept", accept)
 	}
+	status, text, _ := send(t, socket, req)
+	return status, text
+}
+
+// rawResponse is rawRequest's answer with its header.
+func rawResponse(t *testing.T, socket, method, path, body string) (int, string, http.Header) {
+	t.Helper()
+	req, _ := http.NewRequest(method, "http://x"+path, strings.NewReader(body))
+	return send(t, socket, req)
+}
+
+func send(t *testing.T, socket string, req *http.Request) (int, string, http.Header) {
+	t.Helper()
 	resp, err := unixHTTP(socket).Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -307,5 +320,5 @@ func rawRequest(t *testing.T, socket, method, path, body, accept string) (int, s
 	defer resp.Body.Close()
 	var b bytes.Buffer
 	_, _ = b.ReadFrom(resp.Body)
-	return resp.StatusCode, b.String()
+	return resp.StatusCode, b.String(), resp.Header
 }

@@ -96,7 +96,7 @@ func testTerminal(t *testing.T, runtime string) {
 
 	if runtime == "runc" {
 		// Under gVisor's 2022 release ^C did not interrupt sleep (it ran
-		// on); the README says so.
+		// on); docs/security.md says so.
 		began := time.Now()
 		fmt.Fprintf(term, "sleep 50; echo slept\n")
 		at = s.waitFor(t, at, "sleep 50")

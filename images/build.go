@@ -34,6 +34,34 @@ type Missing string
 func (e Missing) Error() string        { return string(e) }
 func (e Missing) Is(target error) bool { return target == runtime.ErrImageMissing }
 
+// ErrBuilding means the image is being built: a request for it may be
+// retried once the build ends.
+var ErrBuilding = errors.New("image being built")
+
+// RetryAfter is when a request for an image being built is worth trying
+// again.
+const RetryAfter = 15 * time.Second
+
+// Building is ErrBuilding for a language's image, with how far its build
+// has got and when to retry.
+func Building(lang, image, step string, elapsed time.Duration) error {
+	return fmt.Errorf("%w: sandboxd is building %s, the image of language %s (%s; %s so far): retry in %s; `sandboxctl languages` shows its progress",
+		ErrBuilding, image, lang, step, elapsed.Round(time.Second), RetryAfter)
+}
+
+// Step is the step a build's output line says it has reached ("Step 3/9
+// : RUN apt-get ..."), shortened.
+func Step(line string) (string, bool) {
+	line = strings.TrimSpace(line)
+	if !strings.HasPrefix(line, "Step ") {
+		return "", false
+	}
+	if len(line) > 72 {
+		line = line[:69] + "..."
+	}
+	return line, true
+}
+
 // Resolve finds the image t's containers are made from in the engine:
 // its reference and id, or why there is none (Missing says how to build
 // it). dir is the directory of Dockerfiles sandboxd builds from.

@@ -1,8 +1,10 @@
 package images
 
 import (
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sandboxd/sandboxd/runtime"
 )
@@ -41,5 +43,23 @@ func TestSourceFindsOnlyItsDockerfiles(t *testing.T) {
 		if _, ok := Source(".", ref); ok {
 			t.Errorf("%s: found", ref)
 		}
+	}
+}
+
+// A build's progress is its last "Step" line, shortened; a run waiting on
+// it is told to retry, and when.
+func TestStepAndBuilding(t *testing.T) {
+	if step, ok := Step("Step 3/9 : RUN apt-get update"); !ok || step != "Step 3/9 : RUN apt-get update" {
+		t.Errorf("Step: %q %v", step, ok)
+	}
+	if _, ok := Step(" ---> Running in 4f1e"); ok {
+		t.Error("a line that is no step was taken for one")
+	}
+	if step, _ := Step("Step 1/2 : RUN " + strings.Repeat("x", 200)); len(step) != 72 || !strings.HasSuffix(step, "...") {
+		t.Errorf("a long step is not shortened: %q", step)
+	}
+	err := Building("python", "sandboxd/python:latest", "Step 2/5 : RUN x", 41*time.Second)
+	if !errors.Is(err, ErrBuilding) || !strings.Contains(err.Error(), "41s so far") || !strings.Contains(err.Error(), "retry in 15s") {
+		t.Errorf("Building: %v", err)
 	}
 }

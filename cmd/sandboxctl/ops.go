@@ -79,7 +79,10 @@ func newLanguagesCmd(g *globals) *cobra.Command {
 			table("NAME\tVERSION\tALIASES\tEXTENSIONS\tIMAGE\tIDLE/BUSY/TARGET\tSTATUS", func(w *tabwriter.Writer) {
 				for _, l := range langs {
 					status, version, image := "ready", l.Version, l.Image
-					if l.Error != "" {
+					switch {
+					case l.Building != nil:
+						status = fmt.Sprintf("building for %s: %s", time.Since(l.Building.Since).Round(time.Second), l.Building.Step)
+					case l.Error != "":
 						status = l.Error
 					}
 					if version == "" {

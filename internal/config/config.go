@@ -39,7 +39,11 @@ type Config struct {
 	// they install packages: by default the host's own, so that builds
 	// behind a TLS-inspecting proxy reach the registries the host does.
 	BuildCAFile string
-	Supervisor  string // host path of sandbox-init
+	// BuildMissingImages has sandboxd build, in the background as it
+	// starts, every language image that is missing and that it has a
+	// Dockerfile for; each language serves once its image lands.
+	BuildMissingImages bool
+	Supervisor         string // host path of sandbox-init
 	// Network is the egress every language has unless its block says
 	// otherwise.
 	Network Network
@@ -222,6 +226,7 @@ type fileSchema struct {
 	PluginDir  *string          `hcl:"plugin_dir,optional"`
 	ImagesDir  *string          `hcl:"images_dir,optional"`
 	BuildCA    *string          `hcl:"build_ca_file,optional"`
+	BuildMiss  *bool            `hcl:"build_missing_images,optional"`
 	Supervisor *string          `hcl:"supervisor,optional"`
 	UIDs       *string          `hcl:"sandbox_uids,optional"`
 	Docker     *dockerSchema    `hcl:"docker,block"`
@@ -457,6 +462,9 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 		}
 	} else if _, err := os.Stat(hostCABundle); err == nil {
 		cfg.BuildCAFile = hostCABundle
+	}
+	if fs.BuildMiss != nil {
+		cfg.BuildMissingImages = *fs.BuildMiss
 	}
 	cfg.Supervisor = abs(cfg.Supervisor)
 	if cfg.Supervisor == "" {

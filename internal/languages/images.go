@@ -3,6 +3,7 @@ package languages
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/images"
 	"github.com/sandboxd/sandboxd/internal/config"
+	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
@@ -25,10 +27,45 @@ type imageState struct {
 }
 
 // imageCell guards a language's imageState: builds and version probes
-// change it while requests read it.
+// change it while requests read it. While sandboxd builds the image in
+// the background (see buildMissing), building says since when and how
+// far it has got.
 type imageCell struct {
-	mu sync.Mutex
-	st imageState
+	mu       sync.Mutex
+	st       imageState
+	building *api.ImageBuilding
+}
+
+// startBuilding marks the image as being built from now.
+func (c *imageCell) startBuilding(now time.Time) {
+	c.mu.Lock()
+	c.building = &api.ImageBuilding{Since: now, Step: "waiting for another build to end"}
+	c.mu.Unlock()
+}
+
+// buildStep records how far the build has got.
+func (c *imageCell) buildStep(step string) {
+	c.mu.Lock()
+	if c.building != nil {
+		b := *c.building
+		b.Step = step
+		c.building = &b
+	}
+	c.mu.Unlock()
+}
+
+// doneBuilding marks the build ended (its image resolved after).
+func (c *imageCell) doneBuilding() {
+	c.mu.Lock()
+	c.building = nil
+	c.mu.Unlock()
+}
+
+// buildingNow is the build under way, if one is.
+func (c *imageCell) buildingNow() *api.ImageBuilding {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.building
 }
 
 func (c *imageCell) get() imageState {
@@ -62,6 +99,9 @@ func (l *Language) target() images.Target {
 func (r *Registry) ready(ctx context.Context, l *Language) error {
 	if l.img.get().err == nil {
 		return nil
+	}
+	if b := l.img.buildingNow(); b != nil {
+		return images.Building(l.Config.Name, l.baseImage, b.Step, time.Since(b.Since))
 	}
 	st := r.resolveImage(ctx, l)
 	if st.err == nil {
@@ -98,27 +138,9 @@ func (r *Registry) Build(ctx context.Context, names []string, progress func(api.
 	}
 	r.buildMu.Lock()
 	defer r.buildMu.Unlock()
-	var ca []byte
-	if r.cfg.BuildCAFile != "" {
-		var err error
-		if ca, err = os.ReadFile(r.cfg.BuildCAFile); err != nil {
-			return nil, api.Errorf(api.CodeInternal, "reading build_ca_file: %v", err)
-		}
-	}
-	var init []byte // the supervisor, for the images a cluster pulls
-	targets := make([]images.Target, len(langs))
-	for i, l := range langs {
-		targets[i] = l.target()
-		if k := r.cfg.Kubernetes; l.Config.Runtime == config.KubernetesRuntime && k.ImageRegistry != "" {
-			if init == nil {
-				var err error
-				if init, err = os.ReadFile(r.cfg.Supervisor); err != nil {
-					return nil, api.Errorf(api.CodeInternal, "reading the supervisor to put in the images of the cluster: %v", err)
-				}
-			}
-			targets[i].Registry, targets[i].Supervisor = k.ImageRegistry, init
-		}
-		r.log.Info("building the images of a language", "language", l.Config.Name, "image", l.baseImage, "packages", l.Config.Packages)
+	targets, ca, err := r.targets(langs)
+	if err != nil {
+		return nil, api.Errorf(api.CodeInternal, "%v", err)
 	}
 	res := images.Build(ctx, r.rt, r.cfg.ImagesDir, ca, targets, progress)
 	for _, l := range r.langs {
@@ -131,12 +153,147 @@ func (r *Registry) Build(ctx context.Context, names []string, progress func(api.
 	return res, nil
 }
 
+// targets are the builds of langs' images, with the CA bundle they
+// trust.
+func (r *Registry) targets(langs []*Language) ([]images.Target, []byte, error) {
+	var ca []byte
+	if r.cfg.BuildCAFile != "" {
+		var err error
+		if ca, err = os.ReadFile(r.cfg.BuildCAFile); err != nil {
+			return nil, nil, fmt.Errorf("reading build_ca_file: %w", err)
+		}
+	}
+	var init []byte // the supervisor, for the images a cluster pulls
+	targets := make([]images.Target, len(langs))
+	for i, l := range langs {
+		targets[i] = l.target()
+		if k := r.cfg.Kubernetes; l.Config.Runtime == config.KubernetesRuntime && k.ImageRegistry != "" {
+			if init == nil {
+				var err error
+				if init, err = os.ReadFile(r.cfg.Supervisor); err != nil {
+					return nil, nil, fmt.Errorf("reading the supervisor to put in the images of the cluster: %w", err)
+				}
+			}
+			targets[i].Registry, targets[i].Supervisor = k.ImageRegistry, init
+		}
+		r.log.Info("building the images of a language", "language", l.Config.Name, "image", l.baseImage, "packages", l.Config.Packages)
+	}
+	return targets, ca, nil
+}
+
+// backgroundBuilds is how many images buildMissing builds at once: a
+// build waits mostly on the network and the disk, so two overlap well on
+// two cores without starving the languages already serving.
+const backgroundBuilds = 2
+
+// missingImages marks the languages whose image is missing and that
+// sandboxd can build (see buildsMissing) as building, and groups them by
+// image, in config order: the work of buildMissing.
+func (r *Registry) missingImages() [][]*Language {
+	var groups [][]*Language
+	byImage := map[string]int{}
+	for _, l := range r.langs {
+		if !r.buildsMissing(l) || !errors.Is(l.img.get().err, runtime.ErrImageMissing) {
+			continue
+		}
+		l.img.startBuilding(time.Now())
+		if i, ok := byImage[l.baseImage]; ok {
+			groups[i] = append(groups[i], l)
+			continue
+		}
+		byImage[l.baseImage] = len(groups)
+		groups = append(groups, []*Language{l})
+	}
+	return groups
+}
+
+// buildMissing builds the images of groups (see missingImages), one
+// build per group, backgroundBuilds at once. Each language says it is
+// building until its own image lands, then its pool fills and it serves.
+func (r *Registry) buildMissing(groups [][]*Language) {
+	slots := make(chan struct{}, backgroundBuilds)
+	var wg sync.WaitGroup
+	for _, langs := range groups {
+		select {
+		case slots <- struct{}{}:
+		case <-r.closing.Done():
+			for _, l := range langs {
+				l.img.doneBuilding()
+			}
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			r.buildInBackground(langs)
+		}()
+	}
+	wg.Wait()
+	r.probe()
+}
+
+// buildsMissing says whether buildMissing would build l's image if it
+// were missing: the config asks for it, and a Dockerfile in images_dir
+// builds it, or it is packages to add to an image (a missing base is
+// then reported by the build).
+func (r *Registry) buildsMissing(l *Language) bool {
+	if !r.cfg.BuildMissingImages {
+		return false
+	}
+	_, ok := images.Source(r.cfg.ImagesDir, l.baseImage)
+	return ok || len(l.Config.Packages) > 0
+}
+
+// buildInBackground builds the image langs share and puts them to work
+// on it.
+func (r *Registry) buildInBackground(langs []*Language) {
+	defer func() {
+		for _, l := range langs {
+			l.img.doneBuilding()
+		}
+	}()
+	if r.closing.Err() != nil {
+		return
+	}
+	started := time.Now()
+	for _, l := range langs {
+		l.img.buildStep("starting")
+	}
+	targets, ca, err := r.targets(langs)
+	if err != nil {
+		r.log.Error("building a missing image failed", "language", langs[0].Config.Name, "error", err)
+		return
+	}
+	res := images.Build(r.closing, r.rt, r.cfg.ImagesDir, ca, targets, func(ev api.ImageBuildEvent) {
+		if step, ok := images.Step(ev.Line); ok {
+			for _, l := range langs {
+				l.img.buildStep(step)
+			}
+		}
+	})
+	for _, b := range res.Images {
+		if b.Error != "" {
+			r.log.Error("building a missing image failed", "language", b.Language, "image", b.Image, "error", b.Error)
+		}
+	}
+	for _, l := range langs {
+		if st := r.resolveImage(r.closing, l); st.err == nil {
+			r.log.Info("a missing image was built; the language serves", "language", l.Config.Name, "image", st.ref,
+				"took", time.Since(started).Round(time.Second))
+			l.pool.Renew()
+		}
+	}
+}
+
 // probe starts learning the runtimes' versions in the background.
-func (r *Registry) probe() {
-	r.probes.Add(1)
+func (r *Registry) probe() { r.background(r.probeVersions) }
+
+// background runs fn on a goroutine of its own that Close waits for.
+func (r *Registry) background(fn func()) {
+	r.work.Add(1)
 	go func() {
-		defer r.probes.Done()
-		r.probeVersions()
+		defer r.work.Done()
+		fn()
 	}()
 }
 

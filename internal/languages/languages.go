@@ -22,6 +22,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/images"
 	"github.com/sandboxd/sandboxd/internal/config"
 	"github.com/sandboxd/sandboxd/internal/egress"
 	"github.com/sandboxd/sandboxd/internal/metrics"
@@ -71,11 +72,11 @@ type Registry struct {
 	langs   []*Language
 	lookup  map[string]*Language // name, alias or extension -> language
 	starts  chan struct{}        // background container creates at once
-	closing context.Context      // done at Close: ends version probes
+	closing context.Context      // done at Close: ends version probes and background builds
 	close   context.CancelFunc
-	probes  sync.WaitGroup
-	buildMu sync.Mutex // one image build at a time
-	probeMu sync.Mutex // one version probe at a time
+	work    sync.WaitGroup // version probes and background builds
+	buildMu sync.Mutex     // one image build at a time
+	probeMu sync.Mutex     // one version probe at a time
 }
 
 // Load starts the language plugins and resolves the languages' images;
@@ -146,15 +147,22 @@ func (r *Registry) load(ctx context.Context, lc config.Language) (*Language, err
 		r.log.Warn("disk is not below memory: workspace files are in RAM and count toward memory, so a full workspace is killed for memory before it sees ENOSPC",
 			"language", lc.Name, "memory", api.ByteSize(lc.Limits.Memory).String(), "disk", api.ByteSize(lc.Limits.Disk).String())
 	}
-	if err := r.resolveImage(ctx, l).err; err != nil {
+	if err := r.resolveImage(ctx, l).err; err != nil && r.buildsMissing(l) {
+		r.log.Info("the image of this language is missing; sandboxd builds it in the background", "language", lc.Name, "image", l.baseImage)
+	} else if err != nil {
 		r.log.Error("runs of this language fail until its image is there", "language", lc.Name, "error", err)
 	}
 	return l, nil
 }
 
-// Start starts the warm pools and, once they have filled, the probes of
-// the runtimes' versions.
+// Start starts the warm pools, the builds of missing images if the
+// config asks for them (see buildMissing) and, once the pools have
+// filled, the probes of the runtimes' versions.
 func (r *Registry) Start() {
+	var missing [][]*Language
+	if r.cfg.BuildMissingImages {
+		missing = r.missingImages() // before the pools try to fill
+	}
 	for _, l := range r.langs {
 		l.pool = pool.New(pool.Options{
 			Name: l.Config.Name, MinIdle: l.Config.Pool.MinIdle, Max: l.Config.Pool.Max,
@@ -163,6 +171,9 @@ func (r *Registry) Start() {
 			// A container joins the pool once its warm runtime, if any,
 			// is ready (or has failed, and it will run programs cold).
 			Create: func(ctx context.Context) (*runtime.Sandbox, error) {
+				if b := l.img.buildingNow(); b != nil {
+					return nil, fmt.Errorf("%w: %w", pool.ErrNotReady, images.Building(l.Config.Name, l.baseImage, b.Step, time.Since(b.Since)))
+				}
 				if err := l.img.get().err; err != nil {
 					return nil, err
 				}
@@ -177,6 +188,9 @@ func (r *Registry) Start() {
 		})
 	}
 	r.probe()
+	if len(missing) > 0 {
+		r.background(func() { r.buildMissing(missing) })
+	}
 }
 
 // Resolve finds a language by name, alias or extension.
@@ -395,7 +409,7 @@ func (r *Registry) List(ctx context.Context) []api.Language {
 		}
 		entry.Pool = l.pool.Stats()
 		l.warmStats(&entry.Pool)
-		if st.err != nil {
+		if entry.Building = l.img.buildingNow(); entry.Building == nil && st.err != nil {
 			entry.Error = st.err.Error()
 		}
 		out = append(out, entry)
@@ -427,7 +441,7 @@ func (r *Registry) Close(ctx context.Context) {
 	}
 	wg.Wait()
 	r.close()
-	r.probes.Wait()
+	r.work.Wait()
 	r.closePlugins()
 }
 

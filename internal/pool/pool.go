@@ -39,6 +39,10 @@ const recycleWait = 2 * time.Second
 // ErrClosed means the pool is shutting down.
 var ErrClosed = errors.New("pool closed")
 
+// ErrNotReady is a Create that waits on something under way elsewhere
+// (an image being built): retried as any failure, but no fault to log.
+var ErrNotReady = errors.New("not ready")
+
 // Hooks are how a pool makes, checks and ends its items.
 type Hooks[T any] struct {
 	Create  func(ctx context.Context) (T, error)
@@ -390,7 +394,11 @@ func (p *Pool[T]) createIdle() {
 		p.stats.LastError = err.Error()
 		backoff := min(time.Second<<min(p.failures-1, 5), 30*time.Second)
 		p.retryAt = time.Now().Add(backoff)
-		p.log.Warn("creating a warm container failed", "error", err, "retry_in", backoff)
+		if errors.Is(err, ErrNotReady) {
+			p.log.Debug("a warm container waits", "error", err, "retry_in", backoff)
+		} else {
+			p.log.Warn("creating a warm container failed", "error", err, "retry_in", backoff)
+		}
 		p.fillLocked()
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"syscall"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/images"
 	"github.com/sandboxd/sandboxd/internal/pool"
 	"github.com/sandboxd/sandboxd/plugins"
 	"github.com/sandboxd/sandboxd/plugins/language"
@@ -27,6 +28,8 @@ func ErrorOf(err error) *api.Error {
 		return api.Errorf(api.CodePoolExhausted, "%v", err)
 	case errors.Is(err, pool.ErrClosed):
 		return api.Errorf(api.CodeShuttingDown, "sandboxd is shutting down; retry against the next instance")
+	case errors.Is(err, images.ErrBuilding):
+		return api.Errorf(api.CodeImageBuilding, "%v", err)
 	case errors.Is(err, runtime.ErrImageMissing):
 		return api.Errorf(api.CodeImageMissing, "%v", err)
 	case errors.Is(err, runtime.ErrUnavailable):

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/images"
 	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/dashboard"
 )
@@ -221,6 +222,7 @@ var statusOf = map[string]int{
 	api.CodePoolExhausted:      http.StatusTooManyRequests,
 	api.CodeRuntimeUnavailable: http.StatusServiceUnavailable,
 	api.CodeImageMissing:       http.StatusServiceUnavailable,
+	api.CodeImageBuilding:      http.StatusServiceUnavailable,
 	api.CodePluginUnavailable:  http.StatusServiceUnavailable,
 	api.CodeShuttingDown:       http.StatusServiceUnavailable,
 	api.CodeConflict:           http.StatusConflict,
@@ -236,6 +238,9 @@ func writeError(w http.ResponseWriter, e *api.Error) {
 	status, ok := statusOf[e.Code]
 	if !ok {
 		status = http.StatusInternalServerError
+	}
+	if e.Code == api.CodeImageBuilding {
+		w.Header().Set("Retry-After", strconv.Itoa(int(images.RetryAfter.Seconds())))
 	}
 	writeJSON(w, status, api.ErrorBody{Error: *e})
 }

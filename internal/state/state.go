@@ -17,7 +17,7 @@
 //	  <image id> -> versionEntry (JSON)    a runtime's version as its image reports it
 //
 // Project content lives beside the database, one file per SHA-256 (see
-// internal/service); the store keeps only the names.
+// internal/projects); the store keeps only the names.
 //
 // Values are wrapped in entry structs so fields can be added later. The file
 // lock doubles as the "one daemon per state dir" guard.

@@ -248,6 +248,8 @@ type Options struct {
 	RunID string
 	// Extra is more top-level HCL, e.g. a sessions block.
 	Extra string
+	// ImagesDir is where sandboxd builds images from; default: images/.
+	ImagesDir string
 	// DockerHost is the engine; default: the environment's.
 	DockerHost string
 	// Runtime is the OCI runtime of every sandbox; default: runc.
@@ -318,6 +320,9 @@ func StartDaemon(t T, opts Options) *Daemon {
 	if opts.Runtime == "" {
 		opts.Runtime = "runc"
 	}
+	if opts.ImagesDir == "" {
+		opts.ImagesDir = filepath.Join(repoRoot(), "images")
+	}
 	uids := uidRange()
 	cfg := fmt.Sprintf(`
 sandbox_uids = "%d-%d"
@@ -337,7 +342,7 @@ defaults {
 %s
 %s
 `, uids[0], uids[1], opts.Socket, opts.StateDir, filepath.Join(bin, "plugins"), filepath.Join(bin, "sandbox-init"),
-		filepath.Join(repoRoot(), "images"), opts.DockerHost, opts.Runtime, TestLabel, opts.RunID, opts.Defaults, opts.Extra, opts.Languages)
+		opts.ImagesDir, opts.DockerHost, opts.Runtime, TestLabel, opts.RunID, opts.Defaults, opts.Extra, opts.Languages)
 	if opts.Cluster != nil {
 		cfg += opts.Cluster.Runtime()
 		t.Cleanup(func() { opts.Cluster.removeTestPods(opts.RunID) })

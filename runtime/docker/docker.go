@@ -1,6 +1,6 @@
 // Package docker implements runtime.Runtime with the Docker Go SDK.
 //
-// Every container is built to the hardening list of DESIGN.md: a non-root
+// Every container is built to the hardening list of docs/security.md: a non-root
 // uid that is no host user's, read-only root filesystem, all capabilities
 // dropped, no-new-privileges, Docker's default seccomp profile with io_uring
 // removed, memory without swap, cpu, pids and ulimits, size-limited tmpfs

@@ -11,7 +11,7 @@ import (
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
-// The hardening list of DESIGN.md, field by field, as the container
+// The hardening list of docs/security.md, field by field, as the container
 // config sandboxd sends the engine.
 func TestContainerConfigIsHardened(t *testing.T) {
 	d := &Docker{opts: Options{Supervisor: "/opt/sandbox-init", Instance: "inst", Runtime: "runc",

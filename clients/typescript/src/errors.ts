@@ -26,6 +26,8 @@ export class TooManySessions extends SandboxdError {}
 export class NoSpace extends SandboxdError {}
 export class RuntimeUnavailable extends SandboxdError {}
 export class ImageMissing extends SandboxdError {}
+/** sandboxd is building the language's image: retry (the message says when). */
+export class ImageBuilding extends SandboxdError {}
 export class PluginUnavailable extends SandboxdError {}
 export class ShuttingDown extends SandboxdError {}
 export class InternalError extends SandboxdError {}
@@ -45,6 +47,7 @@ const byCode: Record<string, typeof SandboxdError> = {
   no_space: NoSpace,
   runtime_unavailable: RuntimeUnavailable,
   image_missing: ImageMissing,
+  image_building: ImageBuilding,
   plugin_unavailable: PluginUnavailable,
   shutting_down: ShuttingDown,
   internal: InternalError,

@@ -72,6 +72,11 @@ class ImageMissing(SandboxdError):
     code = "image_missing"
 
 
+class ImageBuilding(SandboxdError):
+    """sandboxd is building the language's image: retry (the message says when)."""
+    code = "image_building"
+
+
 class PluginUnavailable(SandboxdError):
     code = "plugin_unavailable"
 
@@ -93,7 +98,7 @@ class Unreachable(SandboxdError):
 _BY_CODE: Dict[str, Type[SandboxdError]] = {
     cls.code: cls for cls in (InvalidRequest, UnknownLanguage, PolicyDenied, NotFound, Conflict, SessionLost,
                               TooLarge, PoolExhausted, TooManySessions, NoSpace, RuntimeUnavailable, ImageMissing,
-                              PluginUnavailable, ShuttingDown, InternalError)
+                              ImageBuilding, PluginUnavailable, ShuttingDown, InternalError)
 }
 
 
