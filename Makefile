@@ -124,7 +124,7 @@ unit:
 # corpora; this runs each for FUZZTIME.
 FUZZTIME ?= 60s
 FUZZ_TARGETS := FuzzDecodeProgram:./internal/request FuzzParse:./internal/config \
-	FuzzConnFromSupervisor:./runtime/supervisor FuzzServe:./cmd/sandbox-init FuzzExtract:./cmd/sandboxctl
+	FuzzConnFromSupervisor:./runtime/supervisor FuzzServe:./runtime/supervisor/sandboxinit FuzzExtract:./cmd/sandboxctl
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		echo "fuzz: $${t%%:*} for $(FUZZTIME)"; \

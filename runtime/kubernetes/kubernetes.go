@@ -5,7 +5,7 @@
 //
 // The supervisor channel: a pod's stdout goes to the node's logs
 // (/var/log/pods), so the supervisor does not speak on its stdio here. It
-// listens on the pod's own loopback (cmd/sandbox-init/listen.go), and
+// listens on the pod's own loopback (runtime/supervisor/sandboxinit/listen.go), and
 // this runtime reaches it by port forwarding through the API server and
 // the kubelet, opening with a token set in the pod's environment. Port
 // forwarding puts no process in the pod (an exec'd relay would be one the

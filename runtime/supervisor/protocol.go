@@ -40,7 +40,7 @@ package supervisor
 const Version = 1
 
 // The environment of a supervisor that listens rather than speaking on
-// its stdio (cmd/sandbox-init/listen.go): the TCP address on the
+// its stdio (runtime/supervisor/sandboxinit/listen.go): the TCP address on the
 // sandbox's loopback, and the token a connection opens with.
 //
 // EnvNproc is the RLIMIT_NPROC the supervisor sets on itself, and so on

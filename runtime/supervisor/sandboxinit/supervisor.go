@@ -1,4 +1,4 @@
-package main
+package sandboxinit
 
 import (
 	"encoding/json"
@@ -39,6 +39,10 @@ type container struct {
 	// kernelObjects lists what the sandbox's namespaces hold that a
 	// program may leave behind (nil: nothing to look at).
 	kernelObjects func() []string
+	// ownChildrenOnly has the reaper wait for the processes it started
+	// alone: a supervisor that is no container's init shares its process
+	// with children that are not its own (see Serve).
+	ownChildrenOnly bool
 }
 
 var realContainer = container{endAll: killContainer, clearIPC: sysvIPC.clear, kernelObjects: kernelObjects}
@@ -179,13 +183,43 @@ func (s *server) reap(stop <-chan struct{}) {
 		for {
 			var ws unix.WaitStatus
 			var ru unix.Rusage
-			pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, &ru)
-			if pid <= 0 || err != nil {
+			pid := s.waitOne(&ws, &ru)
+			if pid <= 0 {
 				break
 			}
 			s.reaped(pid, ws, &ru)
 		}
 	}
+}
+
+// waitOne collects a child that has exited, if one has: any child, or
+// one the server started when it may reap no other.
+func (s *server) waitOne(ws *unix.WaitStatus, ru *unix.Rusage) int {
+	if !s.ownChildrenOnly {
+		pid, err := unix.Wait4(-1, ws, unix.WNOHANG, ru)
+		if err != nil {
+			return 0
+		}
+		return pid
+	}
+	s.mu.Lock()
+	var pids []int
+	for pid := range s.byPID {
+		pids = append(pids, pid)
+	}
+	for pid := range s.kernelByPID {
+		pids = append(pids, pid)
+	}
+	for _, w := range s.warms {
+		pids = append(pids, w.pid)
+	}
+	s.mu.Unlock()
+	for _, pid := range pids {
+		if got, err := unix.Wait4(pid, ws, unix.WNOHANG, ru); err == nil && got > 0 {
+			return got
+		}
+	}
+	return 0
 }
 
 func (s *server) reaped(pid int, ws unix.WaitStatus, ru *unix.Rusage) {

@@ -1,0 +1,185 @@
+// Package sandboxinit is sandbox-init, the supervisor that runs as PID 1
+// in every sandbox container: the sandbox's end of the protocol of
+// runtime/supervisor. It reaps zombies, starts executions on sandboxd's
+// request, streams their output, enforces their deadlines, reports what
+// they used, and makes a one-shot container fresh between runs (fresh.go).
+//
+// It speaks on its stdin and stdout, which sandboxd attaches to through
+// the Docker API, or, where attaching would put what programs print in
+// the node's logs (Kubernetes), on a loopback port the runtime forwards to
+// (listen.go). cmd/sandbox-init is its static binary, bind-mounted
+// read-only from the host (see runtime/docker), so it always matches the
+// daemon that speaks to it and needs no image rebuild. Serve runs the
+// same server outside a container, in a test's process (runtime/fake).
+//
+// Why PID 1: in a PID namespace only init may kill(-1), which ends every
+// other process in the container in one call — the double-forked setsid
+// child that escapes process-group kills included — and signals sent to init
+// from inside the container are dropped unless init asks for them.
+package sandboxinit
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sandboxd/sandboxd/runtime/supervisor"
+)
+
+// Main is sandbox-init's main: the supervisor of the container whose PID
+// 1 it is, or the isolation helper (see isolate.go) when started as one.
+func Main() {
+	if len(os.Args) > 1 && isHelper(os.Args[1]) {
+		helperMain(os.Args[1:]) // the isolation helper, not the supervisor
+	}
+	if os.Getpid() != 1 {
+		// kill(-1) outside a PID namespace would end every process of the user.
+		fmt.Fprintln(os.Stderr, "sandbox-init: must run as PID 1 inside a sandbox container; sandboxd starts it")
+		os.Exit(2)
+	}
+	// Same-uid sandbox code must not read or write our file descriptors
+	// through /proc/1/fd, nor ptrace us.
+	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+	// Handle (and drop) every signal code in the container might send us:
+	// Go's default for one nobody asked for (SIGSEGV, SIGABRT, SIGSYS sent
+	// with kill among them) is to end the process. Synchronous faults of
+	// our own still crash us as they should. Notify rather than Ignore:
+	// ignored dispositions would be inherited by every program we start.
+	drop := make(chan os.Signal, 64)
+	signal.Notify(drop)
+	go func() {
+		for range drop {
+		}
+	}()
+
+	// Read before any program starts, and kept from all of them.
+	listen, token, nproc := os.Getenv(supervisor.EnvListen), os.Getenv(supervisor.EnvToken), os.Getenv(supervisor.EnvNproc)
+	for _, name := range []string{supervisor.EnvListen, supervisor.EnvToken, supervisor.EnvNproc} {
+		_ = os.Unsetenv(name)
+	}
+	if err := limitProcesses(nproc); err != nil {
+		fmt.Fprintf(os.Stderr, "sandbox-init: %v\n", err)
+		os.Exit(2)
+	}
+
+	reserveThreads(supervisor.ReservedThreads)
+	if listen != "" {
+		out := &channel{}
+		s := newServer(out, containerPaths, realContainer)
+		s.begin()
+		go s.reap(nil)
+		ln, err := net.Listen("tcp", listen)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "sandbox-init: %v\n", err)
+			os.Exit(1)
+		}
+		s.listenAndServe(out, ln, token)
+	}
+	s := newServer(os.Stdout, containerPaths, realContainer)
+	s.begin()
+	go s.reap(nil)
+	go relayEgress()
+	if err := s.serve(os.Stdin); err != nil {
+		fmt.Fprintf(os.Stderr, "sandbox-init: reading stdin: %v\n", err)
+	}
+	// stdin closed: nobody can talk to us again.
+	killContainer()
+	os.Exit(0)
+}
+
+// Sandbox is where a supervisor outside a container acts (see Serve).
+type Sandbox struct {
+	// Workspace and Tmp stand for /workspace and /tmp; Scratch for the
+	// other places a reset empties (/dev/shm, /dev/mqueue).
+	Workspace, Tmp string
+	Scratch        []string
+	// EndAll ends every process the sandbox's programs left and says how
+	// many survived (a container's supervisor kills all but itself).
+	EndAll func() int
+}
+
+// Serve runs the supervisor in this process for sb, reading the host's
+// messages from r and answering on w, until r ends; then it ends what its
+// programs left. It waits only for the processes it started (the process
+// is no container's init, and its other children are not its own to
+// reap), never isolates a program, and leaves the host's IPC alone.
+func Serve(r io.Reader, w io.Writer, sb Sandbox) error {
+	s := newServer(w, paths{workspace: sb.Workspace, tmp: sb.Tmp, scratch: sb.Scratch},
+		container{endAll: sb.EndAll, clearIPC: func() {}, ownChildrenOnly: true})
+	s.isolation.Do(func() {}) // isolating stays false: no helper binary here
+	s.begin()
+	stop := make(chan struct{})
+	reaped := make(chan struct{})
+	go func() { s.reap(stop); close(reaped) }()
+	err := s.serve(r)
+	sb.EndAll()
+	close(stop)
+	<-reaped
+	return err
+}
+
+// serve handles the host's messages until r ends.
+func (s *server) serve(r io.Reader) error {
+	in := bufio.NewScanner(r)
+	in.Buffer(make([]byte, 64<<10), supervisor.MaxLine)
+	for in.Scan() {
+		if len(in.Bytes()) == 0 {
+			continue // the host's resync newline
+		}
+		var m supervisor.Message
+		if err := json.Unmarshal(in.Bytes(), &m); err != nil {
+			// A torn line after the host reattached: the next line resyncs.
+			fmt.Fprintf(os.Stderr, "sandbox-init: ignoring a malformed message: %v\n", err)
+			continue
+		}
+		s.handle(m)
+	}
+	return in.Err()
+}
+
+// reserveThreads makes the Go runtime start n OS threads now. A fork bomb
+// fills the container's pids limit, and the runtime aborts when it cannot
+// create a thread it needs; idle threads are parked and reused, never
+// given back, so a reserve made at start carries the supervisor through.
+// Each goroutine pins its own thread while it sleeps, forcing a new one.
+func reserveThreads(n int) {
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread() // unlocked, the thread stays in the pool
+			_ = unix.Nanosleep(&unix.Timespec{Nsec: 10e6}, nil)
+		}()
+	}
+	wg.Wait()
+}
+
+// limitProcesses sets RLIMIT_NPROC (and no core dumps, 1024 files, as the
+// Docker runtime's ulimits do) where the runtime asks for it.
+func limitProcesses(nproc string) error {
+	if nproc == "" {
+		return nil
+	}
+	n, err := strconv.ParseUint(nproc, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%s=%q: %v", supervisor.EnvNproc, nproc, err)
+	}
+	for res, v := range map[int]uint64{unix.RLIMIT_NPROC: n, unix.RLIMIT_NOFILE: 1024, unix.RLIMIT_CORE: 0} {
+		if err := unix.Setrlimit(res, &unix.Rlimit{Cur: v, Max: v}); err != nil {
+			return fmt.Errorf("setrlimit %d to %d: %v", res, v, err)
+		}
+	}
+	return nil
+}
