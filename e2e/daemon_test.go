@@ -236,3 +236,33 @@ func pluginPID(t *testing.T, daemon int, name string) int {
 	t.Fatalf("no %s process under sandboxd %d", name, daemon)
 	return 0
 }
+
+// Stopped as a service manager stops it (SIGTERM to sandboxd and to its
+// plugins at once: systemd's control group), sandboxd drains, closes its
+// plugins itself and says nothing went wrong; no plugin outlives it.
+func TestServiceStopIsClean(t *testing.T) {
+	d := testutil.StartDaemon(t, testutil.Options{})
+	plugins := children(t, d.PID())
+	if len(plugins) == 0 {
+		t.Fatal("no plugin processes found under the daemon")
+	}
+	for _, pid := range plugins {
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+	}
+	if out, _, code := d.Ctl("", "run", writeFile(t, "a.py", "print('still served')")); code != 0 || out != "still served\n" {
+		t.Fatalf("a run after the plugins got SIGTERM: %d %q", code, out)
+	}
+	d.Stop()
+	logs := d.Logs()
+	if strings.Contains(logs, "[ERROR]") || !strings.Contains(logs, "sandboxd stopped cleanly") {
+		t.Fatalf("a clean stop logged errors:\n%s", logs)
+	}
+	waitFor(t, "no plugin to outlive sandboxd", func() bool {
+		for _, pid := range plugins {
+			if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && !strings.Contains(string(stat), ") Z ") {
+				return false
+			}
+		}
+		return true
+	})
+}

@@ -14,6 +14,8 @@ package plugins
 import (
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
@@ -84,6 +86,11 @@ func serve(set plugin.PluginSet) {
 		fmt.Fprintln(os.Stderr, "this is a sandboxd plugin: put it in sandboxd's plugin_dir; sandboxd starts it when needed")
 		os.Exit(1)
 	}
+	// A service manager stopping sandboxd signals its whole control
+	// group: a plugin ends when sandboxd closes it after the drain (or
+	// dies: Pdeathsig), not before the drain's last call, and not as a
+	// crash in the log. go-plugin eats SIGINT itself.
+	signal.Ignore(syscall.SIGTERM)
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: Handshake,
 		Plugins:         set,

@@ -215,7 +215,8 @@ async function languagesPage(root) {
     languages.map((l) => h("tr", {},
       h("td", {}, h("strong", {}, l.name), h("div", { class: "muted" }, l.display_name)),
       h("td", {}, l.version || ""), h("td", {}, (l.extensions || []).join(" ")), h("td", {}, (l.aliases || []).join(" ")),
-      h("td", { class: "mono" }, l.image, l.image_present ? "" : h("div", { class: "bad" }, "missing")),
+      h("td", { class: "mono" }, l.image, l.building ? h("div", { class: "muted" }, `building: ${l.building.step}`)
+        : l.image_present ? "" : h("div", { class: "bad" }, "missing")),
       h("td", {}, l.runtime),
       h("td", {}, `${l.limits.timeout}, ${bytes(l.limits.memory)}, ${l.limits.cpus} CPU, ${l.limits.pids} pids`),
       h("td", {}, (l.network.allow || []).join(", ") || "none"),
