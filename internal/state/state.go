@@ -13,14 +13,20 @@
 //	  <id>      -> sessionEntry (JSON)     live and lost sessions
 //	projects/
 //	  <id>      -> projectEntry (JSON)     file names -> SHA-256 of content
+//	snapshots/
+//	  <id>      -> snapshotEntry (JSON)    a saved workspace's record (its archive beside the database)
 //	versions/
 //	  <image id> -> versionEntry (JSON)    a runtime's version as its image reports it
 //
 // Project content lives beside the database, one file per SHA-256 (see
 // internal/projects); the store keeps only the names.
 //
-// Values are wrapped in entry structs so fields can be added later. The file
-// lock doubles as the "one daemon per state dir" guard.
+// Values are wrapped in entry structs so fields can be added later. The
+// entries still hold api types as they are, so the file is pinned by
+// testdata/schema1.db, a file today's sandboxd wrote: a wire field renamed
+// or retyped fails TestTodaysFileStillReads until SchemaVersion moves and
+// a migration reads the old file. The file lock doubles as the "one daemon
+// per state dir" guard.
 package state
 
 import (
