@@ -1,104 +1,37 @@
-package daemon
+package daemon_test
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/hashicorp/go-hclog"
-
 	"github.com/sandboxd/sandboxd/api"
-	"github.com/sandboxd/sandboxd/internal/config"
-	"github.com/sandboxd/sandboxd/internal/state"
-	"github.com/sandboxd/sandboxd/runtime/fake"
+	"github.com/sandboxd/sandboxd/internal/daemon/daemontest"
 )
 
-// pluginDir holds the bash language plugin, built once for the package's
-// tests (from the module cache: no network, no Docker).
-var pluginDir string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "daemon-unit-")
-	if err != nil {
-		panic(err)
-	}
-	pluginDir = filepath.Join(dir, "plugins")
-	build := exec.Command("go", "build", "-o", filepath.Join(pluginDir, "sandbox-lang-bash"), "github.com/sandboxd/sandboxd/plugins/lang/bash")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building the bash plugin: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// newDaemon is a daemon on the fake runtime, with bash (run by the host's
-// sh) as its one language.
-func newDaemon(t *testing.T, languageBlock string) (*Daemon, *fake.Runtime) {
-	t.Helper()
-	dir := t.TempDir()
-	cfg, err := config.Parse(filepath.Join(dir, "sandboxd.hcl"), []byte(fmt.Sprintf(`
-socket     = %q
-state_dir  = %q
-plugin_dir = %q
-supervisor = "/bin/true"
-images_dir = ""
-%s
-`, filepath.Join(dir, "s.sock"), filepath.Join(dir, "state"), pluginDir, languageBlock)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := state.Open(cfg.StateDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt := fake.New(filepath.Join(dir, "sandboxes"), "sandboxd/bash:latest")
-	d, err := New(context.Background(), cfg, rt, store, hclog.NewNullLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		d.Close(context.Background())
-		store.Close()
-		rt.Close()
-	})
-	return d, rt
-}
-
-const bashLanguage = `
-language "bash" {
-  image = "sandboxd/bash:latest"
-  pool {
-    min_idle = 1
-    max      = 2
-  }
-}`
+func TestMain(m *testing.M) { daemontest.Main(m) }
 
 // The request path without Docker: a run is planned by the language
 // plugin, judged, given a pooled sandbox, executed and recorded; the
 // sandbox is made fresh and serves the next run, which finds nothing the
 // first left.
 func TestRunsReuseAFreshSandbox(t *testing.T) {
-	d, rt := newDaemon(t, bashLanguage)
+	d, rt := daemontest.New(t, daemontest.Bash)
 	ctx := context.Background()
 	res, aerr := d.Run(ctx, api.RunRequest{Language: "bash", Code: "echo hello; echo left > left.txt; exit 3"}, nil)
 	if aerr != nil || res.ExitCode != 3 || res.Stdout != "hello\n" {
 		t.Fatalf("first run: %+v %v", res, aerr)
 	}
-	created := rt.Creates
+	created := rt.Created()
 	for i := range 3 {
 		res, aerr = d.Run(ctx, api.RunRequest{Language: "bash", Code: "ls"}, nil)
 		if aerr != nil || res.ExitCode != 0 || strings.Contains(res.Stdout, "left.txt") {
 			t.Fatalf("run %d after: %+v %v", i, res, aerr)
 		}
 	}
-	if rt.Creates != created {
-		t.Errorf("%d sandboxes created for runs a recycled one could serve", rt.Creates-created)
+	if rt.Created() != created {
+		t.Errorf("%d sandboxes created for runs a recycled one could serve", rt.Created()-created)
 	}
 	if st := d.Stats(); st.Executions < 4 {
 		t.Errorf("recorded %d executions of 4", st.Executions)
@@ -108,7 +41,7 @@ func TestRunsReuseAFreshSandbox(t *testing.T) {
 // Errors keep their codes across the request path: an unknown language,
 // a bad program, a timeout, and an engine that went away.
 func TestRunErrors(t *testing.T) {
-	d, rt := newDaemon(t, bashLanguage)
+	d, rt := daemontest.New(t, daemontest.Bash)
 	ctx := context.Background()
 	if _, aerr := d.Run(ctx, api.RunRequest{Language: "cobol", Code: "x"}, nil); aerr == nil || aerr.Code != api.CodeUnknownLanguage {
 		t.Errorf("unknown language: %v", aerr)
@@ -130,7 +63,7 @@ func TestRunErrors(t *testing.T) {
 // what its execs write, lists them, resets to a new session's workspace,
 // and is gone once deleted.
 func TestSessionLifecycle(t *testing.T) {
-	d, _ := newDaemon(t, bashLanguage)
+	d, _ := daemontest.New(t, daemontest.Bash)
 	ctx := context.Background()
 	if _, aerr := d.Run(ctx, api.RunRequest{Language: "bash", Code: "true"}, nil); aerr != nil {
 		t.Fatal(aerr)
@@ -176,7 +109,7 @@ func TestSessionLifecycle(t *testing.T) {
 
 // A container serves max_runs runs, then is retired and another serves.
 func TestMaxRunsRetires(t *testing.T) {
-	d, rt := newDaemon(t, `
+	d, rt := daemontest.New(t, `
 language "bash" {
   image = "sandboxd/bash:latest"
   pool {
@@ -199,7 +132,7 @@ language "bash" {
 			t.Errorf("sandbox %s served %d runs, max_runs is 2", id, n)
 		}
 	}
-	if len(seen) < 3 || rt.Creates < 3 {
-		t.Errorf("6 runs at max_runs 2 in %d sandboxes (%d created)", len(seen), rt.Creates)
+	if len(seen) < 3 || rt.Created() < 3 {
+		t.Errorf("6 runs at max_runs 2 in %d sandboxes (%d created)", len(seen), rt.Created())
 	}
 }

@@ -33,8 +33,10 @@ type Runtime struct {
 	images    map[string]runtime.Image
 	down      error // set by Stop: every call fails with it
 
-	// Creates counts Create calls that made a sandbox.
-	Creates int
+	creates int // Create calls that made a sandbox
+	// Builds, when set, holds every image build until it receives (or is
+	// closed): a test sees what happens while an image builds.
+	Builds chan struct{}
 }
 
 type sandbox struct {
@@ -53,6 +55,13 @@ func New(dir string, images ...string) *Runtime {
 		r.AddImage(ref)
 	}
 	return r
+}
+
+// Created is how many sandboxes Create has made.
+func (r *Runtime) Created() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.creates
 }
 
 // AddImage makes ref present.
@@ -125,7 +134,7 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (*runtime.Sandb
 	}
 	r.mu.Lock()
 	r.sandboxes[id] = sb
-	r.Creates++
+	r.creates++
 	r.mu.Unlock()
 	return s, nil
 }
@@ -233,6 +242,13 @@ func (r *Runtime) BuildImage(ctx context.Context, b runtime.ImageBuild, progress
 		return err
 	}
 	progress("Step 1/1 : FROM fake")
+	if r.Builds != nil {
+		select {
+		case <-r.Builds:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	r.AddImage(b.Tag)
 	return nil
 }

@@ -1,0 +1,96 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sandboxd/sandboxd/client"
+	"github.com/sandboxd/sandboxd/internal/daemon/daemontest"
+	"github.com/sandboxd/sandboxd/internal/dashboard"
+	"github.com/sandboxd/sandboxd/internal/server"
+)
+
+func TestMain(m *testing.M) { daemontest.Main(m) }
+
+// connect is an MCP client connected in memory to the tools, which reach
+// a daemon on the fake runtime through its socket, as `sandboxctl mcp`
+// does.
+func connect(t *testing.T) *mcp.ClientSession {
+	t.Helper()
+	d, _ := daemontest.New(t, daemontest.Bash)
+	dash, err := dashboard.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	socket := filepath.Join(t.TempDir(), "s.sock")
+	ln, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: server.New(d, dash, hclog.NewNullLogger())}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { srv.Close() })
+	serverEnd, clientEnd := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	if _, err := New(client.New(socket), "test").Connect(ctx, serverEnd, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, clientEnd, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func call(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) (*mcp.CallToolResult, map[string]any) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	var out map[string]any
+	if res.StructuredContent != nil {
+		b, _ := json.Marshal(res.StructuredContent)
+		_ = json.Unmarshal(b, &out)
+	}
+	return res, out
+}
+
+// The tools an agent calls, through to a sandbox and back: languages,
+// a run, a session's state across execs, and an error an agent can read.
+func TestTools(t *testing.T) {
+	cs := connect(t)
+	if res, out := call(t, cs, "list_languages", nil); res.IsError || !strings.Contains(toJSON(out), `"bash"`) {
+		t.Fatalf("list_languages: %+v %v", res, out)
+	}
+	if res, out := call(t, cs, "run_code", map[string]any{"language": "bash", "code": "echo hi; exit 4"}); res.IsError || out["stdout"] != "hi\n" || out["exit_code"] != float64(4) {
+		t.Fatalf("run_code: %+v %v", res, out)
+	}
+	res, out := call(t, cs, "create_session", map[string]any{"language": "bash"})
+	id, _ := out["session_id"].(string)
+	if res.IsError || id == "" {
+		t.Fatalf("create_session: %+v %v", res, out)
+	}
+	call(t, cs, "exec", map[string]any{"session_id": id, "command": "echo kept > f"})
+	if res, out := call(t, cs, "exec", map[string]any{"session_id": id, "command": "cat f"}); res.IsError || out["stdout"] != "kept\n" {
+		t.Fatalf("exec: %+v %v", res, out)
+	}
+	res, _ = call(t, cs, "run_code", map[string]any{"language": "cobol", "code": "x"})
+	if !res.IsError || len(res.Content) == 0 || !strings.Contains(toJSON(res.Content), "no language") {
+		t.Fatalf("an unknown language: %+v", res)
+	}
+}
+
+func toJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}

@@ -1,0 +1,143 @@
+package server
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/daemon/daemontest"
+	"github.com/sandboxd/sandboxd/internal/dashboard"
+	"github.com/sandboxd/sandboxd/runtime/fake"
+)
+
+func TestMain(m *testing.M) { daemontest.Main(m) }
+
+// newServer is the API on a daemon on the fake runtime (no Docker).
+func newServer(t *testing.T) (*httptest.Server, *fake.Runtime) {
+	t.Helper()
+	d, rt := daemontest.New(t, daemontest.Bash)
+	dash, err := dashboard.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(New(d, dash, hclog.NewNullLogger()))
+	t.Cleanup(srv.Close)
+	return srv, rt
+}
+
+func post(t *testing.T, url, body string, header ...string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	_, _ = bufio.NewReader(resp.Body).WriteTo(&b)
+	return resp, b.String()
+}
+
+// Every error leaves the API as its status and code, decided in one
+// place (statusOf); a run answers its result.
+func TestErrorsMapToStatusAndCode(t *testing.T) {
+	srv, _ := newServer(t)
+	for _, c := range []struct {
+		method, path, body string
+		status             int
+		code               string
+	}{
+		{"POST", "/v1/run", `{"language":"cobol","code":"x"}`, 400, api.CodeUnknownLanguage},
+		{"POST", "/v1/run", `{"language":"bash","code":"x","nope":1}`, 400, api.CodeInvalidRequest},
+		{"POST", "/v1/run", `{"language":`, 400, api.CodeInvalidRequest},
+		{"GET", "/v1/sessions/s-none", "", 404, api.CodeNotFound},
+		{"GET", "/v1/nowhere", "", 404, api.CodeNotFound},
+	} {
+		req, _ := http.NewRequest(c.method, srv.URL+c.path, strings.NewReader(c.body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body api.ErrorBody
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if resp.StatusCode != c.status || err != nil || body.Error.Code != c.code || body.Error.Message == "" {
+			t.Errorf("%s %s %s: %d %+v %v, want %d %s", c.method, c.path, c.body, resp.StatusCode, body, err, c.status, c.code)
+		}
+	}
+	resp, body := post(t, srv.URL+"/v1/run", `{"language":"bash","code":"echo hi; exit 2"}`)
+	var res api.RunResult
+	if err := json.Unmarshal([]byte(body), &res); resp.StatusCode != 200 || err != nil || res.Stdout != "hi\n" || res.ExitCode != 2 {
+		t.Errorf("a run: %d %s", resp.StatusCode, body)
+	}
+}
+
+// A run streamed as NDJSON: its output as events, then the result.
+func TestRunStreams(t *testing.T) {
+	srv, _ := newServer(t)
+	resp, body := post(t, srv.URL+"/v1/run", `{"language":"bash","code":"echo one; echo two >&2"}`, "Accept", "application/x-ndjson")
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/x-ndjson" {
+		t.Fatalf("%d %s: %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	lines := strings.Split(strings.TrimSpace(body), "\n")
+	var last struct {
+		Type   string         `json:"type"`
+		Result *api.RunResult `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || last.Type != "result" || last.Result == nil || last.Result.Stdout != "one\n" {
+		t.Fatalf("the last event is not the result: %s", body)
+	}
+	if !strings.Contains(body, `"type":"stdout"`) || !strings.Contains(body, `"type":"stderr"`) {
+		t.Errorf("no output events: %s", body)
+	}
+}
+
+// Health is 200 ok with the engine up, and 503 degraded within 5 s of
+// it stopping (the engine's probe is at most 2 s old).
+func TestHealthStatus(t *testing.T) {
+	srv, rt := newServer(t)
+	health := func() (int, api.Health) {
+		resp, err := http.Get(srv.URL + "/v1/health")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var h api.Health
+		if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, h
+	}
+	if code, h := health(); code != 200 || h.Status != "ok" || !h.Docker.OK {
+		t.Fatalf("health: %d %+v", code, h)
+	}
+	rt.Stop()
+	for start := time.Now(); ; time.Sleep(100 * time.Millisecond) {
+		code, h := health()
+		if code == 503 && h.Status == "degraded" && !h.Docker.OK && h.Docker.Error != "" {
+			break
+		}
+		if time.Since(start) > 5*time.Second {
+			t.Fatalf("health 5 s after the engine stopped: %d %+v", code, h)
+		}
+	}
+}
+
+// An image being built answers 503 with Retry-After.
+func TestImageBuildingSaysWhenToRetry(t *testing.T) {
+	w := httptest.NewRecorder()
+	writeError(w, &api.Error{Code: api.CodeImageBuilding, Message: "building"})
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != "15" {
+		t.Fatalf("%d, Retry-After %q", w.Code, w.Header().Get("Retry-After"))
+	}
+}

@@ -1,0 +1,62 @@
+package sessions_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/daemon/daemontest"
+)
+
+func TestMain(m *testing.M) { daemontest.Main(m) }
+
+// sessions.max bounds the sessions open at once; a deleted one frees its
+// place, and its container goes with it.
+func TestMaxSessions(t *testing.T) {
+	d, rt := daemontest.NewWith(t, daemontest.Options{Languages: daemontest.Bash, Extra: "sessions {\n  max = 1\n}"})
+	ctx := context.Background()
+	s, aerr := d.Sessions.Create(ctx, api.SessionRequest{Language: "bash"})
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	if _, aerr := d.Sessions.Create(ctx, api.SessionRequest{Language: "bash"}); aerr == nil || aerr.Code != api.CodeTooManySessions {
+		t.Fatalf("a session past sessions.max: %v", aerr)
+	}
+	if aerr := d.Sessions.Delete(s.ID); aerr != nil {
+		t.Fatal(aerr)
+	}
+	list, _ := rt.List(ctx)
+	for _, c := range list {
+		if c.ID == s.ContainerID {
+			t.Errorf("the deleted session's container %s is still there", c.ID)
+		}
+	}
+	if _, aerr := d.Sessions.Create(ctx, api.SessionRequest{Language: "bash"}); aerr != nil {
+		t.Fatalf("a session after one was deleted: %v", aerr)
+	}
+}
+
+// A session past its TTL is ended by the janitor, its container removed.
+func TestSessionsExpire(t *testing.T) {
+	d, rt := daemontest.New(t, daemontest.Bash)
+	ctx := context.Background()
+	s, aerr := d.Sessions.Create(ctx, api.SessionRequest{Language: "bash", TTL: api.Duration(time.Second)})
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if _, aerr := d.Sessions.Get(s.ID); aerr != nil && aerr.Code == api.CodeNotFound {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a session with a TTL of 1s outlived it by 14s")
+		}
+	}
+	list, _ := rt.List(ctx)
+	for _, c := range list {
+		if c.ID == s.ContainerID {
+			t.Errorf("the expired session's container %s is still there", c.ID)
+		}
+	}
+}
