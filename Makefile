@@ -135,10 +135,10 @@ fuzz:
 # and an engine restart, on an engine of its own) for SOAK at 8 clients.
 SOAK ?= 10m
 soak: build images
-	$(GO) run ./internal/soak -duration $(SOAK) -clients 8
+	$(GO) run ./cmd/sandboxd-soak -duration $(SOAK) -clients 8
 
 bench: build images
-	$(GO) run ./internal/bench -bin $(BIN)
+	$(GO) run ./cmd/sandboxd-bench -bin $(BIN)
 
 # Both plugin protocols' Go code: protoc from Debian's protobuf-compiler
 # (installed when missing), protoc-gen-go and protoc-gen-go-grpc pinned,

@@ -1,4 +1,4 @@
-// Command bench measures sandboxd against its baselines in one run and
+// Command sandboxd-bench measures sandboxd against its baselines in one run and
 // prints markdown tables: p50/p95 of python print(1) and node
 // console.log(1) through `sandboxctl run`, through the API alone, through
 // a session's exec, through `docker run --rm` and `docker exec` on the same

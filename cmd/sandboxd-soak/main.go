@@ -1,4 +1,4 @@
-// Command soak runs a mixed workload against a real sandboxd for a set
+// Command sandboxd-soak runs a mixed workload against a real sandboxd for a set
 // time and reports what it left behind: requests, errors by code, leaked
 // containers, and the growth of sandboxd's goroutines, open files and RSS.
 //
