@@ -41,6 +41,16 @@ func (c *Client) ResetSession(ctx context.Context, id string) (*api.Session, err
 	return &s, c.call(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/reset", nil, &s)
 }
 
+// SetNetwork changes what a session's sandbox may reach (host[:port]
+// entries within its language's allow-list; none: nothing).
+func (c *Client) SetNetwork(ctx context.Context, id string, allow []string) (*api.Session, error) {
+	var s api.Session
+	if allow == nil {
+		allow = []string{}
+	}
+	return &s, c.call(ctx, http.MethodPatch, "/v1/sessions/"+url.PathEscape(id)+"/network", api.Network{Allow: allow}, &s)
+}
+
 // Exec runs a command or program in a session and returns its result.
 func (c *Client) Exec(ctx context.Context, id string, req api.ExecRequest) (*api.RunResult, error) {
 	var res api.RunResult

@@ -225,6 +225,24 @@ except OSError as e:
 			t.Errorf("session %s record: %+v", id, s.Network)
 		}
 	}
+	// A session's list changes while it lives, within the ceiling, from
+	// the next connection on; the CLI's empty list allows nothing.
+	if s, err := c.SetNetwork(ctx(t), b, []string{"127.0.0.1:" + port(o.web)}); err != nil || len(s.Network.Allow) != 1 || s.Network.Allow[0] != "127.0.0.1:"+port(o.web) {
+		t.Errorf("changing session %s's network: %+v %v", b, s, err)
+	}
+	if res, err := c.Exec(ctx(t), b, api.ExecRequest{Code: fetch, Args: []string{web, secure}, Env: toOutside}); err != nil ||
+		!strings.HasPrefix(lines(res.Stdout)[web], "200") || !strings.HasPrefix(lines(res.Stdout)[secure], "ERR") {
+		t.Errorf("session %s after its network changed: %v %+v", b, err, res)
+	}
+	if _, err := c.SetNetwork(ctx(t), b, []string{"files.example.org"}); apiCode(err) != api.CodeInvalidRequest || !strings.Contains(err.Error(), "beyond what language python allows") {
+		t.Errorf("a session's network beyond the ceiling: %v", err)
+	}
+	if out, errOut, code := d.Ctl("", "session", "network", b); code != 0 || strings.TrimSpace(out) != "" {
+		t.Errorf("sandboxctl session network %s: %d %q %q", b, code, out, errOut)
+	}
+	if res, err := c.Exec(ctx(t), b, api.ExecRequest{Code: fetch, Args: []string{web}, Env: toOutside}); err != nil || !strings.HasPrefix(lines(res.Stdout)[web], "HTTP 403") {
+		t.Errorf("session %s allowed nothing: %v %+v", b, err, res)
+	}
 	if runtime == "runc" {
 		// A restarted sandboxd listens again for the sessions it keeps.
 		d.Stop()

@@ -27,7 +27,7 @@ func newSessionCmd(g *globals) *cobra.Command {
 (sandboxctl exec, sandboxctl cp) until it is removed or expires.`,
 	}
 	cmd.AddCommand(newSessionCreateCmd(g), newSessionLsCmd(g), newSessionInspectCmd(g),
-		newSessionResetCmd(g), newSessionRmCmd(g), newSessionSnapshotCmd(g), newSessionForkCmd(g))
+		newSessionResetCmd(g), newSessionNetworkCmd(g), newSessionRmCmd(g), newSessionSnapshotCmd(g), newSessionForkCmd(g))
 	return cmd
 }
 
@@ -241,6 +241,22 @@ func newSessionResetCmd(g *globals) *cobra.Command {
 			if _, err := g.client().ResetSession(cmd.Context(), args[0]); err != nil {
 				return apiFailure(err)
 			}
+			return nil
+		},
+	}
+}
+
+func newSessionNetworkCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "network SESSION [HOST[:PORT]...]",
+		Short: "Set what a session may reach through the egress proxy, within its language's allow-list (no hosts: nothing)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := g.client().SetNetwork(cmd.Context(), args[0], args[1:])
+			if err != nil {
+				return apiFailure(err)
+			}
+			fmt.Println(strings.Join(s.Network.Allow, " "))
 			return nil
 		},
 	}

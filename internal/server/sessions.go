@@ -68,6 +68,20 @@ func (h *handler) reset(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, sess)
 }
 
+func (h *handler) setNetwork(w http.ResponseWriter, r *http.Request) {
+	var req api.Network
+	if err := decode(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	sess, err := h.d.Sessions.SetNetwork(r.Context(), r.PathValue("id"), req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sess)
+}
+
 func (h *handler) listFiles(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	recursive, _ := strconv.ParseBool(q.Get("recursive"))

@@ -491,6 +491,34 @@ func (m *Sessions) renew(ctx context.Context, ss *Session, sb *runtime.Sandbox, 
 	return nil
 }
 
+// SetNetwork changes what a session's sandbox may reach, within its
+// language's ceiling, from the next connection on (an execution running
+// meanwhile included); the record keeps it, across restarts too.
+func (m *Sessions) SetNetwork(ctx context.Context, id string, req api.Network) (*api.Session, *api.Error) {
+	aerr := m.Alongside(ctx, id, func(ss *Session, sb *runtime.Sandbox) *api.Error {
+		list, aerr := ss.Lang.Narrow(&req)
+		if aerr != nil {
+			return aerr
+		}
+		m.allow(sb, list)
+		ss.mu.Lock()
+		before := ss.rec.Network.Allow
+		ss.rec.Network = api.Network{Allow: append([]string{}, list.Strings()...)} // [] rather than null: nothing allowed
+		ss.dirty = true
+		rec := ss.rec
+		ss.mu.Unlock()
+		if err := m.store.PutSession(rec); err != nil {
+			m.log.Error("storing a session's network failed", "session", id, "error", err)
+		}
+		m.log.Info("a session's network changed", "session", id, "from", before, "to", rec.Network.Allow)
+		return nil
+	})
+	if aerr != nil {
+		return nil, aerr
+	}
+	return m.Get(id)
+}
+
 // allow sets what a session's sandbox may reach.
 func (m *Sessions) allow(sb *runtime.Sandbox, list egress.List) {
 	if g := m.langs.Gate(sb); g != nil {

@@ -60,3 +60,32 @@ func TestSessionsExpire(t *testing.T) {
 		}
 	}
 }
+
+// A session's network changes within its language's ceiling, and its
+// record keeps the change.
+func TestSetNetwork(t *testing.T) {
+	d, _ := daemontest.New(t, `
+language "bash" {
+  image = "sandboxd/bash:latest"
+  pool { min_idle = 0 }
+  network { allow = ["example.org", "pypi.org:443"] }
+}`)
+	ctx := context.Background()
+	s, aerr := d.Sessions.Create(ctx, api.SessionRequest{Language: "bash", Network: &api.Network{Allow: []string{}}})
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	got, aerr := d.Sessions.SetNetwork(ctx, s.ID, api.Network{Allow: []string{"pypi.org:443"}})
+	if aerr != nil || len(got.Network.Allow) != 1 || got.Network.Allow[0] != "pypi.org:443" {
+		t.Fatalf("within the ceiling: %+v %v", got, aerr)
+	}
+	if _, aerr := d.Sessions.SetNetwork(ctx, s.ID, api.Network{Allow: []string{"files.example.net"}}); aerr == nil || aerr.Code != api.CodeInvalidRequest {
+		t.Fatalf("beyond the ceiling: %v", aerr)
+	}
+	if got, _ := d.Sessions.Get(s.ID); len(got.Network.Allow) != 1 {
+		t.Fatalf("a refused change changed the record: %+v", got.Network)
+	}
+	if _, aerr := d.Sessions.SetNetwork(ctx, "s-none", api.Network{}); aerr == nil || aerr.Code != api.CodeNotFound {
+		t.Fatalf("no such session: %v", aerr)
+	}
+}

@@ -73,6 +73,10 @@ def test_session(client):
         res = s.exec(code="x + 22", context="main")
         assert res.text() == "42" and res.context.name == "main" and not res.context.started
         assert [c.name for c in s.contexts()] == ["main"]
+        s.set_network([])  # the language allows nothing: an empty list is all there is
+        assert s.info.network["allow"] == []
+        with pytest.raises(sandboxd.InvalidRequest):
+            s.set_network(["example.org"])
         s.reset()
         with pytest.raises(sandboxd.NotFound):
             s.read_file("data/in.txt")

@@ -185,6 +185,11 @@ export class SessionHandle {
     await this.client.request("DELETE", this.path + "/files/" + filePath(path));
   }
 
+  /** Set what the session may reach through the egress proxy (HOST[:PORT] entries within its language's allow-list; empty: nothing). */
+  async setNetwork(allow: string[]): Promise<void> {
+    this.info = (await this.client.request<Session>("PATCH", this.path + "/network", { allow })).json;
+  }
+
   /** Kill every process and empty the workspace; the id stays. */
   async reset(): Promise<void> {
     this.info = (await this.client.request<Session>("POST", this.path + "/reset")).json;

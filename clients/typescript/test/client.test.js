@@ -60,6 +60,9 @@ test("session", { skip }, async () => {
     } finally {
       await fork.close();
     }
+    await s.setNetwork([]); // the language allows nothing: an empty list is all there is
+    assert.deepEqual(s.info.network.allow, []);
+    await assert.rejects(s.setNetwork(["example.org"]), InvalidRequest);
     await s.reset();
     await assert.rejects(s.readFile("data/in.txt"), NotFound);
   } finally {

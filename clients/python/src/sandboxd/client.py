@@ -271,6 +271,11 @@ class SessionHandle:
         """Kill every process and empty the workspace; the id stays."""
         self.info = build(Session, self.client._call("POST", self._path + "/reset"))
 
+    def set_network(self, allow: List[str]) -> None:
+        """Set what the session may reach through the egress proxy (HOST[:PORT]
+        entries within its language's allow-list; empty: nothing)."""
+        self.info = build(Session, self.client._call("PATCH", self._path + "/network", {"allow": list(allow)}))
+
     def contexts(self) -> List[Context]:
         return [build(Context, c) for c in self.client._call("GET", self._path + "/contexts")["contexts"]]
 
