@@ -614,6 +614,19 @@ type FileEntry struct {
 	Target  string    `json:"target,omitempty"` // where a symlink points
 }
 
+// PortList is the body of GET /v1/sessions/{id}/ports: the TCP ports
+// listening inside the session's sandbox (its own loopback or any
+// address; the sandbox has no network of its own).
+type PortList struct {
+	Ports []Port `json:"ports"`
+}
+
+// Port is a TCP socket listening in a sandbox.
+type Port struct {
+	Address string `json:"address"` // e.g. 0.0.0.0, 127.0.0.1, ::
+	Port    int    `json:"port"`
+}
+
 // FileList is the body of GET /v1/sessions/{id}/files.
 type FileList struct {
 	Path    string      `json:"path"`

@@ -41,6 +41,13 @@ func (c *Client) ResetSession(ctx context.Context, id string) (*api.Session, err
 	return &s, c.call(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/reset", nil, &s)
 }
 
+// Ports lists the TCP ports listening in a session's sandbox.
+func (c *Client) Ports(ctx context.Context, id string) ([]api.Port, error) {
+	var list api.PortList
+	err := c.call(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/ports", nil, &list)
+	return list.Ports, err
+}
+
 // SetNetwork changes what a session's sandbox may reach (host[:port]
 // entries within its language's allow-list; none: nothing).
 func (c *Client) SetNetwork(ctx context.Context, id string, allow []string) (*api.Session, error) {

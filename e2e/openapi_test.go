@@ -251,6 +251,7 @@ http { listen = "127.0.0.1:0" }`})
 		{"GET", "/v1/snapshots/conformance", "", "", "", 404},
 		{"POST", sp + "/reset", "", "", "", 200},
 		{"PATCH", sp + "/network", "", `{"allow":[]}`, "application/json", 200},
+		{"GET", sp + "/ports", "", "", "", 200},
 		// Errors carry the error body.
 		{"POST", sp + "/exec", "", `{"argv":["reboot"]}`, "application/json", 403},
 		// A stream has begun (200) by the time a policy answers: the

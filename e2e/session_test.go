@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -555,4 +556,36 @@ func TestProjects(t *testing.T) {
 	if len(blobs) != 0 {
 		t.Fatalf("%d blobs left after the project went", len(blobs))
 	}
+}
+
+// A server a session's program starts is listed among the session's
+// ports while it listens, and gone once it ends, under both runtimes
+// (gVisor answers from its own /proc/net/tcp).
+func TestSessionPorts(t *testing.T) { ociRuntimes(t, testSessionPorts) }
+
+func testSessionPorts(t *testing.T, runtime string) {
+	d := testutil.StartDaemon(t, testutil.Options{Runtime: runtime})
+	c := d.Client()
+	id := newSession(t, c, api.SessionRequest{})
+	listening := func(want api.Port) bool {
+		ports, err := c.Ports(ctx(t), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.Contains(ports, want)
+	}
+	res, err := c.Exec(ctx(t), id, api.ExecRequest{Argv: []string{"sh", "-c",
+		"python3 -m http.server 8765 --bind 127.0.0.1 >/dev/null 2>&1 </dev/null & echo $! > server.pid"}})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("starting a server: %v %+v", err, res)
+	}
+	server := api.Port{Address: "127.0.0.1", Port: 8765}
+	waitFor(t, "the server's port listed", func() bool { return listening(server) })
+	if out, _, code := d.Ctl("", "session", "ports", id); code != 0 || !strings.Contains(out, "127.0.0.1:8765\n") {
+		t.Errorf("sandboxctl session ports: %d %q", code, out)
+	}
+	if res, err := c.Exec(ctx(t), id, api.ExecRequest{Argv: []string{"sh", "-c", "kill $(cat server.pid)"}}); err != nil || res.ExitCode != 0 {
+		t.Fatalf("ending the server: %v %+v", err, res)
+	}
+	waitFor(t, "the ended server's port gone", func() bool { return !listening(server) })
 }

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -27,7 +29,7 @@ func newSessionCmd(g *globals) *cobra.Command {
 (sandboxctl exec, sandboxctl cp) until it is removed or expires.`,
 	}
 	cmd.AddCommand(newSessionCreateCmd(g), newSessionLsCmd(g), newSessionInspectCmd(g),
-		newSessionResetCmd(g), newSessionNetworkCmd(g), newSessionRmCmd(g), newSessionSnapshotCmd(g), newSessionForkCmd(g))
+		newSessionResetCmd(g), newSessionNetworkCmd(g), newSessionPortsCmd(g), newSessionRmCmd(g), newSessionSnapshotCmd(g), newSessionForkCmd(g))
 	return cmd
 }
 
@@ -240,6 +242,24 @@ func newSessionResetCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if _, err := g.client().ResetSession(cmd.Context(), args[0]); err != nil {
 				return apiFailure(err)
+			}
+			return nil
+		},
+	}
+}
+
+func newSessionPortsCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "ports SESSION",
+		Short: "List the TCP ports listening inside a session's sandbox",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ports, err := g.client().Ports(cmd.Context(), args[0])
+			if err != nil {
+				return apiFailure(err)
+			}
+			for _, p := range ports {
+				fmt.Println(net.JoinHostPort(p.Address, strconv.Itoa(p.Port)))
 			}
 			return nil
 		},

@@ -84,6 +84,8 @@ func routes() []route {
 			summary: "Run a command (argv) or a program in the session's language in a session. Streams like run."},
 		{pattern: "POST /v1/sessions/{id}/reset", serve: (*handler).reset, id: "resetSession", status: 200, result: jsonOf[api.Session](),
 			summary: "Give a session a fresh sandbox: files and processes are gone, the id stays."},
+		{pattern: "GET /v1/sessions/{id}/ports", serve: (*handler).ports, id: "listSessionPorts", status: 200, result: jsonOf[api.PortList](),
+			summary: "The TCP ports listening inside the session's sandbox."},
 		{pattern: "PATCH /v1/sessions/{id}/network", serve: (*handler).setNetwork, id: "setSessionNetwork", request: jsonOf[api.Network](), status: 200, result: jsonOf[api.Session](),
 			summary: "Change what the session's sandbox may reach through the egress proxy (allow: host[:port] entries within its language's network.allow; empty: nothing), from its next connection on."},
 		{pattern: "POST /v1/sessions/{id}/snapshot", serve: (*handler).snapshot, id: "snapshotSession", request: jsonOf[api.SnapshotRequest](), status: 201, result: jsonOf[api.Snapshot](),

@@ -68,6 +68,15 @@ func (h *handler) reset(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, sess)
 }
 
+func (h *handler) ports(w http.ResponseWriter, r *http.Request) {
+	list, err := h.d.Sessions.Ports(r.Context(), r.PathValue("id"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
 func (h *handler) setNetwork(w http.ResponseWriter, r *http.Request) {
 	var req api.Network
 	if err := decode(w, r, &req); err != nil {

@@ -2,6 +2,8 @@ package sessions_test
 
 import (
 	"context"
+	"net"
+	"slices"
 	"testing"
 	"time"
 
@@ -87,5 +89,33 @@ language "bash" {
 	}
 	if _, aerr := d.Sessions.SetNetwork(ctx, "s-none", api.Network{}); aerr == nil || aerr.Code != api.CodeNotFound {
 		t.Fatalf("no such session: %v", aerr)
+	}
+}
+
+// Ports lists what listens where the session's programs run: the fake
+// runtime's sandboxes share the test's network, so the test's own
+// listener is among them.
+func TestPorts(t *testing.T) {
+	d, _ := daemontest.New(t, daemontest.Bash)
+	ctx := context.Background()
+	s, aerr := d.Sessions.Create(ctx, api.SessionRequest{Language: "bash"})
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	list, aerr := d.Sessions.Ports(ctx, s.ID)
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	want := api.Port{Address: "127.0.0.1", Port: l.Addr().(*net.TCPAddr).Port}
+	if !slices.Contains(list.Ports, want) {
+		t.Errorf("%+v not among %+v", want, list.Ports)
+	}
+	if _, aerr := d.Sessions.Ports(ctx, "s-none"); aerr == nil || aerr.Code != api.CodeNotFound {
+		t.Errorf("no such session: %v", aerr)
 	}
 }

@@ -93,6 +93,7 @@ const (
 	// that it is as its supervisor found it at start; ErrNotFresh if not.
 	OpRecycle = "recycle"
 	OpUntar   = "untar" // extract the tar archive the in chunks carry into the workspace
+	OpPorts   = "ports" // the TCP ports listening in the sandbox
 	OpDone    = "done"  // the answer to a workspace or context operation
 
 	OpResize     = "resize"      // a terminal execution's new window size
@@ -199,6 +200,13 @@ type FileResult struct {
 	Entries   []Entry   `json:"entries,omitempty"`
 	Skipped   int       `json:"skipped,omitempty"` // tar: FIFOs, sockets and devices left out
 	Contexts  []Context `json:"contexts,omitempty"`
+	Ports     []Port    `json:"ports,omitempty"`
+}
+
+// Port is a TCP socket listening in the sandbox.
+type Port struct {
+	Address string `json:"address"` // the address it is bound to, e.g. 0.0.0.0 or ::1
+	Port    int    `json:"port"`
 }
 
 // Context is a running context kernel.

@@ -73,6 +73,7 @@ def test_session(client):
         res = s.exec(code="x + 22", context="main")
         assert res.text() == "42" and res.context.name == "main" and not res.context.started
         assert [c.name for c in s.contexts()] == ["main"]
+        assert isinstance(s.ports(), list)
         s.set_network([])  # the language allows nothing: an empty list is all there is
         assert s.info.network["allow"] == []
         with pytest.raises(sandboxd.InvalidRequest):

@@ -185,6 +185,11 @@ export class SessionHandle {
     await this.client.request("DELETE", this.path + "/files/" + filePath(path));
   }
 
+  /** The TCP ports listening inside the sandbox. */
+  async ports(): Promise<{ address: string; port: number }[]> {
+    return (await this.client.request<{ ports: { address: string; port: number }[] }>("GET", this.path + "/ports")).json.ports;
+  }
+
   /** Set what the session may reach through the egress proxy (HOST[:PORT] entries within its language's allow-list; empty: nothing). */
   async setNetwork(allow: string[]): Promise<void> {
     this.info = (await this.client.request<Session>("PATCH", this.path + "/network", { allow })).json;

@@ -60,6 +60,7 @@ test("session", { skip }, async () => {
     } finally {
       await fork.close();
     }
+    assert.ok(Array.isArray(await s.ports()));
     await s.setNetwork([]); // the language allows nothing: an empty list is all there is
     assert.deepEqual(s.info.network.allow, []);
     await assert.rejects(s.setNetwork(["example.org"]), InvalidRequest);

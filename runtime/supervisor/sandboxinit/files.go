@@ -71,7 +71,22 @@ func (s *server) fileOp(m supervisor.Message) {
 		go func() { s.done(m.ID, s.reset()) }()
 	case supervisor.OpRecycle:
 		go func() { s.done(m.ID, s.recycle()) }()
+	case supervisor.OpPorts:
+		s.done(m.ID, ports())
 	}
+}
+
+// ports lists the TCP ports listening in the sandbox (see listeningPorts).
+func ports() *supervisor.FileResult {
+	list, err := listeningPorts()
+	if err != nil {
+		return failure(err)
+	}
+	res := &supervisor.FileResult{Ports: []supervisor.Port{}}
+	for _, p := range list {
+		res.Ports = append(res.Ports, supervisor.Port{Address: p.Addr().String(), Port: int(p.Port())})
+	}
+	return res
 }
 
 func (s *server) done(id uint64, res *supervisor.FileResult) {

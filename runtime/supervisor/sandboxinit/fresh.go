@@ -183,20 +183,10 @@ func clearXattrs(dir string) {
 // boundSockets lists the TCP sockets listening and the UDP and Unix
 // sockets bound in the sandbox's network namespace.
 func boundSockets() []string {
-	out, err := listeningTCP(unix.AF_INET)
-	if err == nil {
-		var six []string
-		six, err = listeningTCP(unix.AF_INET6)
-		out = append(out, six...)
-	}
-	if err != nil { // a runtime without sock_diag (gVisor): always so in one sandbox
-		out = nil
-		const listen = "0A"
-		for _, file := range []string{"tcp", "tcp6"} {
-			out = append(out, tableRows("/proc/net/"+file, file, func(f []string) (string, bool) {
-				return f[1], len(f) > 3 && f[3] == listen
-			})...)
-		}
+	var out []string
+	ports, _ := listeningPorts()
+	for _, p := range ports {
+		out = append(out, "tcp listening "+p.String())
 	}
 	for _, file := range []string{"udp", "udp6"} {
 		out = append(out, tableRows("/proc/net/"+file, file, func(f []string) (string, bool) {

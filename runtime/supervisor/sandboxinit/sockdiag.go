@@ -2,19 +2,80 @@ package sandboxinit
 
 import (
 	"encoding/binary"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/netip"
+	"os"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
-// listeningTCP names the TCP sockets listening in the sandbox's network
-// namespace, asked of the kernel through sock_diag for the listening
-// state alone. /proc/net/tcp walks every established connection of the
-// host, every namespace's, to find the few of this one: on a busy host
-// that walk cost more CPU than the program it checked up on.
-func listeningTCP(family uint8) ([]string, error) {
+// listeningPorts are the addresses of the TCP sockets listening in the
+// sandbox's network namespace: from sock_diag, or where the runtime has
+// none (gVisor, whose /proc/net/tcp is its own netstack's), from
+// /proc/net/tcp and tcp6.
+func listeningPorts() ([]netip.AddrPort, error) {
+	out, err := listeningTCP(unix.AF_INET)
+	if err == nil {
+		var six []netip.AddrPort
+		six, err = listeningTCP(unix.AF_INET6)
+		out = append(out, six...)
+	}
+	if err == nil {
+		return out, nil
+	}
+	out = nil
+	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		data, err := os.ReadFile(file)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // a kernel without IPv6
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, line := range strings.Split(string(data), "\n")[1:] {
+			// sl local_address rem_address st ...: 0A is LISTEN.
+			if f := strings.Fields(line); len(f) > 3 && f[3] == "0A" {
+				if ap, ok := procAddr(f[1]); ok {
+					out = append(out, ap)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// procAddr reads a /proc/net/tcp address: the address's 32-bit words in
+// hex as the host stores them (little-endian here), a colon, the port.
+func procAddr(s string) (netip.AddrPort, bool) {
+	addr, port, ok := strings.Cut(s, ":")
+	p, err := strconv.ParseUint(port, 16, 16)
+	if !ok || err != nil || (len(addr) != 8 && len(addr) != 32) {
+		return netip.AddrPort{}, false
+	}
+	raw, err := hex.DecodeString(addr)
+	if err != nil {
+		return netip.AddrPort{}, false
+	}
+	for i := 0; i < len(raw); i += 4 {
+		binary.BigEndian.PutUint32(raw[i:], binary.NativeEndian.Uint32(raw[i:]))
+	}
+	a, _ := netip.AddrFromSlice(raw)
+	return netip.AddrPortFrom(a, uint16(p)), true
+}
+
+// listeningTCP lists the TCP sockets of one family listening in the
+// sandbox's network namespace, asked of the kernel through sock_diag for
+// the listening state alone. /proc/net/tcp walks every established
+// connection of the host, every namespace's, to find the few of this
+// one: on a busy host that walk cost more CPU than the program it checked
+// up on.
+func listeningTCP(family uint8) ([]netip.AddrPort, error) {
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
 	if err != nil {
 		return nil, err
@@ -33,7 +94,7 @@ func listeningTCP(family uint8) ([]string, error) {
 	if err := unix.Sendto(fd, msg, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		return nil, err
 	}
-	var out []string
+	var out []netip.AddrPort
 	buf := make([]byte, 32<<10)
 	for {
 		n, _, err := unix.Recvfrom(fd, buf, 0)
@@ -56,21 +117,21 @@ func listeningTCP(family uint8) ([]string, error) {
 				}
 				return nil, fmt.Errorf("sock_diag: an error without its number")
 			}
-			name, ok := diagSocketName(r.Data)
+			ap, ok := diagSocketAddr(r.Data)
 			if !ok {
 				return nil, fmt.Errorf("sock_diag: a reply of %d bytes", len(r.Data))
 			}
-			out = append(out, "tcp listening "+name)
+			out = append(out, ap)
 		}
 	}
 }
 
-// diagSocketName reads the local address of a struct inet_diag_msg:
+// diagSocketAddr reads the local address of a struct inet_diag_msg:
 // family, state, timer, retrans, then the socket id (source port and
 // address in network order).
-func diagSocketName(m []byte) (string, bool) {
+func diagSocketAddr(m []byte) (netip.AddrPort, bool) {
 	if len(m) < 72 {
-		return "", false
+		return netip.AddrPort{}, false
 	}
 	port := binary.BigEndian.Uint16(m[4:])
 	var addr netip.Addr
@@ -80,7 +141,7 @@ func diagSocketName(m []byte) (string, bool) {
 	case unix.AF_INET6:
 		addr = netip.AddrFrom16([16]byte(m[8:24]))
 	default:
-		return "", false
+		return netip.AddrPort{}, false
 	}
-	return netip.AddrPortFrom(addr, port).String(), true
+	return netip.AddrPortFrom(addr, port), true
 }

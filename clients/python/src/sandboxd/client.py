@@ -271,6 +271,10 @@ class SessionHandle:
         """Kill every process and empty the workspace; the id stays."""
         self.info = build(Session, self.client._call("POST", self._path + "/reset"))
 
+    def ports(self) -> List[Dict[str, Any]]:
+        """The TCP ports listening inside the sandbox: [{"address": ..., "port": ...}]."""
+        return self.client._call("GET", self._path + "/ports")["ports"]
+
     def set_network(self, allow: List[str]) -> None:
         """Set what the session may reach through the egress proxy (HOST[:PORT]
         entries within its language's allow-list; empty: nothing)."""
