@@ -151,19 +151,27 @@ func (s *server) serve(r io.Reader) error {
 // fills the container's pids limit, and the runtime aborts when it cannot
 // create a thread it needs; idle threads are parked and reused, never
 // given back, so a reserve made at start carries the supervisor through.
-// Each goroutine pins its own thread while it sleeps, forcing a new one.
+// Each goroutine pins a thread of its own and holds it until all n hold
+// one, so n threads exist at once (goroutines that only slept in turn let
+// the runtime reuse a few: a reserve of 24 came out as 8, and a fork bomb
+// then crashed the supervisor).
 func reserveThreads(n int) {
-	var wg sync.WaitGroup
-	for i := 0; i < n; i++ {
-		wg.Add(1)
+	var pinned, done sync.WaitGroup
+	pinned.Add(n)
+	release := make(chan struct{})
+	for range n {
+		done.Add(1)
 		go func() {
-			defer wg.Done()
+			defer done.Done()
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread() // unlocked, the thread stays in the pool
-			_ = unix.Nanosleep(&unix.Timespec{Nsec: 10e6}, nil)
+			pinned.Done()
+			<-release
 		}()
 	}
-	wg.Wait()
+	pinned.Wait()
+	close(release)
+	done.Wait()
 }
 
 // limitProcesses sets RLIMIT_NPROC (and no core dumps, 1024 files, as the

@@ -438,3 +438,20 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(m.Run())
 }
+
+// The thread reserve is there at once: n threads, not the few the runtime
+// would reuse if the goroutines took turns.
+func TestReserveThreads(t *testing.T) {
+	tasks := func() int {
+		entries, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(entries)
+	}
+	before := tasks()
+	reserveThreads(supervisor.ReservedThreads)
+	if got := tasks(); got < supervisor.ReservedThreads || got < before {
+		t.Fatalf("%d threads after reserving %d (%d before)", got, supervisor.ReservedThreads, before)
+	}
+}
