@@ -34,10 +34,13 @@ defaults {                    # ceilings a request may lower, never raise
 }
 
 sessions {
-  ttl          = "1h"         # default lifetime; a request may ask up to max_ttl
-  max_ttl      = "24h"
-  idle_timeout = "10m"        # expire after this long unused
-  max          = 32           # sessions at once; more get too_many_sessions (429)
+  ttl          = "24h"        # default lifetime; a request may ask up to max_ttl
+  max_ttl      = "168h"
+  idle_timeout = "10m"        # after this long unused, on_idle applies
+  on_idle      = "hibernate"  # "hibernate": the workspace sleeps on disk, the next call wakes it; "end"
+  max          = 32           # active sessions at once; more get too_many_sessions (429)
+  max_hibernated       = 1000 # hibernated sessions at once (state_dir/sessions)
+  max_hibernated_bytes = "20GiB"
   max_transfer = "256MiB"     # per file upload or download
 }
 

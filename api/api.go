@@ -249,6 +249,10 @@ type RunResult struct {
 	Display []Display `json:"display,omitempty"`
 	// Context is set for an exec in a context.
 	Context *ContextState `json:"context,omitempty"`
+	// Resumed: the session was hibernated, and woke for this exec in
+	// ResumeMS.
+	Resumed  bool    `json:"resumed,omitempty"`
+	ResumeMS float64 `json:"resume_ms,omitempty"`
 	// Outputs are the files under /workspace/outputs a session's exec
 	// made or changed (up to 100; OutputsOmitted counts the rest): what a
 	// client may want to download.
@@ -386,21 +390,24 @@ type PoolStats struct {
 
 // Language is one entry of GET /v1/languages.
 type Language struct {
-	Name         string    `json:"name"`
-	DisplayName  string    `json:"display_name"`
-	Aliases      []string  `json:"aliases"`
-	Extensions   []string  `json:"extensions"`
-	Image        string    `json:"image"`              // what its containers run: BaseImage, or BaseImage with Packages
-	BaseImage    string    `json:"base_image"`         // the configured image
-	Packages     []string  `json:"packages,omitempty"` // baked into Image
-	ImagePresent bool      `json:"image_present"`
-	Version      string    `json:"version,omitempty"` // the runtime's, as the image reports it; empty until known
-	Plugin       string    `json:"plugin"`
-	Runtime      string    `json:"runtime"` // the OCI runtime its containers run under, e.g. runc or runsc
-	Limits       Limits    `json:"limits"`
-	Network      Network   `json:"network"`  // the most its sandboxes may reach
-	Contexts     bool      `json:"contexts"` // sessions may keep its interpreters (exec with "context")
-	Pool         PoolStats `json:"pool"`
+	Name         string   `json:"name"`
+	DisplayName  string   `json:"display_name"`
+	Aliases      []string `json:"aliases"`
+	Extensions   []string `json:"extensions"`
+	Image        string   `json:"image"`              // what its containers run: BaseImage, or BaseImage with Packages
+	BaseImage    string   `json:"base_image"`         // the configured image
+	Packages     []string `json:"packages,omitempty"` // baked into Image
+	ImagePresent bool     `json:"image_present"`
+	Version      string   `json:"version,omitempty"` // the runtime's, as the image reports it; empty until known
+	Plugin       string   `json:"plugin"`
+	Runtime      string   `json:"runtime"` // the OCI runtime its containers run under, e.g. runc or runsc
+	Limits       Limits   `json:"limits"`
+	Network      Network  `json:"network"`  // the most its sandboxes may reach
+	Contexts     bool     `json:"contexts"` // sessions may keep its interpreters (exec with "context")
+	// Hibernation says what a hibernated session of it keeps: "workspace"
+	// (files, env, limits, network; contexts' memory is lost).
+	Hibernation string    `json:"hibernation"`
+	Pool        PoolStats `json:"pool"`
 	// Building is set while sandboxd builds the language's image (see
 	// build_missing_images); runs get image_building until it lands.
 	Building *ImageBuilding `json:"building,omitempty"`
@@ -490,14 +497,15 @@ type DockerHealth struct {
 
 // Stats is the body of GET /v1/stats.
 type Stats struct {
-	Uptime       Duration             `json:"uptime"`
-	Executions   uint64               `json:"executions"`
-	InFlight     int64                `json:"in_flight"`
-	Outcomes     map[string]uint64    `json:"outcomes"` // ok, nonzero, timeout, oom, error
-	Pools        map[string]PoolStats `json:"pools"`
-	Rules        map[string]RuleStats `json:"rules"`         // by "policy/rule"
-	Sessions     int                  `json:"sessions"`      // active
-	SessionsLost int                  `json:"sessions_lost"` // whose container vanished, kept until deleted or expired
+	Uptime             Duration             `json:"uptime"`
+	Executions         uint64               `json:"executions"`
+	InFlight           int64                `json:"in_flight"`
+	Outcomes           map[string]uint64    `json:"outcomes"` // ok, nonzero, timeout, oom, error
+	Pools              map[string]PoolStats `json:"pools"`
+	Rules              map[string]RuleStats `json:"rules"`         // by "policy/rule"
+	Sessions           int                  `json:"sessions"`      // active
+	SessionsLost       int                  `json:"sessions_lost"` // whose container vanished, kept until deleted or expired
+	SessionsHibernated int                  `json:"sessions_hibernated"`
 }
 
 // SessionRequest is the body of POST /v1/sessions.
@@ -555,9 +563,32 @@ type ForkResult struct {
 
 // Session states.
 const (
-	SessionActive = "active"
-	SessionLost   = "lost" // its container vanished (found so at a daemon restart)
+	SessionActive     = "active"
+	SessionHibernated = "hibernated" // its workspace on disk, no container; the next call resumes it
+	SessionLost       = "lost"       // its container vanished, or its archive cannot be trusted
 )
+
+// ContextsLostByHibernation is what a context of a session that
+// hibernated reports on its first cell after: its interpreter's memory was
+// not kept.
+const ContextsLostByHibernation = "hibernated without memory"
+
+// HeaderResumedMS is set on the answer to any call that woke a hibernated
+// session: how long the resume took, in milliseconds.
+const HeaderResumedMS = "Sandboxd-Resumed-Ms"
+
+// Hibernation is where a hibernated session's workspace sleeps: a tar
+// archive under state_dir/sessions, checked against its digest on resume.
+type Hibernation struct {
+	At      time.Time `json:"at"`
+	Path    string    `json:"path"`              // the archive, on sandboxd's host
+	Bytes   int64     `json:"bytes"`             // the archive's size on disk
+	SHA256  string    `json:"sha256"`            // of the archive
+	Skipped int       `json:"skipped,omitempty"` // FIFOs, sockets and devices left out
+	// Contexts are the interpreters that ran when it hibernated; each
+	// reports its memory lost on its next cell.
+	Contexts []string `json:"contexts,omitempty"`
+}
 
 // Session is a container of one's own that keeps its files across
 // executions until it is deleted or expires.
@@ -574,8 +605,17 @@ type Session struct {
 	Limits      Limits            `json:"limits"`
 	Network     Network           `json:"network"`
 	Env         map[string]string `json:"env,omitempty"`
-	ContainerID string            `json:"container_id"`
+	ContainerID string            `json:"container_id"` // empty while hibernated
 	Executions  int               `json:"executions"`
+	// Hibernation is set while the session is hibernated.
+	Hibernation *Hibernation `json:"hibernation,omitempty"`
+	// Resumes counts the times it woke from hibernation; ResumeMS is how
+	// long the last took.
+	Resumes  int     `json:"resumes,omitempty"`
+	ResumeMS float64 `json:"resume_ms,omitempty"`
+	// ContextsLost are contexts whose memory hibernation lost, until their
+	// next cell reports it.
+	ContextsLost []string `json:"contexts_lost,omitempty"`
 }
 
 // SessionList is the body of GET /v1/sessions.

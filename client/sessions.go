@@ -41,6 +41,19 @@ func (c *Client) ResetSession(ctx context.Context, id string) (*api.Session, err
 	return &s, c.call(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/reset", nil, &s)
 }
 
+// PauseSession hibernates a session: its workspace goes to disk, its
+// container away, until a call that needs it (or ResumeSession) wakes it.
+func (c *Client) PauseSession(ctx context.Context, id string) (*api.Session, error) {
+	var s api.Session
+	return &s, c.call(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/pause", nil, &s)
+}
+
+// ResumeSession wakes a hibernated session now.
+func (c *Client) ResumeSession(ctx context.Context, id string) (*api.Session, error) {
+	var s api.Session
+	return &s, c.call(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/resume", nil, &s)
+}
+
 // Ports lists the TCP ports listening in a session's sandbox.
 func (c *Client) Ports(ctx context.Context, id string) ([]api.Port, error) {
 	var list api.PortList

@@ -252,6 +252,9 @@ http { listen = "127.0.0.1:0" }`})
 		{"POST", sp + "/reset", "", "", "", 200},
 		{"PATCH", sp + "/network", "", `{"allow":[]}`, "application/json", 200},
 		{"GET", sp + "/ports", "", "", "", 200},
+		{"POST", sp + "/pause", "", "", "", 200},
+		{"POST", sp + "/resume", "", "", "", 200},
+		{"POST", "/v1/sessions/s-none/pause", "", "", "", 404},
 		// Errors carry the error body.
 		{"POST", sp + "/exec", "", `{"argv":["reboot"]}`, "application/json", 403},
 		// A stream has begun (200) by the time a policy answers: the

@@ -427,6 +427,7 @@ func TestSessionLimitsAndExpiry(t *testing.T) {
 sessions {
   max          = 2
   idle_timeout = "2s"
+  on_idle      = "end"
 }`})
 	c := d.Client()
 	a := newSession(t, c, api.SessionRequest{TTL: api.Duration(2 * time.Second), IdleTimeout: api.Duration(time.Minute)})

@@ -24,12 +24,14 @@ import (
 func newSessionCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "session",
-		Short: "Create, list, inspect, reset and remove sessions",
+		Short: "Create, list, inspect, reset, pause, resume and remove sessions",
 		Long: `A session is a sandbox of one's own that keeps its files across executions
-(sandboxctl exec, sandboxctl cp) until it is removed or expires.`,
+(sandboxctl exec, sandboxctl cp) until it is removed or expires. An idle
+session hibernates: its workspace sleeps on disk, without a container, and
+the next call that needs it wakes it.`,
 	}
 	cmd.AddCommand(newSessionCreateCmd(g), newSessionLsCmd(g), newSessionInspectCmd(g),
-		newSessionResetCmd(g), newSessionNetworkCmd(g), newSessionPortsCmd(g), newSessionRmCmd(g), newSessionSnapshotCmd(g), newSessionForkCmd(g))
+		newSessionResetCmd(g), newSessionPauseCmd(g), newSessionResumeCmd(g), newSessionNetworkCmd(g), newSessionPortsCmd(g), newSessionRmCmd(g), newSessionSnapshotCmd(g), newSessionForkCmd(g))
 	return cmd
 }
 
@@ -202,13 +204,16 @@ func newSessionLsCmd(g *globals) *cobra.Command {
 			if asJSON {
 				return printJSON(list)
 			}
-			table("ID\tLANGUAGE\tSTATE\tCREATED\tEXPIRES IN\tEXECS\tPROJECT", func(w *tabwriter.Writer) {
+			table("ID\tLANGUAGE\tSTATE\tDISK\tCREATED\tEXPIRES IN\tEXECS\tPROJECT", func(w *tabwriter.Writer) {
 				for _, s := range list {
-					state := s.State
+					state, disk := s.State, "-"
 					if s.Error != "" {
 						state += " (" + s.Error + ")"
 					}
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", s.ID, s.Language, state,
+					if s.Hibernation != nil {
+						disk = api.ByteSize(s.Hibernation.Bytes).String()
+					}
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", s.ID, s.Language, state, disk,
 						s.CreatedAt.Local().Format(time.TimeOnly), time.Until(s.ExpiresAt).Round(time.Second), s.Executions, s.Project)
 				}
 			})
@@ -266,6 +271,63 @@ func newSessionPortsCmd(g *globals) *cobra.Command {
 	}
 }
 
+func newSessionPauseCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "pause SESSION...",
+		Short: "Hibernate sessions: their workspaces sleep on disk, without containers, until the next call",
+		Long: `Hibernate sessions now, as idle_timeout does: each workspace (files, modes,
+links, mtimes) goes to an archive under sandboxd's state_dir, and its
+container away. Env, limits, network, snapshots and history stay; the
+memory of contexts' interpreters does not. Any call that needs the sandbox
+(exec, cp, terminal, ...) or sandboxctl session resume wakes it.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return eachSession(args, func(id string) (string, error) {
+				s, err := g.client().PauseSession(cmd.Context(), id)
+				if err != nil {
+					return "", err
+				}
+				return fmt.Sprintf("%s hibernated (%s)", id, api.ByteSize(s.Hibernation.Bytes)), nil
+			})
+		},
+	}
+}
+
+func newSessionResumeCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "resume SESSION...",
+		Short: "Wake hibernated sessions now",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return eachSession(args, func(id string) (string, error) {
+				s, err := g.client().ResumeSession(cmd.Context(), id)
+				if err != nil {
+					return "", err
+				}
+				return fmt.Sprintf("%s active (resumed in %.0f ms)", id, s.ResumeMS), nil
+			})
+		},
+	}
+}
+
+// eachSession does fn for each session id, printing what it says, and
+// goes on past a failure, which it reports and makes the exit status.
+func eachSession(ids []string, fn func(id string) (string, error)) error {
+	var failed error
+	for _, id := range ids {
+		msg, err := fn(id)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "sandboxctl: %s: %v\n", id, err)
+			failed = &exitError{code: exitFailed}
+			continue
+		}
+		if msg != "" {
+			fmt.Println(msg)
+		}
+	}
+	return failed
+}
+
 func newSessionNetworkCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "network SESSION [HOST[:PORT]...]",
@@ -288,14 +350,9 @@ func newSessionRmCmd(g *globals) *cobra.Command {
 		Short: "End sessions and remove their containers",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var failed error
-			for _, id := range args {
-				if err := g.client().DeleteSession(cmd.Context(), id); err != nil {
-					fmt.Fprintf(os.Stderr, "sandboxctl: %s: %v\n", id, err)
-					failed = &exitError{code: exitFailed}
-				}
-			}
-			return failed
+			return eachSession(args, func(id string) (string, error) {
+				return "", g.client().DeleteSession(cmd.Context(), id)
+			})
 		},
 	}
 }

@@ -44,7 +44,7 @@ func main() {
 	bin := flag.String("bin", "bin", "directory with sandboxd, sandboxctl, sandbox-init and plugins/")
 	n := flag.Int("n", 40, "iterations per sandboxd measurement")
 	nDocker := flag.Int("n-docker", 15, "iterations per docker baseline")
-	only := flag.String("only", "", "one section alone: runtimes (runc against runsc), kubernetes (pods against Docker), contexts, egress, warm, languages, paced or throughput")
+	only := flag.String("only", "", "one section alone: runtimes (runc against runsc), kubernetes (pods against Docker), contexts, egress, warm, languages, paced, throughput or hibernation")
 	langs := flag.String("langs", "", "throughput: these languages of the corpus alone, comma separated")
 	flag.Parse()
 	var err error
@@ -55,6 +55,8 @@ func main() {
 		err = ociRuntimes(*bin, *n, *nDocker)
 	case "egress":
 		err = egressPath(*bin, *n)
+	case "hibernation":
+		err = hibernation(*bin, max(*n/4, 5))
 	case "kubernetes":
 		err = kubernetesRuntime(*bin, *n)
 	case "warm", "languages":
@@ -86,7 +88,7 @@ func main() {
 			d.stop()
 		}
 	default:
-		err = fmt.Errorf("-only %q: runtimes, kubernetes, contexts, egress, warm, languages, paced or throughput", *only)
+		err = fmt.Errorf("-only %q: runtimes, kubernetes, contexts, egress, warm, languages, paced, throughput or hibernation", *only)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -202,6 +204,9 @@ func run(bin string, n, nDocker int) error {
 		return err
 	}
 	if err := egressPath(bin, n); err != nil {
+		return err
+	}
+	if err := hibernation(bin, max(n/4, 5)); err != nil {
 		return err
 	}
 	st, err := c.Stats(context.Background())

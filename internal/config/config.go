@@ -82,9 +82,22 @@ type Sessions struct {
 	TTL         time.Duration // default lifetime
 	MaxTTL      time.Duration // the longest a request may ask for
 	IdleTimeout time.Duration // default time without use before expiry
-	Max         int           // sessions at once
+	Max         int           // active sessions at once
 	MaxTransfer int64         // bytes per upload or download
+	// OnIdle is what idle_timeout does to a session: OnIdleHibernate or
+	// OnIdleEnd.
+	OnIdle string
+	// MaxHibernated and MaxHibernatedBytes bound the hibernated sessions
+	// and their archives (state_dir/sessions) together.
+	MaxHibernated      int
+	MaxHibernatedBytes int64
 }
+
+// What idle_timeout does to a session.
+const (
+	OnIdleHibernate = "hibernate" // its workspace goes to disk, its container away
+	OnIdleEnd       = "end"       // it ends, with its files
+)
 
 // Snapshots bounds the snapshot store (state_dir/snapshots).
 type Snapshots struct {
@@ -198,8 +211,9 @@ func Builtin() Config {
 			OutputLimit: 1 << 20,
 		},
 		Sessions: Sessions{
-			TTL: time.Hour, MaxTTL: 24 * time.Hour, IdleTimeout: 10 * time.Minute,
+			TTL: 24 * time.Hour, MaxTTL: 7 * 24 * time.Hour, IdleTimeout: 10 * time.Minute,
 			Max: 32, MaxTransfer: 256 << 20,
+			OnIdle: OnIdleHibernate, MaxHibernated: 1000, MaxHibernatedBytes: 20 << 30,
 		},
 		Projects:  Projects{Max: 100, MaxBytes: 10 << 30},
 		Snapshots: Snapshots{Max: 100, MaxBytes: 10 << 30},
@@ -285,6 +299,9 @@ type sessionsSchema struct {
 	IdleTimeout *string  `hcl:"idle_timeout,optional"`
 	Max         *int     `hcl:"max,optional"`
 	MaxTransfer *string  `hcl:"max_transfer,optional"`
+	OnIdle      *string  `hcl:"on_idle,optional"`
+	MaxHib      *int     `hcl:"max_hibernated,optional"`
+	MaxHibBytes *string  `hcl:"max_hibernated_bytes,optional"`
 	Body        hcl.Body `hcl:",body"`
 }
 
@@ -643,6 +660,21 @@ func (v *validator) sessions(ss *sessionsSchema, s Sessions) Sessions {
 	}
 	if ss.MaxTransfer != nil {
 		s.MaxTransfer = v.size(ss.Body, "max_transfer", *ss.MaxTransfer, 1<<10)
+	}
+	if ss.OnIdle != nil {
+		s.OnIdle = *ss.OnIdle
+		if s.OnIdle != OnIdleHibernate && s.OnIdle != OnIdleEnd {
+			v.fail(ss.Body, "on_idle", fmt.Sprintf("is %q", s.OnIdle), `"hibernate" (the workspace sleeps on disk) or "end" (the session ends with its files)`)
+		}
+	}
+	if ss.MaxHib != nil {
+		s.MaxHibernated = *ss.MaxHib
+		if s.MaxHibernated < 0 || s.MaxHibernated > 100000 {
+			v.fail(ss.Body, "max_hibernated", fmt.Sprintf("is %d", s.MaxHibernated), "a number of hibernated sessions from 0 (none: idle sessions end) to 100000")
+		}
+	}
+	if ss.MaxHibBytes != nil {
+		s.MaxHibernatedBytes = v.size(ss.Body, "max_hibernated_bytes", *ss.MaxHibBytes, 1<<20)
 	}
 	if s.TTL > s.MaxTTL {
 		v.fail(ss.Body, "ttl", fmt.Sprintf("(%s) is above max_ttl (%s)", s.TTL, s.MaxTTL), "ttl must not exceed max_ttl")

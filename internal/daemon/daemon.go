@@ -75,7 +75,7 @@ func New(ctx context.Context, cfg *config.Config, rt runtime.Runtime, store *sta
 	}
 	d.Projects = projects.New(cfg.StateDir, store, cfg.Sessions.MaxTransfer, cfg.Projects)
 	d.Snapshots = snapshots.New(cfg.StateDir, store, cfg.Snapshots)
-	d.Sessions = sessions.New(cfg.Sessions, d.Languages, d.Projects, d.Snapshots, store, &d.gate, log)
+	d.Sessions = sessions.New(cfg.Sessions, cfg.StateDir, d.Languages, d.Projects, d.Snapshots, store, &d.gate, log)
 	if err := d.reconcile(ctx); err != nil {
 		d.Languages.Close(ctx)
 		d.policies.Close()
@@ -188,7 +188,7 @@ func (d *Daemon) Stats() api.Stats {
 		Pools: d.Languages.Pools(), Rules: d.policies.Stats(),
 	}
 	st.Executions, st.Outcomes = d.records.counts()
-	st.Sessions, st.SessionsLost = d.Sessions.Counts()
+	st.Sessions, st.SessionsHibernated, st.SessionsLost = d.Sessions.Counts()
 	return st
 }
 

@@ -115,6 +115,8 @@ func (d *Daemon) run(ctx context.Context, req api.RunRequest, out OutputFunc, tt
 func (d *Daemon) Exec(ctx context.Context, id string, req api.ExecRequest, out OutputFunc) (*api.RunResult, *api.Error) {
 	received := time.Now()
 	var res *api.RunResult
+	var resumed time.Duration
+	ctx = sessions.OnResume(ctx, func(took time.Duration) { resumed = took })
 	aerr := d.Sessions.Use(ctx, id, func(ss *sessions.Session, sb *runtime.Sandbox) *api.Error {
 		l := ss.Lang
 		if req.Limits != nil && (req.Limits.Memory != 0 || req.Limits.CPUs != 0 || req.Limits.Pids != 0) {
@@ -167,6 +169,12 @@ func (d *Daemon) Exec(ctx context.Context, id string, req api.ExecRequest, out O
 			go d.Languages.Rewarm(l, sb, ss.Record().Env)
 		}
 		r.Session = id
+		if r.Context != nil && r.Context.Started && r.Context.Lost == "" && ss.ContextLost(r.Context.Name) {
+			r.Context.Lost = api.ContextsLostByHibernation
+		}
+		if resumed > 0 {
+			r.Resumed, r.ResumeMS = true, float64(resumed.Microseconds())/1000
+		}
 		d.finish(r, "exec", l, id, decision, limits, received, started)
 		ss.Touch(1)
 		res = r

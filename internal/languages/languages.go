@@ -406,6 +406,7 @@ func (r *Registry) List(ctx context.Context) []api.Language {
 			Image: st.ref, BaseImage: l.baseImage, Packages: l.Config.Packages, ImagePresent: st.id != "",
 			Version: st.version, Plugin: l.Config.Plugin, Runtime: l.Config.Runtime, Limits: request.APILimits(l.Config.Limits),
 			Network: api.Network{Allow: l.allow.Strings()}, Contexts: len(l.Info.ContextCommand) > 0,
+			Hibernation: "workspace", // interpreters' memory is not checkpointed (docs/sessions.md)
 		}
 		entry.Pool = l.pool.Stats()
 		l.warmStats(&entry.Pool)

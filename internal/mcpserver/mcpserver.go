@@ -64,7 +64,13 @@ func New(c *client.Client, version string) *mcp.Server {
 		t.exec)
 	mcp.AddTool(s, &mcp.Tool{Name: "reset_session", Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)},
 		Description: "Give a session a fresh sandbox: every file and process is gone; the session id stays."},
-		t.resetSession)
+		t.sessionCall((*client.Client).ResetSession))
+	mcp.AddTool(s, &mcp.Tool{Name: "pause_session", Annotations: &mcp.ToolAnnotations{IdempotentHint: true, OpenWorldHint: ptr(false)},
+		Description: "Hibernate a session you will not use for a while: its files stay on disk and its sandbox goes away (running processes and contexts' variables do not survive). The next call on it wakes it; idle sessions hibernate by themselves."},
+		t.sessionCall((*client.Client).PauseSession))
+	mcp.AddTool(s, &mcp.Tool{Name: "resume_session", Annotations: &mcp.ToolAnnotations{IdempotentHint: true, OpenWorldHint: ptr(false)},
+		Description: "Wake a hibernated session now (any call on it does so too)."},
+		t.sessionCall((*client.Client).ResumeSession))
 	mcp.AddTool(s, &mcp.Tool{Name: "close_session", Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)},
 		Description: "Close a session and remove its sandbox with every file in it."},
 		t.closeSession)
@@ -300,7 +306,7 @@ type sessionIn struct {
 type Session struct {
 	SessionID  string `json:"session_id"`
 	Language   string `json:"language"`
-	State      string `json:"state" jsonschema:"active, or lost when its sandbox vanished (close it)"`
+	State      string `json:"state" jsonschema:"active; hibernated (its files on disk, woken by the next call); or lost when its sandbox vanished (close it)"`
 	ExpiresAt  string `json:"expires_at" jsonschema:"when it is closed for you (RFC 3339)"`
 	Workspace  string `json:"workspace" jsonschema:"the directory that keeps its files"`
 	Executions int    `json:"executions"`
@@ -383,12 +389,15 @@ func (t tools) exec(ctx context.Context, _ *mcp.CallToolRequest, in execIn) (*mc
 	return res, out, nil
 }
 
-func (t tools) resetSession(ctx context.Context, _ *mcp.CallToolRequest, in sessionIn) (*mcp.CallToolResult, Session, error) {
-	s, err := t.c.ResetSession(ctx, in.SessionID)
-	if err != nil {
-		return nil, Session{}, failure(err)
+// sessionCall is a tool that does call to a session and returns it.
+func (t tools) sessionCall(call func(*client.Client, context.Context, string) (*api.Session, error)) mcp.ToolHandlerFor[sessionIn, Session] {
+	return func(ctx context.Context, _ *mcp.CallToolRequest, in sessionIn) (*mcp.CallToolResult, Session, error) {
+		s, err := call(t.c, ctx, in.SessionID)
+		if err != nil {
+			return nil, Session{}, failure(err)
+		}
+		return nil, session(s), nil
 	}
-	return nil, session(s), nil
 }
 
 type closed struct {

@@ -5,6 +5,7 @@ import (
 	"reflect"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/sessions"
 )
 
 // route is one endpoint: the mux pattern and handler, and what the
@@ -75,16 +76,20 @@ func routes() []route {
 		{pattern: "POST /v1/sessions", serve: (*handler).createSession, id: "createSession", request: jsonOf[api.SessionRequest](), status: 201, result: jsonOf[api.Session](),
 			summary: "Create a session: a sandbox of one's own that keeps /workspace across executions."},
 		{pattern: "GET /v1/sessions", serve: (*handler).sessions, id: "listSessions", status: 200, result: jsonOf[api.SessionList](),
-			summary: "Live and lost sessions, oldest first."},
+			summary: "Active, hibernated and lost sessions, oldest first."},
 		{pattern: "GET /v1/sessions/{id}", serve: (*handler).session, id: "getSession", status: 200, result: jsonOf[api.Session](),
 			summary: "One session."},
 		{pattern: "DELETE /v1/sessions/{id}", serve: (*handler).deleteSession, id: "deleteSession", status: 204,
 			summary: "Close a session and remove its sandbox."},
 		{pattern: "POST /v1/sessions/{id}/exec", serve: (*handler).exec, id: "exec", request: jsonOf[api.ExecRequest](), status: 200, result: jsonOf[api.RunResult](), events: executionEvt,
 			summary: "Run a command (argv) or a program in the session's language in a session. Streams like run."},
-		{pattern: "POST /v1/sessions/{id}/reset", serve: (*handler).reset, id: "resetSession", status: 200, result: jsonOf[api.Session](),
+		{pattern: "POST /v1/sessions/{id}/reset", serve: sessionCall((*sessions.Sessions).Reset), id: "resetSession", status: 200, result: jsonOf[api.Session](),
 			summary: "Give a session a fresh sandbox: files and processes are gone, the id stays."},
-		{pattern: "GET /v1/sessions/{id}/ports", serve: (*handler).ports, id: "listSessionPorts", status: 200, result: jsonOf[api.PortList](),
+		{pattern: "POST /v1/sessions/{id}/pause", serve: sessionCall((*sessions.Sessions).Pause), id: "pauseSession", status: 200, result: jsonOf[api.Session](),
+			summary: "Hibernate a session now: its workspace goes to disk, its sandbox away; the next call that needs it resumes it."},
+		{pattern: "POST /v1/sessions/{id}/resume", serve: sessionCall((*sessions.Sessions).Resume), id: "resumeSession", status: 200, result: jsonOf[api.Session](),
+			summary: "Wake a hibernated session now (any call that needs its sandbox does so too)."},
+		{pattern: "GET /v1/sessions/{id}/ports", serve: sessionCall((*sessions.Sessions).Ports), id: "listSessionPorts", status: 200, result: jsonOf[api.PortList](),
 			summary: "The TCP ports listening inside the session's sandbox."},
 		{pattern: "PATCH /v1/sessions/{id}/network", serve: (*handler).setNetwork, id: "setSessionNetwork", request: jsonOf[api.Network](), status: 200, result: jsonOf[api.Session](),
 			summary: "Change what the session's sandbox may reach through the egress proxy (allow: host[:port] entries within its language's network.allow; empty: nothing), from its next connection on."},

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/sandboxd/sandboxd/images"
 	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/dashboard"
+	"github.com/sandboxd/sandboxd/internal/sessions"
 )
 
 // maxBody bounds a request body: code, files and stdin together (64 MiB of
@@ -30,7 +32,14 @@ func New(d *daemon.Daemon, dash *dashboard.Dashboard, log hclog.Logger) http.Han
 	h := &handler{d: d, dash: dash, log: log.Named("api")}
 	mux := http.NewServeMux()
 	for _, rt := range routes() {
-		mux.HandleFunc(rt.pattern, func(w http.ResponseWriter, r *http.Request) { rt.serve(h, w, r) })
+		mux.HandleFunc(rt.pattern, func(w http.ResponseWriter, r *http.Request) {
+			// Any call that wakes a hibernated session says so, and how long
+			// that took, in a header (an exec also in its result).
+			r = r.WithContext(sessions.OnResume(r.Context(), func(took time.Duration) {
+				w.Header().Set(api.HeaderResumedMS, strconv.FormatFloat(float64(took.Microseconds())/1000, 'f', 1, 64))
+			}))
+			rt.serve(h, w, r)
+		})
 	}
 	mux.Handle("GET /ui/", dash.Pages())
 	mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusSeeOther))

@@ -1,12 +1,14 @@
 package server
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strconv"
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/daemon"
+	"github.com/sandboxd/sandboxd/internal/sessions"
 )
 
 // Session, file and project endpoints. File bodies are raw bytes, not
@@ -59,22 +61,17 @@ func (h *handler) exec(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (h *handler) reset(w http.ResponseWriter, r *http.Request) {
-	sess, err := h.d.Sessions.Reset(r.Context(), r.PathValue("id"))
-	if err != nil {
-		writeError(w, err)
-		return
+// sessionCall serves a call on the session the path names, answered
+// with what it returns: reset, pause, resume, ports.
+func sessionCall[T any](call func(*sessions.Sessions, context.Context, string) (T, *api.Error)) func(*handler, http.ResponseWriter, *http.Request) {
+	return func(h *handler, w http.ResponseWriter, r *http.Request) {
+		out, err := call(h.d.Sessions, r.Context(), r.PathValue("id"))
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, out)
 	}
-	writeJSON(w, http.StatusOK, sess)
-}
-
-func (h *handler) ports(w http.ResponseWriter, r *http.Request) {
-	list, err := h.d.Sessions.Ports(r.Context(), r.PathValue("id"))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, list)
 }
 
 func (h *handler) setNetwork(w http.ResponseWriter, r *http.Request) {

@@ -3,7 +3,9 @@
 // mounted), kept until it is deleted or expires. Records live in the
 // state store so that a restarted sandboxd attaches to the containers
 // again, or reports a session lost when its container is gone; a session
-// is never recreated empty.
+// is never recreated empty. An idle session hibernates: its workspace
+// goes to an archive on disk and its container away, until the next call
+// that needs it resumes it in a new one (see hibernate.go).
 //
 // Operations on one session run one at a time (its turn), in arrival
 // order: an exec, a file transfer and a reset never overlap in one
@@ -17,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"sync"
 	"time"
@@ -47,8 +50,12 @@ type Session struct {
 
 	mu    sync.Mutex // guards what follows
 	rec   api.Session
-	sb    *runtime.Sandbox // nil once lost or closed
+	sb    *runtime.Sandbox // nil while hibernated, and once lost or closed
 	dirty bool             // rec changed since it was stored
+	users int              // operations using sb now
+	// idleFrom restarts the idle clock after a hibernation that failed,
+	// so that the janitor tries again an idle_timeout later.
+	idleFrom time.Time
 }
 
 func newSession(l *languages.Language, limits runtime.Limits, rec api.Session, sb *runtime.Sandbox) *Session {
@@ -76,6 +83,7 @@ func (ss *Session) Touch(execs int) {
 // Sessions is every session this daemon knows. Safe for concurrent use.
 type Sessions struct {
 	cfg       config.Sessions
+	dir       string // hibernated sessions' archives
 	langs     *languages.Registry
 	projects  *projects.Projects
 	snapshots *snapshots.Snapshots
@@ -84,17 +92,20 @@ type Sessions struct {
 	log       hclog.Logger
 
 	mu      sync.Mutex
-	live    map[string]*Session    // by id
+	live    map[string]*Session    // by id, active and hibernated
 	lost    map[string]api.Session // lost, kept until deleted or past their TTL
-	pending int                    // sessions being created
-	stop    chan struct{}          // ends the janitor
-	stopped chan struct{}
+	pending int                    // sessions being created or resumed
+	// idleSlots bounds the idle sessions hibernating at once.
+	idleSlots chan struct{}
+	stop      chan struct{} // ends the janitor
+	stopped   chan struct{}
 }
 
 // New returns the sessions, none yet: Recover brings back the stored ones.
-func New(cfg config.Sessions, langs *languages.Registry, projects *projects.Projects, snaps *snapshots.Snapshots, store *state.Store, gate *drain.Gate, log hclog.Logger) *Sessions {
-	m := &Sessions{cfg: cfg, langs: langs, projects: projects, snapshots: snaps, store: store, gate: gate, log: log,
-		live: map[string]*Session{}, lost: map[string]api.Session{}, stop: make(chan struct{}), stopped: make(chan struct{})}
+// Hibernated sessions' archives are kept under stateDir/sessions.
+func New(cfg config.Sessions, stateDir string, langs *languages.Registry, projects *projects.Projects, snaps *snapshots.Snapshots, store *state.Store, gate *drain.Gate, log hclog.Logger) *Sessions {
+	m := &Sessions{cfg: cfg, dir: filepath.Join(stateDir, "sessions"), langs: langs, projects: projects, snapshots: snaps, store: store, gate: gate, log: log,
+		live: map[string]*Session{}, lost: map[string]api.Session{}, idleSlots: make(chan struct{}, hibernateParallel), stop: make(chan struct{}), stopped: make(chan struct{})}
 	projects.Users = m.projectUsers
 	return m
 }
@@ -155,21 +166,10 @@ func (m *Sessions) Create(ctx context.Context, req api.SessionRequest) (*api.Ses
 	}
 
 	// Reserve a place under the ceiling before the (possibly slow) create.
-	m.mu.Lock()
-	// Lost sessions count too: they hold state until deleted or expired,
-	// so create-and-kill loops cannot grow it without bound.
-	if len(m.live)+len(m.lost)+m.pending >= m.cfg.Max {
-		lost := len(m.lost)
-		m.mu.Unlock()
-		return nil, api.Errorf(api.CodeTooManySessions, "%d sessions are open or lost (%d lost), the most sandboxd.hcl allows (sessions.max); delete one or wait for one to expire", m.cfg.Max, lost)
+	if aerr := m.reserve(); aerr != nil {
+		return nil, aerr
 	}
-	m.pending++
-	m.mu.Unlock()
-	defer func() {
-		m.mu.Lock()
-		m.pending--
-		m.mu.Unlock()
-	}()
+	defer m.unreserve()
 
 	sb, err := m.langs.Take(ctx, l, limits, mounts)
 	if err != nil {
@@ -231,11 +231,49 @@ func (m *Sessions) Get(id string) (*api.Session, *api.Error) {
 	return nil, noSession(id)
 }
 
-// Counts are the live and the lost sessions.
-func (m *Sessions) Counts() (live, lost int) {
+// Counts are the active, hibernated and lost sessions.
+func (m *Sessions) Counts() (active, hibernated, lost int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return len(m.live), len(m.lost)
+	active, hibernated, _ = m.census()
+	return active, hibernated, len(m.lost)
+}
+
+// census counts the live sessions by state, and the hibernated ones'
+// archive bytes; m.mu is held.
+func (m *Sessions) census() (active, hibernated int, bytes int64) {
+	for _, ss := range m.live {
+		ss.mu.Lock()
+		if h := ss.rec.Hibernation; h != nil {
+			hibernated++
+			bytes += h.Bytes
+		} else {
+			active++
+		}
+		ss.mu.Unlock()
+	}
+	return active, hibernated, bytes
+}
+
+// reserve takes a place for one more active session under sessions.max,
+// or says why there is none. Lost sessions count too: they hold state
+// until deleted or expired, so create-and-kill loops cannot grow it
+// without bound.
+func (m *Sessions) reserve() *api.Error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	active, _, _ := m.census()
+	if active+len(m.lost)+m.pending >= m.cfg.Max {
+		return api.Errorf(api.CodeTooManySessions, "%d sessions are active or lost (%d lost), the most sandboxd.hcl allows (sessions.max); pause one (sandboxctl session pause), delete one, or wait for one to go idle", m.cfg.Max, len(m.lost))
+	}
+	m.pending++
+	return nil
+}
+
+func (m *Sessions) unreserve() {
+	m.mu.Lock()
+	m.pending--
+	m.mu.Unlock()
 }
 
 // projectUsers lists the live sessions that mount a project.
@@ -271,6 +309,7 @@ func (m *Sessions) Delete(id string) *api.Error {
 	if err := m.store.DeleteSession(id); err != nil {
 		m.log.Error("forgetting a session failed", "session", id, "error", err)
 	}
+	m.dropArchive(id)
 	if ss != nil {
 		m.close(ss, "deleted")
 	}
@@ -307,30 +346,25 @@ func (m *Sessions) use(ctx context.Context, id string, turn bool, fn func(ss *Se
 		return aerr
 	}
 	defer m.gate.Leave()
-	m.mu.Lock()
-	ss, ok := m.live[id]
-	rec, lost := m.lost[id]
-	m.mu.Unlock()
-	if lost {
-		return api.Errorf(api.CodeSessionLost, "session %s was lost: %s; delete it and create a new one", id, rec.Error)
-	}
-	if !ok {
-		return noSession(id)
+	ss, aerr := m.find(id)
+	if aerr != nil {
+		return aerr
 	}
 	if turn {
-		select {
-		case <-ss.turn:
-		case <-ctx.Done():
-			return api.Errorf(api.CodeInvalidRequest, "gave up waiting for the session's previous operation: %v", ctx.Err())
+		if aerr := m.take(ctx, ss); aerr != nil {
+			return aerr
 		}
 		defer func() { ss.turn <- struct{}{} }()
 	}
-	ss.mu.Lock()
-	sb := ss.sb
-	ss.mu.Unlock()
-	if sb == nil {
-		return noSession(id) // closed while we waited
+	sb, aerr := m.awake(ctx, ss, turn)
+	if aerr != nil {
+		return aerr
 	}
+	defer func() {
+		ss.mu.Lock()
+		ss.users--
+		ss.mu.Unlock()
+	}()
 	if !sb.Alive() {
 		// A sandbox that is gone goes to fn as it is: a reset renews it,
 		// anything else fails, and the session is lost below.
@@ -343,7 +377,7 @@ func (m *Sessions) use(ctx context.Context, id string, turn bool, fn func(ss *Se
 		}
 	}
 	ss.Touch(0)
-	aerr := fn(ss, sb)
+	aerr = fn(ss, sb)
 	ss.Touch(0)
 	ss.mu.Lock()
 	sb = ss.sb // fn may have renewed it
@@ -352,6 +386,61 @@ func (m *Sessions) use(ctx context.Context, id string, turn bool, fn func(ss *Se
 		m.revive(ss, sb) // for the next operation
 	}
 	return aerr
+}
+
+// find returns a live session, or why there is none.
+func (m *Sessions) find(id string) (*Session, *api.Error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if rec, lost := m.lost[id]; lost {
+		return nil, api.Errorf(api.CodeSessionLost, "session %s was lost: %s; delete it and create a new one", id, rec.Error)
+	}
+	if ss, ok := m.live[id]; ok {
+		return ss, nil
+	}
+	return nil, noSession(id)
+}
+
+// take waits for the session's turn.
+func (m *Sessions) take(ctx context.Context, ss *Session) *api.Error {
+	select {
+	case <-ss.turn:
+		return nil
+	case <-ctx.Done():
+		return api.Errorf(api.CodeInvalidRequest, "gave up waiting for the session's previous operation: %v", ctx.Err())
+	}
+}
+
+// awake returns the session's sandbox, counted as in use (the caller
+// ends that), resuming the session first when it is hibernated, in its
+// turn: taken here unless the caller has it.
+func (m *Sessions) awake(ctx context.Context, ss *Session, haveTurn bool) (*runtime.Sandbox, *api.Error) {
+	for {
+		ss.mu.Lock()
+		sb, id, hibernated := ss.sb, ss.rec.ID, ss.rec.Hibernation != nil
+		if sb != nil {
+			ss.users++ // a hibernation under way now stops short of removing it
+		}
+		ss.mu.Unlock()
+		switch {
+		case sb != nil:
+			return sb, nil
+		case !hibernated:
+			return nil, noSession(id) // closed while we waited
+		}
+		if !haveTurn {
+			if aerr := m.take(ctx, ss); aerr != nil {
+				return nil, aerr
+			}
+		}
+		aerr := m.resume(ctx, ss)
+		if !haveTurn {
+			ss.turn <- struct{}{}
+		}
+		if aerr != nil {
+			return nil, aerr
+		}
+	}
 }
 
 // reviveTimeout bounds one try to reconnect to a session's sandbox.
@@ -574,26 +663,40 @@ func (m *Sessions) Close() map[string]bool {
 	return keep
 }
 
-// expire ends sessions past their TTL or idle too long. A session in use
-// is left until its operation ends.
+// expire ends sessions past their TTL, and hibernates (or ends, as
+// on_idle says) those idle too long. A session in use is left until its
+// operation ends.
 func (m *Sessions) expire(now time.Time) {
 	m.mu.Lock()
-	var due []*Session
+	var due, idle []*Session
 	for id, ss := range m.live {
-		rec := ss.Record()
-		if now.After(rec.ExpiresAt) || now.Sub(rec.LastUsedAt) > time.Duration(rec.IdleTimeout) {
-			select {
-			case <-ss.turn: // idle: it is ours now, and stays taken
+		ss.mu.Lock()
+		rec, users, idleFrom := ss.rec, ss.users, ss.idleFrom
+		ss.mu.Unlock()
+		ttl := now.After(rec.ExpiresAt)
+		idleFor := now.Sub(rec.LastUsedAt)
+		if since := now.Sub(idleFrom); since < idleFor {
+			idleFor = since
+		}
+		if !ttl && (rec.Hibernation != nil || users > 0 || idleFor <= time.Duration(rec.IdleTimeout)) {
+			continue
+		}
+		select {
+		case <-ss.turn: // idle: it is ours now, and stays taken
+			if ttl || m.cfg.OnIdle == config.OnIdleEnd {
 				delete(m.live, id)
 				due = append(due, ss)
-			default:
+			} else {
+				idle = append(idle, ss)
 			}
+		default:
 		}
 	}
 	for id, rec := range m.lost {
 		if now.After(rec.ExpiresAt) {
 			delete(m.lost, id)
 			_ = m.store.DeleteSession(id)
+			m.dropArchive(id)
 		}
 	}
 	m.mu.Unlock()
@@ -606,7 +709,11 @@ func (m *Sessions) expire(now time.Time) {
 		if err := m.store.DeleteSession(rec.ID); err != nil {
 			m.log.Error("forgetting an expired session failed", "session", rec.ID, "error", err)
 		}
+		m.dropArchive(rec.ID)
 		m.close(ss, "expired: "+why)
+	}
+	for _, ss := range idle {
+		go m.hibernateIdle(ss)
 	}
 }
 
@@ -654,14 +761,18 @@ func (m *Sessions) Recover(ctx context.Context, containers []runtime.Container) 
 		slot = make(chan struct{}, recoverParallel)
 	)
 	for _, rec := range stored {
-		if rec.State != api.SessionActive {
-			mu.Lock()
-			m.lost[rec.ID] = rec
-			mu.Unlock()
-			continue
-		}
 		if now.After(rec.ExpiresAt) {
 			_ = m.store.DeleteSession(rec.ID)
+			continue
+		}
+		if rec.State != api.SessionActive {
+			mu.Lock() // the attaches below write the same maps
+			if rec.State == api.SessionHibernated {
+				m.recoverHibernated(rec)
+			} else {
+				m.lost[rec.ID] = rec
+			}
+			mu.Unlock()
 			continue
 		}
 		wg.Add(1)
@@ -687,6 +798,7 @@ func (m *Sessions) Recover(ctx context.Context, containers []runtime.Container) 
 		}()
 	}
 	wg.Wait()
+	m.pruneArchives()
 	return keep, nil
 }
 

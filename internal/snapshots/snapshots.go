@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"path/filepath"
@@ -89,30 +90,17 @@ func (s *Snapshots) Room() (int64, *api.Error) {
 // Save stores what write writes (a tar archive of at most max bytes) as
 // the snapshot meta describes, named name.
 func (s *Snapshots) Save(meta api.Snapshot, write func(w io.Writer) (skipped int, aerr *api.Error)) (*api.Snapshot, *api.Error) {
-	if err := os.MkdirAll(s.dir, 0o700); err != nil {
-		return nil, api.Errorf(api.CodeInternal, "%v", err)
-	}
-	tmp, err := os.CreateTemp(s.dir, "new-*")
-	if err != nil {
-		return nil, api.Errorf(api.CodeInternal, "%v", err)
-	}
-	defer os.Remove(tmp.Name()) // once renamed, this finds nothing
-	defer tmp.Close()
-	h := sha256.New()
-	counter := &countingWriter{}
-	skipped, aerr := write(io.MultiWriter(tmp, h, counter))
+	a, aerr := WriteArchive(s.dir, write)
 	if aerr != nil {
 		return nil, aerr
 	}
-	if err := tmp.Sync(); err != nil {
-		return nil, api.Errorf(api.CodeNoSpace, "writing the snapshot: %v", err)
-	}
-	meta.SHA256, meta.Size, meta.Skipped = hex.EncodeToString(h.Sum(nil)), counter.n, skipped
+	defer os.Remove(a.Temp) // once renamed, this finds nothing
+	meta.SHA256, meta.Size, meta.Skipped = a.SHA256, a.Size, a.Skipped
 	meta.ID, meta.CreatedAt = state.RandomID(8), time.Now().UTC()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, err := os.Stat(s.path(meta.SHA256)); err != nil {
-		if err := os.Rename(tmp.Name(), s.path(meta.SHA256)); err != nil {
+		if err := os.Rename(a.Temp, s.path(meta.SHA256)); err != nil {
 			return nil, api.Errorf(api.CodeInternal, "%v", err)
 		}
 	}
@@ -122,9 +110,58 @@ func (s *Snapshots) Save(meta api.Snapshot, write func(w io.Writer) (skipped int
 	return &meta, nil
 }
 
-type countingWriter struct{ n int64 }
+// Archive is an archive WriteArchive wrote, still under its temporary
+// name: the caller renames it into place or removes it.
+type Archive struct {
+	Temp    string
+	SHA256  string
+	Size    int64
+	Skipped int // what write left out
+}
 
-func (c *countingWriter) Write(b []byte) (int, error) { c.n += int64(len(b)); return len(b), nil }
+// WriteArchive writes what write writes to a new file in dir (made if
+// need be), on disk (fsynced) before it returns, digested as it goes.
+func WriteArchive(dir string, write func(w io.Writer) (skipped int, aerr *api.Error)) (*Archive, *api.Error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, api.Errorf(api.CodeInternal, "%v", err)
+	}
+	tmp, err := os.CreateTemp(dir, TempPrefix+"*")
+	if err != nil {
+		return nil, api.Errorf(api.CodeInternal, "%v", err)
+	}
+	defer tmp.Close()
+	d := NewDigest()
+	skipped, aerr := write(io.MultiWriter(tmp, d))
+	if aerr == nil {
+		if err := tmp.Sync(); err != nil {
+			aerr = api.Errorf(api.CodeNoSpace, "writing the archive: %v", err)
+		}
+	}
+	if aerr != nil {
+		os.Remove(tmp.Name())
+		return nil, aerr
+	}
+	sum, size := d.Sum()
+	return &Archive{Temp: tmp.Name(), SHA256: sum, Size: size, Skipped: skipped}, nil
+}
+
+// TempPrefix starts the names of archives being written: what a crash
+// left so is removed at the next start.
+const TempPrefix = "new-"
+
+// Digest is an archive's SHA-256 and size, as it is written or read.
+type Digest struct {
+	h hash.Hash
+	n int64
+}
+
+// NewDigest returns a digest of nothing yet.
+func NewDigest() *Digest { return &Digest{h: sha256.New()} }
+
+func (d *Digest) Write(b []byte) (int, error) { d.n += int64(len(b)); return d.h.Write(b) }
+
+// Sum is the hex SHA-256 and the size of what was written.
+func (d *Digest) Sum() (string, int64) { return hex.EncodeToString(d.h.Sum(nil)), d.n }
 
 // List is every snapshot, oldest first.
 func (s *Snapshots) List() ([]api.Snapshot, *api.Error) {

@@ -320,15 +320,23 @@ func (c *Conn) readLoop(r io.Reader) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), MaxLine)
 	var err error
+	// Until the supervisor answers a hello, what comes may be the rest of
+	// a line it was writing to a sandboxd that died: skipped, not fatal.
+	synced := false
 	for sc.Scan() {
 		var m Message
 		if len(sc.Bytes()) == 0 {
 			continue
 		}
 		if err = json.Unmarshal(sc.Bytes(), &m); err != nil {
+			if !synced {
+				err = nil
+				continue
+			}
 			err = fmt.Errorf("%w: malformed message: %v", ErrDead, err)
 			break
 		}
+		synced = synced || m.Op == OpHello
 		if err = c.dispatch(m); err != nil {
 			break
 		}

@@ -65,6 +65,30 @@ func TestHelloChecksNonceAndVersion(t *testing.T) {
 	}
 }
 
+// hello has f answer c's hello.
+func hello(t *testing.T, c *Conn, f *fakeSupervisor) {
+	t.Helper()
+	go func() { m := f.next(t); f.say(Message{Op: OpHello, Nonce: m.Nonce, Version: Version}) }()
+	if err := c.Hello(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// What a supervisor was writing to a sandboxd that died, the rest of a
+// line, comes before its answer to the next sandboxd's hello: skipped.
+func TestHelloSkipsTheRestOfAnOldLine(t *testing.T) {
+	c, f := newPair(t)
+	go func() {
+		m := f.next(t)
+		_, _ = f.out.Write([]byte(`IHR0aGUgcmVzdCBvZiBhIGNodW5r"}` + "\n"))
+		f.say(Message{Op: OpOut, ID: 12345, Stream: Data, Data: []byte("an old call's")})
+		f.say(Message{Op: OpHello, Nonce: m.Nonce, Version: Version})
+	}()
+	if err := c.Hello(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestExecEnforcesOutputLimitItself(t *testing.T) {
 	c, f := newPair(t)
 	go func() {
@@ -97,6 +121,7 @@ func TestProtocolViolationsKillTheConnection(t *testing.T) {
 		`{"op":"launch-missiles","id":1}` + "\n",
 	} {
 		c, f := newPair(t)
+		hello(t, c, f)
 		go func() { f.next(t); _, _ = f.out.Write([]byte(bad)) }()
 		_, err := c.Exec(context.Background(), ExecRequest{Argv: []string{"x"}, TimeoutMS: 1000}, nil, nil)
 		if !errors.Is(err, ErrDead) {

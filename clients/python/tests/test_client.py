@@ -74,6 +74,15 @@ def test_session(client):
         assert res.text() == "42" and res.context.name == "main" and not res.context.started
         assert [c.name for c in s.contexts()] == ["main"]
         assert isinstance(s.ports(), list)
+        # Paused, it keeps its files; its context's memory is reported lost once.
+        s.pause()
+        assert s.info.state == "hibernated" and s.info.hibernation["bytes"] > 0
+        res = s.exec(code="y = 1", context="main")
+        assert res.resumed and res.resume_ms > 0 and res.context.lost == "hibernated without memory"
+        assert s.read_file("data/in.txt") == b"three\nlines\nhere\n"
+        s.pause()
+        s.resume()
+        assert s.info.state == "active" and s.info.resumes == 2
         s.set_network([])  # the language allows nothing: an empty list is all there is
         assert s.info.network["allow"] == []
         with pytest.raises(sandboxd.InvalidRequest):

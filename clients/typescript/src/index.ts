@@ -190,6 +190,16 @@ export class SessionHandle {
     return (await this.client.request<{ ports: { address: string; port: number }[] }>("GET", this.path + "/ports")).json.ports;
   }
 
+  /** Hibernate the session: its files sleep on disk, its sandbox goes away; the next call wakes it (processes and contexts' memory do not survive). */
+  async pause(): Promise<void> {
+    this.info = (await this.client.request<Session>("POST", this.path + "/pause")).json;
+  }
+
+  /** Wake a hibernated session now (any call on it does so too). */
+  async resume(): Promise<void> {
+    this.info = (await this.client.request<Session>("POST", this.path + "/resume")).json;
+  }
+
   /** Set what the session may reach through the egress proxy (HOST[:PORT] entries within its language's allow-list; empty: nothing). */
   async setNetwork(allow: string[]): Promise<void> {
     this.info = (await this.client.request<Session>("PATCH", this.path + "/network", { allow })).json;

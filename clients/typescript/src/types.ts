@@ -154,6 +154,9 @@ export interface RunResult {
   outputs_omitted?: number;
   egress?: Egress[];
   egress_unrecorded?: number;
+  /** The session was hibernated and woke for this exec, in resume_ms. */
+  resumed?: boolean;
+  resume_ms?: number;
 }
 
 export interface Event {
@@ -185,6 +188,20 @@ export interface Session {
   env?: Record<string, string>;
   container_id: string;
   executions: number;
+  /** Set while hibernated: where its workspace sleeps. */
+  hibernation?: Hibernation;
+  resumes?: number;
+  resume_ms?: number;
+  contexts_lost?: string[];
+}
+
+/** A hibernated session's archive, on sandboxd's host. */
+export interface Hibernation {
+  at: string;
+  path: string;
+  bytes: number;
+  sha256: string;
+  skipped?: number;
 }
 
 export interface FileEntry {

@@ -61,6 +61,18 @@ test("session", { skip }, async () => {
       await fork.close();
     }
     assert.ok(Array.isArray(await s.ports()));
+    // Paused, it keeps its files; its context's memory is reported lost once.
+    await s.pause();
+    assert.equal(s.info.state, "hibernated");
+    assert.ok(s.info.hibernation.bytes > 0);
+    const woke = await s.exec({ code: "y = 1", context: "main" });
+    assert.ok(woke.resumed && woke.resume_ms > 0);
+    assert.equal(woke.context.lost, "hibernated without memory");
+    assert.equal((await s.readFile("outputs/a.txt")).toString(), "a\n");
+    await s.pause();
+    await s.resume();
+    assert.equal(s.info.state, "active");
+    assert.equal(s.info.resumes, 2);
     await s.setNetwork([]); // the language allows nothing: an empty list is all there is
     assert.deepEqual(s.info.network.allow, []);
     await assert.rejects(s.setNetwork(["example.org"]), InvalidRequest);

@@ -327,7 +327,9 @@ func (s *server) tar(id uint64, req supervisor.FileRequest) *supervisor.FileResu
 		if e.Path != clean {
 			name = path.Join(top, strings.TrimPrefix(e.Path, strings.TrimPrefix(clean+"/", "./")))
 		}
-		hdr := &tar.Header{Name: name, Mode: int64(e.Mode), ModTime: time.Unix(0, e.ModTime).Truncate(time.Second)}
+		// PAX keeps mtimes to the nanosecond: a hibernated workspace comes
+		// back exactly.
+		hdr := &tar.Header{Name: name, Mode: int64(e.Mode), ModTime: time.Unix(0, e.ModTime), Format: tar.FormatPAX}
 		switch e.Type {
 		case "dir":
 			hdr.Typeflag, hdr.Name = tar.TypeDir, name+"/"
@@ -358,7 +360,8 @@ func (s *server) tar(id uint64, req supervisor.FileRequest) *supervisor.FileResu
 // target: a header block and its records, rounded up to whole blocks.
 func paxRoom(e supervisor.Entry) int64 {
 	const recordOverhead = 64 // "NNNN path=" and the newline, with the archive's top name
-	records := int64(len(e.Path) + len(e.Target) + 2*recordOverhead)
+	const mtimeRecord = 32    // "30 mtime=1732441234.123456789" and the newline
+	records := int64(len(e.Path) + len(e.Target) + 2*recordOverhead + mtimeRecord)
 	return 512 + (records+511)/512*512
 }
 

@@ -8,8 +8,12 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
@@ -52,8 +56,16 @@ func (s *server) startUntar(id uint64, req supervisor.FileRequest) {
 	s.mu.Unlock()
 }
 
-// extract writes the archive's entries into root.
+// extract writes the archive's entries into root. Directories get their
+// modes and times last, once nothing more is made in them.
 func extract(root *os.Root, tr *tar.Reader) error {
+	var dirs []*tar.Header
+	defer func() {
+		for _, hdr := range slices.Backward(dirs) {
+			_ = root.Chmod(hdr.Name, fs.FileMode(hdr.Mode))
+			_ = root.Chtimes(hdr.Name, hdr.ModTime, hdr.ModTime)
+		}
+	}()
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -76,7 +88,9 @@ func extract(root *os.Root, tr *tar.Reader) error {
 			if err := root.MkdirAll(name, 0o755); err != nil {
 				return err
 			}
-			_ = root.Chmod(name, mode|0o700) // keep it writable for what goes in it
+			_ = root.Chmod(name, mode|0o700) // writable for what goes in it, until the end
+			dirs = append(dirs, &tar.Header{Name: name, Mode: int64(mode), ModTime: hdr.ModTime})
+			continue
 		case tar.TypeReg:
 			if err := writeEntry(root, name, mode, tr); err != nil {
 				return err
@@ -86,7 +100,8 @@ func extract(root *os.Root, tr *tar.Reader) error {
 			if err := root.Symlink(hdr.Linkname, name); err != nil {
 				return err
 			}
-			continue // a link's time is not set: that would follow it
+			_ = lchtimes(root, name, hdr.ModTime)
+			continue
 		default:
 			continue // hard links, devices, FIFOs: never made
 		}
@@ -113,4 +128,16 @@ func writeEntry(root *os.Root, name string, mode fs.FileMode, r io.Reader) error
 		err = root.Chmod(name, mode)
 	}
 	return err
+}
+
+// lchtimes sets the times of the link name itself, never its target: in
+// its directory, opened through root.
+func lchtimes(root *os.Root, name string, t time.Time) error {
+	dir, err := root.Open(path.Dir(name))
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	ts := []unix.Timespec{unix.NsecToTimespec(t.UnixNano()), unix.NsecToTimespec(t.UnixNano())}
+	return unix.UtimesNanoAt(int(dir.Fd()), path.Base(name), ts, unix.AT_SYMLINK_NOFOLLOW)
 }

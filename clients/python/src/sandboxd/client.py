@@ -271,6 +271,15 @@ class SessionHandle:
         """Kill every process and empty the workspace; the id stays."""
         self.info = build(Session, self.client._call("POST", self._path + "/reset"))
 
+    def pause(self) -> None:
+        """Hibernate the session: its files sleep on disk, its sandbox goes away;
+        the next call wakes it (processes and contexts' memory do not survive)."""
+        self.info = build(Session, self.client._call("POST", self._path + "/pause"))
+
+    def resume(self) -> None:
+        """Wake a hibernated session now (any call on it does so too)."""
+        self.info = build(Session, self.client._call("POST", self._path + "/resume"))
+
     def ports(self) -> List[Dict[str, Any]]:
         """The TCP ports listening inside the sandbox: [{"address": ..., "port": ...}]."""
         return self.client._call("GET", self._path + "/ports")["ports"]

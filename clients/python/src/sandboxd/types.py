@@ -155,6 +155,8 @@ class Result:
     outputs_omitted: int = 0
     egress: List[Egress] = field(default_factory=list)
     egress_unrecorded: int = 0
+    resumed: bool = False
+    resume_ms: float = 0
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
     def output(self, stream: str = "stdout") -> bytes:
@@ -207,6 +209,10 @@ class Session:
     env: Dict[str, str] = field(default_factory=dict)
     container_id: str = ""
     executions: int = 0
+    hibernation: Optional[Dict[str, Any]] = None
+    resumes: int = 0
+    resume_ms: float = 0
+    contexts_lost: List[str] = field(default_factory=list)
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
 

@@ -1,0 +1,219 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/client"
+	"github.com/sandboxd/sandboxd/internal/testutil"
+)
+
+// workspaceScript makes a workspace with what a hibernation must keep
+// exactly: nested and empty directories, modes, a link out, a name that is
+// not UTF-8, a sub-second mtime; and a FIFO, which it leaves out.
+const workspaceScript = `set -e
+mkdir -p a/b empty
+printf data > a/b/f
+chmod 640 a/b/f
+ln -s /etc/passwd out
+printf odd > "$(printf 'n\377me')"
+mkfifo fifo
+touch -d @1000000000.25 a/b/f
+chmod 555 a`
+
+// listingOf is a session's workspace, recursively, by path.
+func listingOf(t *testing.T, c *client.Client, id string) map[string]api.FileEntry {
+	t.Helper()
+	list, err := c.ListFiles(ctx(t), id, ".", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]api.FileEntry{}
+	for _, e := range list.Entries {
+		out[e.Path] = e
+	}
+	return out
+}
+
+// A session paused by hand loses its container, survives a restart of
+// sandboxd, and wakes on the next call with its workspace exactly as it
+// was (the FIFO aside) and its context reported lost; one left idle
+// hibernates by itself. Under runc and runsc.
+func TestHibernation(t *testing.T) {
+	for _, rt := range []string{"runc", "runsc"} {
+		t.Run(rt, func(t *testing.T) {
+			testutil.RequireRuntime(t, rt)
+			d := testutil.StartDaemon(t, testutil.Options{Runtime: rt})
+			c := d.Client()
+			id := newSession(t, c, api.SessionRequest{})
+			sh(t, c, id, workspaceScript)
+			if _, err := c.Exec(ctx(t), id, api.ExecRequest{Code: "x = 41", Context: "main"}); err != nil {
+				t.Fatal(err)
+			}
+			before := listingOf(t, c, id)
+
+			out, errOut, code := d.Ctl("", "session", "pause", id)
+			if code != 0 || !strings.Contains(out, "hibernated") {
+				t.Fatalf("session pause: %d %s %s", code, out, errOut)
+			}
+			if n := testutil.Containers(t, "io.sandboxd.session="+id); len(n) != 0 {
+				t.Fatalf("a hibernated session keeps containers %v", n)
+			}
+			if out, _, _ := d.Ctl("", "session", "ls"); !strings.Contains(out, "hibernated") {
+				t.Fatalf("session ls:\n%s", out)
+			}
+			s, err := c.Session(ctx(t), id)
+			if err != nil || s.Hibernation == nil || s.Hibernation.Skipped != 1 {
+				t.Fatalf("the hibernated record: %+v %v", s, err)
+			}
+			if _, err := os.Stat(s.Hibernation.Path); err != nil {
+				t.Fatal(err)
+			}
+
+			d.Stop()
+			d.Restart()
+
+			res, err := c.Exec(ctx(t), id, api.ExecRequest{Argv: []string{"cat", "a/b/f"}})
+			if err != nil || !res.Resumed || res.Stdout != "data" {
+				t.Fatalf("the call that woke it: %+v %v", res, err)
+			}
+			if _, err := os.Stat(s.Hibernation.Path); !os.IsNotExist(err) {
+				t.Errorf("the archive outlived the resume: %v", err)
+			}
+			after := listingOf(t, c, id)
+			delete(before, "fifo")
+			for p, e := range before {
+				if after[p] != e {
+					t.Errorf("%q: %+v before, %+v after", p, e, after[p])
+				}
+			}
+			if len(after) != len(before) {
+				t.Errorf("%d entries before, %d after: %v", len(before), len(after), after)
+			}
+			res, err = c.Exec(ctx(t), id, api.ExecRequest{Code: "x = 1", Context: "main"})
+			if err != nil || res.Context == nil || res.Context.Lost != api.ContextsLostByHibernation {
+				t.Fatalf("the context after a hibernation: %+v %v", res, err)
+			}
+
+			// Idle: it hibernates by itself, and wakes for the next call.
+			idle := newSession(t, c, api.SessionRequest{IdleTimeout: api.Duration(2 * time.Second)})
+			sh(t, c, idle, "echo kept > k")
+			waitFor(t, "the idle session to hibernate", func() bool {
+				s, err := c.Session(ctx(t), idle)
+				return err == nil && s.State == api.SessionHibernated
+			})
+			if out, _, code := d.Ctl("", "exec", idle, "--", "cat", "k"); code != 0 || out != "kept\n" {
+				t.Fatalf("exec after idling: %d %q", code, out)
+			}
+		})
+	}
+}
+
+// sandboxd SIGKILLed while it archives a workspace: at the next start the
+// session is whole, active or hibernated, and its files are all there.
+func TestHibernationSurvivesKill(t *testing.T) {
+	d := testutil.StartDaemon(t, testutil.Options{Defaults: "timeout = \"60s\"\ndisk = \"512MiB\"\nmemory = \"1GiB\""})
+	c := d.Client()
+	id := newSession(t, c, api.SessionRequest{})
+	sum := sh(t, c, id, "head -c 200M /dev/urandom > big && sha256sum big").Stdout
+	go func() { _, _ = c.PauseSession(ctx(t), id) }()
+	dir := filepath.Join(d.StateDir, "sessions")
+	waitFor(t, "the archive to be under way", func() bool {
+		ents, _ := os.ReadDir(dir)
+		return len(ents) > 0
+	})
+	d.Kill()
+	d.Restart()
+	s, err := c.Session(ctx(t), id)
+	if err != nil || s.State == api.SessionLost {
+		t.Fatalf("after a kill mid-hibernate: %+v %v", s, err)
+	}
+	t.Logf("the session came back %s", s.State)
+	if got := sh(t, c, id, "sha256sum big").Stdout; got != sum {
+		t.Fatalf("the workspace after a kill mid-hibernate: %q, was %q", got, sum)
+	}
+	if n := testutil.Containers(t, "io.sandboxd.session="+id); len(n) != 1 {
+		t.Errorf("the session has containers %v", n)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("left in %s: %v", dir, ents)
+	}
+}
+
+// Workspaces built to defeat an archive: each pause is refused whole
+// (too_large) and the session stays active with its files; a damaged
+// archive makes the session lost, naming the file; many sessions called at
+// once, more than sessions.max, are all served.
+func TestHibernationHostile(t *testing.T) {
+	d := testutil.StartDaemon(t, testutil.Options{Extra: "sessions {\n  max = 3\n}", Defaults: "timeout = \"30s\""})
+	c := d.Client()
+	id := newSession(t, c, api.SessionRequest{})
+	for name, script := range map[string]string{
+		"a 1 TiB sparse file": "truncate -s 1T sparse",
+		"100,001 files":       "mkdir m && cd m && python3 -c 'import os\nfor i in range(100001): os.close(os.open(str(i), os.O_CREAT))'",
+	} {
+		sh(t, c, id, script)
+		if _, err := c.PauseSession(ctx(t), id); apiCode(err) != api.CodeTooLarge {
+			t.Errorf("%s: pause: %v", name, err)
+		}
+		if res := sh(t, c, id, "rm -rf sparse m && echo still"); res.Stdout != "still\n" {
+			t.Fatalf("%s: after a refused pause: %+v", name, res)
+		}
+	}
+
+	damaged := newSession(t, c, api.SessionRequest{})
+	s, err := c.PauseSession(ctx(t), damaged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(s.Hibernation.Path, []byte("not the archive"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx(t), damaged, api.ExecRequest{Argv: []string{"true"}}); apiCode(err) != api.CodeSessionLost || !strings.Contains(err.Error(), s.Hibernation.Path) {
+		t.Fatalf("resuming from a damaged archive: %v", err)
+	}
+	if err := c.DeleteSession(ctx(t), damaged); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(s.Hibernation.Path); !os.IsNotExist(err) {
+		t.Errorf("a deleted session's archive stays: %v", err)
+	}
+
+	// The storm: 8 hibernated sessions called at once, 3 may be active.
+	var ids []string
+	for range 8 {
+		sid := newSession(t, c, api.SessionRequest{})
+		sh(t, c, sid, "echo "+sid+" > marker")
+		if _, err := c.PauseSession(ctx(t), sid); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, sid)
+	}
+	errs := make(chan error, len(ids))
+	for _, sid := range ids {
+		go func() {
+			res, err := c.Exec(ctx(t), sid, api.ExecRequest{Argv: []string{"cat", "marker"}})
+			if err == nil && res.Stdout != sid+"\n" {
+				err = fmt.Errorf("read %q", res.Stdout)
+			}
+			if err != nil {
+				err = fmt.Errorf("%s: %v", sid, err)
+			}
+			errs <- err
+		}()
+	}
+	for range ids {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	st, err := c.Stats(ctx(t))
+	if err != nil || st.Sessions > 3 || st.SessionsLost != 0 {
+		t.Errorf("after the storm: %+v %v", st, err)
+	}
+}

@@ -1,0 +1,407 @@
+package sessions
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/request"
+	"github.com/sandboxd/sandboxd/internal/snapshots"
+	"github.com/sandboxd/sandboxd/runtime"
+	"github.com/sandboxd/sandboxd/runtime/supervisor"
+)
+
+// Hibernation. A hibernated session has a record (state "hibernated",
+// with its archive's size and digest) and an archive of its workspace,
+// state_dir/sessions/ID.tar; no container. The steps are ordered so that
+// a crash at any point leaves the session whole, active or hibernated:
+//
+//   - hibernate: archive written (temporary name, fsynced, renamed) →
+//     record stored as hibernated → container removed. A crash before the
+//     record leaves it active (the archive, named by no record, goes at the
+//     next start); after it, the container is removed at the next start,
+//     which removes every container no active session claims.
+//   - resume: container taken → archive extracted into it while its digest
+//     is checked → record stored as active → archive removed. The sandbox
+//     is nobody's until the digest matched; a crash before the record
+//     leaves it hibernated, its new container unclaimed.
+//
+// What survives is the workspace's own files (project_files is mounted
+// again), the record (env, limits, network, project) and what the store
+// keeps apart (snapshots, history); interpreters' memory does not: each
+// context that ran reports it lost on its next cell.
+
+// hibernateParallel bounds the idle sessions the janitor archives at once.
+const hibernateParallel = 2
+
+func (m *Sessions) archivePath(id string) string { return filepath.Join(m.dir, id+".tar") }
+
+// dropArchive removes session id's archive, if it has one.
+func (m *Sessions) dropArchive(id string) {
+	if err := os.Remove(m.archivePath(id)); err != nil && !os.IsNotExist(err) {
+		m.log.Error("removing a hibernated session's archive failed", "session", id, "error", err)
+	}
+}
+
+// Pause hibernates a session now: its workspace goes to disk, its
+// container away. Pausing a hibernated session changes nothing.
+func (m *Sessions) Pause(ctx context.Context, id string) (*api.Session, *api.Error) {
+	if aerr := m.gate.Enter(); aerr != nil {
+		return nil, aerr
+	}
+	defer m.gate.Leave()
+	ss, aerr := m.find(id)
+	if aerr != nil {
+		return nil, aerr
+	}
+	if aerr := m.take(ctx, ss); aerr != nil {
+		return nil, aerr
+	}
+	defer func() { ss.turn <- struct{}{} }()
+	if ss.Record().Hibernation == nil {
+		if aerr := m.hibernate(ctx, ss); aerr != nil {
+			return nil, aerr
+		}
+	}
+	return m.Get(id)
+}
+
+// Resume wakes a hibernated session now, as any call that needs its
+// sandbox would. Resuming an active session changes nothing.
+func (m *Sessions) Resume(ctx context.Context, id string) (*api.Session, *api.Error) {
+	if aerr := m.Use(ctx, id, func(*Session, *runtime.Sandbox) *api.Error { return nil }); aerr != nil {
+		return nil, aerr
+	}
+	return m.Get(id)
+}
+
+// hibernateIdle hibernates a session the janitor found idle, whose turn
+// it took. When it cannot, the session stays active, and is tried again
+// an idle_timeout later.
+func (m *Sessions) hibernateIdle(ss *Session) {
+	defer func() { ss.turn <- struct{}{} }()
+	m.idleSlots <- struct{}{}
+	defer func() { <-m.idleSlots }()
+	ctx, cancel := context.WithTimeout(context.Background(), hibernateTimeout)
+	defer cancel()
+	if aerr := m.hibernate(ctx, ss); aerr != nil {
+		ss.mu.Lock()
+		ss.idleFrom = time.Now()
+		ss.mu.Unlock()
+		m.log.Warn("an idle session could not hibernate; it stays active", "session", ss.Record().ID, "error", aerr.Message)
+	}
+}
+
+// hibernateTimeout bounds the archiving of one idle session.
+const hibernateTimeout = 10 * time.Minute
+
+// hibernate archives the workspace of ss, whose turn the caller holds,
+// and removes its container. On any failure the session stays active.
+func (m *Sessions) hibernate(ctx context.Context, ss *Session) *api.Error {
+	ss.mu.Lock()
+	sb, rec, users := ss.sb, ss.rec, ss.users
+	ss.mu.Unlock()
+	switch {
+	case sb == nil:
+		return noSession(rec.ID) // closed meanwhile
+	case users > 0:
+		return api.Errorf(api.CodeConflict, "session %s has a terminal or another operation open; close it, then pause", rec.ID)
+	case !sb.Alive():
+		return api.Errorf(api.CodeRuntimeUnavailable, "session %s's sandbox does not answer now (%v); it stays active", rec.ID, sb.Err())
+	}
+	room, aerr := m.hibernationRoom()
+	if aerr != nil {
+		return aerr
+	}
+	started := time.Now()
+	contexts := m.runningContexts(ctx, sb)
+	a, aerr := snapshots.WriteArchive(m.dir, func(w io.Writer) (int, *api.Error) {
+		return archiveWorkspace(ctx, sb, rec.ID, room, "sessions.max_hibernated_bytes", w)
+	})
+	if aerr != nil {
+		return aerr
+	}
+	if err := os.Rename(a.Temp, m.archivePath(rec.ID)); err != nil {
+		os.Remove(a.Temp)
+		return api.Errorf(api.CodeInternal, "keeping session %s's archive: %v", rec.ID, err)
+	}
+	syncDir(m.dir)
+
+	ss.mu.Lock()
+	if ss.users > 0 { // an operation began meanwhile, without the turn
+		ss.mu.Unlock()
+		m.dropArchive(rec.ID)
+		return api.Errorf(api.CodeConflict, "session %s began another operation (a terminal?) while it was being paused; it stays active", rec.ID)
+	}
+	before := ss.rec
+	ss.rec.State, ss.rec.ContainerID = api.SessionHibernated, ""
+	ss.rec.Hibernation = &api.Hibernation{At: time.Now().UTC(), Path: m.archivePath(rec.ID), Bytes: a.Size, SHA256: a.SHA256, Skipped: a.Skipped}
+	for _, c := range contexts {
+		if !slices.Contains(ss.rec.ContextsLost, c) {
+			ss.rec.ContextsLost = append(ss.rec.ContextsLost, c)
+		}
+	}
+	ss.sb, ss.dirty = nil, false
+	rec = ss.rec
+	ss.mu.Unlock()
+	if err := m.store.PutSession(rec); err != nil {
+		ss.mu.Lock()
+		ss.rec, ss.sb = before, sb
+		ss.mu.Unlock()
+		m.dropArchive(rec.ID)
+		return api.Errorf(api.CodeInternal, "storing session %s as hibernated: %v; it stays active", rec.ID, err)
+	}
+	m.log.Info("session hibernated", "session", rec.ID, "bytes", a.Size, "skipped", a.Skipped,
+		"contexts", contexts, "took", time.Since(started).Round(time.Millisecond), "container_id", runtime.ShortID(sb.ID))
+	m.langs.Remove(sb)
+	return nil
+}
+
+// hibernationRoom is how many archive bytes one more hibernated session
+// may take, or why there is no room for one.
+func (m *Sessions) hibernationRoom() (int64, *api.Error) {
+	m.mu.Lock()
+	_, n, bytes := m.census()
+	m.mu.Unlock()
+	if n >= m.cfg.MaxHibernated {
+		return 0, api.Errorf(api.CodeTooLarge, "%d sessions are hibernated, the most sandboxd.hcl allows (sessions.max_hibernated); delete one (sandboxctl session rm)", n)
+	}
+	room := m.cfg.MaxHibernatedBytes - bytes
+	if room <= 0 {
+		return 0, api.Errorf(api.CodeTooLarge, "hibernated sessions hold %s, all sessions.max_hibernated_bytes allows; delete one (sandboxctl session rm)", api.ByteSize(bytes))
+	}
+	return room, nil
+}
+
+// runningContexts names the contexts running in sb, whose memory a
+// hibernation loses; a sandbox that cannot say has none worth reporting.
+func (m *Sessions) runningContexts(ctx context.Context, sb *runtime.Sandbox) []string {
+	res, err := sb.File(ctx, supervisor.OpContexts, supervisor.FileRequest{}, nil, nil)
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, c := range res.Contexts {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+// resume gives a hibernated session, whose turn the caller holds, a
+// container with its workspace back. A session whose archive is missing
+// or does not match its digest is lost; one that cannot get a container
+// now stays hibernated.
+func (m *Sessions) resume(ctx context.Context, ss *Session) *api.Error {
+	started := time.Now()
+	rec := ss.Record()
+	if rec.Hibernation == nil {
+		return nil // resumed, or closed, while we waited
+	}
+	if aerr := m.reserveEvicting(ctx, ss); aerr != nil {
+		return aerr
+	}
+	defer m.unreserve()
+	path := m.archivePath(rec.ID)
+	f, err := os.Open(path)
+	if err != nil {
+		return m.lose(ss, fmt.Sprintf("its hibernation archive %s cannot be read: %v", path, err))
+	}
+	defer f.Close()
+	sb, err := m.langs.Take(ctx, ss.Lang, ss.Limits, m.mounts(rec.Project))
+	if err != nil {
+		return request.ErrorOf(err)
+	}
+	m.allow(sb, storedAllow(rec, ss.Lang))
+	digest := snapshots.NewDigest()
+	archive := io.TeeReader(f, digest)
+	aerr := restore(ctx, sb, archive)
+	if _, err := io.Copy(io.Discard, archive); err != nil && aerr == nil {
+		aerr = api.Errorf(api.CodeInternal, "reading %s: %v", path, err)
+	}
+	sum, size := digest.Sum()
+	if sum != rec.Hibernation.SHA256 || size != rec.Hibernation.Bytes {
+		m.langs.Remove(sb)
+		return m.lose(ss, fmt.Sprintf("its hibernation archive %s was changed or damaged (%d bytes, sha256 %s; stored as %d bytes, %s)",
+			path, size, sum, rec.Hibernation.Bytes, rec.Hibernation.SHA256))
+	}
+	if aerr != nil {
+		m.langs.Remove(sb)
+		aerr.Message = "resuming session " + rec.ID + " (it stays hibernated): " + aerr.Message
+		return aerr
+	}
+
+	took := time.Since(started)
+	ss.mu.Lock()
+	ss.rec.State, ss.rec.ContainerID, ss.rec.Hibernation = api.SessionActive, sb.ID, nil
+	ss.rec.Resumes++
+	ss.rec.ResumeMS = float64(took.Microseconds()) / 1000
+	ss.sb, ss.idleFrom = sb, time.Time{}
+	rec = ss.rec
+	ss.mu.Unlock()
+	if err := m.store.PutSession(rec); err != nil {
+		// The archive stays: at the next start the record says hibernated
+		// still, and this container is nobody's.
+		m.log.Error("storing a resumed session failed", "session", rec.ID, "error", err)
+	} else {
+		m.dropArchive(rec.ID)
+	}
+	m.log.Info("session resumed", "session", rec.ID, "took", took.Round(time.Millisecond), "container_id", runtime.ShortID(sb.ID))
+	noticeResume(ctx, took)
+	return nil
+}
+
+// lose makes a hibernated session lost for why, and says so.
+func (m *Sessions) lose(ss *Session, why string) *api.Error {
+	rec := ss.Record()
+	m.MarkLost(ss, why)
+	return api.Errorf(api.CodeSessionLost, "session %s is lost: %s; delete it and create a new one", rec.ID, why)
+}
+
+// reserveEvicting reserves a place for one more active session. When
+// sessions.max are active, it hibernates the least recently used idle one
+// (never except) to make room, or, when every one is busy, waits for one
+// to be idle, up to resumeWait.
+func (m *Sessions) reserveEvicting(ctx context.Context, except *Session) *api.Error {
+	deadline := time.Now().Add(resumeWait)
+	failed := map[*Session]bool{} // could not hibernate: not tried again
+	for {
+		aerr := m.reserve()
+		if aerr == nil || aerr.Code != api.CodeTooManySessions {
+			return aerr
+		}
+		if victim := m.leastRecentlyUsed(except, failed); victim != nil {
+			herr := m.hibernate(ctx, victim)
+			victim.turn <- struct{}{}
+			if herr != nil {
+				failed[victim] = true
+				m.log.Warn("making room for a resume: a session could not hibernate", "session", victim.Record().ID, "error", herr.Message)
+			} else {
+				m.log.Info("hibernated the least recently used session to make room for a resume", "session", victim.Record().ID, "for", except.Record().ID)
+			}
+			continue
+		}
+		if time.Now().After(deadline) {
+			aerr.Message = fmt.Sprintf("waited %s for one of them to be idle: %s", resumeWait, aerr.Message)
+			return aerr
+		}
+		select {
+		case <-ctx.Done():
+			return api.Errorf(api.CodeInvalidRequest, "gave up waiting for room to resume the session: %v", ctx.Err())
+		case <-time.After(resumePoll):
+		}
+	}
+}
+
+// A resume that finds every active session busy waits this long at most,
+// trying again every resumePoll.
+const (
+	resumeWait = 30 * time.Second
+	resumePoll = 20 * time.Millisecond
+)
+
+// leastRecentlyUsed takes the turn of the active session used longest
+// ago that nothing uses now, other than except and those in skip.
+func (m *Sessions) leastRecentlyUsed(except *Session, skip map[*Session]bool) *Session {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var idle []*Session
+	for _, ss := range m.live {
+		ss.mu.Lock()
+		if ss != except && !skip[ss] && ss.sb != nil && ss.users == 0 {
+			idle = append(idle, ss)
+		}
+		ss.mu.Unlock()
+	}
+	slices.SortFunc(idle, func(a, b *Session) int { return a.Record().LastUsedAt.Compare(b.Record().LastUsedAt) })
+	for _, ss := range idle {
+		select {
+		case <-ss.turn:
+			return ss
+		default:
+		}
+	}
+	return nil
+}
+
+// recoverHibernated keeps a stored hibernated session at start; its
+// archive is checked when it resumes. The caller holds what guards the
+// maps.
+func (m *Sessions) recoverHibernated(rec api.Session) {
+	l, known := m.langs.Lookup(rec.Language)
+	if !known {
+		rec.State, rec.Error = api.SessionLost, "its language "+rec.Language+" is no longer configured"
+		m.lost[rec.ID] = rec
+		if err := m.store.PutSession(rec); err != nil {
+			m.log.Error("storing a lost session failed", "session", rec.ID, "error", err)
+		}
+		return
+	}
+	limits, _ := request.Limits(l.Limits(), 0, &rec.Limits)
+	m.live[rec.ID] = newSession(l, limits, rec, nil)
+}
+
+// pruneArchives removes the archives no hibernated session names: what a
+// crash left half written or not yet recorded, or already resumed.
+func (m *Sessions) pruneArchives() {
+	ents, _ := os.ReadDir(m.dir)
+	for _, e := range ents {
+		id, ok := strings.CutSuffix(e.Name(), ".tar")
+		m.mu.Lock()
+		ss := m.live[id]
+		_, lost := m.lost[id]
+		m.mu.Unlock()
+		if ok && (lost || ss != nil && ss.Record().Hibernation != nil) {
+			continue
+		}
+		m.log.Info("removing an archive no hibernated session names", "file", e.Name())
+		_ = os.Remove(filepath.Join(m.dir, e.Name()))
+	}
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+}
+
+// ContextLost says whether context name's memory was lost to a
+// hibernation and not yet reported so; it is reported once.
+func (ss *Session) ContextLost(name string) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	i := slices.Index(ss.rec.ContextsLost, name)
+	if i < 0 {
+		return false
+	}
+	ss.rec.ContextsLost = slices.Delete(ss.rec.ContextsLost, i, i+1)
+	ss.dirty = true
+	return true
+}
+
+type resumeKey struct{}
+
+// OnResume returns ctx with fn added to what is called, with how long it
+// took, when a session resumes for a call made with ctx.
+func OnResume(ctx context.Context, fn func(took time.Duration)) context.Context {
+	prev, _ := ctx.Value(resumeKey{}).(func(time.Duration))
+	return context.WithValue(ctx, resumeKey{}, func(took time.Duration) {
+		if prev != nil {
+			prev(took)
+		}
+		fn(took)
+	})
+}
+
+func noticeResume(ctx context.Context, took time.Duration) {
+	if fn, ok := ctx.Value(resumeKey{}).(func(time.Duration)); ok {
+		fn(took)
+	}
+}
