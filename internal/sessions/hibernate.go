@@ -122,7 +122,7 @@ func (m *Sessions) hibernate(ctx context.Context, ss *Session) *api.Error {
 	started := time.Now()
 	contexts := m.runningContexts(ctx, sb)
 	a, aerr := snapshots.WriteArchive(m.dir, func(w io.Writer) (int, *api.Error) {
-		return archiveWorkspace(ctx, sb, rec.ID, room, "sessions.max_hibernated_bytes", w)
+		return archiveWorkspace(ctx, sb, rec.ID, "hibernate", room, "sessions.max_hibernated_bytes", w)
 	})
 	if aerr != nil {
 		return aerr

@@ -30,7 +30,7 @@ func (m *Sessions) Snapshot(ctx context.Context, id, name string) (*api.Snapshot
 	var sn *api.Snapshot
 	aerr = m.Use(ctx, id, func(ss *Session, sb *runtime.Sandbox) *api.Error {
 		sn, aerr = m.snapshots.Save(api.Snapshot{Name: name, Language: ss.Lang.Name(), Session: id}, func(w io.Writer) (int, *api.Error) {
-			return archiveWorkspace(ctx, sb, id, room, "snapshots.max_bytes", w)
+			return archiveWorkspace(ctx, sb, id, "snapshot", room, "snapshots.max_bytes", w)
 		})
 		return aerr
 	})
@@ -38,10 +38,10 @@ func (m *Sessions) Snapshot(ctx context.Context, id, name string) (*api.Snapshot
 }
 
 // archiveWorkspace writes a tar archive of session id's workspace (its
-// own files, not project_files) to w, refused whole (too_large) when it
-// would be over room, which is what limit leaves. It returns how many
-// entries it left out (FIFOs, sockets, devices).
-func archiveWorkspace(ctx context.Context, sb *runtime.Sandbox, id string, room int64, limit string, w io.Writer) (int, *api.Error) {
+// own files, not project_files) to w, to purpose it: refused whole
+// (too_large) when it would be over room, which is what limit leaves. It
+// returns how many entries it left out (FIFOs, sockets, devices).
+func archiveWorkspace(ctx context.Context, sb *runtime.Sandbox, id, purpose string, room int64, limit string, w io.Writer) (int, *api.Error) {
 	var werr error
 	res, err := sb.File(ctx, supervisor.OpTar, supervisor.FileRequest{Path: ".", Max: room, Snapshot: true}, nil, func(b []byte) {
 		if werr == nil {
@@ -53,7 +53,7 @@ func archiveWorkspace(ctx context.Context, sb *runtime.Sandbox, id string, room 
 		return 0, request.ErrorOf(fmt.Errorf("archiving session %s's workspace: %w", id, err))
 	case res.Error != "":
 		if res.ErrorKind == supervisor.ErrTooLarge {
-			return 0, api.Errorf(api.CodeTooLarge, "the workspace is too large to archive: %s (room left under %s: %s)", res.Error, limit, api.ByteSize(room))
+			return 0, api.Errorf(api.CodeTooLarge, "the workspace is too large to %s: %s (room left under %s: %s)", purpose, res.Error, limit, api.ByteSize(room))
 		}
 		return 0, sessionErr("the workspace", res)
 	case werr != nil:
