@@ -404,8 +404,9 @@ type Language struct {
 	Limits       Limits   `json:"limits"`
 	Network      Network  `json:"network"`  // the most its sandboxes may reach
 	Contexts     bool     `json:"contexts"` // sessions may keep its interpreters (exec with "context")
-	// Hibernation says what a hibernated session of it keeps: "workspace"
-	// (files, env, limits, network; contexts' memory is lost).
+	// Hibernation says what a hibernated session of it keeps: "memory"
+	// (its sandbox checkpointed: processes and contexts too) or
+	// "workspace" (files, env, limits, network; contexts' memory is lost).
 	Hibernation string    `json:"hibernation"`
 	Pool        PoolStats `json:"pool"`
 	// Building is set while sandboxd builds the language's image (see
@@ -585,8 +586,11 @@ type Hibernation struct {
 	Bytes   int64     `json:"bytes"`             // the archive's size on disk
 	SHA256  string    `json:"sha256"`            // of the archive
 	Skipped int       `json:"skipped,omitempty"` // FIFOs, sockets and devices left out
-	// Contexts are the interpreters that ran when it hibernated; each
-	// reports its memory lost on its next cell.
+	// Memory: the sandbox was checkpointed too (gVisor), so its processes
+	// and contexts come back as they were; the archive serves if the
+	// checkpoint cannot be restored.
+	Memory bool `json:"memory"`
+	// Contexts are the interpreters that ran when it hibernated.
 	Contexts []string `json:"contexts,omitempty"`
 }
 

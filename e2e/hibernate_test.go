@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -40,10 +41,11 @@ func listingOf(t *testing.T, c *client.Client, id string) map[string]api.FileEnt
 	return out
 }
 
-// A session paused by hand loses its container, survives a restart of
-// sandboxd, and wakes on the next call with its workspace exactly as it
-// was (the FIFO aside) and its context reported lost; one left idle
-// hibernates by itself. Under runc and runsc.
+// A session paused by hand loses its container (under runsc, keeps it
+// stopped, checkpointed), survives a restart of sandboxd, and wakes on the
+// next call with its workspace exactly as it was (the FIFO aside, unless
+// its memory was kept) and its context's state kept under runsc, reported
+// lost under runc; one left idle hibernates by itself.
 func TestHibernation(t *testing.T) {
 	for _, rt := range []string{"runc", "runsc"} {
 		t.Run(rt, func(t *testing.T) {
@@ -61,15 +63,16 @@ func TestHibernation(t *testing.T) {
 			if code != 0 || !strings.Contains(out, "hibernated") {
 				t.Fatalf("session pause: %d %s %s", code, out, errOut)
 			}
-			if n := testutil.Containers(t, "io.sandboxd.session="+id); len(n) != 0 {
-				t.Fatalf("a hibernated session keeps containers %v", n)
+			kept := testutil.Containers(t, "io.sandboxd.session="+id)
+			if running, _ := exec.Command("docker", "ps", "-q", "--filter", "label=io.sandboxd.session="+id).Output(); len(running) != 0 || len(kept) != map[string]int{"runc": 0, "runsc": 1}[rt] {
+				t.Fatalf("a hibernated session's containers: %v, running: %s", kept, running)
 			}
 			if out, _, _ := d.Ctl("", "session", "ls"); !strings.Contains(out, "hibernated") {
 				t.Fatalf("session ls:\n%s", out)
 			}
 			s, err := c.Session(ctx(t), id)
-			if err != nil || s.Hibernation == nil || s.Hibernation.Skipped != 1 {
-				t.Fatalf("the hibernated record: %+v %v", s, err)
+			if err != nil || s.Hibernation == nil || s.Hibernation.Skipped != 1 || s.Hibernation.Memory != (rt == "runsc") {
+				t.Fatalf("the hibernated record: %+v %v", s.Hibernation, err)
 			}
 			if _, err := os.Stat(s.Hibernation.Path); err != nil {
 				t.Fatal(err)
@@ -86,7 +89,9 @@ func TestHibernation(t *testing.T) {
 				t.Errorf("the archive outlived the resume: %v", err)
 			}
 			after := listingOf(t, c, id)
-			delete(before, "fifo")
+			if !s.Hibernation.Memory {
+				delete(before, "fifo")
+			}
 			for p, e := range before {
 				if after[p] != e {
 					t.Errorf("%q: %+v before, %+v after", p, e, after[p])
@@ -95,9 +100,31 @@ func TestHibernation(t *testing.T) {
 			if len(after) != len(before) {
 				t.Errorf("%d entries before, %d after: %v", len(before), len(after), after)
 			}
-			res, err = c.Exec(ctx(t), id, api.ExecRequest{Code: "x = 1", Context: "main"})
-			if err != nil || res.Context == nil || res.Context.Lost != api.ContextsLostByHibernation {
+			res, err = c.Exec(ctx(t), id, api.ExecRequest{Code: "print(x + 1)", Context: "main"})
+			switch {
+			case err != nil || res.Context == nil:
 				t.Fatalf("the context after a hibernation: %+v %v", res, err)
+			case s.Hibernation.Memory && (res.Stdout != "42\n" || res.Context.Lost != ""):
+				t.Fatalf("the context after a hibernation with its memory: %q, lost %q", res.Stdout, res.Context.Lost)
+			case !s.Hibernation.Memory && res.Context.Lost != api.ContextsLostByHibernation:
+				t.Fatalf("the context after a hibernation without its memory: lost %q", res.Context.Lost)
+			}
+
+			if rt == "runsc" {
+				// Its checkpointed container gone, the session resumes from
+				// its archive, without its memory.
+				if _, err := c.PauseSession(ctx(t), id); err != nil {
+					t.Fatal(err)
+				}
+				for _, cid := range testutil.Containers(t, "io.sandboxd.session="+id) {
+					if out, err := exec.Command("docker", "rm", "-f", cid).CombinedOutput(); err != nil {
+						t.Fatalf("docker rm: %v %s", err, out)
+					}
+				}
+				res, err := c.Exec(ctx(t), id, api.ExecRequest{Code: "print(open('a/b/f').read())", Context: "main"})
+				if err != nil || !res.Resumed || res.Stdout != "data\n" || res.Context == nil || res.Context.Lost != api.ContextsLostByHibernation {
+					t.Fatalf("resuming without the checkpointed container: %+v %v", res, err)
+				}
 			}
 
 			// Idle: it hibernates by itself, and wakes for the next call.

@@ -133,3 +133,25 @@ func (r *Router) runtimes() []Runtime {
 	}
 	return out
 }
+
+var _ Checkpointer = (*Router)(nil)
+
+// CanCheckpoint implements Checkpointer: the runtime a language of that
+// name runs under says.
+func (r *Router) CanCheckpoint(ctx context.Context, ociRuntime string) bool {
+	rt := r.Default
+	if named, ok := r.Named[ociRuntime]; ok {
+		rt, ociRuntime = named, ""
+	}
+	return Checkpoints(rt).CanCheckpoint(ctx, ociRuntime)
+}
+
+// Checkpoint implements Checkpointer.
+func (r *Router) Checkpoint(ctx context.Context, id string) error {
+	return Checkpoints(r.of(id)).Checkpoint(ctx, id)
+}
+
+// Restore implements Checkpointer.
+func (r *Router) Restore(ctx context.Context, id string) error {
+	return Checkpoints(r.of(id)).Restore(ctx, id)
+}

@@ -195,6 +195,38 @@ type Runtime interface {
 	Close() error
 }
 
+// Checkpointer is a Runtime that can stop a sandbox with its memory kept
+// (its processes, and the tmpfs workspace with them) and start it again
+// from there, in the same container.
+type Checkpointer interface {
+	// CanCheckpoint says whether sandboxes of an OCI runtime ("": the
+	// engine's) can be checkpointed here now.
+	CanCheckpoint(ctx context.Context, ociRuntime string) bool
+	// Checkpoint saves a running sandbox's memory and stops it; its
+	// container stays, with the checkpoint, until Restore or Remove.
+	Checkpoint(ctx context.Context, id string) error
+	// Restore starts a checkpointed container from its checkpoint, which
+	// it then deletes; Attach connects to it again.
+	Restore(ctx context.Context, id string) error
+}
+
+// ErrNoCheckpoint: the runtime cannot checkpoint sandboxes.
+var ErrNoCheckpoint = errors.New("this runtime cannot checkpoint sandboxes")
+
+// Checkpoints is rt's Checkpointer, or one that never can.
+func Checkpoints(rt Runtime) Checkpointer {
+	if ck, ok := rt.(Checkpointer); ok {
+		return ck
+	}
+	return noCheckpoints{}
+}
+
+type noCheckpoints struct{}
+
+func (noCheckpoints) CanCheckpoint(context.Context, string) bool { return false }
+func (noCheckpoints) Checkpoint(context.Context, string) error   { return ErrNoCheckpoint }
+func (noCheckpoints) Restore(context.Context, string) error      { return ErrNoCheckpoint }
+
 // RemoveUnclaimed removes the containers of list that keep does not
 // claim: what a previous run of the daemon left behind, or what is left
 // at its end. Like Nomad's dangling-container reconciler, it touches only

@@ -90,3 +90,18 @@ func (s *Sweeper) sweep(every time.Duration) {
 		}
 	}
 }
+
+// CanCheckpoint implements Checkpointer, as the runtime swept can.
+func (s *Sweeper) CanCheckpoint(ctx context.Context, ociRuntime string) bool {
+	return Checkpoints(s.Runtime).CanCheckpoint(ctx, ociRuntime)
+}
+
+// Checkpoint implements Checkpointer.
+func (s *Sweeper) Checkpoint(ctx context.Context, id string) error {
+	return Checkpoints(s.Runtime).Checkpoint(ctx, id)
+}
+
+// Restore implements Checkpointer.
+func (s *Sweeper) Restore(ctx context.Context, id string) error {
+	return Checkpoints(s.Runtime).Restore(ctx, id)
+}

@@ -19,10 +19,11 @@ say() { printf 'docker-engine: %s\n' "$*" >&2; }
 # The container's seccomp profile is left to runc: under runsc a program's
 # system calls reach gVisor's kernel, not the host's, and its 2022 release
 # answers EPERM where the profile says ENOSYS (clone3), which breaks every
-# thread start.
+# thread start. Experimental features give the checkpoint API, with which a
+# hibernating gVisor session keeps its memory (runsc checkpoint/restore).
 conf=/etc/sandboxd/dockerd.json
 write_settings() {
-	want="{\"runtimes\": {\"runsc\": {\"path\": \"$(command -v runsc)\", \"runtimeArgs\": [\"--network=none\", \"--host-uds=open\"]}}}"
+	want="{\"experimental\": true, \"runtimes\": {\"runsc\": {\"path\": \"$(command -v runsc)\", \"runtimeArgs\": [\"--network=none\", \"--host-uds=open\"]}}}"
 	[ "$(cat "$conf" 2>/dev/null)" != "$want" ] || return 1
 	mkdir -p "$(dirname "$conf")"
 	printf '%s\n' "$want" >"$conf"
@@ -37,6 +38,9 @@ if docker info >/dev/null 2>&1; then
 		say "sent dockerd the new settings in $conf"
 	fi
 	say "engine answers: $(docker version --format '{{.Server.Version}} (API {{.Server.APIVersion}})')"
+	if [ "$(docker version --format '{{.Server.Experimental}}')" != true ]; then
+		say "its experimental features are off (they take a restart): hibernated gVisor sessions keep their files, not their memory"
+	fi
 	exit 0
 fi
 

@@ -90,6 +90,12 @@ func (r *Registry) Reconnect(ctx context.Context, sb *runtime.Sandbox) (*runtime
 // Attach connects again to a container of l a previous sandboxd made,
 // listening again on its egress socket (allowing allow).
 func (r *Registry) Attach(ctx context.Context, l *Language, c runtime.Container, allow egress.List) (*runtime.Sandbox, error) {
+	return r.withGate(l, c, allow, func() (*runtime.Sandbox, error) { return r.rt.Attach(ctx, c) })
+}
+
+// withGate listens on container c's egress socket (allowing allow), which
+// must be there before connect runs, and closes it again if connect fails.
+func (r *Registry) withGate(l *Language, c runtime.Container, allow egress.List, connect func() (*runtime.Sandbox, error)) (*runtime.Sandbox, error) {
 	key := c.Labels[runtime.LabelEgress]
 	if key != "" && r.egress != nil {
 		g, err := r.egress.Open(key, l.Name(), l.egressLimits())
@@ -98,9 +104,9 @@ func (r *Registry) Attach(ctx context.Context, l *Language, c runtime.Container,
 		}
 		g.Allow(allow)
 	}
-	sb, err := r.rt.Attach(ctx, c)
-	if err != nil && key != "" && r.egress != nil {
-		r.egress.Close(key)
+	sb, err := connect()
+	if err != nil {
+		r.closeGate(c.Labels)
 	}
 	return sb, err
 }

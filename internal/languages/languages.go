@@ -388,7 +388,12 @@ func (r *Registry) Remove(sb *runtime.Sandbox) {
 		r.log.Warn("removing a sandbox failed", "container_id", runtime.ShortID(sb.ID), "error", err)
 	}
 	r.metrics.ContainerRemoved(sb.Language, err)
-	if key := sb.Labels[runtime.LabelEgress]; key != "" && r.egress != nil {
+	r.closeGate(sb.Labels)
+}
+
+// closeGate closes the egress gate of the container labelled labels.
+func (r *Registry) closeGate(labels map[string]string) {
+	if key := labels[runtime.LabelEgress]; key != "" && r.egress != nil {
 		r.egress.Close(key)
 	}
 }
@@ -406,7 +411,7 @@ func (r *Registry) List(ctx context.Context) []api.Language {
 			Image: st.ref, BaseImage: l.baseImage, Packages: l.Config.Packages, ImagePresent: st.id != "",
 			Version: st.version, Plugin: l.Config.Plugin, Runtime: l.Config.Runtime, Limits: request.APILimits(l.Config.Limits),
 			Network: api.Network{Allow: l.allow.Strings()}, Contexts: len(l.Info.ContextCommand) > 0,
-			Hibernation: "workspace", // interpreters' memory is not checkpointed (docs/sessions.md)
+			Hibernation: r.hibernation(ctx, l),
 		}
 		entry.Pool = l.pool.Stats()
 		l.warmStats(&entry.Pool)

@@ -102,7 +102,9 @@ func (m *Sessions) hibernateIdle(ss *Session) {
 const hibernateTimeout = 10 * time.Minute
 
 // hibernate archives the workspace of ss, whose turn the caller holds,
-// and removes its container. On any failure the session stays active.
+// and removes its container; where the runtime can, it checkpoints the
+// container instead, memory and all, and keeps it stopped (the archive
+// stays as the fallback). On any failure the session stays active.
 func (m *Sessions) hibernate(ctx context.Context, ss *Session) *api.Error {
 	ss.mu.Lock()
 	sb, rec, users := ss.sb, ss.rec, ss.users
@@ -140,12 +142,15 @@ func (m *Sessions) hibernate(ctx context.Context, ss *Session) *api.Error {
 		return api.Errorf(api.CodeConflict, "session %s began another operation (a terminal?) while it was being paused; it stays active", rec.ID)
 	}
 	before := ss.rec
+	memory := m.langs.CanCheckpoint(ctx, ss.Lang)
 	ss.rec.State, ss.rec.ContainerID = api.SessionHibernated, ""
-	ss.rec.Hibernation = &api.Hibernation{At: time.Now().UTC(), Path: m.archivePath(rec.ID), Bytes: a.Size, SHA256: a.SHA256, Skipped: a.Skipped}
-	for _, c := range contexts {
-		if !slices.Contains(ss.rec.ContextsLost, c) {
-			ss.rec.ContextsLost = append(ss.rec.ContextsLost, c)
-		}
+	if memory {
+		ss.rec.ContainerID = sb.ID
+	}
+	ss.rec.Hibernation = &api.Hibernation{At: time.Now().UTC(), Path: m.archivePath(rec.ID), Bytes: a.Size, SHA256: a.SHA256,
+		Skipped: a.Skipped, Memory: memory, Contexts: contexts}
+	if !memory {
+		ss.forgetContexts(contexts)
 	}
 	ss.sb, ss.dirty = nil, false
 	rec = ss.rec
@@ -157,10 +162,45 @@ func (m *Sessions) hibernate(ctx context.Context, ss *Session) *api.Error {
 		m.dropArchive(rec.ID)
 		return api.Errorf(api.CodeInternal, "storing session %s as hibernated: %v; it stays active", rec.ID, err)
 	}
-	m.log.Info("session hibernated", "session", rec.ID, "bytes", a.Size, "skipped", a.Skipped,
+	if memory {
+		if err := m.langs.Checkpoint(ctx, sb); err != nil {
+			// The archive has the files: the session sleeps without its memory.
+			m.log.Warn("checkpointing a session failed; it hibernates with its files alone", "session", rec.ID, "error", err)
+			m.withoutMemory(ss)
+			memory = false
+		}
+	}
+	m.log.Info("session hibernated", "session", rec.ID, "bytes", a.Size, "skipped", a.Skipped, "memory", memory,
 		"contexts", contexts, "took", time.Since(started).Round(time.Millisecond), "container_id", runtime.ShortID(sb.ID))
-	m.langs.Remove(sb)
+	if !memory {
+		m.langs.Remove(sb)
+	}
 	return nil
+}
+
+// withoutMemory makes a hibernated session's record say that its memory
+// is gone: its checkpoint failed, or cannot be restored. Its contexts
+// report it; the caller removes the container.
+func (m *Sessions) withoutMemory(ss *Session) {
+	ss.mu.Lock()
+	h := *ss.rec.Hibernation
+	h.Memory = false
+	ss.rec.Hibernation, ss.rec.ContainerID = &h, ""
+	ss.forgetContexts(h.Contexts)
+	rec := ss.rec
+	ss.mu.Unlock()
+	if err := m.store.PutSession(rec); err != nil {
+		m.log.Error("storing a hibernated session failed", "session", rec.ID, "error", err)
+	}
+}
+
+// forgetContexts records that contexts lost their memory; ss.mu is held.
+func (ss *Session) forgetContexts(contexts []string) {
+	for _, c := range contexts {
+		if !slices.Contains(ss.rec.ContextsLost, c) {
+			ss.rec.ContextsLost = append(ss.rec.ContextsLost, c)
+		}
+	}
 }
 
 // hibernationRoom is how many archive bytes one more hibernated session
@@ -193,10 +233,11 @@ func (m *Sessions) runningContexts(ctx context.Context, sb *runtime.Sandbox) []s
 	return names
 }
 
-// resume gives a hibernated session, whose turn the caller holds, a
-// container with its workspace back. A session whose archive is missing
-// or does not match its digest is lost; one that cannot get a container
-// now stays hibernated.
+// resume gives a hibernated session, whose turn the caller holds, its
+// checkpointed container back, or else a container with its workspace
+// back from the archive. A session whose archive is missing or does not
+// match its digest is lost; one that cannot get a container now stays
+// hibernated.
 func (m *Sessions) resume(ctx context.Context, ss *Session) *api.Error {
 	started := time.Now()
 	rec := ss.Record()
@@ -207,6 +248,17 @@ func (m *Sessions) resume(ctx context.Context, ss *Session) *api.Error {
 		return aerr
 	}
 	defer m.unreserve()
+	if rec.Hibernation.Memory {
+		sb, err := m.langs.Restore(ctx, ss.Lang, rec.ContainerID, storedAllow(rec, ss.Lang))
+		if err == nil {
+			m.woke(ctx, ss, sb, started)
+			return nil
+		}
+		m.log.Warn("restoring a session's checkpoint failed; it resumes from its workspace archive", "session", rec.ID, "error", err)
+		m.langs.RemoveStopped(ss.Lang, rec.ContainerID)
+		m.withoutMemory(ss)
+		rec = ss.Record()
+	}
 	path := m.archivePath(rec.ID)
 	f, err := os.Open(path)
 	if err != nil {
@@ -236,24 +288,31 @@ func (m *Sessions) resume(ctx context.Context, ss *Session) *api.Error {
 		return aerr
 	}
 
+	m.woke(ctx, ss, sb, started)
+	return nil
+}
+
+// woke makes ss active in sb, its resume begun at started, and says so.
+func (m *Sessions) woke(ctx context.Context, ss *Session, sb *runtime.Sandbox, started time.Time) {
 	took := time.Since(started)
 	ss.mu.Lock()
+	memory := ss.rec.Hibernation.Memory
 	ss.rec.State, ss.rec.ContainerID, ss.rec.Hibernation = api.SessionActive, sb.ID, nil
 	ss.rec.Resumes++
 	ss.rec.ResumeMS = float64(took.Microseconds()) / 1000
 	ss.sb, ss.idleFrom = sb, time.Time{}
-	rec = ss.rec
+	rec := ss.rec
 	ss.mu.Unlock()
 	if err := m.store.PutSession(rec); err != nil {
 		// The archive stays: at the next start the record says hibernated
-		// still, and this container is nobody's.
+		// still, and this container is nobody's (or, checkpointed before,
+		// fails to restore and goes).
 		m.log.Error("storing a resumed session failed", "session", rec.ID, "error", err)
 	} else {
 		m.dropArchive(rec.ID)
 	}
-	m.log.Info("session resumed", "session", rec.ID, "took", took.Round(time.Millisecond), "container_id", runtime.ShortID(sb.ID))
+	m.log.Info("session resumed", "session", rec.ID, "memory", memory, "took", took.Round(time.Millisecond), "container_id", runtime.ShortID(sb.ID))
 	noticeResume(ctx, took)
-	return nil
 }
 
 // lose makes a hibernated session lost for why, and says so.

@@ -316,15 +316,23 @@ func (m *Sessions) Delete(id string) *api.Error {
 	return nil
 }
 
-// close removes a session's container; it has left m.live.
+// close removes a session's container, running or checkpointed; it has
+// left m.live.
 func (m *Sessions) close(ss *Session, why string) {
 	ss.mu.Lock()
-	sb := ss.sb
+	sb, id, stopped := ss.sb, ss.rec.ID, ""
+	if sb == nil && ss.rec.Hibernation != nil {
+		stopped = ss.rec.ContainerID
+	}
 	ss.sb = nil
 	ss.mu.Unlock()
-	if sb != nil {
-		m.log.Info("session closed", "session", ss.rec.ID, "why", why, "container_id", runtime.ShortID(sb.ID))
+	switch {
+	case sb != nil:
+		m.log.Info("session closed", "session", id, "why", why, "container_id", runtime.ShortID(sb.ID))
 		m.langs.Remove(sb)
+	case stopped != "":
+		m.log.Info("session closed", "session", id, "why", why, "container_id", runtime.ShortID(stopped))
+		m.langs.RemoveStopped(ss.Lang, stopped)
 	}
 }
 
@@ -769,6 +777,9 @@ func (m *Sessions) Recover(ctx context.Context, containers []runtime.Container) 
 			mu.Lock() // the attaches below write the same maps
 			if rec.State == api.SessionHibernated {
 				m.recoverHibernated(rec)
+				if rec.ContainerID != "" {
+					keep[rec.ContainerID] = true // checkpointed
+				}
 			} else {
 				m.lost[rec.ID] = rec
 			}

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/checkpoint"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/mount"
@@ -438,3 +439,59 @@ func (l *limitedLog) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// hibernation is the name of the checkpoint a hibernated session's
+// container keeps.
+const hibernation = "sandboxd-hibernation"
+
+// CanCheckpoint implements runtime.Checkpointer: an engine with
+// experimental features checkpoints gVisor's sandboxes (runsc checkpoint
+// keeps the sandbox's whole kernel state). runc's would need CRIU, which
+// fails `criu check` on this kernel.
+func (d *Docker) CanCheckpoint(ctx context.Context, ociRuntime string) bool {
+	if ociRuntime == "" {
+		ociRuntime = d.opts.Runtime
+	}
+	if ociRuntime != "runsc" {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	p, err := d.cli.Ping(ctx)
+	return err == nil && p.Experimental
+}
+
+// Checkpoint implements runtime.Checkpointer.
+func (d *Docker) Checkpoint(ctx context.Context, id string) error {
+	d.detach(id) // the stream ends with the sandbox
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	if err := d.cli.CheckpointCreate(ctx, id, checkpoint.CreateOptions{CheckpointID: hibernation, Exit: true}); err != nil {
+		return d.engineError("checkpointing container "+runtime.ShortID(id), err)
+	}
+	// The engine answers before it has seen the container stop; a restore
+	// before then would find it running.
+	stopped, failed := d.cli.ContainerWait(ctx, id, container.WaitConditionNotRunning)
+	select {
+	case <-stopped:
+		return nil
+	case err := <-failed:
+		return d.engineError("waiting for checkpointed container "+runtime.ShortID(id)+" to stop", err)
+	}
+}
+
+// Restore implements runtime.Checkpointer.
+func (d *Docker) Restore(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	err := d.cli.ContainerStart(ctx, id, container.StartOptions{CheckpointID: hibernation})
+	if err != nil {
+		return d.engineError("restoring container "+runtime.ShortID(id)+" from its checkpoint", err)
+	}
+	if err := d.cli.CheckpointDelete(ctx, id, checkpoint.DeleteOptions{CheckpointID: hibernation}); err != nil {
+		d.logger.Warn("deleting a restored checkpoint failed", "container_id", runtime.ShortID(id), "error", err)
+	}
+	return nil
+}
+
+var _ runtime.Checkpointer = (*Docker)(nil)

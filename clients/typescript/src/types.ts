@@ -202,6 +202,9 @@ export interface Hibernation {
   bytes: number;
   sha256: string;
   skipped?: number;
+  /** Its sandbox was checkpointed too: processes and contexts come back. */
+  memory: boolean;
+  contexts?: string[];
 }
 
 export interface FileEntry {
