@@ -7,6 +7,9 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/client"
@@ -110,13 +113,37 @@ func hibernatedHold(c *client.Client, d *daemon, count int) (string, error) {
 	}
 	waitQuiet(c, "python")
 	rssAfter, ctrsAfter := rssKiB(d.cmd.Process.Pid), sandboxdContainers()
+	storm := resumeStorm(c, ids[:count/2])
 	for _, id := range ids {
 		_ = c.DeleteSession(ctx, id)
 	}
 	return fmt.Sprintf("\n| %d hibernated python sessions | before | after |\n|---|---|---|\n", count) +
 		fmt.Sprintf("| sandboxd resident memory | %s | %s |\n", api.ByteSize(rssBefore<<10), api.ByteSize(rssAfter<<10)) +
 		fmt.Sprintf("| the engine's sandboxd containers (pools) | %d | %d |\n", ctrsBefore, ctrsAfter) +
-		fmt.Sprintf("| archives on disk | 0 | %s |\n", api.ByteSize(disk)), nil
+		fmt.Sprintf("| archives on disk | 0 | %s |\n", api.ByteSize(disk)) + storm, nil
+}
+
+// resumeStorm calls every session of ids at once (an exec that reads its
+// file) and says how long they took and how many failed: more than
+// sessions.max, so resumes make room by hibernating the idle ones.
+func resumeStorm(c *client.Client, ids []string) string {
+	start := time.Now()
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := c.Exec(context.Background(), id, api.ExecRequest{Argv: []string{"cat", "notes.txt"}})
+			if err != nil || res.Stdout != "state\n" {
+				failed.Add(1)
+				fmt.Fprintln(os.Stderr, "bench: storm:", id, err)
+			}
+		}()
+	}
+	wg.Wait()
+	return fmt.Sprintf("\n%d hibernated sessions called at once (sessions.max 32): all answered in %.1f s, %d failed.\n",
+		len(ids), time.Since(start).Seconds(), failed.Load())
 }
 
 // rssKiB is a process's resident memory in KiB, 0 if unknown.
