@@ -304,6 +304,12 @@ http { listen = "127.0.0.1:0" }`})
 		t.Errorf("run terminal: %+v %v", end, err)
 	}
 	c.covered["runTerminal 101"] = true
+	fwd, err := d.Client().ConnectPort(ctx(t), ts.ID, 1)
+	if err != nil {
+		t.Fatalf("connect port: %v", err)
+	}
+	_, _ = io.ReadAll(fwd) // nothing listens on port 1: refused after the upgrade
+	c.covered["connectPort 101"] = true
 
 	// The event stream does not end: its first event is enough.
 	resp, err := unixHTTP(d.Socket).Get("http://sandboxd/v1/events")

@@ -205,6 +205,13 @@ func (r *Registry) Resolve(name string) (*Language, *api.Error) {
 	return l, nil
 }
 
+// PoolFull says whether l's pool has every container it may have busy:
+// the next Take waits for one to be given back.
+func (r *Registry) PoolFull(l *Language) bool {
+	st := l.pool.Stats()
+	return st.Idle == 0 && st.Busy+st.Starting+st.Recycling >= st.Max
+}
+
 // Lookup is Resolve without the error: the language a stored record names.
 func (r *Registry) Lookup(name string) (*Language, bool) {
 	l, ok := r.lookup[name]

@@ -103,6 +103,8 @@ func routes() []route {
 			summary: "One snapshot, by id or name."},
 		{pattern: "DELETE /v1/snapshots/{id}", serve: (*handler).deleteSnapshot, id: "deleteSnapshot", status: 204,
 			summary: "Delete a snapshot."},
+		{pattern: "GET /v1/sessions/{id}/ports/{port}/connect", serve: (*handler).connectPort, id: "connectPort", status: 101,
+			summary: "Upgrade to a WebSocket that carries one TCP connection to a port on the session's own loopback (binary frames both ways; sandboxctl port-forward). Closes 4404 when nothing listens there."},
 		{pattern: "GET /v1/sessions/{id}/terminal", serve: (*handler).terminal, id: "terminal", status: 101,
 			summary: "An interactive terminal in the session, upgraded to a WebSocket: binary frames carry the terminal's bytes both ways, text frames JSON control messages ({\"type\":\"resize\",\"rows\",\"cols\"} in; {\"type\":\"exit\",\"exit_code\"} or {\"type\":\"error\"} out). Runs alongside the session's other operations.",
 			query: []param{{"cmd", "string", "the command, one argument per cmd parameter (default: bash -i)"},

@@ -140,11 +140,22 @@ func serveTerminal(w http.ResponseWriter, r *http.Request, first func(context.Co
 			}
 		}
 	}()
-	screen := make(chan []byte, terminalBacklog)
+	send, flush := toClient(ctx, conn, cancel)
+	res, aerr := run(ctx, daemon.TTY{Size: size, In: in, Out: send})
+	flush()
+	end(res, aerr)
+}
+
+// toClient sends binary frames to a WebSocket's client without ever
+// holding up the sandbox's connection: up to terminalBacklog wait for a
+// client that reads slowly, and one that does not read is cancelled.
+// flush waits until what was sent has been written.
+func toClient(ctx context.Context, conn *websocket.Conn, cancel context.CancelFunc) (send func([]byte), flush func()) {
+	backlog := make(chan []byte, terminalBacklog)
 	written := make(chan struct{})
-	go func() { // to the client, never holding up the sandbox's connection
+	go func() {
 		defer close(written)
-		for data := range screen {
+		for data := range backlog {
 			wctx, done := context.WithTimeout(ctx, 10*time.Second)
 			err := conn.Write(wctx, websocket.MessageBinary, data)
 			done()
@@ -154,17 +165,12 @@ func serveTerminal(w http.ResponseWriter, r *http.Request, first func(context.Co
 			}
 		}
 	}()
-	res, aerr := run(ctx, daemon.TTY{
-		Size: size, In: in,
-		Out: func(data []byte) {
-			select {
-			case screen <- append([]byte(nil), data...):
-			default:
-				cancel() // a client that does not read
-			}
-		},
-	})
-	close(screen)
-	<-written
-	end(res, aerr)
+	send = func(data []byte) {
+		select {
+		case backlog <- append([]byte(nil), data...):
+		default:
+			cancel() // a client that does not read
+		}
+	}
+	return send, func() { close(backlog); <-written }
 }

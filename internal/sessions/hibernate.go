@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/languages"
 	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/internal/snapshots"
 	"github.com/sandboxd/sandboxd/runtime"
@@ -322,19 +323,28 @@ func (m *Sessions) lose(ss *Session, why string) *api.Error {
 	return api.Errorf(api.CodeSessionLost, "session %s is lost: %s; delete it and create a new one", rec.ID, why)
 }
 
-// reserveEvicting reserves a place for one more active session. When
-// sessions.max are active, it hibernates the least recently used idle one
-// (never except) to make room, or, when every one is busy, waits for one
-// to be idle, up to resumeWait.
+// reserveEvicting reserves a place for one more active session of
+// except's language. When sessions.max are active, or the language's pool
+// has all its containers out, it hibernates the least recently used idle
+// session (of that language, for the pool; never except) to make room, or,
+// when every one is busy, waits for one to be idle, up to resumeWait.
 func (m *Sessions) reserveEvicting(ctx context.Context, except *Session) *api.Error {
 	deadline := time.Now().Add(resumeWait)
 	failed := map[*Session]bool{} // could not hibernate: not tried again
 	for {
 		aerr := m.reserve()
-		if aerr == nil || aerr.Code != api.CodeTooManySessions {
+		if aerr != nil && aerr.Code != api.CodeTooManySessions {
 			return aerr
 		}
-		if victim := m.leastRecentlyUsed(except, failed); victim != nil {
+		var only *languages.Language // whose sessions free what is short
+		if aerr == nil {
+			if !m.langs.PoolFull(except.Lang) {
+				return nil
+			}
+			m.unreserve() // while room is made in the pool
+			only = except.Lang
+		}
+		if victim := m.leastRecentlyUsed(except, failed, only); victim != nil {
 			herr := m.hibernate(ctx, victim)
 			victim.turn <- struct{}{}
 			if herr != nil {
@@ -346,6 +356,9 @@ func (m *Sessions) reserveEvicting(ctx context.Context, except *Session) *api.Er
 			continue
 		}
 		if time.Now().After(deadline) {
+			if aerr == nil { // the pool's own queue takes it from here
+				return m.reserve()
+			}
 			aerr.Message = fmt.Sprintf("waited %s for one of them to be idle: %s", resumeWait, aerr.Message)
 			return aerr
 		}
@@ -364,15 +377,16 @@ const (
 	resumePoll = 20 * time.Millisecond
 )
 
-// leastRecentlyUsed takes the turn of the active session used longest
-// ago that nothing uses now, other than except and those in skip.
-func (m *Sessions) leastRecentlyUsed(except *Session, skip map[*Session]bool) *Session {
+// leastRecentlyUsed takes the turn of the active session (of language
+// only, unless nil) used longest ago that nothing uses now, other than
+// except and those in skip.
+func (m *Sessions) leastRecentlyUsed(except *Session, skip map[*Session]bool, only *languages.Language) *Session {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var idle []*Session
 	for _, ss := range m.live {
 		ss.mu.Lock()
-		if ss != except && !skip[ss] && ss.sb != nil && ss.users == 0 {
+		if ss != except && !skip[ss] && ss.sb != nil && ss.users == 0 && (only == nil || ss.Lang == only) {
 			idle = append(idle, ss)
 		}
 		ss.mu.Unlock()

@@ -266,6 +266,12 @@ type File struct {
 	Mode uint32 `json:"mode,omitempty"`
 }
 
+// RelayArg starts sandbox-init as a relay (sandbox-init -relay PORT): it
+// connects to PORT on the sandbox's own loopback and copies its stdin to
+// the connection and the connection to its stdout, until the connection
+// ends. sandboxd forwards a host port to a session's server through it.
+const RelayArg = "-relay"
+
 // ExecRequest starts one process.
 type ExecRequest struct {
 	Argv        []string `json:"argv"`

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
 // Isolation puts a one-shot program's processes in a PID namespace of
@@ -40,7 +42,9 @@ const (
 const namespaceFlags = unix.CLONE_NEWUSER | unix.CLONE_NEWPID
 
 // isHelper says whether sandbox-init was started as the helper.
-func isHelper(arg string) bool { return arg == helperArg || arg == probeArg || arg == probeInitArg }
+func isHelper(arg string) bool {
+	return arg == helperArg || arg == probeArg || arg == probeInitArg || arg == supervisor.RelayArg
+}
 
 // helperMain runs sandbox-init started with one of the helper's
 // arguments; it never returns.
@@ -50,6 +54,8 @@ func helperMain(args []string) {
 		startIsolated(args[1:])
 	case probeArg:
 		probe()
+	case supervisor.RelayArg:
+		forwardPort(args[1:])
 	case probeInitArg:
 		// Signals to ourselves, with the default action: in a namespace
 		// whose first process the kernel shields, we live on.

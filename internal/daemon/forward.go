@@ -1,0 +1,55 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/request"
+	"github.com/sandboxd/sandboxd/internal/sessions"
+	"github.com/sandboxd/sandboxd/runtime"
+	"github.com/sandboxd/sandboxd/runtime/supervisor"
+)
+
+// forwardStderr bounds what a relay may say of why it failed.
+const forwardStderr = 4 << 10
+
+// Forward carries one connection to port on a session's own loopback: in
+// is what the client sends, out gets what the server answers, until
+// either side ends it (or the session's TTL). The bytes travel over the
+// supervisor's channel; the sandbox's network stays none. It returns why
+// no connection was made (nothing listens there), empty when one was.
+func (d *Daemon) Forward(ctx context.Context, id string, port int, in io.Reader, out func([]byte)) (string, *api.Error) {
+	if port < 1 || port > 65535 {
+		return "", api.Errorf(api.CodeInvalidRequest, "port %d: a number from 1 to 65535", port)
+	}
+	var refused string
+	aerr := d.Sessions.Alongside(ctx, id, func(ss *sessions.Session, sb *runtime.Sandbox) *api.Error {
+		var stderr bytes.Buffer
+		res, err := sb.Exec(ctx, supervisor.ExecRequest{
+			Argv:        []string{runtime.SupervisorPath, supervisor.RelayArg, strconv.Itoa(port)},
+			TimeoutMS:   max(time.Until(ss.Record().ExpiresAt).Milliseconds(), 1),
+			OutputLimit: 1 << 50, // a connection's bytes are not output to keep
+		}, in, func(stream string, data []byte) {
+			switch {
+			case stream == supervisor.Stdout:
+				out(data)
+			case stderr.Len() < forwardStderr:
+				stderr.Write(data[:min(len(data), forwardStderr-stderr.Len())])
+			}
+		})
+		if err != nil {
+			return request.ErrorOf(d.sandboxFailed("the session's sandbox", fmt.Errorf("forwarding port %d: %w", port, err)))
+		}
+		if res.ExitCode != 0 {
+			refused = strings.TrimSpace(stderr.String())
+		}
+		return nil
+	})
+	return refused, aerr
+}
