@@ -41,6 +41,7 @@ sessions {
   max          = 32           # active sessions at once; more get too_many_sessions (429)
   max_hibernated       = 1000 # hibernated sessions at once (state_dir/sessions)
   max_hibernated_bytes = "20GiB"
+  keep_memory  = true         # under gVisor, checkpoint processes and contexts too (slower to pause and resume)
   max_transfer = "256MiB"     # per file upload or download
 }
 

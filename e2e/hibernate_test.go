@@ -47,10 +47,15 @@ func listingOf(t *testing.T, c *client.Client, id string) map[string]api.FileEnt
 // its memory was kept) and its context's state kept under runsc, reported
 // lost under runc; one left idle hibernates by itself.
 func TestHibernation(t *testing.T) {
-	for _, rt := range []string{"runc", "runsc"} {
-		t.Run(rt, func(t *testing.T) {
+	for _, v := range []struct{ name, rt, extra string }{
+		{"runc", "runc", ""},
+		{"runsc", "runsc", ""},
+		{"runsc files alone", "runsc", "sessions {\n  keep_memory = false\n}"},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			rt, memory := v.rt, v.rt == "runsc" && v.extra == ""
 			testutil.RequireRuntime(t, rt)
-			d := testutil.StartDaemon(t, testutil.Options{Runtime: rt})
+			d := testutil.StartDaemon(t, testutil.Options{Runtime: rt, Extra: v.extra})
 			c := d.Client()
 			id := newSession(t, c, api.SessionRequest{})
 			sh(t, c, id, workspaceScript)
@@ -64,14 +69,14 @@ func TestHibernation(t *testing.T) {
 				t.Fatalf("session pause: %d %s %s", code, out, errOut)
 			}
 			kept := testutil.Containers(t, "io.sandboxd.session="+id)
-			if running, _ := exec.Command("docker", "ps", "-q", "--filter", "label=io.sandboxd.session="+id).Output(); len(running) != 0 || len(kept) != map[string]int{"runc": 0, "runsc": 1}[rt] {
+			if running, _ := exec.Command("docker", "ps", "-q", "--filter", "label=io.sandboxd.session="+id).Output(); len(running) != 0 || len(kept) != map[bool]int{false: 0, true: 1}[memory] {
 				t.Fatalf("a hibernated session's containers: %v, running: %s", kept, running)
 			}
 			if out, _, _ := d.Ctl("", "session", "ls"); !strings.Contains(out, "hibernated") {
 				t.Fatalf("session ls:\n%s", out)
 			}
 			s, err := c.Session(ctx(t), id)
-			if err != nil || s.Hibernation == nil || s.Hibernation.Skipped != 1 || s.Hibernation.Memory != (rt == "runsc") {
+			if err != nil || s.Hibernation == nil || s.Hibernation.Skipped != 1 || s.Hibernation.Memory != memory {
 				t.Fatalf("the hibernated record: %+v %v", s.Hibernation, err)
 			}
 			if _, err := os.Stat(s.Hibernation.Path); err != nil {
@@ -110,7 +115,7 @@ func TestHibernation(t *testing.T) {
 				t.Fatalf("the context after a hibernation without its memory: lost %q", res.Context.Lost)
 			}
 
-			if rt == "runsc" {
+			if memory {
 				// Its checkpointed container gone, the session resumes from
 				// its archive, without its memory.
 				if _, err := c.PauseSession(ctx(t), id); err != nil {

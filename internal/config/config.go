@@ -91,6 +91,10 @@ type Sessions struct {
 	// and their archives (state_dir/sessions) together.
 	MaxHibernated      int
 	MaxHibernatedBytes int64
+	// KeepMemory checkpoints a hibernating session's sandbox where the
+	// runtime can (gVisor), so that its processes come back: slower to
+	// pause and resume than its files alone.
+	KeepMemory bool
 }
 
 // What idle_timeout does to a session.
@@ -213,7 +217,7 @@ func Builtin() Config {
 		Sessions: Sessions{
 			TTL: 24 * time.Hour, MaxTTL: 7 * 24 * time.Hour, IdleTimeout: 10 * time.Minute,
 			Max: 32, MaxTransfer: 256 << 20,
-			OnIdle: OnIdleHibernate, MaxHibernated: 1000, MaxHibernatedBytes: 20 << 30,
+			OnIdle: OnIdleHibernate, MaxHibernated: 1000, MaxHibernatedBytes: 20 << 30, KeepMemory: true,
 		},
 		Projects:  Projects{Max: 100, MaxBytes: 10 << 30},
 		Snapshots: Snapshots{Max: 100, MaxBytes: 10 << 30},
@@ -302,6 +306,7 @@ type sessionsSchema struct {
 	OnIdle      *string  `hcl:"on_idle,optional"`
 	MaxHib      *int     `hcl:"max_hibernated,optional"`
 	MaxHibBytes *string  `hcl:"max_hibernated_bytes,optional"`
+	KeepMemory  *bool    `hcl:"keep_memory,optional"`
 	Body        hcl.Body `hcl:",body"`
 }
 
@@ -675,6 +680,9 @@ func (v *validator) sessions(ss *sessionsSchema, s Sessions) Sessions {
 	}
 	if ss.MaxHibBytes != nil {
 		s.MaxHibernatedBytes = v.size(ss.Body, "max_hibernated_bytes", *ss.MaxHibBytes, 1<<20)
+	}
+	if ss.KeepMemory != nil {
+		s.KeepMemory = *ss.KeepMemory
 	}
 	if s.TTL > s.MaxTTL {
 		v.fail(ss.Body, "ttl", fmt.Sprintf("(%s) is above max_ttl (%s)", s.TTL, s.MaxTTL), "ttl must not exceed max_ttl")

@@ -17,7 +17,7 @@ func (r *Registry) CanCheckpoint(ctx context.Context, l *Language) bool {
 
 // hibernation is what l's hibernated sessions keep (api.Language).
 func (r *Registry) hibernation(ctx context.Context, l *Language) string {
-	if r.CanCheckpoint(ctx, l) {
+	if r.cfg.Sessions.KeepMemory && r.CanCheckpoint(ctx, l) {
 		return "memory"
 	}
 	return "workspace"

@@ -143,7 +143,7 @@ func (m *Sessions) hibernate(ctx context.Context, ss *Session) *api.Error {
 		return api.Errorf(api.CodeConflict, "session %s began another operation (a terminal?) while it was being paused; it stays active", rec.ID)
 	}
 	before := ss.rec
-	memory := m.langs.CanCheckpoint(ctx, ss.Lang)
+	memory := m.cfg.KeepMemory && m.langs.CanCheckpoint(ctx, ss.Lang)
 	ss.rec.State, ss.rec.ContainerID = api.SessionHibernated, ""
 	if memory {
 		ss.rec.ContainerID = sb.ID
