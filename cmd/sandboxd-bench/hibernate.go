@@ -41,7 +41,7 @@ func hibernation(bin string, n int) error {
 			return fmt.Errorf("%s: %w", rt, err)
 		}
 	}
-	fmt.Println("\n(a pause archives the workspace through the supervisor, fsyncs it and removes the container; a resume takes a warm container from the pool, extracts the archive into it and checks its digest. Each starts from a quiet pool.)")
+	fmt.Println("\n(runc: a pause archives the workspace through the supervisor, fsyncs it and removes the container; a resume takes a warm container from the pool, extracts the archive into it and checks its digest. runsc, with keep_memory and an engine that can checkpoint: a pause also checkpoints the sandbox, memory and tmpfs workspace included, and a resume restores that checkpoint. Each starts from a quiet pool.)")
 	fmt.Print(hold)
 	return nil
 }
