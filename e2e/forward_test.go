@@ -79,6 +79,24 @@ func testPortForward(t *testing.T, runtime string) {
 		}
 	}
 
+	// Clients that go away at once leave the server running.
+	for range 3 {
+		conn, err := c.ConnectPort(ctx(t), id, 8765)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.Close()
+	}
+	conn, err = c.ConnectPort(ctx(t), id, 8765)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.WriteString(conn, "GET /index.html HTTP/1.0\r\n\r\n")
+	if answer, err := io.ReadAll(conn); err != nil || !strings.HasPrefix(string(answer), "HTTP/1.0 200") {
+		t.Fatalf("after clients that went away: %v %q", err, answer)
+	}
+	conn.Close()
+
 	// sandboxctl port-forward: a local listener, many clients at once.
 	cmd := exec.Command(filepath.Join(d.Bin, "sandboxctl"), "--socket", d.Socket, "port-forward", id, "0:8765")
 	stdout, _ := cmd.StdoutPipe()

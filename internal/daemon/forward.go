@@ -31,7 +31,10 @@ func (d *Daemon) Forward(ctx context.Context, id string, port int, in io.Reader,
 	var refused string
 	aerr := d.Sessions.Alongside(ctx, id, func(ss *sessions.Session, sb *runtime.Sandbox) *api.Error {
 		var stderr bytes.Buffer
-		res, err := sb.Exec(ctx, supervisor.ExecRequest{
+		// Never cancelled: a cancelled execution ends every process in the
+		// sandbox, the server too. A client that goes closes in, and the
+		// relay ends by itself.
+		res, err := sb.Exec(context.WithoutCancel(ctx), supervisor.ExecRequest{
 			Argv:        []string{runtime.SupervisorPath, supervisor.RelayArg, strconv.Itoa(port)},
 			TimeoutMS:   max(time.Until(ss.Record().ExpiresAt).Milliseconds(), 1),
 			OutputLimit: 1 << 50, // a connection's bytes are not output to keep

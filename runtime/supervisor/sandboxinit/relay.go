@@ -25,14 +25,20 @@ func forwardPort(args []string) {
 	}
 	go func() {
 		_, _ = io.Copy(conn, os.Stdin)
-		// The client is done sending; the server may still answer.
+		// The client is done: the server may still answer, for a while.
 		if tcp, ok := conn.(*net.TCPConn); ok {
 			_ = tcp.CloseWrite()
 		}
+		time.Sleep(relayLinger)
+		os.Exit(0)
 	}()
 	_, _ = io.Copy(os.Stdout, conn)
 	os.Exit(0)
 }
+
+// relayLinger is how long a forwarded connection lives on after its
+// client is done, for the server's answer.
+const relayLinger = 30 * time.Second
 
 // dialLoopback connects to port on 127.0.0.1, or else ::1, trying again
 // for a second: a server's accept queue may be full for a moment (gVisor
