@@ -168,15 +168,21 @@ sys.exit(3)`})
 }
 
 // `sandboxctl images build` of a language on the cluster puts its image,
-// with the supervisor, in the runtime's registry, and pods run from it.
+// with the supervisor, in the runtime's registry, and pods run from it:
+// the README's steps on a node that has never pulled it, where the first
+// run waits for the pull and succeeds.
 func TestKubernetesImagesPushed(t *testing.T) {
 	cluster := *testutil.RequireCluster(t)
 	cluster.Registry += "/sandboxd-test" // a registry of its own
+	pushed := cluster.Registry + "/sandboxd/python:latest"
+	cluster.RemoveNodeImages(t, cluster.Registry+"/sandboxd/python")
 	d := testutil.StartDaemon(t, testutil.Options{Cluster: &cluster, Languages: kubernetesLanguages(0, 2)})
 	out, errOut, code := d.Ctl("", "images", "build", "python")
-	pushed := cluster.Registry + "/sandboxd/python:latest"
 	if code != 0 || !strings.Contains(out, "built "+pushed+" for python") || !strings.Contains(errOut, pushed+": latest: digest: sha256:") {
 		t.Fatalf("images build: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if out, errOut, code := d.Ctl("print('first')\n", "run", "--lang", "python", "-"); code != 0 || out != "first\n" {
+		t.Fatalf("the first run, while the node pulls the image: exit %d\n%s\n%s", code, out, errOut)
 	}
 	c := d.Client()
 	id := newSession(t, c, api.SessionRequest{Language: "python"})

@@ -66,7 +66,7 @@ func kubernetesRuntime(bin string, n int) error {
 	for i, name := range names {
 		fmt.Printf("| %s | %.1f | %.1f | %s |\n", name, rows[0][i].p50, rows[1][i].p50, ratio(rows[1][i].p50, rows[0][i].p50))
 	}
-	fmt.Println("\n| 4 clients, 40 one-shot runs | Docker | Kubernetes pod |\n|---|---|---|")
+	fmt.Println("\n| 4 clients, 160 one-shot runs | Docker | Kubernetes pod |\n|---|---|---|")
 	var rates [2]float64
 	var hits [2]string
 	for i, lang := range []string{"pydocker", "pypod"} {
@@ -75,7 +75,7 @@ func kubernetesRuntime(bin string, n int) error {
 		if err != nil {
 			return err
 		}
-		rates[i] = rate(4, 40, func(int) error {
+		rates[i] = rate(4, 160, func(int) error {
 			_, err := c.Run(context.Background(), api.RunRequest{Language: lang, Code: "print(1)"})
 			return err
 		})

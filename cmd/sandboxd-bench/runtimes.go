@@ -74,10 +74,15 @@ func runtimeRows(c *client.Client, lang string, n int) ([]stats, error) {
 	_ = c.DeleteSession(ctx, sess.ID)
 	create := func(req api.SessionRequest) stats {
 		last := ""
-		return measure(max(n/4, 5), func() error {
+		deleteLast := func() {
 			if last != "" {
 				_ = c.DeleteSession(ctx, last)
+				last = ""
 			}
+		}
+		defer deleteLast()
+		return measure(max(n/4, 5), func() error {
+			deleteLast()
 			return quiet()
 		}, func() error {
 			s, err := c.CreateSession(ctx, req)

@@ -154,8 +154,11 @@ func (p *Pool[T]) acquire(ctx context.Context, fresh bool) (T, error) {
 	began := time.Now()
 	queue := time.NewTimer(p.opts.QueueTimeout)
 	defer queue.Stop()
+	queued, expired := queue.C, false
 	recycleWaited := time.NewTimer(recycleWait)
 	defer recycleWaited.Stop()
+	var made chan error // this caller's creation, while in flight
+	missed := false     // the caller found none idle and made one
 	for {
 		p.mu.Lock()
 		if p.closed {
@@ -170,7 +173,9 @@ func (p *Pool[T]) acquire(ctx context.Context, fresh bool) (T, error) {
 				continue
 			}
 			p.usedLocked()
-			p.stats.Hits++
+			if !missed {
+				p.stats.Hits++
+			}
 			if it.used {
 				p.stats.Reused++
 			}
@@ -201,29 +206,22 @@ func (p *Pool[T]) acquire(ctx context.Context, fresh bool) (T, error) {
 		// of 80 ms waiting 5-12 s).
 		recycled := !fresh && time.Since(began) < recycleWait &&
 			(p.recycling > p.waiting || (p.busy > 0 && p.creating > 0))
-		if !recycled && p.totalLocked() < p.opts.Max {
-			// A miss: create one for this caller, outside the start limit
-			// (the caller is waiting; refills are not).
+		if !recycled && made == nil && p.totalLocked() < p.opts.Max {
+			// A miss: make one for this caller, outside the start limit
+			// (the caller is waiting; refills are not). It joins the idle
+			// items, and the caller takes the first one free, its own or
+			// one back from a run sooner: a creation that stalls (a pod
+			// the cluster cannot place yet) holds up no caller while
+			// others free up.
 			p.starting++
 			p.creating++
-			p.stats.Misses++
-			p.mu.Unlock()
-			item, err := p.hooks.Create(ctx)
-			p.mu.Lock()
-			p.starting--
-			p.creating--
-			p.notifyLocked() // waiters may make one now
-			if err != nil {
-				p.stats.Failures++
-				p.stats.LastError = err.Error()
-				p.mu.Unlock()
-				return zero, err
+			if !missed {
+				p.stats.Misses++
 			}
-			p.stats.Created++
-			p.usedLocked()
-			p.fillLocked()
-			p.mu.Unlock()
-			return item, nil
+			missed = true
+			made = make(chan error, 1)
+			p.wg.Add(1)
+			go p.createForCaller(made)
 		}
 		changed := p.changed
 		p.waiting++
@@ -233,9 +231,22 @@ func (p *Pool[T]) acquire(ctx context.Context, fresh bool) (T, error) {
 			p.unwait()
 		case <-recycleWaited.C:
 			p.unwait() // and create one, if there is room
-		case <-queue.C:
+		case err := <-made:
 			p.unwait()
-			return zero, fmt.Errorf("%w: all %d %s containers busy for %s; retry later or raise pool max", ErrExhausted, p.opts.Max, p.opts.Name, p.opts.QueueTimeout)
+			if err != nil {
+				return zero, err
+			}
+			made = nil // taken by another caller first: make another
+			if expired {
+				return zero, p.exhausted()
+			}
+		case <-queued:
+			p.unwait()
+			if made == nil {
+				return zero, p.exhausted()
+			}
+			// Its own creation is under way, bounded by its own timeout.
+			queued, expired = nil, true
 		case <-ctx.Done():
 			p.unwait()
 			return zero, ctx.Err()
@@ -267,6 +278,10 @@ func (p *Pool[T]) oldestLocked() int {
 		}
 	}
 	return -1
+}
+
+func (p *Pool[T]) exhausted() error {
+	return fmt.Errorf("%w: all %d %s containers busy for %s; retry later or raise pool max", ErrExhausted, p.opts.Max, p.opts.Name, p.opts.QueueTimeout)
 }
 
 func (p *Pool[T]) unwait() {
@@ -367,6 +382,30 @@ func (p *Pool[T]) fillLocked() {
 		p.wg.Add(1)
 		go p.createIdle()
 	}
+}
+
+// createForCaller makes an item for a caller that found none idle and
+// puts it among the idle ones; made says how it went.
+func (p *Pool[T]) createForCaller(made chan<- error) {
+	defer p.wg.Done()
+	item, err := p.hooks.Create(p.closing)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.starting--
+	p.creating--
+	defer p.notifyLocked() // waiters may make one now
+	made <- err
+	if err != nil {
+		p.stats.Failures++
+		p.stats.LastError = err.Error()
+		return
+	}
+	p.stats.Created++
+	if p.closed {
+		p.destroyLocked(item)
+		return
+	}
+	p.idle = append(p.idle, idleItem[T]{item: item, since: time.Now()})
 }
 
 func (p *Pool[T]) createIdle() {

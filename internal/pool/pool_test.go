@@ -286,18 +286,50 @@ func TestOneCreationAtATimeWhileItemsAreBusy(t *testing.T) {
 	for range 3 {
 		go func() { b, _ := p.Acquire(context.Background()); got <- b }()
 	}
-	eventually(t, "one caller creates, two wait", func() bool { st := p.Stats(); return st.Waiting == 2 && st.Starting == 1 })
+	eventually(t, "one caller creates, all three wait", func() bool { st := p.Stats(); return st.Waiting == 3 && st.Starting == 1 })
 	p.Recycle(a, func(context.Context, int) bool { return true })
 	if b := <-got; b != a {
 		t.Fatalf("got %d: want the recycled %d", b, a)
+	}
+	if st := p.Stats(); st.Misses != 2 {
+		t.Errorf("%d misses for 4 callers while one was making an item: want 2 (the first's and that one's)", st.Misses)
 	}
 	close(slow)
 	p.Release(a)
 	for range 2 {
 		p.Release(<-got)
 	}
-	if n := f.created.Load(); n > 3 {
-		t.Errorf("%d creations for 4 callers, one item recycled", n)
+	p.Close(context.Background())
+}
+
+// A caller whose creation stalls (a pod the cluster cannot place) takes
+// an item that comes back from a run meanwhile; the stalled one joins the
+// idle items when it is made.
+func TestAStalledCreationHoldsUpNoCaller(t *testing.T) {
+	f := &fake{}
+	hooks := f.hooks()
+	stalled := make(chan struct{})
+	create := hooks.Create
+	hooks.Create = func(ctx context.Context) (int, error) {
+		if f.created.Load() > 0 {
+			<-stalled
+		}
+		return create(ctx)
 	}
+	p := New(Options{Name: "x", MinIdle: 0, Max: 4, QueueTimeout: 5 * time.Second}, hooks)
+	a, _ := p.Acquire(context.Background())
+	got := make(chan int, 1)
+	go func() { b, _ := p.Acquire(context.Background()); got <- b }()
+	eventually(t, "the caller makes one, which stalls", func() bool { st := p.Stats(); return st.Misses == 2 && st.Starting == 1 })
+	p.Recycle(a, func(context.Context, int) bool { return true })
+	if b := <-got; b != a {
+		t.Fatalf("got %d: want the recycled %d", b, a)
+	}
+	close(stalled)
+	eventually(t, "the stalled one idle", func() bool { st := p.Stats(); return st.Idle == 1 && st.Starting == 0 })
+	if st := p.Stats(); st.Hits != 0 || st.Misses != 2 {
+		t.Errorf("hits %d misses %d: want two misses (an empty pool, then one busy item)", st.Hits, st.Misses)
+	}
+	p.Release(a)
 	p.Close(context.Background())
 }

@@ -103,6 +103,34 @@ func (c *Cluster) DeletePod(t T, name string) {
 	}
 }
 
+// RemoveNodeImages removes every image of repository (its tags and the
+// digests pulls left) from the node's store, as on a node that never
+// pulled one.
+func (c *Cluster) RemoveNodeImages(t T, repository string) {
+	t.Helper()
+	ctr := func(args ...string) (string, error) {
+		cmd := exec.Command("/var/cache/sandboxd/cluster/bin/ctr", append([]string{"--address",
+			"/run/sandboxd-cluster/containerd/containerd.sock", "-n", "k8s.io", "images"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	list, err := ctr("ls", "-q")
+	if err != nil {
+		t.Fatalf("listing the node's images: %v\n%s", err, list)
+	}
+	refs := []string{"rm", "--sync"}
+	for _, ref := range strings.Fields(list) {
+		if strings.HasPrefix(ref, repository+":") || strings.HasPrefix(ref, repository+"@") {
+			refs = append(refs, ref)
+		}
+	}
+	if len(refs) > 2 {
+		if out, err := ctr(refs...); err != nil {
+			t.Fatalf("removing %s from the node: %v\n%s", repository, err, out)
+		}
+	}
+}
+
 // removeTestPods deletes every pod of a test run.
 func (c *Cluster) removeTestPods(runID string) {
 	zero := int64(0)

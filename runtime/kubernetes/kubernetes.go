@@ -186,10 +186,10 @@ func (k *Kubernetes) waitRunning(ctx context.Context, name, image string) error 
 		}
 		// A pod placed on a node whose kubelet is away would wait for the
 		// whole start timeout (the node is marked NotReady only after a
-		// grace period of its own): its kubelet is asked, once the pod is
-		// slower than a start usually is.
+		// grace period of its own): the kubelet's lease is read, once the
+		// pod is slower than a start usually is.
 		if node := pod.Spec.NodeName; node != "" && time.Since(began) > kubeletCheckAfter {
-			if err := k.kubeletAnswers(ctx, node); err != nil {
+			if err := k.kubeletReports(ctx, node); err != nil {
 				return err
 			}
 			began = time.Now()
@@ -203,26 +203,29 @@ func (k *Kubernetes) waitRunning(ctx context.Context, name, image string) error 
 }
 
 // kubeletCheckAfter is how long a pod may take to start before its node's
-// kubelet is asked whether it is there.
+// kubelet is looked for.
 const kubeletCheckAfter = 3 * time.Second
 
-// kubeletAnswers asks node's kubelet, through the API server, for its
-// health: ErrUnavailable when it does not answer.
-func (k *Kubernetes) kubeletAnswers(ctx context.Context, node string) error {
+// kubeletReports says whether node's kubelet still runs, from the lease it
+// renews every 10 s: ErrUnavailable when the lease is older than
+// kubeletLeaseFresh. It reads an API object only; asking the kubelet
+// itself goes through the API server's node proxy, which a cluster may
+// refuse (it does for a node on a loopback address).
+func (k *Kubernetes) kubeletReports(ctx context.Context, node string) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	err := k.client.CoreV1().RESTClient().Get().Resource("nodes").Name(node).SubResource("proxy").Suffix("healthz").Do(ctx).Error()
-	if err != nil && strings.Contains(err.Error(), "address not allowed") {
-		// The API server proxies to no node on loopback (make cluster's
-		// single node is one): the kubelet's lease, renewed every 10 s
-		// while it runs, tells instead.
-		lease, lerr := k.client.CoordinationV1().Leases("kube-node-lease").Get(ctx, node, metav1.GetOptions{})
-		if lerr == nil && lease.Spec.RenewTime != nil && time.Since(lease.Spec.RenewTime.Time) < kubeletLeaseFresh {
-			return nil
-		}
+	lease, err := k.client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, node, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil // a cluster without node leases: the start timeout tells
 	}
 	if err != nil {
-		return fmt.Errorf("%w: the kubelet of node %s does not answer: %v", runtime.ErrUnavailable, node, err)
+		return k.apiError("reading the lease of node "+node, err)
+	}
+	if lease.Spec.RenewTime == nil {
+		return nil
+	}
+	if age := time.Since(lease.Spec.RenewTime.Time); age > kubeletLeaseFresh {
+		return fmt.Errorf("%w: the kubelet of node %s has not reported for %s", runtime.ErrUnavailable, node, age.Round(time.Second))
 	}
 	return nil
 }

@@ -511,7 +511,9 @@ func (s *server) reset() *supervisor.FileResult {
 		return refuse(supervisor.ErrInvalid, "%d processes survived the kill", n)
 	}
 	s.clearIPC()
-	dirs := map[string]os.FileMode{s.workspace: 0o755, s.tmp: 0o777 | os.ModeSticky}
+	// The workspace and /tmp get back the modes they had when the sandbox
+	// was new (a pod's volumes are not a container's tmpfs).
+	dirs := map[string]os.FileMode{s.workspace: s.freshModes[s.workspace], s.tmp: s.freshModes[s.tmp]}
 	for _, d := range s.scratch {
 		dirs[d] = 0 // mounted by the engine; emptied, not changed
 	}
@@ -546,11 +548,14 @@ func restoreMode(dir string, mode os.FileMode) error {
 		return nil
 	}
 	info, err := os.Lstat(dir)
-	if err == nil && info.Mode()&(os.ModePerm|os.ModeSticky|os.ModeSetgid|os.ModeSetuid) == mode {
+	if err == nil && info.Mode()&modeBits == mode {
 		return nil
 	}
 	return os.Chmod(dir, mode)
 }
+
+// modeBits are the bits of a mode that chmod sets.
+const modeBits = os.ModePerm | os.ModeSticky | os.ModeSetgid | os.ModeSetuid
 
 func (s *server) emptyDir(root *os.Root) error {
 	d, err := root.Open(".")

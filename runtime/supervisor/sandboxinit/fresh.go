@@ -32,10 +32,14 @@ func (s *server) begin() {
 	s.makeOutputs()
 	s.fresh = s.observe()
 	s.freshTimes = map[string]unix.Timespec{}
+	s.freshModes = map[string]os.FileMode{}
 	for _, dir := range s.places() {
 		var st unix.Stat_t
 		if unix.Lstat(dir, &st) == nil {
 			s.freshTimes[dir] = st.Mtim
+		}
+		if info, err := os.Lstat(dir); err == nil {
+			s.freshModes[dir] = info.Mode() & modeBits
 		}
 	}
 }

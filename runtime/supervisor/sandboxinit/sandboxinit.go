@@ -76,13 +76,13 @@ func Main() {
 	if listen != "" {
 		out := &channel{}
 		s := newServer(out, containerPaths, realContainer)
-		s.begin()
-		go s.reap(nil)
 		ln, err := net.Listen("tcp", listen)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "sandbox-init: %v\n", err)
 			os.Exit(1)
 		}
+		s.begin() // its own listener is part of the sandbox as new
+		go s.reap(nil)
 		s.listenAndServe(out, ln, token)
 	}
 	s := newServer(os.Stdout, containerPaths, realContainer)

@@ -87,6 +87,7 @@ type server struct {
 	// What a program could find when the sandbox was new (see begin).
 	fresh      []string
 	freshTimes map[string]unix.Timespec
+	freshModes map[string]os.FileMode
 }
 
 func newServer(w io.Writer, at paths, c container) *server {
