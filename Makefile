@@ -50,14 +50,16 @@ engine:
 images: engine
 	@bash images/build.sh $(IMAGES)
 
-# A single-node Kubernetes on loopback (scripts/cluster.sh) for the
-# Kubernetes runtime, and its registry: images-push puts the languages'
-# images there with the supervisor in it, as `sandboxctl images build`
-# does for a daemon's languages on the cluster; the tests need only python.
+# A Kubernetes on loopback (scripts/cluster.sh) for the Kubernetes
+# runtime, NODES nodes (the tests use two), and its registry: images-push
+# puts the languages' images there with the supervisor in it, as
+# `sandboxctl images build` does for a daemon's languages on the cluster;
+# the tests need only python.
 REGISTRY ?= 127.0.0.1:5000
 PUSH     ?= python node typescript go java ruby php bash c cpp rust
+NODES    ?= 1
 cluster: engine
-	@bash scripts/cluster.sh up
+	@NODES=$(NODES) bash scripts/cluster.sh up
 
 cluster-down:
 	@bash scripts/cluster.sh down
@@ -104,7 +106,8 @@ first-image: engine
 	@bash images/build.sh python
 
 # Unit tests need nothing; the end-to-end tests need the engine, images and
-# the cluster, and fail (never skip) without them when CI=true.
+# the cluster (two nodes), and fail (never skip) without them when CI=true.
+test: NODES = 2
 test: build lint images cluster-images npm-tools test-tools
 	$(GO) test -count=1 -timeout 25m ./...
 

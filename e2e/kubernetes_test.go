@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -292,4 +293,141 @@ func TestKubernetesKubeletStopped(t *testing.T) {
 		res, err := c.Run(context.Background(), api.RunRequest{Language: "python", Code: "print('back')"})
 		return err == nil && res.Stdout == "back\n"
 	})
+}
+
+// Two nodes: a language's pods spread over both; a node drained under
+// running sessions takes its sessions (lost, saying why) and the execution
+// in flight on one of them (an error, not a hang), while the sessions on
+// the other node go on and the pool refills there; a session hibernated
+// before the drain comes back on the other node with its files.
+func TestKubernetesTwoNodes(t *testing.T) {
+	cluster := testutil.RequireCluster(t)
+	cluster.Nodes(t, 2)
+	d := testutil.StartDaemon(t, testutil.Options{Cluster: cluster, Languages: kubernetesLanguages(4, 8)})
+	c := d.Client()
+	nodeOf := map[string]string{} // session -> node
+	byNode := map[string][]string{}
+	waitForWithin(t, "four warm pods", 2*time.Minute, func() bool {
+		p, err := c.Pools(ctx(t))
+		return err == nil && p["python"].Idle >= 4
+	})
+	for range 6 {
+		id := newSession(t, c, api.SessionRequest{Language: "python"})
+		s, err := c.Session(ctx(t), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		node := cluster.PodNode(t, s.ContainerID)
+		nodeOf[id] = node
+		byNode[node] = append(byNode[node], id)
+	}
+	if len(byNode) < 2 {
+		t.Fatalf("six sessions' pods all on one node: %v", nodeOf)
+	}
+	var drained, kept string // the node with the most sessions (three at least), the other
+	for node := range byNode {
+		if drained == "" || len(byNode[node]) > len(byNode[drained]) {
+			drained, kept = node, drained
+		} else {
+			kept = node
+		}
+	}
+	victim, hibernated := byNode[drained][0], byNode[drained][1]
+	byNode[drained] = slices.Delete(byNode[drained], 1, 2)
+	if _, err := c.PutFile(ctx(t), hibernated, "kept.txt", strings.NewReader("across nodes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PauseSession(ctx(t), hibernated); err != nil {
+		t.Fatal(err)
+	}
+	inFlight := make(chan error, 1)
+	go func() {
+		_, err := c.Exec(context.Background(), victim, api.ExecRequest{Argv: []string{"sleep", "60"}})
+		inFlight <- err
+	}()
+	time.Sleep(time.Second)
+	cluster.Drain(t, drained)
+	select {
+	case err := <-inFlight:
+		if err == nil {
+			t.Error("an execution on the drained node ended without an error")
+		}
+		t.Logf("the execution in flight on %s: %v", drained, err)
+	case <-time.After(45 * time.Second):
+		t.Fatal("an execution on the drained node still runs 45 s after the drain")
+	}
+	for _, id := range byNode[drained] {
+		waitForWithin(t, "session "+id+" lost", time.Minute, func() bool {
+			s, err := c.Session(ctx(t), id)
+			return err == nil && s.State == api.SessionLost
+		})
+		s, _ := c.Session(ctx(t), id)
+		t.Logf("session %s: %s", id, s.Error)
+		if !strings.Contains(s.Error, "evicted") && !strings.Contains(s.Error, "deleted") {
+			t.Errorf("session %s is lost without saying its pod was evicted: %q", id, s.Error)
+		}
+	}
+	for _, id := range byNode[kept] {
+		res, err := c.Exec(ctx(t), id, api.ExecRequest{Argv: []string{"true"}})
+		if err != nil || res.ExitCode != 0 {
+			t.Errorf("session %s on %s after %s was drained: %+v %v", id, kept, drained, res, err)
+		}
+	}
+	waitForWithin(t, "the pool refilled on "+kept, 2*time.Minute, func() bool {
+		p, err := c.Pools(ctx(t))
+		if err != nil || p["python"].Idle < 4 {
+			return false
+		}
+		for _, pod := range cluster.Pods(t, testutil.TestLabel+"="+d.RunID) {
+			if cluster.PodNode(t, pod) == drained {
+				return false
+			}
+		}
+		return true
+	})
+	res, err := c.Run(ctx(t), api.RunRequest{Language: "python", Code: "print('after the drain')"})
+	if err != nil || res.Stdout != "after the drain\n" {
+		t.Fatalf("a run after the drain: %+v %v", res, err)
+	}
+	res, err = c.Exec(ctx(t), hibernated, api.ExecRequest{Argv: []string{"cat", "kept.txt"}})
+	if err != nil || res.Stdout != "across nodes\n" {
+		t.Fatalf("the session hibernated before the drain: %+v %v", res, err)
+	}
+	s, _ := c.Session(ctx(t), hibernated)
+	if node := cluster.PodNode(t, s.ContainerID); node != kept {
+		t.Errorf("the resumed session's pod is on %s, not %s", node, kept)
+	}
+}
+
+// sandboxd works with no more than examples/kubernetes-rbac.yaml grants
+// its service account: runs, a session with files, the session's end.
+func TestKubernetesLeastPrivilege(t *testing.T) {
+	cluster := *testutil.RequireCluster(t)
+	cluster.Kubeconfig = cluster.ServiceAccountKubeconfig(t, "../examples/kubernetes-rbac.yaml")
+	d := testutil.StartDaemon(t, testutil.Options{Cluster: &cluster, Languages: kubernetesLanguages(1, 4)})
+	c := d.Client()
+	for i := range 3 {
+		res, err := c.Run(ctx(t), api.RunRequest{Language: "python", Code: "print(6 * 7)"})
+		if err != nil || res.Stdout != "42\n" {
+			t.Fatalf("run %d as the service account: %+v %v", i, res, err)
+		}
+	}
+	id := newSession(t, c, api.SessionRequest{Language: "python"})
+	if _, err := c.PutFile(ctx(t), id, "data.txt", strings.NewReader("least\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Exec(ctx(t), id, api.ExecRequest{Argv: []string{"cat", "data.txt"}})
+	if err != nil || res.Stdout != "least\n" {
+		t.Fatalf("exec as the service account: %+v %v", res, err)
+	}
+	s, _ := c.Session(ctx(t), id)
+	if err := c.DeleteSession(ctx(t), id); err != nil {
+		t.Fatal(err)
+	}
+	waitForWithin(t, "the session's pod deleted", time.Minute, func() bool {
+		return !strings.Contains(strings.Join(cluster.Pods(t, testutil.TestLabel+"="+d.RunID), " "), s.ContainerID)
+	})
+	if log := d.Logs(); strings.Contains(log, "forbidden") {
+		t.Errorf("the service account was refused something:\n%s", log)
+	}
 }

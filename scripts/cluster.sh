@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# cluster.sh — a single-node Kubernetes on this machine, for sandboxd's
-# Kubernetes runtime and its tests (`make cluster`, `make cluster-down`).
+# cluster.sh — a Kubernetes on this machine, for sandboxd's Kubernetes
+# runtime and its tests (`make cluster`, `make cluster-down`).
 #
 #   scripts/cluster.sh up     build what is missing, start, print KUBECONFIG=
 #   scripts/cluster.sh down   stop it and remove what it made
-#   scripts/cluster.sh pull IMAGE...   the node pulls images ahead of pods
+#   scripts/cluster.sh pull IMAGE...   the nodes pull images ahead of pods
+#
+# NODES=2 adds a second node: a second kubelet and containerd on this
+# machine (own root dirs, socket, ports, cgroup root, pod logs and name),
+# so that sandboxes spread over two nodes and one can be drained under
+# them.
 #
 # Nothing is downloaded but packages: Kubernetes, etcd and containerd are
 # built with the Go toolchain from the Go module proxy (pinned by the
@@ -29,9 +34,9 @@ LOGS=/var/log/sandboxd-cluster
 BIN=$CACHE/bin
 PKI=$DIR/pki
 NODE=sandboxd-node
+NODES=${NODES:-1}
 REGISTRY=127.0.0.1:5000
 PAUSE=$REGISTRY/sandboxd/pause:3.10
-CONTAINERD_SOCK=$RUN/containerd/containerd.sock
 KUBECONFIG_OUT=$DIR/admin.kubeconfig
 
 log() { echo "cluster: $*" >&2; }
@@ -114,6 +119,9 @@ certificates() {
 	cert apiserver kube-apiserver "" "$local_sans,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:10.96.0.1"
 	cert apiserver-kubelet kube-apiserver-kubelet-client system:masters ""
 	cert kubelet "system:node:$NODE" system:nodes "$local_sans,DNS:$NODE"
+	for ((n = 2; n <= NODES; n++)); do
+		cert "kubelet-$n" "system:node:$NODE-$n" system:nodes "$local_sans,DNS:$NODE-$n"
+	done
 	cert controller-manager system:kube-controller-manager "" ""
 	cert scheduler system:kube-scheduler "" ""
 	cert admin sandboxd-admin system:masters ""
@@ -224,8 +232,22 @@ pause_image() {
 	rm -rf "$ctx"
 }
 
+# node N : the names of node N's parts (node 1's as they were before
+# there was a second): NODE_NAME, NODE_DIR and NODE_RUN (its dirs),
+# NODE_SOCK (its containerd), NODE_SUFFIX (of its processes' names) and
+# NODE_PORT (its kubelet's; healthz two below).
+node() {
+	if (($1 == 1)); then
+		NODE_NAME=$NODE NODE_DIR=$DIR NODE_RUN=$RUN NODE_SUFFIX="" NODE_PORT=10250
+	else
+		NODE_NAME=$NODE-$1 NODE_DIR=$DIR/node-$1 NODE_RUN=$RUN/node-$1 NODE_SUFFIX=-$1 NODE_PORT=$((10250 + 100 * ($1 - 1)))
+	fi
+	NODE_SOCK=$NODE_RUN/containerd/containerd.sock
+}
+
 containerd_up() {
-	mkdir -p "$RUN/containerd" "$DIR/containerd" "$DIR/cni" "$DIR/certs.d/$REGISTRY"
+	node "$1"
+	mkdir -p "$NODE_RUN/containerd" "$NODE_DIR/containerd" "$DIR/cni" "$DIR/certs.d/$REGISTRY"
 	cat >"$DIR/cni/10-loopback.conflist" <<'EOF'
 {
   "cniVersion": "1.0.0",
@@ -238,14 +260,14 @@ server = "http://$REGISTRY"
 [host."http://$REGISTRY"]
   capabilities = ["pull", "resolve"]
 EOF
-	cat >"$DIR/containerd.toml" <<EOF
+	cat >"$NODE_DIR/containerd.toml" <<EOF
 version = 3
-root = "$DIR/containerd"
-state = "$RUN/containerd"
+root = "$NODE_DIR/containerd"
+state = "$NODE_RUN/containerd"
 disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
 
 [grpc]
-  address = "$CONTAINERD_SOCK"
+  address = "$NODE_SOCK"
 
 [plugins.'io.containerd.grpc.v1.cri']
   stream_server_address = "127.0.0.1"
@@ -273,11 +295,11 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.tracing.processor
       [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
         BinaryName = "${RUNC:-$(command -v runc)}"
         SystemdCgroup = false
-        Root = "$RUN/runc"
+        Root = "$NODE_RUN/runc"
 EOF
 	# Its own shim first in PATH: Docker's containerd has an older one.
-	start containerd env PATH="$BIN:$PATH" "$BIN/containerd" --config "$DIR/containerd.toml"
-	await containerd 30 test -S "$CONTAINERD_SOCK"
+	start "containerd$NODE_SUFFIX" env PATH="$BIN:$PATH" "$BIN/containerd" --config "$NODE_DIR/containerd.toml"
+	await "containerd$NODE_SUFFIX" 30 test -S "$NODE_SOCK"
 }
 
 etcd_up() {
@@ -318,25 +340,38 @@ controllers_up() {
 }
 
 kubelet_up() {
-	mkdir -p "$DIR/kubelet/seccomp"
+	node "$1"
+	mkdir -p "$NODE_DIR/kubelet/seccomp"
 	# The sandboxes' seccomp profile, as Localhost profile "sandboxd.json".
-	(cd "$HERE/.." && go run ./cmd/sandboxd -seccomp-profile) >"$DIR/kubelet/seccomp/sandboxd.json"
-	cat >"$DIR/kubelet.yaml" <<EOF
+	(cd "$HERE/.." && go run ./cmd/sandboxd -seccomp-profile) >"$NODE_DIR/kubelet/seccomp/sandboxd.json"
+	local cgroup_root=/ logs=/var/log/pods
+	if (($1 > 1)); then
+		# Its pods' cgroups and logs apart from the first node's, which
+		# would otherwise take them for orphans of its own.
+		cgroup_root=/$NODE_NAME logs=$NODE_DIR/pod-logs
+		mkdir -p "$logs"
+		for hierarchy in /sys/fs/cgroup/*/; do
+			[[ -L ${hierarchy%/} ]] || mkdir -p "$hierarchy$NODE_NAME"
+		done
+	fi
+	cat >"$NODE_DIR/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: 127.0.0.1
-port: 10250
+port: $NODE_PORT
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
-healthzPort: 10248
+healthzPort: $((NODE_PORT - 2))
+cgroupRoot: $cgroup_root
+podLogsDir: $logs
 authentication:
   anonymous: {enabled: false}
   webhook: {enabled: false}
   x509: {clientCAFile: $PKI/ca.crt}
 authorization: {mode: AlwaysAllow}
-tlsCertFile: $PKI/kubelet.crt
-tlsPrivateKeyFile: $PKI/kubelet.key
-containerRuntimeEndpoint: unix://$CONTAINERD_SOCK
+tlsCertFile: $PKI/kubelet$NODE_SUFFIX.crt
+tlsPrivateKeyFile: $PKI/kubelet$NODE_SUFFIX.key
+containerRuntimeEndpoint: unix://$NODE_SOCK
 cgroupDriver: cgroupfs
 failCgroupV1: false
 failSwapOn: false
@@ -348,14 +383,28 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 enableDebuggingHandlers: true
 EOF
-	start kubelet "$BIN/kubelet" --config "$DIR/kubelet.yaml" --kubeconfig "$DIR/kubelet.kubeconfig" \
-		--root-dir "$DIR/kubelet" --hostname-override "$NODE" --node-ip 127.0.0.1 --v=1
+	start "kubelet$NODE_SUFFIX" "$BIN/kubelet" --config "$NODE_DIR/kubelet.yaml" --kubeconfig "$DIR/kubelet$NODE_SUFFIX.kubeconfig" \
+		--root-dir "$NODE_DIR/kubelet" --hostname-override "$NODE_NAME" --node-ip 127.0.0.1 --v=1
+}
+
+# node_register N : waits for node N to register, gives it its address,
+# and waits until it is Ready.
+node_register() {
+	node "$1"
+	await "the node $NODE_NAME to register" 120 kubectl get node "$NODE_NAME"
+	# A kubelet refuses a loopback node IP and then reports no address at
+	# all, and the API server reaches a kubelet (exec, logs) only at one
+	# of its node's addresses: 127.0.0.1 is given here, and the kubelet,
+	# whose own address setter fails, leaves it as it is.
+	kubectl patch node "$NODE_NAME" --subresource=status --type=merge \
+		-p '{"status":{"addresses":[{"type":"InternalIP","address":"127.0.0.1"},{"type":"Hostname","address":"'"$NODE_NAME"'"}]}}' >/dev/null
+	await "the node $NODE_NAME" 120 node_ready "$NODE_NAME"
 }
 
 kubectl() { "$BIN/kubectl" --kubeconfig "$KUBECONFIG_OUT" "$@"; }
 
 node_ready() {
-	kubectl get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -qx True
+	kubectl get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -qx True
 }
 
 up() {
@@ -371,21 +420,23 @@ up() {
 	kubeconfig controller-manager controller-manager
 	kubeconfig scheduler scheduler
 	kubeconfig kubelet kubelet
+	for ((n = 2; n <= NODES; n++)); do
+		kubeconfig "kubelet-$n" "kubelet-$n"
+	done
 	registry
 	pause_image
-	containerd_up
+	for ((n = 1; n <= NODES; n++)); do
+		containerd_up "$n"
+	done
 	etcd_up
 	apiserver_up
 	controllers_up
-	kubelet_up
-	await "the node $NODE to register" 120 kubectl get node "$NODE"
-	# A kubelet refuses a loopback node IP and then reports no address at
-	# all, and the API server reaches a kubelet (exec, logs) only at one
-	# of its node's addresses: 127.0.0.1 is given here, and the kubelet,
-	# whose own address setter fails, leaves it as it is.
-	kubectl patch node "$NODE" --subresource=status --type=merge \
-		-p '{"status":{"addresses":[{"type":"InternalIP","address":"127.0.0.1"},{"type":"Hostname","address":"'"$NODE"'"}]}}' >/dev/null
-	await "the node $NODE" 120 node_ready
+	for ((n = 1; n <= NODES; n++)); do
+		kubelet_up "$n"
+	done
+	for ((n = 1; n <= NODES; n++)); do
+		node_register "$n"
+	done
 	kubectl apply -f - >/dev/null <<EOF
 apiVersion: v1
 kind: Namespace
@@ -396,17 +447,37 @@ EOF
 	echo "KUBECONFIG=$KUBECONFIG_OUT"
 }
 
+# nodes : the numbers of the nodes that were started (by their
+# containerds' pid files).
+nodes() {
+	local f n
+	for f in "$RUN"/containerd*.pid; do
+		[[ -e $f ]] || continue
+		n=${f#"$RUN"/containerd}
+		n=${n%.pid}
+		n=${n#-}
+		echo "${n:-1}"
+	done
+}
+
 down() {
-	# Pods first, while the kubelet can still end them; then the parts.
+	local n started
+	started=$(nodes)
+	# Pods first, while the kubelets can still end them; then the parts.
 	if running kubelet && running kube-apiserver; then
 		kubectl delete pods --all --all-namespaces --grace-period=0 --force --wait=false >/dev/null 2>&1 || true
 	fi
-	for name in kubelet kube-scheduler kube-controller-manager kube-apiserver etcd; do
+	for n in $started; do
+		node "$n"
+		stop "kubelet$NODE_SUFFIX"
+	done
+	for name in kube-scheduler kube-controller-manager kube-apiserver etcd; do
 		stop "$name"
 	done
 	# The pods' containers and their shims, through containerd itself.
-	if running containerd; then
-		local ctr=("$BIN/ctr" --address "$CONTAINERD_SOCK" -n k8s.io)
+	for n in $started; do
+		node "$n"
+		local ctr=("$BIN/ctr" --address "$NODE_SOCK" -n k8s.io)
 		for task in $("${ctr[@]}" tasks ls -q 2>/dev/null); do
 			"${ctr[@]}" tasks kill -s SIGKILL "$task" >/dev/null 2>&1 || true
 		done
@@ -414,10 +485,15 @@ down() {
 		for task in $("${ctr[@]}" tasks ls -q 2>/dev/null); do
 			"${ctr[@]}" tasks delete -f "$task" >/dev/null 2>&1 || true
 		done
-	fi
-	stop containerd
+		stop "containerd$NODE_SUFFIX"
+		if ((n > 1)); then
+			for hierarchy in /sys/fs/cgroup/*/; do
+				[[ -L ${hierarchy%/} ]] || find "$hierarchy$NODE_NAME" -depth -type d -exec rmdir {} + 2>/dev/null || true
+			done
+		fi
+	done
 	stop registry
-	# What the kubelet and containerd mounted under the cluster's dirs.
+	# What the kubelets and containerds mounted under the cluster's dirs.
 	if [[ -d $DIR ]]; then
 		grep -E " ($DIR|$RUN)/" /proc/mounts | cut -d' ' -f2 | sort -r | while read -r m; do
 			umount -l "$m" 2>/dev/null || true
@@ -427,12 +503,16 @@ down() {
 	log "down: removed $DIR, $RUN and $LOGS (the builds stay in $CACHE)"
 }
 
-# pull IMAGE... : the node pulls images from the registry ahead of the
+# pull IMAGE... : every node pulls images from the registry ahead of the
 # first pod that needs them.
 pull() {
-	for image in "$@"; do
-		"$BIN/ctr" --address "$CONTAINERD_SOCK" -n k8s.io images pull --hosts-dir "$DIR/certs.d" "$image" >/dev/null
-		log "pulled $image"
+	local n
+	for n in $(nodes); do
+		node "$n"
+		for image in "$@"; do
+			"$BIN/ctr" --address "$NODE_SOCK" -n k8s.io images pull --hosts-dir "$DIR/certs.d" "$image" >/dev/null
+			log "$NODE_NAME pulled $image"
+		done
 	done
 }
 

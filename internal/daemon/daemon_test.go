@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/daemon/daemontest"
@@ -22,6 +23,11 @@ func TestRunsReuseAFreshSandbox(t *testing.T) {
 	res, aerr := d.Run(ctx, api.RunRequest{Language: "bash", Code: "echo hello; echo left > left.txt; exit 3"}, nil)
 	if aerr != nil || res.ExitCode != 3 || res.Stdout != "hello\n" {
 		t.Fatalf("first run: %+v %v", res, aerr)
+	}
+	// Creations the first run set off (its own, the pool's refill) land
+	// before the count is taken.
+	for deadline := time.Now().Add(5 * time.Second); d.Stats().Pools["bash"].Starting > 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
 	}
 	created := rt.Created()
 	for i := range 3 {

@@ -392,6 +392,13 @@ func (m *Sessions) use(ctx context.Context, id string, turn bool, fn func(ss *Se
 	ss.mu.Unlock()
 	if sb != nil && !sb.Alive() {
 		m.revive(ss, sb) // for the next operation
+		ss.mu.Lock()
+		lost, why := ss.rec.State == api.SessionLost, ss.rec.Error
+		ss.mu.Unlock()
+		if lost && aerr != nil && aerr.Code == api.CodeInternal {
+			// The operation failed because the sandbox went: say so.
+			return api.Errorf(api.CodeSessionLost, "session %s was lost during the operation: %s; delete it and create a new one", id, why)
+		}
 	}
 	return aerr
 }
@@ -465,7 +472,7 @@ func (m *Sessions) revive(ss *Session, sb *runtime.Sandbox) {
 	case errors.Is(err, runtime.ErrUnavailable):
 		m.log.Debug("a session's sandbox cannot be reached; trying again", "session", ss.rec.ID, "error", err)
 	default:
-		m.MarkLost(ss, fmt.Sprintf("its container stopped answering (%v)", sb.Err()))
+		m.MarkLost(ss, fmt.Sprintf("its container stopped answering (%v): %v", sb.Err(), err))
 	}
 }
 

@@ -12,9 +12,13 @@ import (
 	"syscall"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // Cluster is the single-node Kubernetes `make cluster` brings up
@@ -129,6 +133,95 @@ func (c *Cluster) RemoveNodeImages(t T, repository string) {
 			t.Fatalf("removing %s from the node: %v\n%s", repository, err, out)
 		}
 	}
+}
+
+// Nodes are the names of the cluster's nodes; with fewer than n, the test
+// is skipped (failed when CI=true): `make cluster NODES=2` makes two.
+func (c *Cluster) Nodes(t T, n int) []string {
+	t.Helper()
+	list, err := c.Client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("listing nodes: %v", err)
+	}
+	var names []string
+	for _, node := range list.Items {
+		names = append(names, node.Name)
+	}
+	if len(names) < n {
+		Missing(t, fmt.Sprintf("the cluster has %d nodes, the test needs %d: run `make cluster NODES=%d`", len(names), n, n))
+	}
+	return names
+}
+
+// Drain cordons node and evicts the pods of the test run on it, as
+// `kubectl drain` would; the node is made schedulable again when the test
+// ends.
+func (c *Cluster) Drain(t T, node string) {
+	t.Helper()
+	cordon := func(on bool) error {
+		patch := fmt.Sprintf(`{"spec":{"unschedulable":%v}}`, on)
+		_, err := c.Client.CoreV1().Nodes().Patch(context.Background(), node, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		return err
+	}
+	if err := cordon(true); err != nil {
+		t.Fatalf("cordoning %s: %v", node, err)
+	}
+	t.Cleanup(func() { _ = cordon(false) })
+	list, err := c.Client.CoreV1().Pods(c.Namespace).List(context.Background(), metav1.ListOptions{
+		LabelSelector: TestLabel, FieldSelector: "spec.nodeName=" + node})
+	if err != nil {
+		t.Fatalf("listing the pods of %s: %v", node, err)
+	}
+	for _, pod := range list.Items {
+		eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
+		if err := c.Client.CoreV1().Pods(c.Namespace).EvictV1(context.Background(), eviction); err != nil {
+			t.Fatalf("evicting %s: %v", pod.Name, err)
+		}
+	}
+}
+
+// PodNode is the node pod runs on.
+func (c *Cluster) PodNode(t T, pod string) string {
+	t.Helper()
+	p, err := c.Client.CoreV1().Pods(c.Namespace).Get(context.Background(), pod, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading pod %s: %v", pod, err)
+	}
+	return p.Spec.NodeName
+}
+
+// ServiceAccountKubeconfig applies manifest (examples/kubernetes-rbac.yaml)
+// with kubectl and writes, in a test directory, a kubeconfig for the
+// service account sandboxd/sandboxd with an hour's token: the cluster as an
+// operator who grants sandboxd only what the manifest says would give it.
+func (c *Cluster) ServiceAccountKubeconfig(t T, manifest string) string {
+	t.Helper()
+	apply := exec.Command("/var/cache/sandboxd/cluster/bin/kubectl", "--kubeconfig", c.Kubeconfig, "apply", "-f", manifest)
+	if out, err := apply.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply -f %s: %v\n%s", manifest, err, out)
+	}
+	hour := int64(3600)
+	tok, err := c.Client.CoreV1().ServiceAccounts("sandboxd").CreateToken(context.Background(), "sandboxd",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &hour}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("a token for sandboxd/sandboxd: %v", err)
+	}
+	admin, err := clientcmd.LoadFromFile(c.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := clientcmdapi.NewConfig()
+	for name, cl := range admin.Clusters {
+		cfg.Clusters[name] = cl
+		cfg.AuthInfos["sandboxd"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
+		cfg.Contexts["sandboxd"] = &clientcmdapi.Context{Cluster: name, AuthInfo: "sandboxd"}
+		cfg.CurrentContext = "sandboxd"
+	}
+	path := filepath.Join(t.TempDir(), "sandboxd.kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // removeTestPods deletes every pod of a test run.

@@ -235,6 +235,14 @@ const kubeletLeaseFresh = 15 * time.Second
 
 // describe says what holds a pod back, or how it ended.
 func describe(pod *corev1.Pod) string {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			return "evicted (" + c.Reason + "): " + c.Message
+		}
+	}
+	if pod.DeletionTimestamp != nil {
+		return "being deleted"
+	}
 	for _, cs := range pod.Status.ContainerStatuses {
 		if t := cs.State.Terminated; t != nil {
 			return fmt.Sprintf("its container ended: %s (exit %d) %s", t.Reason, t.ExitCode, t.Message)
@@ -338,11 +346,14 @@ func (k *Kubernetes) Attach(ctx context.Context, c runtime.Container) (*runtime.
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	pod, err := k.client.CoreV1().Pods(k.opts.Namespace).Get(ctx, c.ID, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("pod %s was deleted from the cluster", c.ID)
+	}
 	if err != nil {
 		return nil, k.apiError("reading pod "+c.ID, err)
 	}
 	if pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
-		return nil, fmt.Errorf("pod %s is not running: %s", c.ID, describe(pod))
+		return nil, fmt.Errorf("pod %s on node %s is not running: %s", c.ID, pod.Spec.NodeName, describe(pod))
 	}
 	token := ""
 	for _, e := range pod.Spec.Containers[0].Env {

@@ -81,6 +81,15 @@ func (k *Kubernetes) podFor(spec runtime.Spec, name, token string, uid uint32) *
 			DNSPolicy:    corev1.DNSNone,
 			DNSConfig:    &corev1.PodDNSConfig{Nameservers: []string{"127.0.0.1"}},
 			NodeSelector: k.opts.NodeSelector,
+			// A language's sandboxes spread over the nodes, where they
+			// may: a node that goes takes as few of them as it can.
+			TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{
+				MaxSkew:           1,
+				TopologyKey:       corev1.LabelHostname,
+				WhenUnsatisfiable: corev1.ScheduleAnyway,
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
+					runtime.LabelInstance: k.opts.Instance, runtime.LabelLanguage: spec.Language}},
+			}},
 			SecurityContext: &corev1.PodSecurityContext{
 				RunAsUser:      &id,
 				RunAsGroup:     &id,
