@@ -725,3 +725,21 @@ type DashboardLogin struct {
 	URL       string    `json:"url"`
 	ExpiresAt time.Time `json:"expires_at"`
 }
+
+// PreviewRequest asks for a preview link (POST
+// /v1/sessions/{id}/ports/{port}/preview).
+type PreviewRequest struct {
+	TTL Duration `json:"ttl,omitempty"` // default 1h, at most 168h
+}
+
+// Preview is a link that opens a session's port to a browser on the TCP
+// listener, at an origin of its own (Host), with a token for that port
+// of that session only.
+type Preview struct {
+	URL       string    `json:"url"`
+	Host      string    `json:"host"`
+	Token     string    `json:"token"`
+	Session   string    `json:"session"`
+	Port      int       `json:"port"`
+	ExpiresAt time.Time `json:"expires_at"`
+}

@@ -8,6 +8,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sandboxd/sandboxd/api"
 )
@@ -59,6 +60,19 @@ func (c *Client) Ports(ctx context.Context, id string) ([]api.Port, error) {
 	var list api.PortList
 	err := c.call(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/ports", nil, &list)
 	return list.Ports, err
+}
+
+// Preview makes a link that opens port of a session to a browser on
+// sandboxd's TCP listener, for ttl (0: an hour).
+func (c *Client) Preview(ctx context.Context, id string, port int, ttl time.Duration) (*api.Preview, error) {
+	var p api.Preview
+	return &p, c.call(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/ports/"+strconv.Itoa(port)+"/preview",
+		api.PreviewRequest{TTL: api.Duration(ttl)}, &p)
+}
+
+// RevokePreviews ends every preview link of a session made so far.
+func (c *Client) RevokePreviews(ctx context.Context, id string) error {
+	return c.call(ctx, http.MethodDelete, "/v1/sessions/"+url.PathEscape(id)+"/previews", nil, nil)
 }
 
 // SetNetwork changes what a session's sandbox may reach (host[:port]

@@ -16,6 +16,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/client"
 	"github.com/sandboxd/sandboxd/internal/testutil"
 )
 
@@ -24,18 +25,25 @@ import (
 // `sandboxctl port-forward`'s local listener at once; a port where nothing
 // listens is refused with a reason; odd port strings are the same port.
 // Under runc and runsc.
+// serveSite starts python's http.server on port in session id, serving
+// index.html with text, and waits until it listens.
+func serveSite(t *testing.T, c *client.Client, id string, port int, text string) {
+	t.Helper()
+	sh(t, c, id, fmt.Sprintf("mkdir site && echo %s > site/index.html && "+
+		"cd site && python3 -m http.server %d --bind 127.0.0.1 >/dev/null 2>&1 </dev/null &", text, port))
+	waitFor(t, "the server to listen", func() bool {
+		ports, err := c.Ports(ctx(t), id)
+		return err == nil && slices.Contains(ports, api.Port{Address: "127.0.0.1", Port: port})
+	})
+}
+
 func TestPortForward(t *testing.T) { ociRuntimes(t, testPortForward) }
 
 func testPortForward(t *testing.T, runtime string) {
 	d := testutil.StartDaemon(t, testutil.Options{Runtime: runtime})
 	c := d.Client()
 	id := newSession(t, c, api.SessionRequest{})
-	sh(t, c, id, "mkdir site && echo hello from the sandbox > site/index.html && "+
-		"cd site && python3 -m http.server 8765 --bind 127.0.0.1 >/dev/null 2>&1 </dev/null &")
-	waitFor(t, "the server to listen", func() bool {
-		ports, err := c.Ports(ctx(t), id)
-		return err == nil && slices.Contains(ports, api.Port{Address: "127.0.0.1", Port: 8765})
-	})
+	serveSite(t, c, id, 8765, "hello from the sandbox")
 
 	// One connection, through the API.
 	conn, err := c.ConnectPort(ctx(t), id, 8765)

@@ -31,7 +31,7 @@ session hibernates: its workspace sleeps on disk, without a container, and
 the next call that needs it wakes it.`,
 	}
 	cmd.AddCommand(newSessionCreateCmd(g), newSessionLsCmd(g), newSessionInspectCmd(g),
-		newSessionResetCmd(g), newSessionPauseCmd(g), newSessionResumeCmd(g), newSessionNetworkCmd(g), newSessionPortsCmd(g), newSessionRmCmd(g), newSessionSnapshotCmd(g), newSessionForkCmd(g))
+		newSessionResetCmd(g), newSessionPauseCmd(g), newSessionResumeCmd(g), newSessionNetworkCmd(g), newSessionPortsCmd(g), newSessionPreviewCmd(g), newSessionRmCmd(g), newSessionSnapshotCmd(g), newSessionForkCmd(g))
 	return cmd
 }
 
@@ -269,6 +269,53 @@ func newSessionPortsCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+func newSessionPreviewCmd(g *globals) *cobra.Command {
+	var ttl time.Duration
+	var revoke bool
+	cmd := &cobra.Command{
+		Use:   "preview SESSION PORT | --revoke SESSION",
+		Short: "Print a link that opens a server in a session to a browser",
+		Long: `Print a link that opens the server a session runs on PORT (on its own
+loopback) to a browser on this host, through sandboxd's TCP listener
+(http.listen), at an origin of its own: http://PORT-SESSION.localhost:7070/.
+The link's token opens that port of that session only, for --ttl; once
+opened, the browser keeps it in a cookie of that origin. --revoke ends
+every link of the session made so far.`,
+		Example: `  sandboxctl session exec $S -- sh -c 'python3 -m http.server 8000 &'
+  sandboxctl session preview $S 8000
+  sandboxctl session preview --revoke $S`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if revoke {
+				if len(args) != 1 {
+					return fail("--revoke takes the session alone")
+				}
+				if err := g.client().RevokePreviews(cmd.Context(), args[0]); err != nil {
+					return apiFailure(err)
+				}
+				return nil
+			}
+			if len(args) != 2 {
+				return fail("give the session and the port: sandboxctl session preview SESSION PORT")
+			}
+			port, err := strconv.Atoi(args[1])
+			if err != nil {
+				return fail("port %q: a number from 1 to 65535", args[1])
+			}
+			p, err := g.client().Preview(cmd.Context(), args[0], port, ttl)
+			if err != nil {
+				return apiFailure(err)
+			}
+			fmt.Println(p.URL)
+			fmt.Fprintf(os.Stderr, "good until %s\n", p.ExpiresAt.Local().Format(time.DateTime))
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&ttl, "ttl", time.Hour, "how long the link is good for (at most 168h)")
+	cmd.Flags().BoolVar(&revoke, "revoke", false, "end every preview link of the session instead")
+	return cmd
 }
 
 func newSessionPauseCmd(g *globals) *cobra.Command {

@@ -127,7 +127,7 @@ func run(cfg *config.Config, log hclog.Logger) error {
 		} else {
 			log.Warn(where)
 		}
-		web := &http.Server{Handler: dash.Guard(handler), ReadHeaderTimeout: 10 * time.Second}
+		web := &http.Server{Handler: dash.Guard(handler, server.PreviewProxy(d, log)), ReadHeaderTimeout: 10 * time.Second}
 		go func() { serveErr <- web.Serve(tln) }()
 		defer web.Close()
 	}

@@ -11,13 +11,16 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
-// Token kinds: a login token is the link's, a session token the cookie's.
+// Token kinds: a login token is the link's, a session token the cookie's,
+// a preview token opens one port of one session (its scope).
 const (
 	kindLogin   byte = 'l'
 	kindSession byte = 's'
+	kindPreview byte = 'p'
 )
 
 // signer makes and checks tokens: kind, expiry and a nonce, signed with
@@ -50,25 +53,38 @@ func loadKey(stateDir string) (*signer, error) {
 	return &signer{key: key}, nil
 }
 
-// issue makes a token of kind, good for ttl.
-func (s *signer) issue(kind byte, ttl time.Duration) (string, time.Time) {
+// issue makes a token of kind, good for ttl, and only for scope (what
+// it opens: its signature covers the scope, which the token does not
+// carry, so it is no use for anything else).
+func (s *signer) issue(kind byte, ttl time.Duration, scope ...string) (string, time.Time) {
 	expires := time.Now().Add(ttl).Truncate(time.Second)
 	p := make([]byte, payloadSize)
 	p[0] = kind
 	binary.BigEndian.PutUint64(p[1:9], uint64(expires.Unix()))
 	_, _ = rand.Read(p[9:])
-	return base64.RawURLEncoding.EncodeToString(append(p, s.mac(p)...)), expires
+	return base64.RawURLEncoding.EncodeToString(append(p, s.mac(scoped(p, scope))...)), expires
 }
 
-// valid says whether tok is a token of kind, signed by us, not expired.
-func (s *signer) valid(tok string, kind byte) bool {
+// valid says whether tok is a token of kind for scope, signed by us, not
+// expired.
+func (s *signer) valid(tok string, kind byte, scope ...string) bool {
 	b, err := base64.RawURLEncoding.DecodeString(tok)
 	if err != nil || len(b) != payloadSize+sha256.Size || b[0] != kind {
 		return false
 	}
 	p := b[:payloadSize]
 	expires := time.Unix(int64(binary.BigEndian.Uint64(p[1:9])), 0)
-	return hmac.Equal(b[payloadSize:], s.mac(p)) && time.Now().Before(expires)
+	return hmac.Equal(b[payloadSize:], s.mac(scoped(p, scope))) && time.Now().Before(expires)
+}
+
+// scoped is what a token's signature covers: its payload, then each part
+// of its scope ended by a NUL, so parts cannot run into each other.
+func scoped(payload []byte, scope []string) []byte {
+	out := slices.Clone(payload)
+	for _, part := range scope {
+		out = append(append(out, part...), 0)
+	}
+	return out
 }
 
 // csrf is the value a session's state-changing requests must carry in

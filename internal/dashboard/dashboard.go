@@ -59,11 +59,13 @@ func contentSecurityPolicy(nonce string) string {
 
 // Dashboard serves the pages and guards the TCP listener.
 type Dashboard struct {
-	sign *signer
+	sign     *signer
+	stateDir string
 
-	mu     sync.Mutex
-	origin string // the TCP listener's, for login links; "" without one
-	host   string // the host the operator wrote, accepted in Host
+	mu      sync.Mutex
+	revoked map[string]int // preview revocations by session (see preview.go)
+	origin  string         // the TCP listener's, for login links; "" without one
+	host    string         // the host the operator wrote, accepted in Host
 }
 
 // New loads (or makes) the signing key in stateDir.
@@ -72,7 +74,11 @@ func New(stateDir string) (*Dashboard, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Dashboard{sign: s}, nil
+	revoked, err := loadRevoked(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	return &Dashboard{sign: s, stateDir: stateDir, revoked: revoked}, nil
 }
 
 // Listening records the TCP listener's address (as bound) and the host
@@ -132,9 +138,14 @@ func (d *Dashboard) Pages() http.Handler {
 
 // Guard is the TCP listener's front door: every request needs the
 // session cookie a login link's token starts, state-changing ones the
-// CSRF header too.
-func (d *Dashboard) Guard(next http.Handler) http.Handler {
+// CSRF header too; a request for a preview's origin goes to preview,
+// behind that preview's own token.
+func (d *Dashboard) Guard(next http.Handler, preview PreviewHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if session, port, ok := parsePreviewHost(r.Host); ok {
+			d.servePreview(w, r, session, port, preview)
+			return
+		}
 		if !strings.HasPrefix(r.URL.Path, "/ui/") {
 			// API answers are data, never a page: no script runs in them.
 			w.Header().Set("Content-Security-Policy", "default-src 'none'; sandbox")

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -69,7 +70,7 @@ func TestGuard(t *testing.T) {
 		t.Fatalf("login: %+v %v", login, aerr)
 	}
 	tok, _ := url.Parse(login.URL)
-	h := d.Guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(299) }))
+	h := d.Guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(299) }), nil)
 	serve := func(method, target string, header map[string]string, cookies ...*http.Cookie) *httptest.ResponseRecorder {
 		r := httptest.NewRequest(method, target, nil)
 		r.Host = "127.0.0.1:7070"
@@ -139,5 +140,64 @@ func TestDescribe(t *testing.T) {
 	}
 	if where, loopback := Describe(&net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 7070}); loopback || !strings.Contains(where, "BEYOND LOOPBACK") {
 		t.Errorf("beyond: %s", where)
+	}
+}
+
+// A preview's Host names its port and session; the port is read as a
+// number first, so its spellings never differ.
+func TestParsePreviewHost(t *testing.T) {
+	for host, want := range map[string]string{
+		"3000-abc.localhost:7070":  "abc 3000",
+		"03000-abc.localhost:7070": "abc 3000",
+		"+3000-abc.LOCALHOST":      "abc 3000",
+		"3000-abc.localhost.":      "",
+		" 3000-abc.localhost":      "",
+		"70000-abc.localhost":      "",
+		"0-abc.localhost":          "",
+		"3000-a-b.localhost":       "",
+		"3000-a.b.localhost":       "",
+		"3000-.localhost":          "",
+		"localhost:7070":           "",
+		"127.0.0.1:7070":           "",
+		"3000-abc.example.com":     "",
+	} {
+		session, port, ok := parsePreviewHost(host)
+		got := ""
+		if ok {
+			got = fmt.Sprintf("%s %d", session, port)
+		}
+		if got != want {
+			t.Errorf("%q: %q, want %q", host, got, want)
+		}
+	}
+}
+
+// A preview token opens its own port of its own session until revoked.
+func TestPreviewTokenScope(t *testing.T) {
+	d, err := New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, _ := d.sign.issue(kindPreview, time.Minute, d.previewScope("abc", 3000)...)
+	if !d.sign.valid(tok, kindPreview, d.previewScope("abc", 3000)...) {
+		t.Fatal("a token for its own port refused")
+	}
+	for _, scope := range [][]string{d.previewScope("abc", 3001), d.previewScope("abd", 3000), nil} {
+		if d.sign.valid(tok, kindPreview, scope...) {
+			t.Errorf("a token for abc:3000 opens %v", scope)
+		}
+	}
+	if d.sign.valid(tok, kindSession) {
+		t.Error("a preview token is a dashboard session's")
+	}
+	if aerr := d.RevokePreviews("abc"); aerr != nil {
+		t.Fatal(aerr)
+	}
+	again, err := New(d.stateDir) // the revocation outlives a restart
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.sign.valid(tok, kindPreview, again.previewScope("abc", 3000)...) {
+		t.Error("a revoked token still opens its port")
 	}
 }

@@ -5,11 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 
 	"github.com/coder/websocket"
-
-	"github.com/sandboxd/sandboxd/api"
 )
 
 // Close codes of a forwarded connection's WebSocket beyond the normal
@@ -24,9 +21,9 @@ const (
 // The port is read as an integer before anything else (03000 is 3000).
 func (h *handler) connectPort(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	port, err := strconv.Atoi(r.PathValue("port"))
-	if err != nil || port < 1 || port > 65535 {
-		writeError(w, api.Errorf(api.CodeInvalidRequest, "port %q: a number from 1 to 65535", r.PathValue("port")))
+	port, aerr := portOf(r)
+	if aerr != nil {
+		writeError(w, aerr)
 		return
 	}
 	if _, aerr := h.d.Sessions.Get(id); aerr != nil {
