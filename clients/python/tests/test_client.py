@@ -74,6 +74,9 @@ def test_session(client):
         assert res.text() == "42" and res.context.name == "main" and not res.context.started
         assert [c.name for c in s.contexts()] == ["main"]
         assert isinstance(s.ports(), list)
+        with pytest.raises(sandboxd.NotFound, match="TCP listener"):
+            s.preview(8000, ttl="10m")  # this daemon has none
+        s.revoke_previews()
         # Paused, it keeps its files; its context's memory is reported lost once.
         s.pause()
         assert s.info.state == "hibernated" and s.info.hibernation["bytes"] > 0

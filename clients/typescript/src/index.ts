@@ -4,7 +4,7 @@
 import * as http from "node:http";
 import { fromBody, Unreachable } from "./errors.js";
 import type {
-  Context, Event, ExecRequest, FileEntry, RunRequest, RunResult, Session, SessionRequest, Snapshot,
+  Context, Event, ExecRequest, FileEntry, Preview, RunRequest, RunResult, Session, SessionRequest, Snapshot,
 } from "./types.js";
 
 export * from "./errors.js";
@@ -188,6 +188,16 @@ export class SessionHandle {
   /** The TCP ports listening inside the sandbox. */
   async ports(): Promise<{ address: string; port: number }[]> {
     return (await this.client.request<{ ports: { address: string; port: number }[] }>("GET", this.path + "/ports")).json.ports;
+  }
+
+  /** A link that opens the server on `port` to a browser on sandboxd's TCP listener, at an origin of its own, for `ttl` (default "1h"). */
+  async preview(port: number, ttl?: string): Promise<Preview> {
+    return (await this.client.request<Preview>("POST", `${this.path}/ports/${Math.trunc(port)}/preview`, ttl ? { ttl } : {})).json;
+  }
+
+  /** End every preview link of the session made so far. */
+  async revokePreviews(): Promise<void> {
+    await this.client.request("DELETE", this.path + "/previews");
   }
 
   /** Hibernate the session: its files sleep on disk, its sandbox goes away; the next call wakes it (processes and contexts' memory do not survive). */

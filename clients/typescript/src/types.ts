@@ -173,6 +173,16 @@ export interface ApiError {
   findings?: Finding[];
 }
 
+/** A link that opens a session's port to a browser (POST /v1/sessions/{id}/ports/{port}/preview). */
+export interface Preview {
+  url: string;
+  host: string;
+  token: string;
+  session: string;
+  port: number;
+  expires_at: string;
+}
+
 export interface Session {
   id: string;
   language: string;

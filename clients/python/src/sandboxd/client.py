@@ -284,6 +284,16 @@ class SessionHandle:
         """The TCP ports listening inside the sandbox: [{"address": ..., "port": ...}]."""
         return self.client._call("GET", self._path + "/ports")["ports"]
 
+    def preview(self, port: int, ttl: Duration = None) -> Dict[str, Any]:
+        """A link that opens the server on ``port`` to a browser on sandboxd's TCP
+        listener, at an origin of its own, for ``ttl`` (default an hour):
+        {"url", "host", "token", "session", "port", "expires_at"}."""
+        return self.client._call("POST", self._path + "/ports/%d/preview" % int(port), _clean({"ttl": ttl}))
+
+    def revoke_previews(self) -> None:
+        """End every preview link of the session made so far."""
+        self.client._call("DELETE", self._path + "/previews")
+
     def set_network(self, allow: List[str]) -> None:
         """Set what the session may reach through the egress proxy (HOST[:PORT]
         entries within its language's allow-list; empty: nothing)."""
