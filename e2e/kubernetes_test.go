@@ -264,8 +264,11 @@ func TestKubernetesAPIServerRestart(t *testing.T) {
 // pod runs on under containerd, is kept; when the kubelet is back, the
 // session answers again and runs work.
 func TestKubernetesKubeletStopped(t *testing.T) {
-	cluster := testutil.RequireCluster(t)
-	d := testutil.StartDaemon(t, testutil.Options{Cluster: cluster, Languages: kubernetesLanguages(1, 4)})
+	cluster := *testutil.RequireCluster(t)
+	// On the node whose kubelet stops: with a second node, pods there
+	// would serve the runs (TestKubernetesTwoNodes).
+	cluster.NodeSelector = map[string]string{"kubernetes.io/hostname": "sandboxd-node"}
+	d := testutil.StartDaemon(t, testutil.Options{Cluster: &cluster, Languages: kubernetesLanguages(1, 4)})
 	c := d.Client()
 	id := newSession(t, c, api.SessionRequest{Language: "python"})
 	if _, err := c.PutFile(ctx(t), id, "data.txt", strings.NewReader("kept\n"), 0o644); err != nil {

@@ -28,6 +28,8 @@ type Cluster struct {
 	Registry   string // where the cluster pulls the language images from
 	Namespace  string
 	Client     kubernetes.Interface
+	// NodeSelector places the pods, e.g. on the node a test stops.
+	NodeSelector map[string]string
 }
 
 // ClusterImages are the language images the Kubernetes tests run, pushed
@@ -74,12 +76,18 @@ func RequireCluster(t T) *Cluster {
 
 // Runtime is the runtime block of a daemon that uses the cluster.
 func (c *Cluster) Runtime() string {
+	selector := ""
+	for k, v := range c.NodeSelector {
+		selector += fmt.Sprintf("%q = %q\n", k, v)
+	}
 	return fmt.Sprintf(`runtime "kubernetes" {
   kubeconfig     = %q
   namespace      = %q
   image_registry = %q
+  node_selector  = {
+%s  }
 }
-`, c.Kubeconfig, c.Namespace, c.Registry)
+`, c.Kubeconfig, c.Namespace, c.Registry, selector)
 }
 
 // Pods lists the names of the cluster's pods with label (k=v).
