@@ -74,6 +74,9 @@ func New(c *client.Client, version string) *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{Name: "close_session", Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)},
 		Description: "Close a session and remove its sandbox with every file in it."},
 		t.closeSession)
+	mcp.AddTool(s, &mcp.Tool{Name: "preview_port", Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(false)},
+		Description: "Make a link that opens a server a session runs (on its own loopback, e.g. python3 -m http.server 8000 started in the background) to a person's browser on sandboxd's host, for an hour. Give the link to the person; it opens that port of that session only."},
+		t.previewPort)
 	mcp.AddTool(s, &mcp.Tool{Name: "write_file", Annotations: acts,
 		Description: "Write a file in a session's /workspace (parent directories are made), replacing it if it exists."},
 		t.writeFile)
@@ -398,6 +401,24 @@ func (t tools) sessionCall(call func(*client.Client, context.Context, string) (*
 		}
 		return nil, session(s), nil
 	}
+}
+
+type previewIn struct {
+	SessionID string `json:"session_id" jsonschema:"the id create_session returned"`
+	Port      int    `json:"port" jsonschema:"the TCP port the server listens on inside the session"`
+}
+
+type previewOut struct {
+	URL       string `json:"url" jsonschema:"the link to open in a browser"`
+	ExpiresAt string `json:"expires_at" jsonschema:"when the link stops working (RFC 3339)"`
+}
+
+func (t tools) previewPort(ctx context.Context, _ *mcp.CallToolRequest, in previewIn) (*mcp.CallToolResult, previewOut, error) {
+	p, err := t.c.Preview(ctx, in.SessionID, in.Port, 0)
+	if err != nil {
+		return nil, previewOut{}, failure(err)
+	}
+	return nil, previewOut{URL: p.URL, ExpiresAt: p.ExpiresAt.Format(time.RFC3339)}, nil
 }
 
 type closed struct {

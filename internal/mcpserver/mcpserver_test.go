@@ -30,6 +30,7 @@ func connect(t *testing.T) *mcp.ClientSession {
 	if err != nil {
 		t.Fatal(err)
 	}
+	dash.Listening(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 7070}, "127.0.0.1:7070")
 	socket := filepath.Join(t.TempDir(), "s.sock")
 	ln, err := net.Listen("unix", socket)
 	if err != nil {
@@ -83,6 +84,10 @@ func TestTools(t *testing.T) {
 	call(t, cs, "exec", map[string]any{"session_id": id, "command": "echo kept > f"})
 	if res, out := call(t, cs, "exec", map[string]any{"session_id": id, "command": "cat f"}); res.IsError || out["stdout"] != "kept\n" {
 		t.Fatalf("exec: %+v %v", res, out)
+	}
+	if res, out := call(t, cs, "preview_port", map[string]any{"session_id": id, "port": 8000}); res.IsError ||
+		!strings.HasPrefix(toJSON(out["url"]), `"http://8000-`+id+`.localhost:7070/?sandboxd_preview=`) {
+		t.Fatalf("preview_port: %+v %v", res, out)
 	}
 	res, _ = call(t, cs, "run_code", map[string]any{"language": "cobol", "code": "x"})
 	if !res.IsError || len(res.Content) == 0 || !strings.Contains(toJSON(res.Content), "no language") {
