@@ -377,16 +377,16 @@ func TestKubernetesTwoNodes(t *testing.T) {
 		}
 	}
 	waitForWithin(t, "the pool refilled on "+kept, 2*time.Minute, func() bool {
-		p, err := c.Pools(ctx(t))
-		if err != nil || p["python"].Idle < 4 {
-			return false
-		}
-		for _, pod := range cluster.Pods(t, testutil.TestLabel+"="+d.RunID) {
-			if cluster.PodNode(t, pod) == drained {
+		// The sessions' pods there, and four warm ones made in place of
+		// those that died with the drained node.
+		pods := cluster.Pods(t, testutil.TestLabel+"="+d.RunID)
+		for _, pod := range pods {
+			if cluster.PodNode(t, pod) != kept {
 				return false
 			}
 		}
-		return true
+		p, err := c.Pools(ctx(t))
+		return err == nil && p["python"].Idle >= 4 && len(pods) >= len(byNode[kept])+4
 	})
 	res, err := c.Run(ctx(t), api.RunRequest{Language: "python", Code: "print('after the drain')"})
 	if err != nil || res.Stdout != "after the drain\n" {

@@ -255,6 +255,9 @@ http { listen = "127.0.0.1:0" }`})
 		{"POST", sp + "/pause", "", "", "", 200},
 		{"POST", sp + "/resume", "", "", "", 200},
 		{"POST", "/v1/sessions/s-none/pause", "", "", "", 404},
+		{"POST", sp + "/ports/8000/preview", "", `{"ttl":"10m"}`, "application/json", 201},
+		{"POST", sp + "/ports/70000/preview", "", "", "", 400},
+		{"DELETE", sp + "/previews", "", "", "", 204},
 		// Errors carry the error body.
 		{"POST", sp + "/exec", "", `{"argv":["reboot"]}`, "application/json", 403},
 		// A stream has begun (200) by the time a policy answers: the

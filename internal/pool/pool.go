@@ -453,15 +453,23 @@ func (p *Pool[T]) createIdle() {
 
 // trim ends each window of IdleTimeout: the peak of demand moves on, and
 // idle items beyond the target that waited a whole window are destroyed,
-// the longest idle first.
+// the longest idle first. Every second it also destroys idle items that
+// died (a container removed, a pod evicted from a drained node), so that
+// the pool makes their replacements before a request finds them dead.
 func (p *Pool[T]) trim() {
 	defer p.wg.Done()
 	tick := time.NewTicker(p.opts.IdleTimeout)
 	defer tick.Stop()
+	check := time.NewTicker(deadCheck)
+	defer check.Stop()
 	for {
 		select {
 		case <-p.closing.Done():
 			return
+		case <-check.C:
+			p.mu.Lock()
+			p.destroyDeadLocked()
+			p.mu.Unlock()
 		case now := <-tick.C:
 			p.mu.Lock()
 			p.lastPeak, p.peak = p.peak, p.busy
@@ -474,6 +482,26 @@ func (p *Pool[T]) trim() {
 			p.mu.Unlock()
 		}
 	}
+}
+
+// deadCheck is how often idle items are checked for life.
+const deadCheck = time.Second
+
+// destroyDeadLocked destroys the idle items that died.
+func (p *Pool[T]) destroyDeadLocked() {
+	if p.hooks.Alive == nil {
+		return
+	}
+	live := p.idle[:0]
+	for _, it := range p.idle {
+		if p.hooks.Alive(it.item) {
+			live = append(live, it)
+		} else {
+			p.destroyLocked(it.item)
+		}
+	}
+	clear(p.idle[len(live):])
+	p.idle = live
 }
 
 // Stats reports the pool's figures.

@@ -333,3 +333,23 @@ func TestAStalledCreationHoldsUpNoCaller(t *testing.T) {
 	p.Release(a)
 	p.Close(context.Background())
 }
+
+// An idle item that dies is destroyed and replaced without a request
+// finding it dead.
+func TestDeadIdleItemsAreReplaced(t *testing.T) {
+	f := &fake{}
+	p := New(Options{Name: "x", MinIdle: 2, Max: 4, QueueTimeout: time.Second}, f.hooks())
+	eventually(t, "two idle", func() bool { return p.Stats().Idle == 2 })
+	f.dead.Store(1, true)
+	f.dead.Store(2, true)
+	for deadline := time.Now().Add(3 * deadCheck); ; time.Sleep(10 * time.Millisecond) {
+		st := p.Stats()
+		if st.Idle == 2 && st.Destroyed == 2 && st.Created == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the dead idle items were not replaced: %+v", st)
+		}
+	}
+	p.Close(context.Background())
+}

@@ -14,6 +14,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -175,15 +176,28 @@ func (c *Cluster) Drain(t T, node string) {
 		t.Fatalf("cordoning %s: %v", node, err)
 	}
 	t.Cleanup(func() { _ = cordon(false) })
-	list, err := c.Client.CoreV1().Pods(c.Namespace).List(context.Background(), metav1.ListOptions{
-		LabelSelector: TestLabel, FieldSelector: "spec.nodeName=" + node})
-	if err != nil {
-		t.Fatalf("listing the pods of %s: %v", node, err)
-	}
-	for _, pod := range list.Items {
-		eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
-		if err := c.Client.CoreV1().Pods(c.Namespace).EvictV1(context.Background(), eviction); err != nil {
-			t.Fatalf("evicting %s: %v", pod.Name, err)
+	// Until none is left: a pod placed just before the cordon may show up
+	// on the node after a first look.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Second) {
+		list, err := c.Client.CoreV1().Pods(c.Namespace).List(context.Background(), metav1.ListOptions{
+			LabelSelector: TestLabel, FieldSelector: "spec.nodeName=" + node})
+		if err != nil {
+			t.Fatalf("listing the pods of %s: %v", node, err)
+		}
+		if len(list.Items) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d pods still on %s a minute after it was drained", len(list.Items), node)
+		}
+		for _, pod := range list.Items {
+			if pod.DeletionTimestamp != nil {
+				continue
+			}
+			eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
+			if err := c.Client.CoreV1().Pods(c.Namespace).EvictV1(context.Background(), eviction); err != nil && !apierrors.IsNotFound(err) {
+				t.Fatalf("evicting %s: %v", pod.Name, err)
+			}
 		}
 	}
 }
