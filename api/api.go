@@ -157,6 +157,9 @@ type Timings struct {
 	QueueMS float64 `json:"queue_ms"` // waiting for a warm container
 	RunMS   float64 `json:"run_ms"`   // inside the sandbox
 	TotalMS float64 `json:"total_ms"`
+	// QueueReason is what the run waited on in the queue, when it waited
+	// long on something (a node pulling the image, every container busy).
+	QueueReason string `json:"queue_reason,omitempty"`
 }
 
 // Finding is a policy finding (see the policy plugins).
@@ -281,6 +284,9 @@ const (
 	EventStderr = "stderr"
 	EventResult = "result"
 	EventError  = "error"
+	// EventQueued says, in data, what a run waits on before it starts,
+	// once it has waited a second and each time that changes.
+	EventQueued = "queued"
 )
 
 // ContentTypeNDJSON asks for, and marks, a streaming response.
@@ -362,6 +368,10 @@ type PoolStats struct {
 	Starting  int `json:"starting"`
 	Removing  int `json:"removing"`
 	Waiting   int `json:"waiting"` // requests queued for a container
+	// StartingFor is what the containers being started wait on outside
+	// sandboxd, when they said (a node pulling the image, a pod no node
+	// can take yet).
+	StartingFor string `json:"starting_for,omitempty"`
 	// Target is how many the pool wants idle now: min_idle, or more when
 	// the recent peak of demand was higher (the pool follows demand).
 	Target    int    `json:"target"`
@@ -434,7 +444,10 @@ type ImageBuilt struct {
 	Packages   []string `json:"packages,omitempty"` // set for an image derived with packages
 	DurationMS float64  `json:"duration_ms"`
 	Note       string   `json:"note,omitempty"` // e.g. an image sandboxd does not build
-	Error      string   `json:"error,omitempty"`
+	// PulledBy are the cluster nodes that pulled the image once it was
+	// pushed (a language in pods).
+	PulledBy []string `json:"pulled_by,omitempty"`
+	Error    string   `json:"error,omitempty"`
 }
 
 // ImageBuildResult is the answer of POST /v1/images/build (and its final

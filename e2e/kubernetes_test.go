@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/testutil"
+	"github.com/sandboxd/sandboxd/runtime/kubernetes"
 )
 
 // kubernetesLanguages puts python in pods of the cluster and leaves node
@@ -182,12 +185,55 @@ func TestKubernetesImagesPushed(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "built "+pushed+" for python") || !strings.Contains(errOut, pushed+": latest: digest: sha256:") {
 		t.Fatalf("images build: exit %d\n%s\n%s", code, out, errOut)
 	}
-	if out, errOut, code := d.Ctl("print('first')\n", "run", "--lang", "python", "-"); code != 0 || out != "first\n" {
-		t.Fatalf("the first run, while the node pulls the image: exit %d\n%s\n%s", code, out, errOut)
+	// Every node pulled it before the build ended, and said so; the
+	// DaemonSet that made them is gone.
+	nodes := cluster.Nodes(t, 1)
+	for _, node := range nodes {
+		if !strings.Contains(errOut, "node "+node+" has "+pushed) {
+			t.Errorf("images build does not say node %s has pulled the image:\n%s", node, errOut)
+		}
 	}
+	if have := cluster.NodesWithImage(t, pushed); len(have) != len(nodes) {
+		t.Errorf("after images build, the nodes with %s: %v of %v", pushed, have, nodes)
+	}
+	waitForWithin(t, "the pull's DaemonSet deleted", 30*time.Second, func() bool {
+		list, err := cluster.Client.AppsV1().DaemonSets(cluster.Namespace).List(ctx(t), metav1.ListOptions{LabelSelector: kubernetes.LabelPull})
+		return err == nil && len(list.Items) == 0
+	})
 	c := d.Client()
+	res, err := c.Run(ctx(t), api.RunRequest{Language: "python", Code: "print('first')"})
+	if err != nil || res.Stdout != "first\n" {
+		t.Fatalf("the first run after images build: %+v %v", res, err)
+	}
+	// Nodes that lost the image pull it again for the next pod: with the
+	// warm pod busy, a run waits for that, and is told so.
+	cluster.RemoveNodeImages(t, cluster.Registry+"/sandboxd/python")
+	busy := make(chan error, 1)
+	go func() {
+		_, err := c.Run(context.Background(), api.RunRequest{Language: "python", Code: "import time; time.sleep(20)"})
+		busy <- err
+	}()
+	waitForWithin(t, "the warm pod busy", 10*time.Second, func() bool { p, err := c.Pools(ctx(t)); return err == nil && p["python"].Busy == 1 })
+	var queued []string
+	res, err = c.RunStream(ctx(t), api.RunRequest{Language: "python", Code: "print('pulled')"}, func(ev api.Event) {
+		if ev.Type == api.EventQueued {
+			queued = append(queued, ev.Data)
+		}
+	})
+	if err != nil || res.Stdout != "pulled\n" {
+		t.Fatalf("a run while a node pulls the image: %+v %v", res, err)
+	}
+	t.Logf("waited %.0f ms for a pod: %q", res.Timings.QueueMS, queued)
+	// A pull from the registry on this host takes seconds (11 s seen).
+	if res.Timings.QueueMS > 3000 && (!slices.ContainsFunc(queued, func(why string) bool { return strings.Contains(why, "is pulling image "+pushed) }) ||
+		res.Timings.QueueReason != queued[len(queued)-1]) {
+		t.Errorf("a run that waited %.0f ms was told %q, and its result says %q", res.Timings.QueueMS, queued, res.Timings.QueueReason)
+	}
+	if err := <-busy; err != nil {
+		t.Fatal(err)
+	}
 	id := newSession(t, c, api.SessionRequest{Language: "python"})
-	res, err := c.Exec(ctx(t), id, api.ExecRequest{Argv: []string{"python3", "-c", "import os; print(os.access('/.sandboxd/init', os.X_OK))"}})
+	res, err = c.Exec(ctx(t), id, api.ExecRequest{Argv: []string{"python3", "-c", "import os; print(os.access('/.sandboxd/init', os.X_OK))"}})
 	if err != nil || res.Stdout != "True\n" {
 		t.Fatalf("an exec in a pod of the pushed image: %+v %v", res, err)
 	}
@@ -195,6 +241,41 @@ func TestKubernetesImagesPushed(t *testing.T) {
 	pod, err := cluster.Client.CoreV1().Pods(cluster.Namespace).Get(ctx(t), s.ContainerID, metav1.GetOptions{})
 	if err != nil || pod.Spec.Containers[0].Image != pushed {
 		t.Fatalf("the session's pod: %v", err)
+	}
+}
+
+// A run whose pod no node can take is told why as it waits (a queued
+// event, sandboxctl's stderr), and the pool says so too.
+func TestKubernetesRunSaysWhatItWaitsOn(t *testing.T) {
+	cluster := *testutil.RequireCluster(t)
+	cluster.NodeSelector = map[string]string{"kubernetes.io/hostname": "no-such-node"}
+	d := testutil.StartDaemon(t, testutil.Options{Cluster: &cluster, Languages: kubernetesLanguages(0, 1)})
+	c := d.Client()
+	// The pod's start is bounded by its own timeout (minutes): the
+	// caller gives up first.
+	waited, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var queued []string
+	if _, err := c.RunStream(waited, api.RunRequest{Language: "python", Code: "print(1)"}, func(ev api.Event) {
+		if ev.Type == api.EventQueued {
+			queued = append(queued, ev.Data)
+		}
+	}); err == nil {
+		t.Error("a run no node can take ran")
+	}
+	if len(queued) == 0 || !strings.HasPrefix(queued[0], "no node can take the pod yet: 0/") || !strings.Contains(queued[0], "didn't match Pod's node affinity/selector") {
+		t.Errorf("the run was told %q", queued)
+	}
+	if pools, err := c.Pools(ctx(t)); err != nil || !strings.HasPrefix(pools["python"].StartingFor, "no node can take the pod yet") {
+		t.Errorf("the pool says it starts for %q (%v)", pools["python"].StartingFor, err)
+	}
+	waited, cancel = context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var errOut strings.Builder
+	cmd := exec.CommandContext(waited, filepath.Join(d.Bin, "sandboxctl"), "--socket", d.Socket, "run", "--lang", "python", "-")
+	cmd.Stdin, cmd.Stderr = strings.NewReader("print(1)\n"), &errOut
+	if err := cmd.Run(); err == nil || !strings.Contains(errOut.String(), "sandboxctl: waiting: no node can take the pod yet") {
+		t.Errorf("sandboxctl run: %v\n%s", err, errOut.String())
 	}
 }
 
@@ -407,7 +488,12 @@ func TestKubernetesTwoNodes(t *testing.T) {
 func TestKubernetesLeastPrivilege(t *testing.T) {
 	cluster := *testutil.RequireCluster(t)
 	cluster.Kubeconfig = cluster.ServiceAccountKubeconfig(t, "../examples/kubernetes-rbac.yaml")
+	cluster.Registry += "/sandboxd-test" // the image pushed tests' own
 	d := testutil.StartDaemon(t, testutil.Options{Cluster: &cluster, Languages: kubernetesLanguages(1, 4)})
+	// The build's pull on every node, and the events of slow pods.
+	if out, errOut, code := d.Ctl("", "images", "build", "python"); code != 0 || !strings.Contains(out, "pulled by nodes sandboxd-node") {
+		t.Fatalf("images build as the service account: exit %d\n%s\n%s", code, out, errOut)
+	}
 	c := d.Client()
 	for i := range 3 {
 		res, err := c.Run(ctx(t), api.RunRequest{Language: "python", Code: "print(6 * 7)"})

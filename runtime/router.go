@@ -134,6 +134,17 @@ func (r *Router) runtimes() []Runtime {
 	return out
 }
 
+var _ Puller = (*Router)(nil)
+
+// Pull implements Puller: the runtime named pulls, if it is one that
+// does; the Default's images are where it runs them already.
+func (r *Router) Pull(ctx context.Context, runtime, language, ref string, progress func(line string)) ([]string, error) {
+	if named, ok := r.Named[runtime]; ok {
+		return Pulls(named).Pull(ctx, "", language, ref, progress)
+	}
+	return nil, nil
+}
+
 var _ Checkpointer = (*Router)(nil)
 
 // CanCheckpoint implements Checkpointer: the runtime a language of that

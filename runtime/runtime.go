@@ -101,6 +101,10 @@ type Spec struct {
 	Env      []string          // KEY=VALUE set at create time
 	Labels   map[string]string // extra labels (operator's, session id)
 	Mounts   []Mount
+	// Waiting, if set, is told what a slow start waits on outside
+	// sandboxd (a node pulling the image, a pod no node can take yet),
+	// each time that changes.
+	Waiting func(why string)
 }
 
 // Sandbox is a started container whose supervisor answered hello.
@@ -195,6 +199,14 @@ type Runtime interface {
 	Close() error
 }
 
+// Puller is a Runtime whose nodes pull images themselves, from a
+// registry: Pull has each node that may run language's sandboxes (under
+// the runtime its config names) pull ref now, ahead of the first sandbox,
+// telling progress of each node; nodes are those that have it.
+type Puller interface {
+	Pull(ctx context.Context, runtime, language, ref string, progress func(line string)) (nodes []string, err error)
+}
+
 // Checkpointer is a Runtime that can stop a sandbox with its memory kept
 // (its processes, and the tmpfs workspace with them) and start it again
 // from there, in the same container.
@@ -219,6 +231,21 @@ func Checkpoints(rt Runtime) Checkpointer {
 		return ck
 	}
 	return noCheckpoints{}
+}
+
+// Pulls is rt as a Puller; one that is not pulls nothing (its images are
+// where its sandboxes run).
+func Pulls(rt Runtime) Puller {
+	if p, ok := rt.(Puller); ok {
+		return p
+	}
+	return noPulls{}
+}
+
+type noPulls struct{}
+
+func (noPulls) Pull(context.Context, string, string, string, func(string)) ([]string, error) {
+	return nil, nil
 }
 
 type noCheckpoints struct{}

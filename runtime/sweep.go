@@ -91,6 +91,11 @@ func (s *Sweeper) sweep(every time.Duration) {
 	}
 }
 
+// Pull implements Puller, as the runtime swept does.
+func (s *Sweeper) Pull(ctx context.Context, runtime, language, ref string, progress func(line string)) ([]string, error) {
+	return Pulls(s.Runtime).Pull(ctx, runtime, language, ref, progress)
+}
+
 // CanCheckpoint implements Checkpointer, as the runtime swept can.
 func (s *Sweeper) CanCheckpoint(ctx context.Context, ociRuntime string) bool {
 	return Checkpoints(s.Runtime).CanCheckpoint(ctx, ociRuntime)

@@ -49,6 +49,9 @@ Exit 0 when every image built, 1 when one failed.`,
 					fmt.Printf("%s for %s: %s\n", what, im.Language, im.Note)
 				default:
 					fmt.Printf("built %s for %s in %s\n", what, im.Language, (time.Duration(im.DurationMS) * time.Millisecond).Round(100*time.Millisecond))
+					if len(im.PulledBy) > 0 {
+						fmt.Printf("  pulled by nodes %s\n", strings.Join(im.PulledBy, ", "))
+					}
 				}
 			}
 			if failed > 0 {

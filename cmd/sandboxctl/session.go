@@ -524,11 +524,18 @@ func newContextCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// printEvent writes an output event to our stdout or stderr.
+// printEvent writes an output event to our stdout or stderr, and what a
+// queued run waits on to stderr.
 func printEvent(ev api.Event) {
 	w := os.Stdout
-	if ev.Type == api.EventStderr {
+	switch ev.Type {
+	case api.EventStderr:
 		w = os.Stderr
+	case api.EventQueued:
+		// As docker run tells of a pull: on stderr, the program's
+		// output untouched.
+		fmt.Fprintf(os.Stderr, "sandboxctl: waiting: %s\n", ev.Data)
+		return
 	}
 	data, err := api.DecodeBytes(ev.Data, ev.Encoding)
 	if err != nil {

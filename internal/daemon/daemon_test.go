@@ -9,6 +9,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/daemon/daemontest"
+	"github.com/sandboxd/sandboxd/runtime"
 )
 
 func TestMain(m *testing.M) { daemontest.Main(m) }
@@ -142,5 +143,29 @@ language "bash" {
 	}
 	if len(seen) < 3 || rt.Created() < 3 {
 		t.Errorf("6 runs at max_runs 2 in %d sandboxes (%d created)", len(seen), rt.Created())
+	}
+}
+
+// A run that waits for a sandbox on something outside sandboxd (a node
+// pulling the image) is told what, as an event, and its result says so.
+func TestRunIsToldWhatItWaitsOn(t *testing.T) {
+	d, rt := daemontest.New(t, strings.Replace(daemontest.Bash, "min_idle = 1", "min_idle = 0", 1))
+	rt.OnCreate(func(spec runtime.Spec) {
+		if spec.Waiting != nil {
+			spec.Waiting("node a is pulling image x")
+			time.Sleep(1500 * time.Millisecond)
+		}
+	})
+	var queued []string
+	res, aerr := d.Run(context.Background(), api.RunRequest{Language: "bash", Code: "echo ran"}, func(stream string, data []byte) {
+		if stream == api.EventQueued {
+			queued = append(queued, string(data))
+		}
+	})
+	if aerr != nil || res.Stdout != "ran\n" {
+		t.Fatalf("%+v %v", res, aerr)
+	}
+	if len(queued) != 1 || queued[0] != "node a is pulling image x" || res.Timings.QueueReason != queued[0] {
+		t.Errorf("told %q; the result says %q", queued, res.Timings.QueueReason)
 	}
 }

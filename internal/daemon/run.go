@@ -86,7 +86,9 @@ func (d *Daemon) run(ctx context.Context, req api.RunRequest, out OutputFunc, tt
 	failed := func(err error) *api.Error {
 		return d.records.failed(l.Name(), "run", "", request.APILimits(limits), request.ErrorOf(err))
 	}
+	waited := tellQueue(l, out)
 	sb, release, err := d.Languages.Acquire(ctx, l, limits)
+	queueReason := waited()
 	if err != nil {
 		return nil, failed(err)
 	}
@@ -107,8 +109,45 @@ func (d *Daemon) run(ctx context.Context, req api.RunRequest, out OutputFunc, tt
 	// died, or an OOM kill: the container is retired, never recycled.
 	clean = last.Survivors == 0 && last.Gone == "" && !res.OOMKilled
 	res.Container = runtime.ShortID(sb.ID)
+	res.Timings.QueueReason = queueReason
 	d.finish(res, "run", l, "", decision, limits, received, acquired)
 	return res, nil
+}
+
+// queueTellAfter is how long a run waits for a container before it is
+// told what it waits on.
+const queueTellAfter = time.Second
+
+// tellQueue follows what a run queued for one of l's containers waits on:
+// once it has waited queueTellAfter and each time that changes, out (if
+// any) gets it as a queued event. The returned func ends the watch, before
+// any output of the program, and says the last thing told.
+func tellQueue(l *languages.Language, out OutputFunc) (stop func() string) {
+	done, ended := make(chan struct{}), make(chan string, 1)
+	go func() {
+		told := ""
+		defer func() { ended <- told }()
+		tick := time.NewTicker(queueTellAfter / 4)
+		defer tick.Stop()
+		began := time.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			if why := l.WaitingFor(); why != "" && why != told && time.Since(began) >= queueTellAfter {
+				told = why
+				if out != nil {
+					out(api.EventQueued, []byte(why))
+				}
+			}
+		}
+	}()
+	return func() string {
+		close(done)
+		return <-ended
+	}
 }
 
 // Exec runs a command or a program in a session's workspace.
@@ -353,7 +392,8 @@ func (d *Daemon) finish(res *api.RunResult, kind string, l *languages.Language, 
 	finished := time.Now()
 	res.ID, res.Language = state.NewID(received), l.Name()
 	res.Findings, res.Decision = decision.Findings, api.DecisionAllowed
-	res.Timings = api.Timings{QueueMS: ms(started.Sub(received)), RunMS: ms(finished.Sub(started)), TotalMS: ms(finished.Sub(received))}
+	res.Timings = api.Timings{QueueMS: ms(started.Sub(received)), RunMS: ms(finished.Sub(started)), TotalMS: ms(finished.Sub(received)),
+		QueueReason: res.Timings.QueueReason} // the caller's, if it waited on something
 	d.records.ran(res, kind, request.APILimits(limits), received)
 }
 

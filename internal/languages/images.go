@@ -149,8 +149,37 @@ func (r *Registry) Build(ctx context.Context, names []string, progress func(api.
 			l.pool.Renew()
 		}
 	}
+	r.pullOnNodes(ctx, langs, res, progress)
 	r.probe()
 	return res, nil
+}
+
+// pullOnNodes has the nodes that may run the cluster languages among langs
+// pull the images just pushed for them, so that no first run waits for a
+// pull. Each node's word comes as progress; a failure is the error of the
+// language's entry (its image was pushed all the same).
+func (r *Registry) pullOnNodes(ctx context.Context, langs []*Language, res *api.ImageBuildResult, progress func(api.ImageBuildEvent)) {
+	puller := runtime.Pulls(r.rt)
+	for _, l := range langs {
+		last := -1
+		for i, e := range res.Images {
+			if e.Language == l.Config.Name {
+				last = i
+			}
+		}
+		st := l.img.get()
+		if l.Config.Runtime != config.KubernetesRuntime || last < 0 || res.Images[last].Error != "" || st.err != nil {
+			continue
+		}
+		e := &res.Images[last]
+		var err error
+		e.PulledBy, err = puller.Pull(ctx, l.Config.Runtime, l.Config.Name, st.ref, func(line string) {
+			progress(api.ImageBuildEvent{Type: "progress", Image: e.Image, Line: line})
+		})
+		if err != nil {
+			e.Error = "pushed, but the nodes did not all pull it: " + err.Error()
+		}
+	}
 }
 
 // targets are the builds of langs' images, with the CA bundle they

@@ -60,6 +60,10 @@ func (l *Language) Name() string { return l.Config.Name }
 // Limits are the language's ceilings.
 func (l *Language) Limits() runtime.Limits { return l.Config.Limits }
 
+// WaitingFor says what a run queued for one of its containers waits on
+// now, "" when nothing in particular (see pool.WaitingFor).
+func (l *Language) WaitingFor() string { return l.pool.WaitingFor() }
+
 // Registry is every configured language, in config order.
 type Registry struct {
 	cfg     *config.Config
@@ -170,14 +174,16 @@ func (r *Registry) Start() {
 		}, pool.Hooks[*runtime.Sandbox]{
 			// A container joins the pool once its warm runtime, if any,
 			// is ready (or has failed, and it will run programs cold).
-			Create: func(ctx context.Context) (*runtime.Sandbox, error) {
+			Create: func(ctx context.Context, waiting func(string)) (*runtime.Sandbox, error) {
 				if b := l.img.buildingNow(); b != nil {
 					return nil, fmt.Errorf("%w: %w", pool.ErrNotReady, images.Building(l.Config.Name, l.baseImage, b.Step, time.Since(b.Since)))
 				}
 				if err := l.img.get().err; err != nil {
 					return nil, err
 				}
-				sb, err := r.createFor(ctx, l, r.spec(l))
+				spec := r.spec(l)
+				spec.Waiting = waiting
+				sb, err := r.createFor(ctx, l, spec)
 				if err == nil && l.Warm() {
 					r.warmUp(ctx, l, sb)
 				}

@@ -43,9 +43,11 @@ var ErrClosed = errors.New("pool closed")
 // (an image being built): retried as any failure, but no fault to log.
 var ErrNotReady = errors.New("not ready")
 
-// Hooks are how a pool makes, checks and ends its items.
+// Hooks are how a pool makes, checks and ends its items. Create may call
+// waiting, while it waits on something outside the pool (a node pulling
+// an image), with what: callers queued for an item are told (WaitingFor).
 type Hooks[T any] struct {
-	Create  func(ctx context.Context) (T, error)
+	Create  func(ctx context.Context, waiting func(why string)) (T, error)
 	Destroy func(item T)
 	Alive   func(item T) bool
 }
@@ -81,7 +83,10 @@ type Pool[T any] struct {
 	// and in the one before.
 	peak, lastPeak int
 
-	waiting  int           // callers queued in Acquire for room
+	waiting int // callers queued in Acquire for room
+	// What the creations in flight wait on, by creation, as they last said.
+	waits    map[uint64]string
+	lastWait uint64
 	changed  chan struct{} // closed and replaced on every change
 	closed   bool
 	closing  context.Context // done at Close: refills in flight give up
@@ -111,7 +116,8 @@ func New[T any](opts Options, hooks Hooks[T]) *Pool[T] {
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = time.Minute
 	}
-	p := &Pool[T]{opts: opts, hooks: hooks, log: opts.Logger.Named("pool").With("language", opts.Name), changed: make(chan struct{})}
+	p := &Pool[T]{opts: opts, hooks: hooks, log: opts.Logger.Named("pool").With("language", opts.Name), changed: make(chan struct{}),
+		waits: map[uint64]string{}}
 	p.closing, p.cancel = context.WithCancel(context.Background())
 	p.mu.Lock()
 	p.fillLocked()
@@ -388,7 +394,7 @@ func (p *Pool[T]) fillLocked() {
 // puts it among the idle ones; made says how it went.
 func (p *Pool[T]) createForCaller(made chan<- error) {
 	defer p.wg.Done()
-	item, err := p.hooks.Create(p.closing)
+	item, err := p.create()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.starting--
@@ -408,13 +414,62 @@ func (p *Pool[T]) createForCaller(made chan<- error) {
 	p.idle = append(p.idle, idleItem[T]{item: item, since: time.Now()})
 }
 
+// create is one call of the Create hook, with what it waits on kept
+// while it runs.
+func (p *Pool[T]) create() (T, error) {
+	p.mu.Lock()
+	p.lastWait++
+	id := p.lastWait
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.waits, id)
+		p.mu.Unlock()
+	}()
+	return p.hooks.Create(p.closing, func(why string) {
+		p.mu.Lock()
+		p.waits[id] = why
+		p.mu.Unlock()
+	})
+}
+
+// WaitingFor says what a caller queued now waits on, "" when nothing in
+// particular: the latest word of a creation in flight, or that every
+// item is busy.
+func (p *Pool[T]) WaitingFor() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.waitingForLocked()
+}
+
+func (p *Pool[T]) waitingForLocked() string {
+	if why := p.startingForLocked(); why != "" {
+		return why
+	}
+	if p.busy >= p.opts.Max {
+		return fmt.Sprintf("all %d %s containers are busy", p.opts.Max, p.opts.Name)
+	}
+	return ""
+}
+
+// startingForLocked is what the newest creation that said so waits on.
+func (p *Pool[T]) startingForLocked() string {
+	var newest uint64
+	for id, why := range p.waits {
+		if why != "" {
+			newest = max(newest, id)
+		}
+	}
+	return p.waits[newest]
+}
+
 func (p *Pool[T]) createIdle() {
 	defer p.wg.Done()
 	var item T
 	var err error
 	select {
 	case p.opts.Starts <- struct{}{}:
-		item, err = p.hooks.Create(p.closing)
+		item, err = p.create()
 		<-p.opts.Starts
 	case <-p.closing.Done():
 		err = p.closing.Err() // closed while waiting for a turn: no item
@@ -511,6 +566,7 @@ func (p *Pool[T]) Stats() api.PoolStats {
 	s := p.stats
 	s.Idle, s.Busy, s.Recycling, s.Starting, s.Removing, s.Waiting = len(p.idle), p.busy, p.recycling, p.starting, p.removing, p.waiting
 	s.Target, s.MinIdle, s.Max = p.targetLocked(), p.opts.MinIdle, p.opts.Max
+	s.StartingFor = p.startingForLocked()
 	for _, it := range p.idle {
 		if it.used {
 			s.IdleUsed++

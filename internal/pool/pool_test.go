@@ -18,7 +18,7 @@ type fake struct {
 
 func (f *fake) hooks() Hooks[int] {
 	return Hooks[int]{
-		Create: func(context.Context) (int, error) {
+		Create: func(context.Context, func(string)) (int, error) {
 			if f.fail.Load() {
 				return 0, errors.New("engine down")
 			}
@@ -274,11 +274,11 @@ func TestOneCreationAtATimeWhileItemsAreBusy(t *testing.T) {
 	hooks := f.hooks()
 	slow := make(chan struct{})
 	create := hooks.Create
-	hooks.Create = func(ctx context.Context) (int, error) {
+	hooks.Create = func(ctx context.Context, waiting func(string)) (int, error) {
 		if f.created.Load() > 0 {
 			<-slow // a loaded machine: creation takes long
 		}
-		return create(ctx)
+		return create(ctx, waiting)
 	}
 	p := New(Options{Name: "x", MinIdle: 0, Max: 8, QueueTimeout: 5 * time.Second}, hooks)
 	a, _ := p.Acquire(context.Background())
@@ -310,11 +310,11 @@ func TestAStalledCreationHoldsUpNoCaller(t *testing.T) {
 	hooks := f.hooks()
 	stalled := make(chan struct{})
 	create := hooks.Create
-	hooks.Create = func(ctx context.Context) (int, error) {
+	hooks.Create = func(ctx context.Context, waiting func(string)) (int, error) {
 		if f.created.Load() > 0 {
 			<-stalled
 		}
-		return create(ctx)
+		return create(ctx, waiting)
 	}
 	p := New(Options{Name: "x", MinIdle: 0, Max: 4, QueueTimeout: 5 * time.Second}, hooks)
 	a, _ := p.Acquire(context.Background())
@@ -351,5 +351,35 @@ func TestDeadIdleItemsAreReplaced(t *testing.T) {
 			t.Fatalf("the dead idle items were not replaced: %+v", st)
 		}
 	}
+	p.Close(context.Background())
+}
+
+// What a creation in flight says it waits on is what a queued caller is
+// told, until it ends; a pool whose every item is busy says so.
+func TestQueuedCallersAreToldWhatTheyWaitOn(t *testing.T) {
+	f := &fake{}
+	hooks := f.hooks()
+	pulled := make(chan struct{})
+	create := hooks.Create
+	hooks.Create = func(ctx context.Context, waiting func(string)) (int, error) {
+		waiting("node a pulls the image")
+		<-pulled
+		return create(ctx, waiting)
+	}
+	p := New(Options{Name: "x", MinIdle: 0, Max: 1, QueueTimeout: 5 * time.Second}, hooks)
+	got := make(chan int)
+	go func() { a, _ := p.Acquire(context.Background()); got <- a }()
+	eventually(t, "the caller is told of the pull", func() bool {
+		return p.WaitingFor() == "node a pulls the image" && p.Stats().StartingFor == "node a pulls the image"
+	})
+	close(pulled)
+	a := <-got
+	if why := p.WaitingFor(); why != "all 1 x containers are busy" {
+		t.Errorf("with its one item busy the pool says %q", why)
+	}
+	if st := p.Stats(); st.StartingFor != "" {
+		t.Errorf("nothing starts, yet starting_for is %q", st.StartingFor)
+	}
+	p.Release(a)
 	p.Close(context.Background())
 }

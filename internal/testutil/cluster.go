@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -116,32 +118,57 @@ func (c *Cluster) DeletePod(t T, name string) {
 	}
 }
 
+// nodeSockets are the containerd sockets of the nodes make cluster runs,
+// by node name.
+func nodeSockets() map[string]string {
+	sockets := map[string]string{"sandboxd-node": "/run/sandboxd-cluster/containerd/containerd.sock"}
+	more, _ := filepath.Glob("/run/sandboxd-cluster/node-*/containerd/containerd.sock")
+	for _, sock := range more {
+		sockets["sandboxd-"+filepath.Base(filepath.Dir(filepath.Dir(sock)))] = sock
+	}
+	return sockets
+}
+
+// ctrImages runs `ctr images ARGS` against a node's containerd.
+func ctrImages(t T, sock string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("/var/cache/sandboxd/cluster/bin/ctr", append([]string{"--address", sock, "-n", "k8s.io", "images"}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("ctr images %s (%s): %v\n%s", strings.Join(args, " "), sock, err, out)
+	}
+	return string(out)
+}
+
 // RemoveNodeImages removes every image of repository (its tags and the
-// digests pulls left) from the node's store, as on a node that never
+// digests pulls left) from each node's store, as on nodes that never
 // pulled one.
 func (c *Cluster) RemoveNodeImages(t T, repository string) {
 	t.Helper()
-	ctr := func(args ...string) (string, error) {
-		cmd := exec.Command("/var/cache/sandboxd/cluster/bin/ctr", append([]string{"--address",
-			"/run/sandboxd-cluster/containerd/containerd.sock", "-n", "k8s.io", "images"}, args...)...)
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	list, err := ctr("ls", "-q")
-	if err != nil {
-		t.Fatalf("listing the node's images: %v\n%s", err, list)
-	}
-	refs := []string{"rm", "--sync"}
-	for _, ref := range strings.Fields(list) {
-		if strings.HasPrefix(ref, repository+":") || strings.HasPrefix(ref, repository+"@") {
-			refs = append(refs, ref)
+	for _, sock := range nodeSockets() {
+		refs := []string{"rm", "--sync"}
+		for _, ref := range strings.Fields(ctrImages(t, sock, "ls", "-q")) {
+			if strings.HasPrefix(ref, repository+":") || strings.HasPrefix(ref, repository+"@") {
+				refs = append(refs, ref)
+			}
+		}
+		if len(refs) > 2 {
+			ctrImages(t, sock, refs...)
 		}
 	}
-	if len(refs) > 2 {
-		if out, err := ctr(refs...); err != nil {
-			t.Fatalf("removing %s from the node: %v\n%s", repository, err, out)
+}
+
+// NodesWithImage are the nodes whose store holds ref.
+func (c *Cluster) NodesWithImage(t T, ref string) []string {
+	t.Helper()
+	var nodes []string
+	for node, sock := range nodeSockets() {
+		if slices.Contains(strings.Fields(ctrImages(t, sock, "ls", "-q")), ref) {
+			nodes = append(nodes, node)
 		}
 	}
+	sort.Strings(nodes)
+	return nodes
 }
 
 // Nodes are the names of the cluster's nodes; with fewer than n, the test
@@ -246,9 +273,12 @@ func (c *Cluster) ServiceAccountKubeconfig(t T, manifest string) string {
 	return path
 }
 
-// removeTestPods deletes every pod of a test run.
+// removeTestPods deletes every pod of a test run, and its image pulls'
+// DaemonSets.
 func (c *Cluster) removeTestPods(runID string) {
 	zero := int64(0)
+	_ = c.Client.AppsV1().DaemonSets(c.Namespace).DeleteCollection(context.Background(),
+		metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{LabelSelector: TestLabel + "=" + runID})
 	_ = c.Client.CoreV1().Pods(c.Namespace).DeleteCollection(context.Background(),
 		metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{LabelSelector: TestLabel + "=" + runID})
 }

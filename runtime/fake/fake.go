@@ -36,7 +36,16 @@ type Runtime struct {
 	creates int // Create calls that made a sandbox
 	// Builds, when set, holds every image build until it receives (or is
 	// closed): a test sees what happens while an image builds.
-	Builds chan struct{}
+	Builds   chan struct{}
+	onCreate func(spec runtime.Spec)
+}
+
+// OnCreate has each Create call f with its spec first: a test holds a
+// creation there, or tells spec.Waiting what it waits on.
+func (r *Runtime) OnCreate(f func(spec runtime.Spec)) {
+	r.mu.Lock()
+	r.onCreate = f
+	r.mu.Unlock()
 }
 
 type sandbox struct {
@@ -99,6 +108,12 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (*runtime.Sandb
 	}
 	if _, err := r.Image(ctx, spec.Image); err != nil {
 		return nil, err
+	}
+	r.mu.Lock()
+	onCreate := r.onCreate
+	r.mu.Unlock()
+	if onCreate != nil {
+		onCreate(spec)
 	}
 	r.mu.Lock()
 	r.next++

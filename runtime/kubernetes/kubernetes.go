@@ -144,7 +144,7 @@ func (k *Kubernetes) Create(ctx context.Context, spec runtime.Spec) (sb *runtime
 	}
 	k.own(name, uid)
 	defer runtime.RemoveOnFailure(&err, name, k.Remove)
-	if err := k.waitRunning(ctx, name, spec.Image); err != nil {
+	if err := k.waitRunning(ctx, name, spec.Image, spec.Waiting); err != nil {
 		return nil, err
 	}
 	sb = &runtime.Sandbox{ID: name, Language: spec.Language, Labels: pod.Labels, Created: time.Now(), OOMKilled: k.oomKilled(name)}
@@ -158,11 +158,13 @@ func (k *Kubernetes) Create(ctx context.Context, spec runtime.Spec) (sb *runtime
 }
 
 // waitRunning polls the pod until its container runs, and says why when
-// it cannot.
-func (k *Kubernetes) waitRunning(ctx context.Context, name, image string) error {
+// it cannot. A pod slow to start tells waiting (if set) what it waits on.
+func (k *Kubernetes) waitRunning(ctx context.Context, name, image string, waiting func(string)) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	began := time.Now()
+	began, created := time.Now(), time.Now()
+	var told string
+	var lastLook time.Time
 	for {
 		pod, err := k.client.CoreV1().Pods(k.opts.Namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -184,6 +186,13 @@ func (k *Kubernetes) waitRunning(ctx context.Context, name, image string) error 
 				}
 			}
 		}
+		if waiting != nil && time.Since(created) > waitingAfter && time.Since(lastLook) > waitingAfter {
+			lastLook = time.Now()
+			if why := k.waitingOn(ctx, pod); why != told {
+				told = why
+				waiting(why)
+			}
+		}
 		// A pod placed on a node whose kubelet is away would wait for the
 		// whole start timeout (the node is marked NotReady only after a
 		// grace period of its own): the kubelet's lease is read, once the
@@ -200,6 +209,53 @@ func (k *Kubernetes) waitRunning(ctx context.Context, name, image string) error 
 		case <-tick.C:
 		}
 	}
+}
+
+// waitingAfter is how long a pod may take to start before what it waits
+// on is looked for, and how often after that.
+const waitingAfter = time.Second
+
+// waitingOn says what a pending pod waits on, when it is something other
+// than a pod's usual start: a node for it, or the image its node pulls
+// (the kubelet tells that in events only).
+func (k *Kubernetes) waitingOn(ctx context.Context, pod *corev1.Pod) string {
+	node := pod.Spec.NodeName
+	if node == "" {
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Message != "" {
+				return "no node can take the pod yet: " + c.Message
+			}
+		}
+		return ""
+	}
+	events, err := k.client.CoreV1().Events(k.opts.Namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: "involvedObject.kind=Pod,involvedObject.name=" + pod.Name,
+	})
+	if err != nil {
+		return "" // a Role without events: nothing to tell
+	}
+	var last *corev1.Event
+	for i, ev := range events.Items {
+		if last == nil || eventTime(ev).After(eventTime(*last)) {
+			last = &events.Items[i]
+		}
+	}
+	if last != nil && last.Reason == "Pulling" {
+		return fmt.Sprintf("node %s is pulling image %s", node, pod.Spec.Containers[0].Image)
+	}
+	return ""
+}
+
+// eventTime is when an event last happened, in whichever field its
+// reporter filled.
+func eventTime(ev corev1.Event) time.Time {
+	switch {
+	case !ev.EventTime.IsZero():
+		return ev.EventTime.Time
+	case !ev.LastTimestamp.IsZero():
+		return ev.LastTimestamp.Time
+	}
+	return ev.CreationTimestamp.Time
 }
 
 // kubeletCheckAfter is how long a pod may take to start before its node's

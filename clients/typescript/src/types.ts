@@ -110,6 +110,8 @@ export interface Timings {
   queue_ms: number;
   run_ms: number;
   total_ms: number;
+  /** What the run waited on in the queue, when it waited long on something (a node pulling the image). */
+  queue_reason?: string;
 }
 
 export interface Step {
@@ -160,7 +162,8 @@ export interface RunResult {
 }
 
 export interface Event {
-  type: "stdout" | "stderr" | "result" | "error";
+  /** "queued": data says what the run waits on before it starts. */
+  type: "stdout" | "stderr" | "queued" | "result" | "error";
   data?: string;
   encoding?: string;
   result?: RunResult;

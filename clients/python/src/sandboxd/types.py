@@ -106,6 +106,7 @@ class Timings:
     queue_ms: float = 0
     run_ms: float = 0
     total_ms: float = 0
+    queue_reason: str = ""  # what the run waited on in the queue, when it waited long on something
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
 

@@ -381,10 +381,13 @@ async function runPage(root, signal) {
         if (e.type === "stdout" || e.type === "stderr") {
           const text = e.encoding === "base64" ? atob(e.data) : e.data;
           output.append(h("span", { class: e.type }, text));
+        } else if (e.type === "queued") {
+          summary.replaceChildren(h("span", { class: "muted" }, `waiting: ${e.data}…`));
         } else if (e.type === "result") {
           const r = e.result;
           summary.replaceChildren(h("p", {}, outcomeBadge(r.timed_out ? "timeout" : r.oom_killed ? "oom" : r.exit_code ? "nonzero" : "ok"),
             ` exit ${r.exit_code} · ${ms(r.duration_ms)} in the sandbox · ${ms(r.timings && r.timings.total_ms)} in all`,
+            r.timings && r.timings.queue_reason ? ` · waited: ${r.timings.queue_reason}` : "",
             r.truncated ? " · output truncated" : ""),
           r.findings && r.findings.length ? annotated(code.value, r.findings) : "");
         } else if (e.type === "error") {
