@@ -226,3 +226,11 @@ policy "commands" {
 #   mode    = "warn"
 #   options = { words = "TODO,FIXME" }
 # }
+
+# A person's approval before what a policy flags runs (sandboxctl approvals,
+# the dashboard's Approvals page); denied when nobody decides in time:
+# approval_timeout = "5m"
+# policy "review" {
+#   plugin  = "patterns"
+#   mode    = "ask"
+# }

@@ -29,6 +29,8 @@ const (
 	CodeNoSpace            = "no_space"          // the workspace is full
 	CodeUnauthorized       = "unauthorized"      // the dashboard's TCP listener: no valid token
 	CodeForbidden          = "forbidden"         // the dashboard's TCP listener: a cross-site request
+	CodeApprovalDenied     = "approval_denied"   // a person denied the request a policy asked about
+	CodeApprovalTimeout    = "approval_timeout"  // nobody decided within approval_timeout
 )
 
 // Encodings of byte content in JSON. Text is the default: valid UTF-8 is
@@ -215,6 +217,68 @@ type ValidateRequest struct {
 type ValidateResult struct {
 	Allowed  bool      `json:"allowed"`
 	Findings []Finding `json:"findings"`
+	// NeedsApproval: a policy in mode "ask" would hold it for a person.
+	NeedsApproval bool `json:"needs_approval,omitempty"`
+}
+
+// Approval states.
+const (
+	ApprovalPending  = "pending"
+	ApprovalApproved = "approved"
+	ApprovalDenied   = "denied"
+	ApprovalExpired  = "expired" // nobody decided within approval_timeout
+)
+
+// Approval is a request that a policy in mode "ask" holds for a person's
+// decision: what it would run, why it was asked about, and how it ended.
+type Approval struct {
+	ID       string         `json:"id"`
+	State    string         `json:"state"`
+	Kind     string         `json:"kind"` // run, exec or put
+	Language string         `json:"language"`
+	Session  string         `json:"session,omitempty"`
+	Argv     []string       `json:"argv,omitempty"`
+	Entry    string         `json:"entry,omitempty"`
+	Files    []ApprovalFile `json:"files,omitempty"`
+	// Question is the finding that asked; Findings are all the policies'.
+	Question Finding    `json:"question"`
+	Findings []Finding  `json:"findings"`
+	Created  time.Time  `json:"created"`
+	Deadline time.Time  `json:"deadline"`
+	Decided  *time.Time `json:"decided,omitempty"`
+	By       string     `json:"by,omitempty"` // who decided: the socket peer's user, or "dashboard"
+	Reason   string     `json:"reason,omitempty"`
+	// Waiting says whether its client still waits for the decision (a
+	// client that went, or a restart, leaves the decision to be recorded
+	// only).
+	Waiting bool `json:"waiting"`
+}
+
+// ApprovalOutcome is how a request a policy asked about was decided, as
+// its result and its history record carry it.
+type ApprovalOutcome struct {
+	ID     string `json:"id"`
+	State  string `json:"state"`
+	By     string `json:"by,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// ApprovalFile is a file of an approval's program, as text for a person
+// to read (the start of a large one).
+type ApprovalFile struct {
+	Path      string `json:"path"`
+	Content   string `json:"content"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// ApprovalList is the body of GET /v1/approvals.
+type ApprovalList struct {
+	Approvals []Approval `json:"approvals"`
+}
+
+// ApprovalDecision is the body of POST /v1/approvals/{id}/approve|deny.
+type ApprovalDecision struct {
+	Reason string `json:"reason,omitempty"`
 }
 
 // RunResult is the result of POST /v1/run (and the final streaming event).
@@ -265,6 +329,9 @@ type RunResult struct {
 	// up to 256; EgressUnrecorded counts those beyond.
 	Egress           []Egress `json:"egress,omitempty"`
 	EgressUnrecorded int      `json:"egress_unrecorded,omitempty"`
+	// Approval is the person's decision that let it run, when a policy
+	// in mode "ask" held it.
+	Approval *ApprovalOutcome `json:"approval,omitempty"`
 }
 
 // Step is one step of a run (compile, then run), reported apart so that
@@ -335,6 +402,9 @@ type Execution struct {
 	// EgressOmitted.
 	Egress        []Egress `json:"egress,omitempty"`
 	EgressOmitted int      `json:"egress_omitted,omitempty"`
+	// Approval is how a person decided, when a policy in mode "ask" held
+	// it (approved, denied or expired).
+	Approval *ApprovalOutcome `json:"approval,omitempty"`
 }
 
 // Policy decisions.

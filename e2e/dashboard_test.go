@@ -30,7 +30,12 @@ func dashboardDaemon(t *testing.T) (*testutil.Daemon, *url.URL) {
 	t.Helper()
 	d := testutil.StartDaemon(t, testutil.Options{Languages: pythonOnly, Defaults: `timeout = "60s"`, Extra: `
 http { listen = "127.0.0.1:0" }
-policy "patterns" { mode = "enforce" }`})
+policy "patterns" { mode = "enforce" }
+policy "review" {
+  plugin  = "example"
+  mode    = "ask"
+  options = { words = "NEEDS_REVIEW", severity = "error" }
+}`})
 	login, err := d.Client().DashboardLogin(ctx(t))
 	if err != nil {
 		t.Fatal(err)
@@ -338,6 +343,38 @@ print("sum", sum(range(10)))
 	run("history", goTo("#/history"), waitText("main table", "denied"), waitText("main table", "line 2: deletes the whole filesystem"))
 	shot("history")
 	run("languages", goTo("#/languages"), waitText("main", "sandboxd/python"))
+
+	// Approvals: a run the review policy asks about shows up on the page
+	// live, with its code and the finding at its line; a person denies
+	// one (a reason is required) and approves the other, and each run
+	// ends as decided.
+	ran := make(chan error, 2)
+	reviewed := func(word string) {
+		go func() {
+			res, err := c.Run(context.Background(), api.RunRequest{Language: "python", Code: "NEEDS_REVIEW = '" + word + "'\nprint(NEEDS_REVIEW)\n"})
+			if err == nil && res.Stdout != word+"\n" {
+				err = fmt.Errorf("the approved run printed %q", res.Stdout)
+			}
+			ran <- err
+		}()
+	}
+	run("the approvals page", goTo("#/approvals"), waitText("#pending", "Nothing waits"))
+	reviewed("first")
+	run("a pending approval, live", waitText("#pending", "example.word"), waitText("#pending .annotated", "NEEDS_REVIEW found in code"))
+	shot("approvals")
+	run("deny without a reason", chromedp.Click(`#pending .approval button.danger`), waitText("#pending", "Say why"))
+	run("deny with one", chromedp.SendKeys(`#pending .approval input[name=reason]`, "not this one"),
+		chromedp.Click(`#pending .approval button.danger`), waitText("#decided", "not this one"), waitText("#pending", "Nothing waits"))
+	if err := <-ran; apiCode(err) != api.CodeApprovalDenied || !strings.Contains(err.Error(), "denied by dashboard: not this one") {
+		t.Errorf("the denied run: %v", err)
+	}
+	reviewed("second")
+	run("approve", waitText("#pending", "example.word"), chromedp.Click(`#pending .approval button:not(.danger)`),
+		waitText("#decided", "approved"), waitText("#pending", "Nothing waits"))
+	if err := <-ran; err != nil {
+		t.Errorf("the approved run: %v", err)
+	}
+	shot("approvals-decided")
 
 	if violations := eval(`window.cspViolations`).([]any); len(violations) > 0 {
 		t.Errorf("the pages broke their Content Security Policy: %v", violations)

@@ -190,6 +190,11 @@ func (c *conformance) json(method, path string, body any) (int, []byte) {
 // document lists must have been answered with its success status.
 func TestOpenAPI(t *testing.T) {
 	d := testutil.StartDaemon(t, testutil.Options{Languages: pythonOnly, Extra: `policy "commands" {}
+policy "review" {
+  plugin  = "example"
+  mode    = "ask"
+  options = { words = "NEEDS_REVIEW", severity = "error" }
+}
 http { listen = "127.0.0.1:0" }`})
 	c := newConformance(t, d.Socket)
 	want := func(status int, got int, body []byte) {
@@ -215,6 +220,44 @@ http { listen = "127.0.0.1:0" }`})
 	want(200, code, body)
 	code, body = c.do("GET", "/v1/executions?limit=5&language=python", "", nil, "")
 	want(200, code, body)
+
+	// Approvals: two runs the review policy holds, one denied and one
+	// approved over the API.
+	for _, verb := range []string{"deny", "approve"} {
+		ran := make(chan error, 1)
+		go func() {
+			_, err := d.Client().Run(context.Background(), api.RunRequest{Language: "python", Code: "NEEDS_REVIEW = 1"})
+			ran <- err
+		}()
+		var id string
+		waitFor(t, "an approval pending", func() bool {
+			list, err := d.Client().Approvals(ctx(t), api.ApprovalPending)
+			if err == nil && len(list) == 1 {
+				id = list[0].ID
+			}
+			return id != ""
+		})
+		for _, step := range []struct {
+			method, path, body string
+			status             int
+		}{
+			{"GET", "/v1/approvals", "", 200},
+			{"GET", "/v1/approvals?state=pending", "", 200},
+			{"GET", "/v1/approvals?state=maybe", "", 400},
+			{"GET", "/v1/approvals/" + id, "", 200},
+			{"GET", "/v1/approvals/ap-none", "", 404},
+			{"POST", "/v1/approvals/" + id + "/" + verb, `{"reason":"conformance"}`, 200},
+			{"POST", "/v1/approvals/" + id + "/approve", "", 409},
+		} {
+			code, body := c.do(step.method, step.path, "", []byte(step.body), "application/json")
+			if code != step.status {
+				t.Errorf("%s %s: status %d, want %d: %.300s", step.method, step.path, code, step.status, body)
+			}
+		}
+		if err := <-ran; (verb == "approve") != (err == nil) {
+			t.Errorf("the run after %s: %v", verb, err)
+		}
+	}
 
 	code, body = c.json("POST", "/v1/sessions", api.SessionRequest{Language: "python"})
 	want(201, code, body)

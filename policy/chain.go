@@ -3,8 +3,9 @@
 // combined decision of a request, and counters per rule. It owns what a
 // plugin's failure means: an enforcing policy that crashes, hangs or
 // answers garbage denies (fails closed, naming the plugin); a warning one
-// lets the request through with a warning finding (fails open). The
-// plugins themselves (plugins/policy) only judge.
+// lets the request through with a warning finding (fails open); an asking
+// one leaves it to a person. The plugins themselves (plugins/policy) only
+// judge.
 package policy
 
 import (
@@ -26,7 +27,7 @@ type Checker interface {
 // misses it.
 type Policy struct {
 	Name    string
-	Mode    string // contract.ModeEnforce, ModeWarn or ModeOff
+	Mode    string // contract.ModeEnforce, ModeAsk, ModeWarn or ModeOff
 	Options map[string]string
 	Checker Checker
 }
@@ -47,6 +48,13 @@ type Decision struct {
 	// Denial is the first finding of the first enforcing policy that
 	// denied: what the error message quotes.
 	Denial *api.Finding
+	// Question, on a request no enforcing policy denied, is the first
+	// finding of the first asking policy that would have: the request
+	// needs a person's approval.
+	Question *api.Finding
+	// Approval is how the person decided, once one did (the daemon sets
+	// it).
+	Approval *api.ApprovalOutcome
 }
 
 // Chain evaluates policies in order. Safe for concurrent use.
@@ -63,7 +71,8 @@ func New(policies []Policy) *Chain {
 }
 
 // Evaluate runs every policy that is not off and combines their verdicts
-// in file order: denied when an enforcing policy denies (or fails). Every
+// in file order: denied when an enforcing policy denies (or fails), else a
+// question when an asking one does. Every
 // finding of every policy comes back. The plugins are independent, so
 // they are asked at once: a request waits for the slowest, not the sum.
 func (c *Chain) Evaluate(ctx context.Context, req contract.Request) Decision {
@@ -94,15 +103,23 @@ func (c *Chain) Evaluate(ctx context.Context, req contract.Request) Decision {
 				File: f.File, Line: f.Line, Column: f.Column, Snippet: f.Snippet})
 		}
 		denies := v.Deny && p.Mode == contract.ModeEnforce
-		if denies && d.Allowed {
-			d.Allowed = false
-			denial := api.Finding{Policy: p.Name, Rule: p.Name, Severity: contract.SeverityError, Message: "denied without a finding"}
+		headline := func() *api.Finding {
+			f := api.Finding{Policy: p.Name, Rule: p.Name, Severity: contract.SeverityError, Message: "denied without a finding"}
 			if first < len(d.Findings) {
-				denial = d.Findings[first]
+				f = d.Findings[first]
 			}
-			d.Denial = &denial
+			return &f
+		}
+		switch {
+		case denies && d.Allowed:
+			d.Allowed, d.Denial = false, headline()
+		case v.Deny && p.Mode == contract.ModeAsk && d.Question == nil:
+			d.Question = headline()
 		}
 		c.count(d.Findings[first:], denies)
+	}
+	if !d.Allowed {
+		d.Question = nil // a denial needs no one's approval
 	}
 	return d
 }
@@ -117,8 +134,11 @@ func (c *Chain) verdict(ctx context.Context, p Policy, req contract.Request) con
 	}
 	sev := contract.SeverityWarning
 	msg := fmt.Sprintf("policy plugin %s failed: %v; allowed because the policy only warns", p.Name, err)
-	if p.Mode == contract.ModeEnforce {
+	switch p.Mode {
+	case contract.ModeEnforce:
 		sev, msg = contract.SeverityCritical, fmt.Sprintf("policy plugin %s failed: %v; denied because the policy enforces (it fails closed)", p.Name, err)
+	case contract.ModeAsk:
+		sev, msg = contract.SeverityCritical, fmt.Sprintf("policy plugin %s failed: %v; a person decides because the policy asks", p.Name, err)
 	}
 	return contract.Verdict{Deny: true, Findings: []contract.Finding{{Rule: RuleFailure, Severity: sev, Message: msg}}}
 }

@@ -85,3 +85,21 @@ func TestStatsCountFindingsAndDenials(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 }
+
+// An asking policy's deny is a question, unless an enforcing one denies:
+// then no one is asked. A failed asking plugin leaves it to a person too.
+func TestAskingPoliciesQuestion(t *testing.T) {
+	ctx := context.Background()
+	d := chain(Policy{Mode: "ask", Checker: warns}, Policy{Mode: "ask", Checker: denies}).Evaluate(ctx, contract.Request{})
+	if !d.Allowed || d.Question == nil || d.Question.Rule != "r.deny" || d.Question.Policy != "pb" || d.Denial != nil {
+		t.Errorf("ask: %+v", d)
+	}
+	d = chain(Policy{Mode: "ask", Checker: denies}, Policy{Mode: "enforce", Checker: denies}).Evaluate(ctx, contract.Request{})
+	if d.Allowed || d.Question != nil || d.Denial == nil || d.Denial.Policy != "pb" {
+		t.Errorf("ask then enforce: %+v", d)
+	}
+	d = chain(Policy{Mode: "ask", Checker: fake{err: errors.New("crashed")}}).Evaluate(ctx, contract.Request{})
+	if !d.Allowed || d.Question == nil || !strings.Contains(d.Question.Message, "a person decides") {
+		t.Errorf("failed asking plugin: %+v", d)
+	}
+}

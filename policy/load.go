@@ -42,7 +42,7 @@ func Load(ctx context.Context, blocks []config.Policy, pluginDir string, log hcl
 		if mode == "" {
 			mode = info.DefaultMode
 		}
-		if mode != contract.ModeWarn && mode != contract.ModeOff {
+		if mode != contract.ModeWarn && mode != contract.ModeOff && mode != contract.ModeAsk {
 			mode = contract.ModeEnforce
 		}
 		procs = append(procs, Plugin{Process: proc, Version: info.Version})

@@ -87,7 +87,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newRunCmd(g), newStatusCmd(g), newLanguagesCmd(g), newPoolsCmd(g),
 		newPluginsCmd(g), newHistoryCmd(g), newStatsCmd(g),
 		newSessionCmd(g), newExecCmd(g), newShellCmd(g), newPortForwardCmd(g), newContextCmd(g), newSnapshotCmd(g), newCpCmd(g), newProjectCmd(g), newImagesCmd(g), newValidateCmd(g),
-		newDashboardCmd(g), newMCPCmd(g))
+		newApprovalsCmd(g), newDashboardCmd(g), newMCPCmd(g))
 	addCompletions(root, g)
 	return root
 }
@@ -101,6 +101,9 @@ func apiFailure(err error) error {
 	var ae *api.Error
 	if errors.As(err, &ae) && ae.Code == api.CodePolicyDenied {
 		printFindings(os.Stderr, "sandboxctl: ", ae.Findings)
+		return &exitError{code: exitDenied, msg: ae.Message}
+	}
+	if errors.As(err, &ae) && (ae.Code == api.CodeApprovalDenied || ae.Code == api.CodeApprovalTimeout) {
 		return &exitError{code: exitDenied, msg: ae.Message}
 	}
 	return fail("%v", err)

@@ -197,7 +197,12 @@ func newHistoryCmd(g *globals) *cobra.Command {
 					if e.Error != "" {
 						flags = append(flags, "not started: "+e.Error)
 					}
-					if e.Decision == api.DecisionDenied {
+					switch a := e.Approval; {
+					case a != nil && a.State == api.ApprovalApproved:
+						flags = append(flags, "approved by "+a.By)
+					case a != nil:
+						flags = append(flags, fmt.Sprintf("%s by %s: %s", a.State, orDash(a.By), a.Reason))
+					case e.Decision == api.DecisionDenied:
 						flags = append(flags, "denied by policy")
 					}
 					if denied := deniedEgress(e.Egress); len(denied) > 0 {

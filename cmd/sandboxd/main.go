@@ -112,7 +112,7 @@ func run(cfg *config.Config, log hclog.Logger) error {
 		return err
 	}
 	handler := server.New(d, dash, log)
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ConnContext: server.PeerContext}
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(ln) }()
 	if cfg.HTTPListen != "" {

@@ -66,13 +66,16 @@ type Config struct {
 	HTTPListen string
 	Languages  []Language
 	Policies   []Policy // in file order: the order of evaluation
+	// ApprovalTimeout is how long a request a policy in mode "ask" holds
+	// waits for a person's decision; it is denied at the end of it.
+	ApprovalTimeout time.Duration
 }
 
 // Policy is one policy block.
 type Policy struct {
 	Name    string
 	Plugin  string // binary sandbox-policy-<plugin>; default: the block's name
-	Mode    string // enforce, warn or off; empty: the plugin's default
+	Mode    string // enforce, ask, warn or off; empty: the plugin's default
 	Timeout time.Duration
 	Options map[string]string // handed to the plugin with every request
 }
@@ -222,6 +225,8 @@ func Builtin() Config {
 		Projects:  Projects{Max: 100, MaxBytes: 10 << 30},
 		Snapshots: Snapshots{Max: 100, MaxBytes: 10 << 30},
 		Network:   Network{MaxConnections: 16, MaxBytes: 1 << 30, ConnectTimeout: 10 * time.Second},
+
+		ApprovalTimeout: 5 * time.Minute,
 	}
 }
 
@@ -257,6 +262,7 @@ type fileSchema struct {
 	HTTP       *httpSchema      `hcl:"http,block"`
 	Languages  []languageSchema `hcl:"language,block"`
 	Policies   []policySchema   `hcl:"policy,block"`
+	Approval   *string          `hcl:"approval_timeout,optional"`
 	Body       hcl.Body         `hcl:",body"`
 }
 
@@ -487,6 +493,9 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 	}
 	if fs.BuildMiss != nil {
 		cfg.BuildMissingImages = *fs.BuildMiss
+	}
+	if fs.Approval != nil {
+		cfg.ApprovalTimeout = v.duration(fs.Body, "approval_timeout", *fs.Approval, time.Second, 24*time.Hour)
 	}
 	cfg.Supervisor = abs(cfg.Supervisor)
 	if cfg.Supervisor == "" {
@@ -741,9 +750,9 @@ func (v *validator) policy(ps policySchema) Policy {
 	setString(&p.Plugin, ps.Plugin)
 	setString(&p.Mode, ps.Mode)
 	switch p.Mode {
-	case "", "enforce", "warn", "off":
+	case "", "enforce", "warn", "ask", "off":
 	default:
-		v.fail(ps.Body, "mode", fmt.Sprintf("is %q", p.Mode), `"enforce" (a deny blocks the request), "warn" (findings only) or "off"`)
+		v.fail(ps.Body, "mode", fmt.Sprintf("is %q", p.Mode), `"enforce" (a deny blocks the request), "ask" (a deny waits for a person's approval), "warn" (findings only) or "off"`)
 	}
 	if ps.Timeout != nil {
 		p.Timeout = v.duration(ps.Body, "timeout", *ps.Timeout, 10*time.Millisecond, time.Minute)

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/approvals"
 	"github.com/sandboxd/sandboxd/internal/config"
 	"github.com/sandboxd/sandboxd/internal/drain"
 	"github.com/sandboxd/sandboxd/internal/egress"
@@ -50,6 +51,7 @@ type Daemon struct {
 	policies  *policy.Chain
 	records   *recorder
 	egress    *egress.Proxy
+	Approvals *approvals.Manager
 }
 
 // New starts the plugins, gives stored sessions their containers back,
@@ -73,12 +75,18 @@ func New(ctx context.Context, cfg *config.Config, rt runtime.Runtime, store *sta
 		d.Languages.Close(ctx)
 		return nil, err
 	}
+	if d.Approvals, err = approvals.New(store, cfg.ApprovalTimeout, log); err != nil {
+		d.Languages.Close(ctx)
+		d.policies.Close()
+		return nil, err
+	}
 	d.Projects = projects.New(cfg.StateDir, store, cfg.Sessions.MaxTransfer, cfg.Projects)
 	d.Snapshots = snapshots.New(cfg.StateDir, store, cfg.Snapshots)
 	d.Sessions = sessions.New(cfg.Sessions, cfg.StateDir, d.Languages, d.Projects, d.Snapshots, store, &d.gate, log)
 	if err := d.reconcile(ctx); err != nil {
 		d.Languages.Close(ctx)
 		d.policies.Close()
+		d.Approvals.Close()
 		return nil, err
 	}
 	d.Languages.Start()
@@ -120,6 +128,7 @@ const finalCleanupTimeout = 20 * time.Second
 // hit their deadlines), pools destroy their containers, and anything still
 // labelled as ours but a session's is removed.
 func (d *Daemon) Close(ctx context.Context) {
+	d.Approvals.Close() // requests waiting for a person would hold the drain
 	if !d.gate.Close(ctx) {
 		d.log.Warn("shutdown deadline reached with executions still running")
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/languages"
@@ -26,17 +27,27 @@ type judgement struct {
 	cwd     string
 	limits  runtime.Limits // what it will run with
 	session string
+	// told, if set, is told what the request waits for (a person's
+	// approval), for its client.
+	told func(why string)
 }
 
 // judge runs the policy chain. A denial comes back as the policy_denied
 // error, with every finding, and is recorded like an execution that never
-// ran.
+// ran. A request an asking policy questioned waits for a person's
+// decision (see approve).
 func (d *Daemon) judge(ctx context.Context, j judgement) (policy.Decision, *api.Error) {
 	dec := d.policies.Evaluate(ctx, contract.Request{
 		Kind: j.kind, Language: j.lang.Name(), Files: j.files, Entry: j.entry, Argv: j.argv, Cwd: j.cwd, Session: j.session,
 		Limits: policyLimits(j.limits), Ceilings: policyLimits(j.lang.Limits()),
 	})
-	if dec.Allowed || j.kind == contract.KindValidate {
+	if j.kind == contract.KindValidate {
+		return dec, nil
+	}
+	if dec.Allowed && dec.Question != nil {
+		return d.approve(ctx, j, dec)
+	}
+	if dec.Allowed {
 		return dec, nil
 	}
 	f := dec.Denial
@@ -47,9 +58,51 @@ func (d *Daemon) judge(ctx context.Context, j judgement) (policy.Decision, *api.
 	case f.File != "":
 		where = " in " + f.File
 	}
-	d.records.denied(j.lang.Name(), j.kind, j.session, dec.Findings)
+	d.records.denied(j.lang.Name(), j.kind, j.session, dec.Findings, nil)
 	return dec, &api.Error{Code: api.CodePolicyDenied, Findings: dec.Findings,
 		Message: fmt.Sprintf("denied by policy %s: %s%s: %s", f.Policy, f.Rule, where, f.Message)}
+}
+
+// approve puts a request an asking policy questioned to a person and
+// waits for the decision: approved, it goes on with the decision in its
+// result; denied or expired, it is recorded as denied, with who decided.
+func (d *Daemon) approve(ctx context.Context, j judgement, dec policy.Decision) (policy.Decision, *api.Error) {
+	q := api.Approval{Kind: j.kind, Language: j.lang.Name(), Session: j.session, Argv: j.argv, Entry: j.entry,
+		Files: approvalFiles(j.files), Question: *dec.Question, Findings: dec.Findings}
+	a, aerr := d.Approvals.Ask(ctx, q, func(a api.Approval) {
+		if j.told != nil {
+			j.told(fmt.Sprintf("approval %s: policy %s asks a person (%s: %s); sandboxctl approvals show %s", a.ID,
+				a.Question.Policy, a.Question.Rule, a.Question.Message, a.ID))
+		}
+	})
+	dec.Approval = &api.ApprovalOutcome{ID: a.ID, State: a.State, By: a.By, Reason: a.Reason}
+	if aerr != nil {
+		if a.State != api.ApprovalPending { // decided, or expired: the history has it now
+			d.records.denied(j.lang.Name(), j.kind, j.session, dec.Findings, dec.Approval)
+		}
+		return dec, aerr
+	}
+	return dec, nil
+}
+
+// Bounds on the program an approval shows a person.
+const (
+	approvalMaxFiles = 16
+	approvalFileMax  = 64 << 10
+)
+
+// approvalFiles are files as a person reads them: text, the first few,
+// each cut at approvalFileMax.
+func approvalFiles(files []program.File) []api.ApprovalFile {
+	var out []api.ApprovalFile
+	for _, f := range files[:min(len(files), approvalMaxFiles)] {
+		af := api.ApprovalFile{Path: f.Path, Content: string(f.Content)}
+		if len(f.Content) > approvalFileMax {
+			af.Content, af.Truncated = strings.ToValidUTF8(string(f.Content[:approvalFileMax]), "\uFFFD"), true
+		}
+		out = append(out, af)
+	}
+	return out
 }
 
 func policyLimits(l runtime.Limits) contract.Limits {
@@ -80,7 +133,7 @@ func (d *Daemon) Validate(ctx context.Context, req api.ValidateRequest) (*api.Va
 		j.files, j.entry = p.files, prog.Entry
 	}
 	dec, _ := d.judge(ctx, j)
-	return &api.ValidateResult{Allowed: dec.Allowed, Findings: dec.Findings}, nil
+	return &api.ValidateResult{Allowed: dec.Allowed, Findings: dec.Findings, NeedsApproval: dec.Question != nil}, nil
 }
 
 // judgedUpload is how much of an uploaded file the policies see: all of a

@@ -77,15 +77,17 @@ func (r *recorder) ran(res *api.RunResult, kind string, limits api.Limits, start
 		Truncated: res.Truncated, StdoutBytes: res.StdoutBytes, StderrBytes: res.StderrBytes,
 		Limits: limits, Usage: res.Usage, Timings: res.Timings, Error: res.Error,
 		Decision: res.Decision, Findings: res.Findings, Egress: res.Egress, EgressOmitted: res.EgressUnrecorded,
+		Approval: res.Approval,
 	})
 }
 
-// denied counts and stores a request the policies refused: it never ran.
-func (r *recorder) denied(language, kind, session string, findings []api.Finding) {
+// denied counts and stores a request the policies, or a person they
+// asked (approval), refused: it never ran.
+func (r *recorder) denied(language, kind, session string, findings []api.Finding, approval *api.ApprovalOutcome) {
 	now := time.Now()
 	r.count(language, kind, outcomeDenied, nil)
 	r.write(api.Execution{ID: state.NewID(now), Kind: kind, Language: language, Session: session,
-		StartedAt: now.UTC(), Outcome: outcomeDenied, ExitCode: -1, Decision: api.DecisionDenied, Findings: findings})
+		StartedAt: now.UTC(), Outcome: outcomeDenied, ExitCode: -1, Decision: api.DecisionDenied, Findings: findings, Approval: approval})
 }
 
 // failed counts and stores an execution that sandboxd could not carry out

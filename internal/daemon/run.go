@@ -70,7 +70,7 @@ func (d *Daemon) run(ctx context.Context, req api.RunRequest, out OutputFunc, tt
 	if aerr != nil {
 		return nil, aerr
 	}
-	decision, aerr := d.judge(ctx, judgement{kind: "run", lang: l, files: j.files, entry: prog.Entry, limits: limits})
+	decision, aerr := d.judge(ctx, judgement{kind: "run", lang: l, files: j.files, entry: prog.Entry, limits: limits, told: tellQueued(out)})
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -86,7 +86,7 @@ func (d *Daemon) run(ctx context.Context, req api.RunRequest, out OutputFunc, tt
 	failed := func(err error) *api.Error {
 		return d.records.failed(l.Name(), "run", "", request.APILimits(limits), request.ErrorOf(err))
 	}
-	waited := tellQueue(l, out)
+	waited := tellQueue(l, tellQueued(out))
 	sb, release, err := d.Languages.Acquire(ctx, l, limits)
 	queueReason := waited()
 	if err != nil {
@@ -118,11 +118,20 @@ func (d *Daemon) run(ctx context.Context, req api.RunRequest, out OutputFunc, tt
 // told what it waits on.
 const queueTellAfter = time.Second
 
+// tellQueued tells a streaming client what its request waits for, as a
+// queued event; nil for a client that does not stream.
+func tellQueued(out OutputFunc) func(why string) {
+	if out == nil {
+		return nil
+	}
+	return func(why string) { out(api.EventQueued, []byte(why)) }
+}
+
 // tellQueue follows what a run queued for one of l's containers waits on:
-// once it has waited queueTellAfter and each time that changes, out (if
-// any) gets it as a queued event. The returned func ends the watch, before
-// any output of the program, and says the last thing told.
-func tellQueue(l *languages.Language, out OutputFunc) (stop func() string) {
+// once it has waited queueTellAfter and each time that changes, tell (if
+// set) is told. The returned func ends the watch, before any output of the
+// program, and says the last thing told.
+func tellQueue(l *languages.Language, tell func(string)) (stop func() string) {
 	done, ended := make(chan struct{}), make(chan string, 1)
 	go func() {
 		told := ""
@@ -138,8 +147,8 @@ func tellQueue(l *languages.Language, out OutputFunc) (stop func() string) {
 			}
 			if why := l.WaitingFor(); why != "" && why != told && time.Since(began) >= queueTellAfter {
 				told = why
-				if out != nil {
-					out(api.EventQueued, []byte(why))
+				if tell != nil {
+					tell(why)
 				}
 			}
 		}
@@ -175,7 +184,7 @@ func (d *Daemon) Exec(ctx context.Context, id string, req api.ExecRequest, out O
 		if cwd == "" {
 			cwd = runtime.Workspace
 		}
-		jd := judgement{kind: "exec", lang: l, argv: req.Argv, cwd: cwd, limits: limits, session: id}
+		jd := judgement{kind: "exec", lang: l, argv: req.Argv, cwd: cwd, limits: limits, session: id, told: tellQueued(out)}
 		switch {
 		case j.cell != nil:
 			jd.files, jd.entry = []language.File{{Path: entry, Content: []byte(j.cell.Code)}}, entry
@@ -391,7 +400,7 @@ func (d *Daemon) cellJob(l *languages.Language, req api.ExecRequest, dir string)
 func (d *Daemon) finish(res *api.RunResult, kind string, l *languages.Language, session string, decision policy.Decision, limits runtime.Limits, received, started time.Time) {
 	finished := time.Now()
 	res.ID, res.Language = state.NewID(received), l.Name()
-	res.Findings, res.Decision = decision.Findings, api.DecisionAllowed
+	res.Findings, res.Decision, res.Approval = decision.Findings, api.DecisionAllowed, decision.Approval
 	res.Timings = api.Timings{QueueMS: ms(started.Sub(received)), RunMS: ms(finished.Sub(started)), TotalMS: ms(finished.Sub(received)),
 		QueueReason: res.Timings.QueueReason} // the caller's, if it waited on something
 	d.records.ran(res, kind, request.APILimits(limits), received)

@@ -270,16 +270,35 @@ type runIn struct {
 	Allow          []string `json:"allow,omitempty" jsonschema:"hosts the program may reach through the egress proxy (HOST[:PORT]), a subset of what its language allows (see list_languages); left out, all of that"`
 }
 
-func (t tools) run(ctx context.Context, _ *mcp.CallToolRequest, in runIn) (*mcp.CallToolResult, Result, error) {
+func (t tools) run(ctx context.Context, call *mcp.CallToolRequest, in runIn) (*mcp.CallToolResult, Result, error) {
 	req := api.RunRequest{Language: in.Language, Code: in.Code, Args: in.Args, Stdin: in.Stdin, Timeout: seconds(in.TimeoutSeconds), Network: allow(in.Allow)}
 	for _, f := range in.Files {
 		req.Files = append(req.Files, api.File{Path: f.Path, Content: f.Content})
 	}
-	r, err := t.c.Run(ctx, req)
+	r, err := t.c.RunStream(ctx, req, waiting(ctx, call))
 	if err != nil {
 		return nil, Result{}, failure(err)
 	}
 	return nil, result(r), nil
+}
+
+// waiting tells the MCP client what a tool call waits for (a person's
+// approval, a node pulling an image) as progress notifications, when the
+// call asked for progress: an agent can say so instead of looking hung.
+// The output comes with the result.
+func waiting(ctx context.Context, call *mcp.CallToolRequest) func(api.Event) {
+	var token any
+	if call != nil && call.Params != nil {
+		token = call.Params.GetProgressToken()
+	}
+	told := 0.0
+	return func(ev api.Event) {
+		if ev.Type != api.EventQueued || token == nil || call.Session == nil {
+			return
+		}
+		told++
+		_ = call.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: told, Message: "waiting: " + ev.Data})
+	}
 }
 
 type validateIn struct {
@@ -289,8 +308,9 @@ type validateIn struct {
 }
 
 type validateOut struct {
-	Allowed  bool      `json:"allowed" jsonschema:"whether run_code or exec would run it"`
-	Findings []Finding `json:"findings"`
+	Allowed       bool      `json:"allowed" jsonschema:"whether run_code or exec would run it"`
+	NeedsApproval bool      `json:"needs_approval,omitempty" jsonschema:"whether it would first wait for a person to approve it"`
+	Findings      []Finding `json:"findings"`
 }
 
 func (t tools) validate(ctx context.Context, _ *mcp.CallToolRequest, in validateIn) (*mcp.CallToolResult, validateOut, error) {
@@ -298,7 +318,7 @@ func (t tools) validate(ctx context.Context, _ *mcp.CallToolRequest, in validate
 	if err != nil {
 		return nil, validateOut{}, failure(err)
 	}
-	return nil, validateOut{Allowed: v.Allowed, Findings: findings(v.Findings)}, nil
+	return nil, validateOut{Allowed: v.Allowed, NeedsApproval: v.NeedsApproval, Findings: findings(v.Findings)}, nil
 }
 
 type sessionIn struct {
@@ -370,7 +390,7 @@ type execIn struct {
 	TimeoutSeconds float64  `json:"timeout_seconds,omitempty" jsonschema:"wall-clock limit in seconds; default the daemon's"`
 }
 
-func (t tools) exec(ctx context.Context, _ *mcp.CallToolRequest, in execIn) (*mcp.CallToolResult, Result, error) {
+func (t tools) exec(ctx context.Context, call *mcp.CallToolRequest, in execIn) (*mcp.CallToolResult, Result, error) {
 	req := api.ExecRequest{Argv: in.Argv, Code: in.Code, Context: in.Context, Stdin: in.Stdin, Cwd: in.Cwd, Timeout: seconds(in.TimeoutSeconds)}
 	given := 0
 	for _, set := range []bool{in.Command != "", len(in.Argv) > 0, in.Code != ""} {
@@ -384,7 +404,7 @@ func (t tools) exec(ctx context.Context, _ *mcp.CallToolRequest, in execIn) (*mc
 	if in.Command != "" {
 		req.Argv = []string{"sh", "-c", in.Command}
 	}
-	r, err := t.c.Exec(ctx, in.SessionID, req)
+	r, err := t.c.ExecStream(ctx, in.SessionID, req, waiting(ctx, call))
 	if err != nil {
 		return nil, Result{}, failure(err)
 	}

@@ -13,19 +13,28 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sandboxd/sandboxd/client"
+	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/daemon/daemontest"
 	"github.com/sandboxd/sandboxd/internal/dashboard"
 	"github.com/sandboxd/sandboxd/internal/server"
 )
 
-func TestMain(m *testing.M) { daemontest.Main(m) }
+func TestMain(m *testing.M) { daemontest.Main(m, "bash", "policy/patterns") }
 
 // connect is an MCP client connected in memory to the tools, which reach
 // a daemon on the fake runtime through its socket, as `sandboxctl mcp`
 // does.
 func connect(t *testing.T) *mcp.ClientSession {
 	t.Helper()
-	d, _ := daemontest.New(t, daemontest.Bash)
+	cs, _ := connectWith(t, daemontest.Options{Languages: daemontest.Bash}, nil)
+	return cs
+}
+
+// connectWith is connect to a daemon configured by o, with the client's
+// options.
+func connectWith(t *testing.T, o daemontest.Options, opts *mcp.ClientOptions) (*mcp.ClientSession, *daemon.Daemon) {
+	t.Helper()
+	d, _ := daemontest.NewWith(t, o)
 	dash, err := dashboard.New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -44,12 +53,37 @@ func connect(t *testing.T) *mcp.ClientSession {
 	if _, err := New(client.New(socket), "test").Connect(ctx, serverEnd, nil); err != nil {
 		t.Fatal(err)
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, clientEnd, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, opts).Connect(ctx, clientEnd, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close() })
-	return cs
+	return cs, d
+}
+
+// A run_code call a policy holds for a person tells the agent so, as
+// progress, and returns the output once approved.
+func TestRunCodeSaysItWaitsForApproval(t *testing.T) {
+	progress := make(chan string, 4)
+	cs, d := connectWith(t, daemontest.Options{Languages: daemontest.Bash, Extra: `policy "patterns" { mode = "ask" }`},
+		&mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			progress <- req.Params.Message
+		}})
+	go func() {
+		msg := <-progress
+		id := strings.Fields(strings.TrimPrefix(msg, "waiting: approval "))[0]
+		_, _ = d.Approvals.Decide(strings.TrimSuffix(id, ":"), true, "alice", "")
+		progress <- msg
+	}()
+	params := &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"language": "bash", "code": "echo ok\nexit 0\ncurl x | sh\n"}}
+	params.SetProgressToken("t1")
+	res, err := cs.CallTool(context.Background(), params)
+	if err != nil || res.IsError {
+		t.Fatalf("run_code: %+v %v", res, err)
+	}
+	if msg := <-progress; !strings.HasPrefix(msg, "waiting: approval ap-") || !strings.Contains(msg, "policy patterns asks a person") {
+		t.Errorf("progress: %q", msg)
+	}
 }
 
 func call(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) (*mcp.CallToolResult, map[string]any) {

@@ -228,6 +228,8 @@ var statusOf = map[string]int{
 	api.CodeUnknownLanguage:    http.StatusBadRequest,
 	api.CodeNotFound:           http.StatusNotFound,
 	api.CodePolicyDenied:       http.StatusForbidden,
+	api.CodeApprovalDenied:     http.StatusForbidden,
+	api.CodeApprovalTimeout:    http.StatusForbidden,
 	api.CodePoolExhausted:      http.StatusTooManyRequests,
 	api.CodeRuntimeUnavailable: http.StatusServiceUnavailable,
 	api.CodeImageMissing:       http.StatusServiceUnavailable,

@@ -17,6 +17,8 @@
 //	  <id>      -> snapshotEntry (JSON)    a saved workspace's record (its archive beside the database)
 //	versions/
 //	  <image id> -> versionEntry (JSON)    a runtime's version as its image reports it
+//	approvals/
+//	  <id>      -> approvalEntry (JSON)    a request held for a person's decision, ids sort by time
 //
 // Project content lives beside the database, one file per SHA-256 (see
 // internal/projects); the store keeps only the names.
@@ -123,6 +125,7 @@ var (
 	bucketProjects   = []byte("projects")
 	bucketSnapshots  = []byte("snapshots")
 	bucketVersions   = []byte("versions")
+	bucketApprovals  = []byte("approvals")
 	keyVersion       = []byte("version")
 	keyInstance      = []byte("instance")
 )
@@ -232,7 +235,7 @@ func (s *Store) init(dir string) error {
 				return err
 			}
 		}
-		for _, b := range [][]byte{bucketExecutions, bucketSessions, bucketProjects, bucketSnapshots, bucketVersions} {
+		for _, b := range [][]byte{bucketExecutions, bucketSessions, bucketProjects, bucketSnapshots, bucketVersions, bucketApprovals} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -301,6 +304,25 @@ func (s *Store) DeleteSnapshot(id string) error { return s.delete(bucketSnapshot
 // Snapshots returns every snapshot that decodes, and the ones that do not.
 func (s *Store) Snapshots() ([]api.Snapshot, []Corrupt, error) {
 	return decodeAll(s, bucketSnapshots, func(e snapshotEntry) api.Snapshot { return e.Snapshot })
+}
+
+type approvalEntry struct {
+	V        int          `json:"v"`
+	Approval api.Approval `json:"approval"`
+}
+
+// PutApproval stores (or replaces) an approval.
+func (s *Store) PutApproval(a api.Approval) error {
+	return s.put(bucketApprovals, a.ID, approvalEntry{V: 1, Approval: a})
+}
+
+// DeleteApproval forgets an approval.
+func (s *Store) DeleteApproval(id string) error { return s.delete(bucketApprovals, id) }
+
+// Approvals returns every approval that decodes, oldest first, and the
+// ones that do not.
+func (s *Store) Approvals() ([]api.Approval, []Corrupt, error) {
+	return decodeAll(s, bucketApprovals, func(e approvalEntry) api.Approval { return e.Approval })
 }
 
 type versionEntry struct {

@@ -33,6 +33,9 @@ const (
 	ModeEnforce = "enforce"
 	ModeWarn    = "warn"
 	ModeOff     = "off"
+	// ModeAsk turns the policy's deny into a question for a person: the
+	// request waits for an approval (sandboxctl approvals).
+	ModeAsk = "ask"
 )
 
 // Severities of findings, least to most severe.

@@ -445,6 +445,62 @@ async function historyPage(root, signal, _, params) {
     table(executionColumns, executions.map((e) => executionRow(e)), "No executions match."));
 }
 
+// approvalsPage lists the requests asking policies hold for a person, live:
+// each with what it would run and the findings at their lines, to approve
+// or deny (with a reason, which its client is told); the decided ones
+// below, with who decided.
+async function approvalsPage(root, signal) {
+  const pendingBox = h("div", { id: "pending" });
+  const decidedBox = h("div", { id: "decided" });
+  root.replaceChildren(h("h1", {}, "Approvals"),
+    h("p", { class: "muted" }, "Requests a policy in mode \"ask\" holds until a person decides. Decisions are recorded with who made them."),
+    h("h2", {}, "Pending"), pendingBox, h("h2", {}, "Decided"), decidedBox);
+  let shown = null;
+  const draw = async () => {
+    const { approvals } = await api("GET", "/v1/approvals");
+    const pending = approvals.filter((a) => a.state === "pending");
+    // Redrawn only when the list changes: a reason being typed stays.
+    const key = approvals.map((a) => a.id + a.state).join();
+    if (key === shown) return;
+    shown = key;
+    pendingBox.replaceChildren(...(pending.length ? pending.map(approvalCard) : [h("p", { class: "muted" }, "Nothing waits for a decision.")]));
+    decidedBox.replaceChildren(table(["ID", "Decision", "Kind", "Language", "By", "Reason", "Decided"],
+      approvals.filter((a) => a.state !== "pending").slice(0, 30).map((a) => h("tr", {},
+        h("td", { class: "mono" }, a.id), h("td", {}, h("span", { class: "badge " + (a.state === "approved" ? "ok" : "bad") }, a.state)),
+        h("td", {}, a.kind), h("td", {}, a.language), h("td", {}, a.by || ""), h("td", {}, a.reason || ""), h("td", {}, when(a.decided)))),
+      "None yet."));
+  };
+  const approvalCard = (a) => {
+    const reason = h("input", { name: "reason", placeholder: "reason (required to deny)", size: 40 });
+    const failure = h("div");
+    const decide = (verb) => async () => {
+      if (verb === "deny" && !reason.value.trim()) {
+        failure.replaceChildren(errorBox(new Error("Say why: the client that asked is told.")));
+        return;
+      }
+      try {
+        await api("POST", `/v1/approvals/${enc(a.id)}/${verb}`, { reason: reason.value });
+        shown = null;
+        await draw();
+      } catch (err) { failure.replaceChildren(errorBox(err)); }
+    };
+    return h("div", { class: "card approval", "data-id": a.id },
+      h("h2", {}, `${a.kind} in ${a.language}`, h("span", { class: "muted" }, ` · ${a.id}${a.session ? " · session " + a.session : ""} · asked ${when(a.created)} · expires ${when(a.deadline)}`),
+        a.waiting ? "" : h("span", { class: "warn" }, " · its client no longer waits")),
+      h("p", {}, h("span", { class: "bad" }, `${a.question.policy}/${a.question.rule}`), `: ${a.question.message}`),
+      a.argv && a.argv.length ? h("pre", { class: "mono" }, "$ " + a.argv.join(" ")) : "",
+      (a.files || []).flatMap((f) => [h("h3", { class: "mono" }, f.path + (f.truncated ? " (cut)" : "")),
+        annotated(f.content, (a.findings || []).filter((x) => !x.file || x.file === f.path))]),
+      h("div", { class: "toolbar" }, reason,
+        h("button", { onclick: decide("approve") }, "Approve"),
+        h("button", { class: "danger", onclick: decide("deny") }, "Deny")),
+      failure);
+  };
+  await draw();
+  const timer = setInterval(() => draw().catch(() => {}), 1500);
+  signal.addEventListener("abort", () => clearInterval(timer));
+}
+
 async function projectsPage(root) {
   const { projects } = await api("GET", "/v1/projects");
   const failure = h("div");
@@ -484,6 +540,7 @@ const pages = [
   [/^#\/history$/, historyPage],
   [/^#\/languages$/, languagesPage],
   [/^#\/projects$/, projectsPage],
+  [/^#\/approvals$/, approvalsPage],
 ];
 
 let leaving = new AbortController();
