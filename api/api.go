@@ -487,8 +487,11 @@ type Language struct {
 	// Hibernation says what a hibernated session of it keeps: "memory"
 	// (its sandbox checkpointed: processes and contexts too) or
 	// "workspace" (files, env, limits, network; contexts' memory is lost).
-	Hibernation string    `json:"hibernation"`
-	Pool        PoolStats `json:"pool"`
+	Hibernation string `json:"hibernation"`
+	// Instructions tell an AI agent what the language is for here and how
+	// to use it (the operator's, or the plugin's shipped ones).
+	Instructions string    `json:"instructions,omitempty"`
+	Pool         PoolStats `json:"pool"`
 	// Building is set while sandboxd builds the language's image (see
 	// build_missing_images); runs get image_building until it lands.
 	Building *ImageBuilding `json:"building,omitempty"`

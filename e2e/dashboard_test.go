@@ -305,6 +305,14 @@ print("sum", sum(range(10)))
 	run("the terminal's prompt", until(screen+`.includes("$ ")`))
 	run("typing in the terminal", chromedp.Focus(`#terminal textarea`), typeKeys("echo typed-$((6*7)) > out.txt; cat out.txt\r"),
 		until(screen+`.includes("typed-42\n")`))
+	// A server the session starts shows up under Ports; its preview link
+	// opens it.
+	serveSite(t, c, id, 8123, "served-in-the-session")
+	run("the session's port", waitText("#ports", "8123"), chromedp.Click(`#ports button`), chromedp.WaitVisible(`#ports a.preview`))
+	preview := eval(`document.querySelector("#ports a.preview").href`).(string)
+	if !strings.Contains(preview, "8123-"+id+".localhost") {
+		t.Errorf("the preview link: %s", preview)
+	}
 	// Upload: the file input on the session page.
 	upload := filepath.Join(t.TempDir(), "notes.txt")
 	if err := os.WriteFile(upload, []byte("uploaded from chromium\n"), 0o644); err != nil {
@@ -331,6 +339,8 @@ print("sum", sum(range(10)))
 	run("delete", chromedp.Click(`#files button[title="delete notes.txt"]`),
 		until(`!document.querySelector("#files").innerText.includes("notes.txt")`))
 	shot("session")
+	run("the preview", chromedp.Navigate(preview), waitText("body", "served-in-the-session"))
+	run("back to the dashboard", chromedp.Navigate(link.Scheme+"://"+link.Host+"/ui/#/sessions/"+id), chromedp.WaitVisible(`#terminal .xterm`))
 
 	// History, filtered to this session: the terminal, recorded when the
 	// page left it, is there.

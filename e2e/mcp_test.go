@@ -29,6 +29,21 @@ type mcpAnswer struct {
 	} `json:"content"`
 	Structured json.RawMessage `json:"structuredContent"`
 	IsError    bool            `json:"isError"`
+	// resources/list, resources/read, prompts/list and prompts/get
+	Resources []struct {
+		URI string `json:"uri"`
+	} `json:"resources"`
+	Contents []struct {
+		Text string `json:"text"`
+	} `json:"contents"`
+	Prompts []struct {
+		Name string `json:"name"`
+	} `json:"prompts"`
+	Messages []struct {
+		Content struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	} `json:"messages"`
 }
 
 // mcpResult is the structured result of the execution tools.
@@ -127,6 +142,31 @@ policy "commands" {}
 		r, _ := tool(t, "list_languages")
 		if len(r.Languages) != 2 || r.Languages[0].Name != "python" || !r.Languages[0].Ready {
 			t.Errorf("languages %+v", r.Languages)
+		}
+	})
+
+	// What the agent reads before it runs anything: the host, and each
+	// language's instructions and facts, as resources and prompts.
+	t.Run("instructions", func(t *testing.T) {
+		var uris []string
+		for _, r := range call(t, "resources/list").Resources {
+			uris = append(uris, r.URI)
+		}
+		if !slices.Contains(uris, "sandboxd://host") || !slices.Contains(uris, "sandboxd://languages/python") {
+			t.Errorf("resources: %v", uris)
+		}
+		if a := call(t, "resources/read", "--uri", "sandboxd://languages/python"); len(a.Contents) != 1 || !strings.Contains(a.Contents[0].Text, "Python 3 for computation") {
+			t.Errorf("the python resource: %+v", a.Contents)
+		}
+		var prompts []string
+		for _, p := range call(t, "prompts/list").Prompts {
+			prompts = append(prompts, p.Name)
+		}
+		if !slices.Contains(prompts, "python") || !slices.Contains(prompts, "bash") {
+			t.Errorf("prompts: %v", prompts)
+		}
+		if a := call(t, "prompts/get", "--prompt-name", "bash"); len(a.Messages) != 1 || !strings.Contains(a.Messages[0].Content.Text, "- Network: none") {
+			t.Errorf("the bash prompt: %+v", a.Messages)
 		}
 	})
 

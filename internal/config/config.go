@@ -14,11 +14,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function"
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/egress"
@@ -179,6 +182,10 @@ type Language struct {
 	// container ahead of its run; false runs every program cold.
 	Warm    bool
 	Generic *Generic // set when Plugin is "generic"
+	// Instructions tell an AI agent what the language's sandboxes are for
+	// and how to use them (the MCP server's prompts and resources); empty:
+	// the plugin's shipped ones.
+	Instructions string
 }
 
 // GenericPlugin is the plugin that runs languages defined in HCL alone.
@@ -357,6 +364,8 @@ type languageSchema struct {
 	Pool     *poolSchema    `hcl:"pool,block"`
 	Limits   *limitsSchema  `hcl:"limits,block"`
 	Network  *networkSchema `hcl:"network,block"`
+	// Text, or file("instructions/python.md") relative to the file.
+	Instructions *string `hcl:"instructions,optional"`
 	// For plugin = "generic" only.
 	DisplayName    *string           `hcl:"display_name,optional"`
 	Extensions     []string          `hcl:"extensions,optional"`
@@ -389,7 +398,8 @@ func Parse(path string, src []byte) (*Config, error) {
 		return nil, &Error{diags}
 	}
 	var fs fileSchema
-	if diags := gohcl.DecodeBody(file.Body, nil, &fs); diags.HasErrors() {
+	funcs := &hcl.EvalContext{Functions: map[string]function.Function{"file": fileFunc(filepath.Dir(path))}}
+	if diags := gohcl.DecodeBody(file.Body, funcs, &fs); diags.HasErrors() {
 		return nil, &Error{diags}
 	}
 	v := &validator{}
@@ -398,6 +408,32 @@ func Parse(path string, src []byte) (*Config, error) {
 		return nil, &Error{v.diags}
 	}
 	return cfg, nil
+}
+
+// maxInstructions bounds a language's instructions.
+const maxInstructions = 64 << 10
+
+// fileFunc is HCL's file(PATH): the text of a file, PATH relative to dir
+// (the configuration file's).
+func fileFunc(dir string) function.Function {
+	return function.New(&function.Spec{
+		Params: []function.Parameter{{Name: "path", Type: cty.String}},
+		Type:   function.StaticReturnType(cty.String),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			p := args[0].AsString()
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(dir, p)
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return cty.NilVal, err
+			}
+			if !utf8.Valid(b) {
+				return cty.NilVal, fmt.Errorf("%s is not UTF-8 text", p)
+			}
+			return cty.StringVal(string(b)), nil
+		},
+	})
 }
 
 // Error is a set of configuration problems, one per line as
@@ -562,6 +598,10 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 			}
 		}
 		lang.Packages = v.packages(ls.Body, ls.Packages)
+		setString(&lang.Instructions, ls.Instructions)
+		if len(lang.Instructions) > maxInstructions {
+			v.fail(ls.Body, "instructions", fmt.Sprintf("are %d bytes", len(lang.Instructions)), fmt.Sprintf("at most %d: what an agent reads before every use", maxInstructions))
+		}
 		if ls.Warm != nil {
 			lang.Warm = *ls.Warm
 		}

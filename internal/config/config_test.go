@@ -129,3 +129,35 @@ language "node" {}`))
 		t.Fatalf("runtimes: %q %q", cfg.Languages[0].Runtime, cfg.Languages[1].Runtime)
 	}
 }
+
+// A language's instructions are text, or file("...") relative to the
+// configuration file; a file that is missing or not text is an error at
+// its line.
+func TestLanguageInstructions(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "py.md"), []byte("Use pandas.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bin.md"), []byte{0xff, 0xfe}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Parse(filepath.Join(dir, "s.hcl"), []byte(`
+language "python" {
+  instructions = file("py.md")
+}
+language "node" {
+  instructions = "Use npm packages from the image only."
+}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Languages[0].Instructions != "Use pandas.\n" || cfg.Languages[1].Instructions != "Use npm packages from the image only." {
+		t.Errorf("instructions: %q %q", cfg.Languages[0].Instructions, cfg.Languages[1].Instructions)
+	}
+	for file, want := range map[string]string{"none.md": "no such file", "bin.md": "not UTF-8"} {
+		_, err := Parse(filepath.Join(dir, "s.hcl"), []byte("language \"python\" {\n  instructions = file(\""+file+"\")\n}\n"))
+		if err == nil || !strings.Contains(err.Error(), "s.hcl:2,") || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v", file, err)
+		}
+	}
+}

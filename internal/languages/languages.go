@@ -424,7 +424,7 @@ func (r *Registry) List(ctx context.Context) []api.Language {
 			Image: st.ref, BaseImage: l.baseImage, Packages: l.Config.Packages, ImagePresent: st.id != "",
 			Version: st.version, Plugin: l.Config.Plugin, Runtime: l.Config.Runtime, Limits: request.APILimits(l.Config.Limits),
 			Network: api.Network{Allow: l.allow.Strings()}, Contexts: len(l.Info.ContextCommand) > 0,
-			Hibernation: r.hibernation(ctx, l),
+			Hibernation: r.hibernation(ctx, l), Instructions: l.instructions(),
 		}
 		entry.Pool = l.pool.Stats()
 		l.warmStats(&entry.Pool)

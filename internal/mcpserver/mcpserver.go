@@ -35,13 +35,16 @@ notebook-like steps in python or node, exec code with a context name (e.g.
 back in display, and figures as images. Every result
 has exit_code, stdout, stderr, timed_out, oom_killed and truncated; findings
 are the policies' warnings. A request the policies deny fails with the
-findings that denied it. list_languages says what can run.`
+findings that denied it; one they hold for a person's approval waits for it.
+list_languages says what can run; the resource sandboxd://languages/NAME
+and the prompt NAME say how to use each language here.`
 
 // New returns the MCP server bridging to the daemon behind c.
 func New(c *client.Client, version string) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "sandboxd", Title: "sandboxd code sandbox", Version: version},
 		&mcp.ServerOptions{Instructions: instructions})
 	t := tools{c: c}
+	addGuides(s, c)
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}
 	acts := &mcp.ToolAnnotations{OpenWorldHint: ptr(false)}
 	mcp.AddTool(s, &mcp.Tool{Name: "list_languages", Annotations: readOnly,

@@ -133,3 +133,48 @@ func toJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// The agent's reading: a resource of what the host offers, and per
+// language a resource and a prompt with its instructions (the block's, or
+// the shipped ones) and facts.
+func TestInstructionsAsPromptsAndResources(t *testing.T) {
+	langs := daemontest.Bash + `
+language "sh" {
+  plugin       = "bash"
+  image        = "sandboxd/bash:latest"
+  instructions = "Only echo here."
+}`
+	cs, _ := connectWith(t, daemontest.Options{Languages: langs}, nil)
+	ctx := context.Background()
+	res, err := cs.ListResources(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uris []string
+	for _, r := range res.Resources {
+		uris = append(uris, r.URI)
+	}
+	if got := strings.Join(uris, " "); !strings.Contains(got, "sandboxd://host") || !strings.Contains(got, "sandboxd://languages/bash") || !strings.Contains(got, "sandboxd://languages/sh") {
+		t.Errorf("resources: %s", got)
+	}
+	read := func(uri string) string {
+		r, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+		if err != nil || len(r.Contents) != 1 {
+			t.Fatalf("%s: %+v %v", uri, r, err)
+		}
+		return r.Contents[0].Text
+	}
+	if text := read("sandboxd://languages/bash"); !strings.Contains(text, "A POSIX shell") || !strings.Contains(text, "- Network: none") || !strings.Contains(text, "run_code` with language \"bash\"") {
+		t.Errorf("the bash resource:\n%s", text)
+	}
+	if text := read("sandboxd://host"); !strings.Contains(text, "| bash |") || !strings.Contains(text, "| sh |") {
+		t.Errorf("the host resource:\n%s", text)
+	}
+	p, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "sh"})
+	if err != nil || len(p.Messages) != 1 {
+		t.Fatalf("the sh prompt: %+v %v", p, err)
+	}
+	if text := p.Messages[0].Content.(*mcp.TextContent).Text; !strings.Contains(text, "Only echo here.") || strings.Contains(text, "POSIX") {
+		t.Errorf("the sh prompt, with the block's instructions:\n%s", text)
+	}
+}

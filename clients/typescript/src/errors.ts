@@ -17,6 +17,10 @@ export class InvalidRequest extends SandboxdError {}
 export class UnknownLanguage extends SandboxdError {}
 /** The policies refused the request; `findings` say why, with file:line. */
 export class PolicyDenied extends SandboxdError {}
+/** A person, asked by a policy in mode "ask", denied the request (the message says who and why). */
+export class ApprovalDenied extends SandboxdError {}
+/** Nobody decided on the request within the approval timeout. */
+export class ApprovalTimeout extends SandboxdError {}
 export class NotFound extends SandboxdError {}
 export class Conflict extends SandboxdError {}
 export class SessionLost extends SandboxdError {}
@@ -38,6 +42,8 @@ const byCode: Record<string, typeof SandboxdError> = {
   invalid_request: InvalidRequest,
   unknown_language: UnknownLanguage,
   policy_denied: PolicyDenied,
+  approval_denied: ApprovalDenied,
+  approval_timeout: ApprovalTimeout,
   not_found: NotFound,
   conflict: Conflict,
   session_lost: SessionLost,

@@ -108,6 +108,21 @@ export class Client {
     return (await this.call<{ languages: Record<string, unknown>[] }>("GET", "/v1/languages")).json.languages;
   }
 
+  /** Requests a policy in mode "ask" holds for a person, newest first; state "" lists all. */
+  async approvals(state = "pending"): Promise<Record<string, unknown>[]> {
+    return (await this.call<{ approvals: Record<string, unknown>[] }>("GET", "/v1/approvals?state=" + encodeURIComponent(state))).json.approvals;
+  }
+
+  /** Let a pending request run; who approved is this process's user. */
+  async approve(id: string, reason = ""): Promise<Record<string, unknown>> {
+    return (await this.call<Record<string, unknown>>("POST", `/v1/approvals/${encodeURIComponent(id)}/approve`, { reason })).json;
+  }
+
+  /** Refuse a pending request: its client gets approval_denied with the reason. */
+  async deny(id: string, reason: string): Promise<Record<string, unknown>> {
+    return (await this.call<Record<string, unknown>>("POST", `/v1/approvals/${encodeURIComponent(id)}/deny`, { reason })).json;
+  }
+
   /** The OpenAPI document of the API the daemon serves. */
   async openapi(): Promise<any> {
     return (await this.call("GET", "/v1/openapi.json")).json;

@@ -156,6 +156,8 @@ export interface RunResult {
   outputs_omitted?: number;
   egress?: Egress[];
   egress_unrecorded?: number;
+  /** How a person decided, when a policy in mode "ask" held the run. */
+  approval?: ApprovalOutcome;
   /** The session was hibernated and woke for this exec, in resume_ms. */
   resumed?: boolean;
   resume_ms?: number;
@@ -246,4 +248,12 @@ export interface Context {
   started_at: string;
   executions: number;
   rss_bytes: number;
+}
+
+/** How a person decided on a request a policy in mode "ask" held. */
+export interface ApprovalOutcome {
+  id: string;
+  state: "approved" | "denied" | "expired" | "pending";
+  by?: string;
+  reason?: string;
 }

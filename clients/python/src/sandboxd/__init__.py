@@ -9,7 +9,7 @@
 """
 from .aio import AsyncClient, AsyncSession
 from .client import Client, SessionHandle
-from .errors import (Conflict, ImageBuilding, ImageMissing, InternalError, InvalidRequest, NoSpace, NotFound, PluginUnavailable,
+from .errors import (ApprovalDenied, ApprovalTimeout, Conflict, ImageBuilding, ImageMissing, InternalError, InvalidRequest, NoSpace, NotFound, PluginUnavailable,
                      PolicyDenied, PoolExhausted, RuntimeUnavailable, SandboxdError, SessionLost, ShuttingDown, TooLarge,
                      TooManySessions, Unreachable, UnknownLanguage)
 from .types import (Context, ContextState, Display, Egress, Event, FileEntry, Finding, OutputFile, Result, Session,
@@ -17,7 +17,7 @@ from .types import (Context, ContextState, Display, Egress, Event, FileEntry, Fi
 
 __all__ = [
     "AsyncClient", "AsyncSession", "Client", "SessionHandle",
-    "SandboxdError", "Conflict", "ImageBuilding", "ImageMissing", "InternalError", "InvalidRequest", "NoSpace", "NotFound",
+    "SandboxdError", "ApprovalDenied", "ApprovalTimeout", "Conflict", "ImageBuilding", "ImageMissing", "InternalError", "InvalidRequest", "NoSpace", "NotFound",
     "PluginUnavailable", "PolicyDenied", "PoolExhausted", "RuntimeUnavailable", "SessionLost", "ShuttingDown",
     "TooLarge", "TooManySessions", "Unreachable", "UnknownLanguage",
     "Context", "ContextState", "Display", "Egress", "Event", "FileEntry", "Finding", "OutputFile", "Result",

@@ -116,6 +116,19 @@ class Client:
         """The OpenAPI document of the API the daemon serves."""
         return self._call("GET", "/v1/openapi.json")
 
+    def approvals(self, state: str = "pending") -> List[Dict[str, Any]]:
+        """Requests a policy in mode "ask" holds for a person, newest first;
+        ``state`` is pending, approved, denied, expired or "" for all."""
+        return self._call("GET", "/v1/approvals?state=" + urllib.parse.quote(state))["approvals"]
+
+    def approve(self, approval_id: str, reason: str = "") -> Dict[str, Any]:
+        """Let a pending request run; who approved is this process's user."""
+        return self._call("POST", "/v1/approvals/%s/approve" % urllib.parse.quote(approval_id, safe=""), {"reason": reason})
+
+    def deny(self, approval_id: str, reason: str) -> Dict[str, Any]:
+        """Refuse a pending request: its client gets ``approval_denied`` with the reason."""
+        return self._call("POST", "/v1/approvals/%s/deny" % urllib.parse.quote(approval_id, safe=""), {"reason": reason})
+
     # --- runs
 
     def run(self, language: str, code: Code = None, *, files: Optional[Dict[str, Union[str, bytes]]] = None,

@@ -36,6 +36,18 @@ class PolicyDenied(SandboxdError):
     code = "policy_denied"
 
 
+class ApprovalDenied(SandboxdError):
+    """A person, asked by a policy in mode "ask", denied the request (the message says who and why)."""
+
+    code = "approval_denied"
+
+
+class ApprovalTimeout(SandboxdError):
+    """Nobody decided on the request within the approval timeout."""
+
+    code = "approval_timeout"
+
+
 class NotFound(SandboxdError):
     code = "not_found"
 
@@ -96,7 +108,8 @@ class Unreachable(SandboxdError):
 
 
 _BY_CODE: Dict[str, Type[SandboxdError]] = {
-    cls.code: cls for cls in (InvalidRequest, UnknownLanguage, PolicyDenied, NotFound, Conflict, SessionLost,
+    cls.code: cls for cls in (InvalidRequest, UnknownLanguage, PolicyDenied, ApprovalDenied, ApprovalTimeout, NotFound,
+                              Conflict, SessionLost,
                               TooLarge, PoolExhausted, TooManySessions, NoSpace, RuntimeUnavailable, ImageMissing,
                               ImageBuilding, PluginUnavailable, ShuttingDown, InternalError)
 }

@@ -156,6 +156,9 @@ class Result:
     outputs_omitted: int = 0
     egress: List[Egress] = field(default_factory=list)
     egress_unrecorded: int = 0
+    # How a person decided, when a policy in mode "ask" held the run:
+    # {"id", "state", "by", "reason"}.
+    approval: Optional[Dict[str, Any]] = None
     resumed: bool = False
     resume_ms: float = 0
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)

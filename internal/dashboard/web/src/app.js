@@ -264,6 +264,7 @@ async function sessionPage(root, signal, id) {
   const termBox = h("div", { class: "terminal", id: "terminal" });
   const files = h("div", { id: "files" });
   const execs = h("div");
+  const ports = h("div", { id: "ports" });
   root.replaceChildren(
     h("h1", {}, `Session ${s.id}`),
     h("div", { class: "toolbar" },
@@ -277,9 +278,11 @@ async function sessionPage(root, signal, id) {
       } }, "Delete")),
     failure,
     h("h2", {}, "Terminal"), termBox,
+    h("h2", {}, "Ports"), ports,
     h("div", { class: "two" }, h("div", {}, h("h2", {}, "Files"), files), h("div", {}, h("h2", {}, "Executions"), execs)));
   openTerminal(termBox, id, signal);
   fileBrowser(files, id, ".");
+  portList(ports, id, signal);
   const drawExecs = async () => {
     const { executions } = await api("GET", `/v1/executions?session=${enc(id)}&limit=30`);
     execs.replaceChildren(table(["ID", "Started", "Kind", "Outcome", "Total"], executions.map((e) => h("tr", {},
@@ -289,6 +292,32 @@ async function sessionPage(root, signal, id) {
   await drawExecs();
   const stop = live((type, data) => { if (type === "execution" && data.session === id) drawExecs(); });
   signal.addEventListener("abort", stop);
+}
+
+// portList shows the ports servers listen on in the session, live, each
+// with a button that makes a preview link: a token for that port alone,
+// opened at an origin of its own.
+function portList(box, id, signal) {
+  let shown = null;
+  const links = {};
+  const draw = async () => {
+    const { ports } = await api("GET", `/v1/sessions/${enc(id)}/ports`);
+    const key = ports.map((p) => p.port).join() + Object.keys(links).join();
+    if (key === shown) return;
+    shown = key;
+    box.replaceChildren(ports.length ? table(["Port", "Address", ""], ports.map((p) => h("tr", {},
+      h("td", { class: "mono" }, String(p.port)), h("td", { class: "mono" }, p.address),
+      h("td", {}, links[p.port] ? h("a", { class: "preview", href: links[p.port], target: "_blank", rel: "noopener" }, "Open the preview")
+        : h("button", { class: "secondary", onclick: async () => {
+          try {
+            links[p.port] = (await api("POST", `/v1/sessions/${enc(id)}/ports/${p.port}/preview`, { ttl: "1h" })).url;
+            await draw();
+          } catch (err) { box.append(errorBox(err)); }
+        } }, "Preview link"))))) : h("p", { class: "muted" }, "No server listens in the sandbox."));
+  };
+  draw().catch((err) => box.replaceChildren(errorBox(err)));
+  const timer = setInterval(() => draw().catch(() => {}), 2000);
+  signal.addEventListener("abort", () => clearInterval(timer));
 }
 
 // openTerminal connects an xterm.js terminal to the session's terminal
