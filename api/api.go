@@ -22,15 +22,16 @@ const (
 	CodePluginUnavailable  = "plugin_unavailable"
 	CodeShuttingDown       = "shutting_down"
 	CodeInternal           = "internal"
-	CodeConflict           = "conflict"          // e.g. deleting a project sessions use
-	CodeTooManySessions    = "too_many_sessions" // the sessions ceiling is reached
-	CodeSessionLost        = "session_lost"      // its container is gone
-	CodeTooLarge           = "too_large"         // a transfer over the limit
-	CodeNoSpace            = "no_space"          // the workspace is full
-	CodeUnauthorized       = "unauthorized"      // the dashboard's TCP listener: no valid token
-	CodeForbidden          = "forbidden"         // the dashboard's TCP listener: a cross-site request
-	CodeApprovalDenied     = "approval_denied"   // a person denied the request a policy asked about
-	CodeApprovalTimeout    = "approval_timeout"  // nobody decided within approval_timeout
+	CodeConflict           = "conflict"             // e.g. deleting a project sessions use
+	CodeTooManySessions    = "too_many_sessions"    // the sessions ceiling is reached
+	CodeSessionLost        = "session_lost"         // its container is gone
+	CodeTooLarge           = "too_large"            // a transfer over the limit
+	CodeNoSpace            = "no_space"             // the workspace is full
+	CodeUnauthorized       = "unauthorized"         // the dashboard's TCP listener: no valid token
+	CodeForbidden          = "forbidden"            // the dashboard's TCP listener: a cross-site request
+	CodeApprovalDenied     = "approval_denied"      // a person denied the request a policy asked about
+	CodeApprovalTimeout    = "approval_timeout"     // nobody decided within approval_timeout
+	CodeTooManyConnections = "too_many_connections" // a session's ports have as many forwarded as they may
 )
 
 // Encodings of byte content in JSON. Text is the default: valid UTF-8 is

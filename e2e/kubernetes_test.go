@@ -457,17 +457,25 @@ func TestKubernetesTwoNodes(t *testing.T) {
 			t.Errorf("session %s on %s after %s was drained: %+v %v", id, kept, drained, res, err)
 		}
 	}
+	var seen string // what the last look found, said if the wait fails
+	defer func() {
+		if t.Failed() {
+			t.Logf("last seen: %s", seen)
+		}
+	}()
 	waitForWithin(t, "the pool refilled on "+kept, 2*time.Minute, func() bool {
 		// The sessions' pods there, and four warm ones made in place of
 		// those that died with the drained node.
 		pods := cluster.Pods(t, testutil.TestLabel+"="+d.RunID)
-		for _, pod := range pods {
-			if cluster.PodNode(t, pod) != kept {
-				return false
-			}
-		}
 		p, err := c.Pools(ctx(t))
-		return err == nil && p["python"].Idle >= 4 && len(pods) >= len(byNode[kept])+4
+		seen = fmt.Sprintf("pool %+v (%v)", p["python"], err)
+		ok := err == nil && p["python"].Idle >= 4 && len(pods) >= len(byNode[kept])+4
+		for _, pod := range pods {
+			node := cluster.PodNode(t, pod)
+			seen += "; " + pod + " on " + node
+			ok = ok && node == kept
+		}
+		return ok
 	})
 	res, err := c.Run(ctx(t), api.RunRequest{Language: "python", Code: "print('after the drain')"})
 	if err != nil || res.Stdout != "after the drain\n" {

@@ -2,12 +2,15 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,5 +123,200 @@ func TestPreview(t *testing.T) {
 	}
 	if code, body := get(browser(), strings.TrimSpace(out)); code != 200 || body != "hello from the preview\n" {
 		t.Errorf("sandboxctl's link after the revocation: %d %q", code, body)
+	}
+}
+
+// hostileServers is a python program for a session: on 8801 a server that
+// answers every request with an endless body, on 8802 one that accepts and
+// never answers, on 8803 one that closes mid-way through its answer.
+const hostileServers = `import socket, threading
+def serve(port, handle):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", port))
+    s.listen(1024)
+    def loop():
+        while True:
+            c, _ = s.accept()
+            threading.Thread(target=handle, args=(c,), daemon=True).start()
+    threading.Thread(target=loop, daemon=True).start()
+def flood(c):
+    try:
+        c.recv(65536)
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n")
+        while True:
+            c.sendall(b"x" * 65536)
+    except OSError:
+        pass
+held = []
+def stall(c):
+    held.append(c)
+def cut(c):
+    c.recv(65536)
+    c.sendall(b"HTTP/1.1 20")
+    c.close()
+serve(8801, flood)
+serve(8802, stall)
+serve(8803, cut)
+threading.Event().wait()
+`
+
+// TestHostilePorts points browsers and clients at servers in a sandbox
+// that try to wedge sandboxd: an endless answer nobody reads, a server
+// that never answers, one that closes mid-answer, and a thousand
+// connections at once. The session's other operations go on meanwhile,
+// and the daemon stays whole.
+func TestHostilePorts(t *testing.T) {
+	d := testutil.StartDaemon(t, testutil.Options{Languages: pythonOnly, Extra: `http { listen = "127.0.0.1:0" }`})
+	c := d.Client()
+	id := newSession(t, c, api.SessionRequest{})
+	if _, err := c.PutFile(ctx(t), id, "servers.py", strings.NewReader(hostileServers), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sh(t, c, id, "python3 servers.py >/dev/null 2>&1 </dev/null &")
+	waitFor(t, "the servers to listen", func() bool {
+		ports, err := c.Ports(ctx(t), id)
+		return err == nil && len(ports) == 3
+	})
+	alive := func(what string) {
+		t.Helper()
+		actx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if res, err := c.Exec(actx, id, api.ExecRequest{Argv: []string{"echo", "alive"}}); err != nil || res.Stdout != "alive\n" {
+			t.Fatalf("the session %s: %+v %v", what, res, err)
+		}
+	}
+	var listen string
+	dial := func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, "127.0.0.1:"+listen)
+	}
+	// preview trades a preview link's token for its cookie, as a browser's
+	// first visit does, and returns the preview's host and the cookie.
+	preview := func(port int) (host, cookie string) {
+		t.Helper()
+		p, err := c.Preview(ctx(t), id, port, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, _ := url.Parse(p.URL)
+		listen = u.Port()
+		first := &http.Client{Transport: &http.Transport{DialContext: dial},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := first.Get(p.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		for _, ck := range resp.Cookies() {
+			if ck.Name == "sandboxd_preview" {
+				return u.Host, ck.Name + "=" + ck.Value
+			}
+		}
+		t.Fatalf("the preview link of port %d set no cookie: %d", port, resp.StatusCode)
+		return "", ""
+	}
+	browser := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: dial}}
+	get := func(host, cookie string) (*http.Response, error) {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+host+"/", nil)
+		req.Header.Set("Cookie", cookie)
+		return browser.Do(req)
+	}
+
+	// An endless answer to a browser that never reads: its connection is
+	// dropped, and the session answers meanwhile.
+	host, cookie := preview(8801)
+	raw, err := net.Dial("tcp", "127.0.0.1:"+listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := io.WriteString(raw, "GET / HTTP/1.1\r\nHost: "+host+"\r\nCookie: "+cookie+"\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // the flood fills every buffer on the way
+	alive("while a browser does not read an endless answer")
+	head := make([]byte, 15)
+	if _, err := io.ReadFull(raw, head); err != nil || string(head) != "HTTP/1.1 200 OK" {
+		t.Errorf("the endless answer began %q (%v)", head, err)
+	}
+
+	// A server that never answers: the browser gives up, nothing else waits.
+	host, cookie = preview(8802)
+	if resp, err := get(host, cookie); err == nil {
+		t.Errorf("a server that never answers answered %d", resp.StatusCode)
+		resp.Body.Close()
+	}
+	alive("after a server that never answered")
+	// One that closes mid-answer: a bad gateway, said so.
+	host, cookie = preview(8803)
+	resp, err := get(host, cookie)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(body), "sandboxd preview") {
+		t.Errorf("a server that closes mid-answer: %d %q", resp.StatusCode, body)
+	}
+
+	// A thousand connections at once: a bounded number are carried, the
+	// rest refused with a reason, none hangs, and all of them end.
+	const n = 1000
+	var wg sync.WaitGroup
+	var carried, refused, other atomic.Int32
+	var sample sync.Map // what the others got, a few
+	conns := make(chan net.Conn, n)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			conn, err := c.ConnectPort(cctx, id, 8802)
+			if err != nil {
+				sample.Store(err.Error(), true)
+				other.Add(1)
+				return
+			}
+			conns <- conn
+			began := time.Now()
+			_ = conn.SetReadDeadline(began.Add(5 * time.Second))
+			_, err = conn.Read(make([]byte, 1))
+			switch {
+			case err != nil && strings.Contains(err.Error(), "too_many_connections"):
+				refused.Add(1)
+			case time.Since(began) >= 4*time.Second:
+				carried.Add(1) // held open by the server that never answers, to the deadline
+			default:
+				sample.Store(fmt.Sprint(err), true)
+				other.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	close(conns)
+	for conn := range conns {
+		conn.Close()
+	}
+	t.Logf("%d connections: %d carried, %d refused, %d otherwise", n, carried.Load(), refused.Load(), other.Load())
+	sample.Range(func(k, _ any) bool { t.Logf("otherwise: %v", k); return true })
+	if carried.Load() == 0 || carried.Load() > 16 || refused.Load() < n-16-other.Load() || other.Load() > n/10 {
+		t.Errorf("%d connections: %d carried, %d refused, %d otherwise", n, carried.Load(), refused.Load(), other.Load())
+	}
+	alive("after a thousand connections")
+	// Their slots are free again.
+	waitFor(t, "a connection carried again", func() bool {
+		conn, err := c.ConnectPort(ctx(t), id, 8802)
+		if err != nil {
+			return false
+		}
+		defer conn.Close()
+		began := time.Now()
+		_ = conn.SetReadDeadline(began.Add(time.Second))
+		_, _ = conn.Read(make([]byte, 1))
+		return time.Since(began) >= 900*time.Millisecond
+	})
+	if out, _, code := d.Ctl("", "status"); code != 0 {
+		t.Errorf("the daemon after the hostile servers: %s", out)
 	}
 }

@@ -52,6 +52,7 @@ type Daemon struct {
 	records   *recorder
 	egress    *egress.Proxy
 	Approvals *approvals.Manager
+	forwards  forwards
 }
 
 // New starts the plugins, gives stored sessions their containers back,

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sandboxd/sandboxd/api"
@@ -19,6 +20,40 @@ import (
 // forwardStderr bounds what a relay may say of why it failed.
 const forwardStderr = 4 << 10
 
+// maxForwards bounds the connections forwarded into one session at once:
+// each is a relay process in its sandbox (with the Go runtime's few
+// threads), and the sandbox's pids, threads included, are its programs':
+// a thousand connections must not leave the server none to accept them.
+const maxForwards = 16
+
+// forwards counts the connections forwarded into each session.
+type forwards struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// take counts one more connection into session id, if there is room.
+func (f *forwards) take(id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n == nil {
+		f.n = map[string]int{}
+	}
+	if f.n[id] >= maxForwards {
+		return false
+	}
+	f.n[id]++
+	return true
+}
+
+func (f *forwards) done(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n[id]--; f.n[id] <= 0 {
+		delete(f.n, id)
+	}
+}
+
 // Forward carries one connection to port on a session's own loopback: in
 // is what the client sends, out gets what the server answers, until
 // either side ends it (or the session's TTL). The bytes travel over the
@@ -28,6 +63,10 @@ func (d *Daemon) Forward(ctx context.Context, id string, port int, in io.Reader,
 	if port < 1 || port > 65535 {
 		return "", api.Errorf(api.CodeInvalidRequest, "port %d: a number from 1 to 65535", port)
 	}
+	if !d.forwards.take(id) {
+		return "", api.Errorf(api.CodeTooManyConnections, "session %s has %d connections forwarded already: close some, or wait", id, maxForwards)
+	}
+	defer d.forwards.done(id)
 	var refused string
 	aerr := d.Sessions.Alongside(ctx, id, func(ss *sessions.Session, sb *runtime.Sandbox) *api.Error {
 		var stderr bytes.Buffer
@@ -36,6 +75,7 @@ func (d *Daemon) Forward(ctx context.Context, id string, port int, in io.Reader,
 		// relay ends by itself.
 		res, err := sb.Exec(context.WithoutCancel(ctx), supervisor.ExecRequest{
 			Argv:        []string{runtime.SupervisorPath, supervisor.RelayArg, strconv.Itoa(port)},
+			Env:         []string{"GOMAXPROCS=1"}, // as few threads as the relay can do with
 			TimeoutMS:   max(time.Until(ss.Record().ExpiresAt).Milliseconds(), 1),
 			OutputLimit: 1 << 50, // a connection's bytes are not output to keep
 		}, in, func(stream string, data []byte) {

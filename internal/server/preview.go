@@ -70,6 +70,15 @@ func portOf(r *http.Request) (int, *api.Error) {
 	return port, nil
 }
 
+// Bounds of a preview's connections: how many go to one session's port at
+// once (each is a relay process in the sandbox, which counts toward its
+// pids), and how long a write may wait for the browser's side.
+const (
+	maxPreviewConns     = 32
+	previewWriteTimeout = 30 * time.Second
+	previewBacklog      = 64 // chunks of a relay's output, up to 64 KiB each
+)
+
 // sandboxHost is the host a preview's connections are pooled under: the
 // session names it, the dial reads it back.
 const sandboxHost = ".sandbox"
@@ -86,6 +95,7 @@ func PreviewProxy(d *daemon.Daemon, log hclog.Logger) dashboard.PreviewHandler {
 			return dialSession(ctx, d, strings.TrimSuffix(host, sandboxHost), port)
 		},
 		MaxIdleConnsPerHost:   4,
+		MaxConnsPerHost:       maxPreviewConns, // the rest wait their turn
 		IdleConnTimeout:       30 * time.Second,
 		ResponseHeaderTimeout: time.Minute,
 	}
@@ -135,7 +145,15 @@ func dialSession(ctx context.Context, d *daemon.Daemon, session string, port int
 	client, relay := net.Pipe()
 	go func() {
 		defer relay.Close()
-		_, _ = d.Forward(context.WithoutCancel(ctx), session, port, relay, func(b []byte) { _, _ = relay.Write(b) })
+		// A browser that stops reading loses its connection, and holds up
+		// nothing else of the session's.
+		send, flush := decoupled(func(b []byte) error {
+			_ = relay.SetWriteDeadline(time.Now().Add(previewWriteTimeout))
+			_, err := relay.Write(b)
+			return err
+		}, func() { relay.Close() }, previewBacklog)
+		_, _ = d.Forward(context.WithoutCancel(ctx), session, port, relay, send)
+		flush()
 	}()
 	return client, nil
 }

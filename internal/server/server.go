@@ -230,6 +230,7 @@ var statusOf = map[string]int{
 	api.CodePolicyDenied:       http.StatusForbidden,
 	api.CodeApprovalDenied:     http.StatusForbidden,
 	api.CodeApprovalTimeout:    http.StatusForbidden,
+	api.CodeTooManyConnections: http.StatusTooManyRequests,
 	api.CodePoolExhausted:      http.StatusTooManyRequests,
 	api.CodeRuntimeUnavailable: http.StatusServiceUnavailable,
 	api.CodeImageMissing:       http.StatusServiceUnavailable,

@@ -147,20 +147,30 @@ func serveTerminal(w http.ResponseWriter, r *http.Request, first func(context.Co
 }
 
 // toClient sends binary frames to a WebSocket's client without ever
-// holding up the sandbox's connection: up to terminalBacklog wait for a
-// client that reads slowly, and one that does not read is cancelled.
-// flush waits until what was sent has been written.
+// holding up the sandbox's connection (see decoupled); a client that does
+// not read is cancelled.
 func toClient(ctx context.Context, conn *websocket.Conn, cancel context.CancelFunc) (send func([]byte), flush func()) {
-	backlog := make(chan []byte, terminalBacklog)
+	return decoupled(func(data []byte) error {
+		wctx, done := context.WithTimeout(ctx, 10*time.Second)
+		defer done()
+		return conn.Write(wctx, websocket.MessageBinary, data)
+	}, cancel, terminalBacklog)
+}
+
+// decoupled hands bytes that come over a sandbox's connection (whose one
+// reader carries every exec and forwarded connection of the sandbox) to
+// write from a goroutine of its own: up to backlog chunks wait for a
+// client that reads slowly, and a client that lets more pile up, or whose
+// write fails, is lost (lose ends it). flush waits until what was sent has
+// been written.
+func decoupled(write func([]byte) error, lose func(), chunks int) (send func([]byte), flush func()) {
+	backlog := make(chan []byte, chunks)
 	written := make(chan struct{})
 	go func() {
 		defer close(written)
 		for data := range backlog {
-			wctx, done := context.WithTimeout(ctx, 10*time.Second)
-			err := conn.Write(wctx, websocket.MessageBinary, data)
-			done()
-			if err != nil {
-				cancel()
+			if err := write(data); err != nil {
+				lose()
 				return
 			}
 		}
@@ -169,7 +179,7 @@ func toClient(ctx context.Context, conn *websocket.Conn, cancel context.CancelFu
 		select {
 		case backlog <- append([]byte(nil), data...):
 		default:
-			cancel() // a client that does not read
+			lose() // a client that does not read
 		}
 	}
 	return send, func() { close(backlog); <-written }
