@@ -26,24 +26,43 @@ const forwardStderr = 4 << 10
 // a thousand connections must not leave the server none to accept them.
 const maxForwards = 16
 
+// forwardWait is how long a connection waits for one of its session's
+// forwarded connections to end when all maxForwards are carried: a burst
+// (a browser's, a client's pool) waits its turn, a flood is refused.
+const forwardWait = 2 * time.Second
+
 // forwards counts the connections forwarded into each session.
 type forwards struct {
-	mu sync.Mutex
-	n  map[string]int
+	mu    sync.Mutex
+	n     map[string]int
+	freed chan struct{} // closed and replaced whenever one ends
 }
 
-// take counts one more connection into session id, if there is room.
-func (f *forwards) take(id string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.n == nil {
-		f.n = map[string]int{}
+// take counts one more connection into session id, once there is room:
+// false when none came within forwardWait (or ctx ended).
+func (f *forwards) take(ctx context.Context, id string) bool {
+	wait := time.NewTimer(forwardWait)
+	defer wait.Stop()
+	for {
+		f.mu.Lock()
+		if f.n == nil {
+			f.n, f.freed = map[string]int{}, make(chan struct{})
+		}
+		if f.n[id] < maxForwards {
+			f.n[id]++
+			f.mu.Unlock()
+			return true
+		}
+		freed := f.freed
+		f.mu.Unlock()
+		select {
+		case <-freed:
+		case <-wait.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
 	}
-	if f.n[id] >= maxForwards {
-		return false
-	}
-	f.n[id]++
-	return true
 }
 
 func (f *forwards) done(id string) {
@@ -52,6 +71,8 @@ func (f *forwards) done(id string) {
 	if f.n[id]--; f.n[id] <= 0 {
 		delete(f.n, id)
 	}
+	close(f.freed)
+	f.freed = make(chan struct{})
 }
 
 // Forward carries one connection to port on a session's own loopback: in
@@ -63,8 +84,8 @@ func (d *Daemon) Forward(ctx context.Context, id string, port int, in io.Reader,
 	if port < 1 || port > 65535 {
 		return "", api.Errorf(api.CodeInvalidRequest, "port %d: a number from 1 to 65535", port)
 	}
-	if !d.forwards.take(id) {
-		return "", api.Errorf(api.CodeTooManyConnections, "session %s has %d connections forwarded already: close some, or wait", id, maxForwards)
+	if !d.forwards.take(ctx, id) {
+		return "", api.Errorf(api.CodeTooManyConnections, "session %s has carried %d connections for %s: close some, or try again", id, maxForwards, forwardWait)
 	}
 	defer d.forwards.done(id)
 	var refused string

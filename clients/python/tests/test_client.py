@@ -150,3 +150,27 @@ def test_types_follow_the_openapi_document(client):
             if prop not in fields:
                 missing.append("%s.%s" % (name, prop))
     assert not missing, "fields of the OpenAPI document the client's types lack: %s" % missing
+
+
+def test_connect_port(client):
+    """A connection to a server the session runs, carried by sandboxd."""
+    import time
+
+    with client.session("python", ttl="5m") as s:
+        s.write_file("site/index.html", "hello over the socket\n")
+        s.exec(["sh", "-c", "cd site && python3 -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1 </dev/null &"])
+        for _ in range(100):
+            if any(p["port"] == 8000 for p in s.ports()):
+                break
+            time.sleep(0.1)
+        with s.connect_port(8000) as conn:
+            conn.sendall(b"GET /index.html HTTP/1.0\r\n\r\n")
+            answer = b""
+            while True:
+                chunk = conn.recv()
+                if not chunk:
+                    break
+                answer += chunk
+        assert answer.startswith(b"HTTP/1.0 200") and answer.endswith(b"hello over the socket\n")
+        with pytest.raises(ConnectionRefusedError, match="8001"):
+            s.connect_port(8001).recv()

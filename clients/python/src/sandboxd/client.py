@@ -12,6 +12,8 @@ import urllib.parse
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
 from . import errors
+from . import ports as _ports
+from .ports import PortConnection
 from .types import Context, Event, FileEntry, Result, Session, Snapshot, build
 
 DEFAULT_SOCKET = "/run/sandboxd/sandboxd.sock"
@@ -296,6 +298,12 @@ class SessionHandle:
     def ports(self) -> List[Dict[str, Any]]:
         """The TCP ports listening inside the sandbox: [{"address": ..., "port": ...}]."""
         return self.client._call("GET", self._path + "/ports")["ports"]
+
+    def connect_port(self, port: int) -> "PortConnection":
+        """One TCP connection to ``port`` on the sandbox's own loopback (a server
+        the session runs), carried by sandboxd: ``sendall``, ``recv``, ``close``
+        as a socket's; usable as a context manager."""
+        return _ports.connect(self.client.socket, self._path + "/ports/%d/connect" % int(port), self.client.timeout)
 
     def preview(self, port: int, ttl: Duration = None) -> Dict[str, Any]:
         """A link that opens the server on ``port`` to a browser on sandboxd's TCP
