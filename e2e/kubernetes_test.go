@@ -466,16 +466,25 @@ func TestKubernetesTwoNodes(t *testing.T) {
 	waitForWithin(t, "the pool refilled on "+kept, 2*time.Minute, func() bool {
 		// The sessions' pods there, and four warm ones made in place of
 		// those that died with the drained node.
-		pods := cluster.Pods(t, testutil.TestLabel+"="+d.RunID)
+		// Listed with their nodes at once: a pod read after the listing
+		// may be gone by then.
+		list, err := cluster.Client.CoreV1().Pods(cluster.Namespace).List(ctx(t), metav1.ListOptions{LabelSelector: testutil.TestLabel + "=" + d.RunID})
+		if err != nil {
+			seen = err.Error()
+			return false
+		}
 		p, err := c.Pools(ctx(t))
 		seen = fmt.Sprintf("pool %+v (%v)", p["python"], err)
-		ok := err == nil && p["python"].Idle >= 4 && len(pods) >= len(byNode[kept])+4
-		for _, pod := range pods {
-			node := cluster.PodNode(t, pod)
-			seen += "; " + pod + " on " + node
-			ok = ok && node == kept
+		ok, live := err == nil && p["python"].Idle >= 4, 0
+		for _, pod := range list.Items {
+			if pod.DeletionTimestamp != nil {
+				continue
+			}
+			live++
+			seen += "; " + pod.Name + " on " + pod.Spec.NodeName
+			ok = ok && pod.Spec.NodeName == kept
 		}
-		return ok
+		return ok && live >= len(byNode[kept])+4
 	})
 	res, err := c.Run(ctx(t), api.RunRequest{Language: "python", Code: "print('after the drain')"})
 	if err != nil || res.Stdout != "after the drain\n" {

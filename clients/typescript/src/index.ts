@@ -2,7 +2,9 @@
 // containers from Node.js, over the daemon's Unix socket with Node's own
 // http module.
 import * as http from "node:http";
+import type { Duplex } from "node:stream";
 import { fromBody, Unreachable } from "./errors.js";
+import { connectPort } from "./ports.js";
 import type {
   Context, Event, ExecRequest, FileEntry, Preview, RunRequest, RunResult, Session, SessionRequest, Snapshot,
 } from "./types.js";
@@ -208,6 +210,12 @@ export class SessionHandle {
   /** A link that opens the server on `port` to a browser on sandboxd's TCP listener, at an origin of its own, for `ttl` (default "1h"). */
   async preview(port: number, ttl?: string): Promise<Preview> {
     return (await this.client.request<Preview>("POST", `${this.path}/ports/${Math.trunc(port)}/preview`, ttl ? { ttl } : {})).json;
+  }
+
+  /** One TCP connection to `port` on the sandbox's own loopback (a server the
+   * session runs), carried by sandboxd: a Duplex stream of its bytes. */
+  connectPort(port: number): Promise<Duplex> {
+    return connectPort(this.client.socket, `${this.path}/ports/${Math.trunc(port)}/connect`);
   }
 
   /** End every preview link of the session made so far. */

@@ -115,3 +115,22 @@ test("types follow the OpenAPI document", { skip }, async () => {
   }
   assert.deepEqual(missing, [], "fields of the OpenAPI document the client's types lack");
 });
+
+test("connectPort", { skip }, async () => {
+  const s = await client.createSession({ language: "python", ttl: "5m" });
+  try {
+    await s.writeFile("site/index.html", "hello over the socket\n");
+    await s.exec({ argv: ["sh", "-c", "cd site && python3 -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1 </dev/null &"] });
+    for (let i = 0; i < 100 && !(await s.ports()).some((p) => p.port === 8000); i++) await new Promise((r) => setTimeout(r, 100));
+    const conn = await s.connectPort(8000);
+    conn.write("GET /index.html HTTP/1.0\r\n\r\n"); // no end(): a forwarded connection has no half-close
+    const chunks = [];
+    for await (const c of conn) chunks.push(c);
+    const answer = Buffer.concat(chunks).toString();
+    assert.ok(answer.startsWith("HTTP/1.0 200") && answer.endsWith("hello over the socket\n"), answer);
+    const refused = await s.connectPort(8001);
+    await assert.rejects(async () => { for await (const _ of refused) { /* nothing comes */ } }, (e) => e.code === "ECONNREFUSED" && /8001/.test(e.message));
+  } finally {
+    await s.close();
+  }
+});
