@@ -66,10 +66,11 @@ policy "patterns" {
 		t.Fatalf("the approved run: %v\nstdout %q\nstderr %q", err, out, errOut)
 	}
 	me, _ := user.Current()
-	hist, _, _ := d.Ctl("", "history", "--limit", "1")
-	if !strings.Contains(hist, "approved by "+me.Username+" (uid "+me.Uid+")") {
-		t.Errorf("history:\n%s", hist)
-	}
+	// The history is written in the background.
+	waitForWithin(t, "the history to say who approved", 10*time.Second, func() bool {
+		hist, _, _ := d.Ctl("", "history", "--limit", "1")
+		return strings.Contains(hist, "approved by "+me.Username+" (uid "+me.Uid+")")
+	})
 
 	cmd, _, errOut = runner()
 	id = pending()
