@@ -143,21 +143,27 @@ soak: build images
 bench: build images
 	$(GO) run ./cmd/sandboxd-bench -bin $(BIN)
 
-# Both plugin protocols' Go code: protoc from Debian's protobuf-compiler
-# (installed when missing), protoc-gen-go and protoc-gen-go-grpc pinned,
-# from the Go module proxy into bin/tools.
+# The protocols' Go code: both plugin protocols (gRPC) and the E2B agent's
+# services (Connect). protoc from Debian's protobuf-compiler (installed
+# when missing); protoc-gen-go, protoc-gen-go-grpc and protoc-gen-connect-go
+# pinned, from the Go module proxy into bin/tools.
 PROTOS := plugins/language/proto/language.proto plugins/policy/proto/policy.proto
-PROTOC_GEN_GO_VERSION      := v1.36.12
-PROTOC_GEN_GO_GRPC_VERSION := v1.6.0
+ENVD_PROTOS := internal/e2b/envd/process.proto internal/e2b/envd/filesystem.proto
+PROTOC_GEN_GO_VERSION         := v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION    := v1.6.0
+PROTOC_GEN_CONNECT_GO_VERSION := v1.19.1
 proto:
 	command -v protoc >/dev/null || apt-get install -y -q protobuf-compiler
 	GOBIN=$(abspath $(BIN)/tools) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 	GOBIN=$(abspath $(BIN)/tools) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+	GOBIN=$(abspath $(BIN)/tools) $(GO) install connectrpc.com/connect/cmd/protoc-gen-connect-go@$(PROTOC_GEN_CONNECT_GO_VERSION)
 	@for p in $(PROTOS); do \
 		echo "protoc $$p"; \
 		(cd $$(dirname $$p) && PATH=$(abspath $(BIN)/tools):$$PATH protoc --go_out=. --go_opt=paths=source_relative \
 			--go-grpc_out=. --go-grpc_opt=paths=source_relative $$(basename $$p)) || exit 1; \
 	done
+	cd internal/e2b/envd && PATH=$(abspath $(BIN)/tools):$$PATH protoc -I. -I/usr/include --go_out=. --go_opt=paths=source_relative \
+		--connect-go_out=. --connect-go_opt=paths=source_relative $(notdir $(ENVD_PROTOS))
 
 # Binaries, plugins, Dockerfiles, the config (kept if present, with
 # socket_group set), the systemd unit, shell completions and the group.

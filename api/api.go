@@ -373,7 +373,7 @@ type Event struct {
 // Execution is one recorded execution, as GET /v1/executions lists them.
 type Execution struct {
 	ID        string    `json:"id"`
-	Kind      string    `json:"kind"` // run, exec or terminal
+	Kind      string    `json:"kind"` // run, exec, terminal, or process (an E2B client's)
 	Language  string    `json:"language"`
 	Session   string    `json:"session,omitempty"`
 	StartedAt time.Time `json:"started_at"`

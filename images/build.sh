@@ -24,6 +24,9 @@ if [ "${FORCE:-0}" = 1 ] || ! have "$base"; then
 		{ tail -n 20 "$rootfs.log" >&2; exit 1; }
 	rm -f "$rootfs.log"
 	rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+	# E2B's clients (internal/e2b) find their home, /home/user, in the
+	# workspace.
+	ln -s /workspace "$rootfs/home/user"
 	say "importing $base"
 	tar -C "$rootfs" -c . | docker import - "$base" >/dev/null
 	rm -rf "$rootfs"

@@ -230,7 +230,7 @@ func newHistoryCmd(g *globals) *cobra.Command {
 	cmd.Flags().IntVar(&limit, "limit", 20, "how many")
 	cmd.Flags().StringVar(&filter.Language, "lang", "", "only this language")
 	cmd.Flags().StringVar(&filter.Session, "session", "", "only this session's")
-	cmd.Flags().StringVar(&filter.Kind, "kind", "", "only runs, execs or terminals: run, exec or terminal")
+	cmd.Flags().StringVar(&filter.Kind, "kind", "", "only runs, execs, terminals or E2B processes: run, exec, terminal or process")
 	cmd.Flags().StringVar(&filter.Outcome, "outcome", "", "only these: ok, nonzero, timeout, oom, error or denied")
 	return cmd
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/config"
 	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/dashboard"
+	"github.com/sandboxd/sandboxd/internal/e2b"
 	"github.com/sandboxd/sandboxd/internal/server"
 	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/runtime"
@@ -113,7 +114,7 @@ func run(cfg *config.Config, log hclog.Logger) error {
 	}
 	handler := server.New(d, dash, log)
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ConnContext: server.PeerContext}
-	serveErr := make(chan error, 2)
+	serveErr := make(chan error, 3)
 	go func() { serveErr <- srv.Serve(ln) }()
 	if cfg.HTTPListen != "" {
 		tln, err := net.Listen("tcp", cfg.HTTPListen)
@@ -130,6 +131,14 @@ func run(cfg *config.Config, log hclog.Logger) error {
 		web := &http.Server{Handler: dash.Guard(handler, server.PreviewProxy(d, log)), ReadHeaderTimeout: 10 * time.Second}
 		go func() { serveErr <- web.Serve(tln) }()
 		defer web.Close()
+	}
+	if cfg.E2B != nil {
+		stopE2B, err := serveE2B(cfg, d, log, serveErr)
+		if err != nil {
+			d.Close(context.Background())
+			return err
+		}
+		defer stopE2B()
 	}
 	log.Info("sandboxd ready", "socket", cfg.Socket, "state_dir", cfg.StateDir, "instance", store.Instance(), "languages", len(cfg.Languages))
 
@@ -150,6 +159,29 @@ func run(cfg *config.Config, log hclog.Logger) error {
 	_ = srv.Shutdown(drainCtx)
 	log.Info("sandboxd stopped cleanly")
 	return nil
+}
+
+// serveE2B starts the E2B-compatible listener (the e2b block); stop ends
+// it and what its clients started.
+func serveE2B(cfg *config.Config, d *daemon.Daemon, log hclog.Logger, serveErr chan<- error) (stop func(), err error) {
+	h, err := e2b.New(d, *cfg.E2B, log)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.E2B.Listen)
+	if err != nil {
+		h.Close()
+		return nil, fmt.Errorf("the E2B listener (e2b.listen in %s): %w", cfg.Path, err)
+	}
+	msg := "E2B-compatible API on http://" + ln.Addr().String() + " (set E2B_API_URL and E2B_SANDBOX_URL to it)"
+	if ip := ln.Addr().(*net.TCPAddr).IP; ip.IsLoopback() {
+		log.Info(msg)
+	} else {
+		log.Warn(msg + ", BEYOND LOOPBACK as e2b.listen says: its API keys are all that guard it")
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { serveErr <- srv.Serve(ln) }()
+	return func() { h.Close(); _ = srv.Close() }, nil
 }
 
 // sweepEvery is how often removals that failed (the engine or the API

@@ -69,6 +69,8 @@ type Config struct {
 	HTTPListen string
 	Languages  []Language
 	Policies   []Policy // in file order: the order of evaluation
+	// E2B is the e2b block; nil when there is none (no E2B listener).
+	E2B *E2B
 	// ApprovalTimeout is how long a request a policy in mode "ask" holds
 	// waits for a person's decision; it is denied at the end of it.
 	ApprovalTimeout time.Duration
@@ -267,6 +269,7 @@ type fileSchema struct {
 	Snapshots  *snapshotsSchema `hcl:"snapshots,block"`
 	Network    *networkSchema   `hcl:"network,block"`
 	HTTP       *httpSchema      `hcl:"http,block"`
+	E2B        *e2bSchema       `hcl:"e2b,block"`
 	Languages  []languageSchema `hcl:"language,block"`
 	Policies   []policySchema   `hcl:"policy,block"`
 	Approval   *string          `hcl:"approval_timeout,optional"`
@@ -623,6 +626,9 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 			continue
 		}
 		cfg.Policies = append(cfg.Policies, v.policy(ps))
+	}
+	if fs.E2B != nil {
+		cfg.E2B = v.e2b(fs.E2B, cfg.Languages)
 	}
 	if len(cfg.Languages) == 0 {
 		v.diags = append(v.diags, &hcl.Diagnostic{

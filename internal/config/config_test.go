@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +67,10 @@ func TestErrorsNameFileLineAndField(t *testing.T) {
 		{"runtime \"kubernetes\" {\n  kubeconfig = \"/no/such\"\n}\nlanguage \"a\" {}", `f.hcl:2,3: "kubeconfig" cannot be read`},
 		{"runtime \"kubernetes\" {\n  kubeconfig = \"/etc/hostname\"\n  namespace = \"Sand_Box\"\n}\nlanguage \"a\" {}", `"namespace" "Sand_Box" is not a namespace name`},
 		{"runtime \"kubernetes\" {\n  kubeconfig = \"/etc/hostname\"\n}\nlanguage \"a\" {\n  runtime = \"kubernetes\"\n  network {\n    allow = [\"x.org\"]\n  }\n}", `"runtime" is kubernetes for a language with egress`},
+		{"e2b {}\nlanguage \"a\" {}", `"api_keys" is missing`},
+		{"e2b {\n  api_keys = [\"short\"]\n}\nlanguage \"a\" {}", `f.hcl:2,3: "api_keys" has a key of 5 characters`},
+		{"e2b {\n  api_keys = [\"0123456789abcdef0123\"]\n  template \"t\" {\n    language = \"b\"\n  }\n}\nlanguage \"a\" {}", `f.hcl:4,5: "language" is "b", which has no language block`},
+		{"e2b {\n  api_keys = [\"0123456789abcdef0123\"]\n  template \"t\" {}\n}\nlanguage \"a\" {}", `"language" is missing`},
 	} {
 		_, err := Parse("f.hcl", []byte(tc.src))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -133,6 +138,28 @@ language "node" {}`))
 // A language's instructions are text, or file("...") relative to the
 // configuration file; a file that is missing or not text is an error at
 // its line.
+func TestE2BTemplates(t *testing.T) {
+	cfg, err := Parse("f.hcl", []byte(`
+e2b {
+  api_keys = ["0123456789abcdef0123"]
+  template "ds" {
+    language = "python"
+    env      = { A = "1" }
+  }
+}
+language "python" {}
+language "bash" {}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]E2BTemplate{"python": {Language: "python"}, "bash": {Language: "bash"}, "base": {Language: "bash"},
+		"code-interpreter-v1": {Language: "python"}, "ds": {Language: "python", Env: map[string]string{"A": "1"}}}
+	if e := cfg.E2B; e == nil || e.Listen != "127.0.0.1:49982" || !reflect.DeepEqual(e.Templates, want) {
+		t.Fatalf("%+v", cfg.E2B)
+	}
+}
+
 func TestLanguageInstructions(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "py.md"), []byte("Use pandas.\n"), 0o644); err != nil {

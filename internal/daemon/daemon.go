@@ -119,6 +119,10 @@ func (d *Daemon) reconcile(ctx context.Context) error {
 	return nil
 }
 
+// Store is the daemon's state store, for the listeners that keep records
+// of their own beside its (internal/e2b).
+func (d *Daemon) Store() *state.Store { return d.store }
+
 // Draining says whether Close has begun.
 func (d *Daemon) Draining() bool { return d.gate.Closing() }
 

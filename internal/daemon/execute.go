@@ -29,7 +29,10 @@ type job struct {
 	steps []language.Step
 	env   []string // KEY=VALUE, the whole environment
 	stdin []byte   // the last step's
-	dir   string   // working directory; "" is the workspace
+	// in, when set, streams the last step's stdin instead (a process
+	// whose client writes to it as it runs).
+	in  io.Reader
+	dir string // working directory; "" is the workspace
 	// killOnExit ends whatever a step leaves running (one-shot runs);
 	// sessions keep background processes.
 	killOnExit bool
@@ -104,8 +107,11 @@ func execute(ctx context.Context, sb *runtime.Sandbox, gate *egress.Gate, j job,
 		}
 		req.Warm = j.warm != nil && j.warm(step.Argv) && !(last && j.tty != nil)
 		var in io.Reader
-		if last && len(j.stdin) > 0 {
+		switch {
+		case last && len(j.stdin) > 0:
 			in = bytes.NewReader(j.stdin)
+		case last:
+			in = j.in
 		}
 		mark := col.bufs[1].Len()
 		var err error

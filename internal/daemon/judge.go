@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -19,18 +20,23 @@ import (
 
 // judgement is what the policies are asked about one request.
 type judgement struct {
-	kind    string
-	lang    *languages.Language
-	files   []program.File
-	entry   string
-	argv    []string
-	cwd     string
-	limits  runtime.Limits // what it will run with
-	session string
+	kind string
+	// recordAs is the history's name for it when not kind: a terminal
+	// and an E2B process are judged as execs.
+	recordAs string
+	lang     *languages.Language
+	files    []program.File
+	entry    string
+	argv     []string
+	cwd      string
+	limits   runtime.Limits // what it will run with
+	session  string
 	// told, if set, is told what the request waits for (a person's
 	// approval), for its client.
 	told func(why string)
 }
+
+func (j judgement) recorded() string { return cmp.Or(j.recordAs, j.kind) }
 
 // judge runs the policy chain. A denial comes back as the policy_denied
 // error, with every finding, and is recorded like an execution that never
@@ -58,7 +64,7 @@ func (d *Daemon) judge(ctx context.Context, j judgement) (policy.Decision, *api.
 	case f.File != "":
 		where = " in " + f.File
 	}
-	d.records.denied(j.lang.Name(), j.kind, j.session, dec.Findings, nil)
+	d.records.denied(j.lang.Name(), j.recorded(), j.session, dec.Findings, nil)
 	return dec, &api.Error{Code: api.CodePolicyDenied, Findings: dec.Findings,
 		Message: fmt.Sprintf("denied by policy %s: %s%s: %s", f.Policy, f.Rule, where, f.Message)}
 }
@@ -78,7 +84,7 @@ func (d *Daemon) approve(ctx context.Context, j judgement, dec policy.Decision) 
 	dec.Approval = &api.ApprovalOutcome{ID: a.ID, State: a.State, By: a.By, Reason: a.Reason}
 	if aerr != nil {
 		if a.State != api.ApprovalPending { // decided, or expired: the history has it now
-			d.records.denied(j.lang.Name(), j.kind, j.session, dec.Findings, dec.Approval)
+			d.records.denied(j.lang.Name(), j.recorded(), j.session, dec.Findings, dec.Approval)
 		}
 		return dec, aerr
 	}

@@ -64,7 +64,7 @@ func (d *Daemon) run(ctx context.Context, req api.RunRequest, out OutputFunc, tt
 	}
 	j.env, j.killOnExit, j.tty = request.EnvList(j.env0, req.Env), true, tty
 	if tty != nil {
-		j.env = append(j.env, termEnv)
+		j.env = append(j.env, "TERM="+terminalEnv["TERM"])
 	}
 	limits, aerr := request.Limits(l.Limits(), req.Timeout, req.Limits)
 	if aerr != nil {
@@ -314,15 +314,9 @@ func (d *Daemon) plan(ctx context.Context, l *languages.Language, prog request.P
 // planned by the session's language plugin. It returns the program's
 // entry, as the request named it.
 func (d *Daemon) execJob(ctx context.Context, l *languages.Language, req api.ExecRequest) (planned, string, *api.Error) {
-	dir := ""
-	if req.Cwd != "" {
-		cwd, aerr := sessions.Path(req.Cwd)
-		if aerr != nil {
-			return planned{}, "", api.Errorf(api.CodeInvalidRequest, "cwd: %s", aerr.Message)
-		}
-		if cwd != "." {
-			dir = path.Join(runtime.Workspace, cwd)
-		}
+	dir, aerr := workDir(req.Cwd)
+	if aerr != nil {
+		return planned{}, "", aerr
 	}
 	in := request.Input{Args: req.Args, Env: req.Env, Stdin: req.Stdin, StdinEncoding: req.StdinEncoding}
 	if req.Context != "" {
@@ -345,6 +339,22 @@ func (d *Daemon) execJob(ctx context.Context, l *languages.Language, req api.Exe
 	}
 	j, aerr := d.plan(ctx, l, prog, dir)
 	return j, prog.Entry, aerr
+}
+
+// workDir is the directory a request's cwd (relative to the workspace)
+// names; "" for the workspace itself.
+func workDir(cwd string) (string, *api.Error) {
+	if cwd == "" {
+		return "", nil
+	}
+	rel, aerr := sessions.Path(cwd)
+	if aerr != nil {
+		return "", api.Errorf(api.CodeInvalidRequest, "cwd: %s", aerr.Message)
+	}
+	if rel == "." {
+		return "", nil
+	}
+	return path.Join(runtime.Workspace, rel), nil
 }
 
 // RestartContext ends a session's context, if it runs, and starts it

@@ -1,8 +1,10 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/sandboxd/sandboxd/api"
@@ -18,38 +20,65 @@ import (
 // uid is not.
 var DefaultShell = []string{"bash", "--norc", "-i"}
 
-// What a terminal's program sees beyond the session's environment: the
-// terminal's type, and for a shell a prompt that says where it is.
-const (
-	termEnv   = "TERM=xterm-256color"
-	promptEnv = `PS1=\w\$ `
-)
+// terminalEnv is what a terminal's program sees beyond the session's
+// environment: the terminal's type, and for a shell a prompt that says
+// where it is.
+var terminalEnv = map[string]string{"TERM": "xterm-256color", "PS1": `\w\$ `}
 
 // Terminal runs an interactive command (nil: DefaultShell) in a session,
-// beside its other operations: judged by the policies as an exec is,
-// under the session's limits, its deadline the session's ceiling.
+// beside its other operations.
 func (d *Daemon) Terminal(ctx context.Context, id string, argv []string, tty TTY) (*api.RunResult, *api.Error) {
-	received := time.Now()
 	if len(argv) == 0 {
 		argv = DefaultShell
 	}
 	tty.Size = orDefaultSize(tty.Size)
+	return d.Command(ctx, id, Command{Kind: "terminal", Argv: argv, Env: terminalEnv, TTY: &tty})
+}
+
+// Command is a command a session runs beside its other operations for as
+// long as it lasts: an interactive terminal, or a process an E2B client
+// started and talks to while it runs.
+type Command struct {
+	Kind  string            // what the history calls it: "terminal", "process"
+	Argv  []string          //
+	Env   map[string]string // on top of the session's
+	Cwd   string            // relative to the workspace; "" is the workspace
+	Stdin io.Reader         // nil: an empty stdin; unused on a TTY
+	TTY   *TTY              // set: the command runs on a pseudo-terminal
+	Out   OutputFunc        // its output as it comes (a TTY's goes to TTY.Out)
+	// Started, if set, is called once the policies allowed the command,
+	// as it starts.
+	Started func()
+}
+
+// Command runs c in a session beside its other operations: judged by the
+// policies as an exec is, under the session's limits, its deadline the
+// session's ceiling, recorded in the history under c.Kind.
+func (d *Daemon) Command(ctx context.Context, id string, c Command) (*api.RunResult, *api.Error) {
+	received := time.Now()
+	dir, aerr := workDir(c.Cwd)
+	if aerr != nil {
+		return nil, aerr
+	}
 	var res *api.RunResult
-	aerr := d.Sessions.Alongside(ctx, id, func(ss *sessions.Session, sb *runtime.Sandbox) *api.Error {
+	aerr = d.Sessions.Alongside(ctx, id, func(ss *sessions.Session, sb *runtime.Sandbox) *api.Error {
 		l, limits := ss.Lang, ss.Limits
-		decision, aerr := d.judge(ctx, judgement{kind: "exec", lang: l, argv: argv, cwd: runtime.Workspace, limits: limits, session: id})
+		decision, aerr := d.judge(ctx, judgement{kind: "exec", recordAs: c.Kind, lang: l, argv: c.Argv, cwd: cmp.Or(dir, runtime.Workspace), limits: limits, session: id})
 		if aerr != nil {
 			return aerr
 		}
-		j := job{steps: []language.Step{{Name: "run", Argv: argv}}, env: append(request.EnvList(nil, ss.Record().Env), termEnv, promptEnv), tty: &tty}
+		j := job{steps: []language.Step{{Name: "run", Argv: c.Argv}}, env: request.EnvList(ss.Record().Env, c.Env), in: c.Stdin, dir: dir, tty: c.TTY}
+		if c.Started != nil {
+			c.Started()
+		}
 		started := time.Now()
-		r, _, err := execute(ctx, sb, d.Languages.Gate(sb), j, limits, nil)
+		r, _, err := execute(ctx, sb, d.Languages.Gate(sb), j, limits, c.Out)
 		if err != nil {
-			return d.records.failed(l.Name(), "terminal", id, request.APILimits(limits),
-				request.ErrorOf(d.sandboxFailed("the session's sandbox", fmt.Errorf("terminal: %w", err))))
+			return d.records.failed(l.Name(), c.Kind, id, request.APILimits(limits),
+				request.ErrorOf(d.sandboxFailed("the session's sandbox", fmt.Errorf("%s: %w", c.Kind, err))))
 		}
 		r.Session = id
-		d.finish(r, "terminal", l, id, decision, limits, received, started)
+		d.finish(r, c.Kind, l, id, decision, limits, received, started)
 		res = r
 		return nil
 	})

@@ -195,16 +195,22 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request, tok string) {
 	http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
 }
 
-// hostAllowed refuses Host names a DNS rebinding could bring here: an IP
-// address, localhost, or the host the operator wrote.
+// hostAllowed refuses Host names a DNS rebinding could bring here.
 func (d *Dashboard) hostAllowed(hostport string) bool {
+	d.mu.Lock()
+	wrote := d.host
+	d.mu.Unlock()
+	return RebindingSafe(hostport, wrote)
+}
+
+// RebindingSafe tells whether a request's Host is one a DNS rebinding
+// cannot bring to a listener on this machine: an IP address, localhost,
+// or the host the operator wrote in its listen address.
+func RebindingSafe(hostport, wrote string) bool {
 	host, _, err := net.SplitHostPort(hostport)
 	if err != nil {
 		host = hostport
 	}
-	d.mu.Lock()
-	wrote := d.host
-	d.mu.Unlock()
 	return net.ParseIP(strings.Trim(host, "[]")) != nil || host == "localhost" || host != "" && host == wrote
 }
 

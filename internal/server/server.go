@@ -246,11 +246,16 @@ var statusOf = map[string]int{
 	api.CodeForbidden:          http.StatusForbidden,
 }
 
-func writeError(w http.ResponseWriter, e *api.Error) {
-	status, ok := statusOf[e.Code]
-	if !ok {
-		status = http.StatusInternalServerError
+// Status is the HTTP status an error is answered with.
+func Status(e *api.Error) int {
+	if status, ok := statusOf[e.Code]; ok {
+		return status
 	}
+	return http.StatusInternalServerError
+}
+
+func writeError(w http.ResponseWriter, e *api.Error) {
+	status := Status(e)
 	if e.Code == api.CodeImageBuilding {
 		w.Header().Set("Retry-After", strconv.Itoa(int(images.RetryAfter.Seconds())))
 	}

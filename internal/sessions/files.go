@@ -93,6 +93,67 @@ func (m *Sessions) ListFiles(ctx context.Context, id, p string, recursive bool) 
 	return out, aerr
 }
 
+// Stat describes one path of the workspace.
+func (m *Sessions) Stat(ctx context.Context, id, p string) (*api.FileEntry, *api.Error) {
+	name, aerr := Path(p)
+	if aerr != nil {
+		return nil, aerr
+	}
+	var out *api.FileEntry
+	aerr = m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) *api.Error {
+		entries, aerr := stat(ctx, sb, name, false)
+		if aerr == nil {
+			out = &entries[0]
+		}
+		return aerr
+	})
+	return out, aerr
+}
+
+// MakeDir makes a directory of the workspace and its parents; conflict
+// when the path is there already.
+func (m *Sessions) MakeDir(ctx context.Context, id, p string) (*api.FileEntry, *api.Error) {
+	name, aerr := writablePath(p)
+	if aerr != nil {
+		return nil, aerr
+	}
+	return m.entryOp(ctx, id, supervisor.OpMkdir, supervisor.FileRequest{Path: name})
+}
+
+// Move renames a path of the workspace to another, replacing what that
+// holds as rename(2) does.
+func (m *Sessions) Move(ctx context.Context, id, from, to string) (*api.FileEntry, *api.Error) {
+	src, aerr := writablePath(from)
+	if aerr != nil {
+		return nil, aerr
+	}
+	dst, aerr := writablePath(to)
+	if aerr != nil {
+		return nil, aerr
+	}
+	return m.entryOp(ctx, id, supervisor.OpMove, supervisor.FileRequest{Path: src, To: dst})
+}
+
+// entryOp runs a workspace operation whose answer is one entry.
+func (m *Sessions) entryOp(ctx context.Context, id, op string, req supervisor.FileRequest) (*api.FileEntry, *api.Error) {
+	var out *api.FileEntry
+	aerr := m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) *api.Error {
+		res, err := sb.File(ctx, op, req, nil, nil)
+		switch {
+		case err != nil:
+			return request.ErrorOf(fmt.Errorf("%s %s: %w", op, req.Path, err))
+		case res.Error != "":
+			return sessionErr(req.Path, res)
+		case len(res.Entries) != 1:
+			return request.ErrorOf(fmt.Errorf("%s %s: %w: the answer is not one entry", op, req.Path, supervisor.ErrDead))
+		}
+		e := fileEntry(res.Entries[0])
+		out = &e
+		return nil
+	})
+	return out, aerr
+}
+
 // stat lists name itself first, then what is under it.
 func stat(ctx context.Context, sb *runtime.Sandbox, name string, recursive bool) ([]api.FileEntry, *api.Error) {
 	res, err := sb.File(ctx, supervisor.OpList, supervisor.FileRequest{Path: name, Recursive: recursive}, nil, nil)
@@ -107,12 +168,16 @@ func stat(ctx context.Context, sb *runtime.Sandbox, name string, recursive bool)
 	}
 	out := make([]api.FileEntry, len(res.Entries))
 	for i, e := range res.Entries {
-		out[i] = api.FileEntry{
-			Path: e.Path, Type: e.Type, Size: e.Size, Mode: fmt.Sprintf("%04o", e.Mode&0o7777),
-			ModTime: time.Unix(0, e.ModTime).UTC(), Target: e.Target,
-		}
+		out[i] = fileEntry(e)
 	}
 	return out, nil
+}
+
+func fileEntry(e supervisor.Entry) api.FileEntry {
+	return api.FileEntry{
+		Path: e.Path, Type: e.Type, Size: e.Size, Mode: fmt.Sprintf("%04o", e.Mode&0o7777),
+		ModTime: time.Unix(0, e.ModTime).UTC(), Target: e.Target,
+	}
 }
 
 // Download sends a file's bytes, or a directory as a tar archive. start is
@@ -188,7 +253,7 @@ func sessionErr(p string, res supervisor.FileResult) *api.Error {
 		return api.Errorf(api.CodeTooLarge, "%s", msg)
 	case supervisor.ErrNoSpace:
 		return api.Errorf(api.CodeNoSpace, "%s: the workspace is full (its size is the disk limit)", msg)
-	case supervisor.ErrNotRegular, supervisor.ErrReadOnly:
+	case supervisor.ErrNotRegular, supervisor.ErrReadOnly, supervisor.ErrExists:
 		return api.Errorf(api.CodeConflict, "%s", msg)
 	}
 	return api.Errorf(api.CodeInvalidRequest, "%s", msg)

@@ -595,6 +595,27 @@ func (m *Sessions) renew(ctx context.Context, ss *Session, sb *runtime.Sandbox, 
 	return nil
 }
 
+// Expire sets a session to end ttl from now (at most max_ttl), whether it
+// is used meanwhile or not: it does not hibernate before.
+func (m *Sessions) Expire(id string, ttl time.Duration) (*api.Session, *api.Error) {
+	if ttl < time.Second || ttl > m.cfg.MaxTTL {
+		return nil, api.Errorf(api.CodeInvalidRequest, "a session's time left must be from 1s to max_ttl %s, not %s", m.cfg.MaxTTL, ttl)
+	}
+	ss, aerr := m.find(id)
+	if aerr != nil {
+		return nil, aerr
+	}
+	ss.mu.Lock()
+	ss.rec.ExpiresAt = time.Now().UTC().Add(ttl)
+	ss.rec.IdleTimeout = api.Duration(m.cfg.MaxTTL)
+	rec := ss.rec
+	ss.mu.Unlock()
+	if err := m.store.PutSession(rec); err != nil {
+		return nil, request.ErrorOf(fmt.Errorf("storing the session: %w", err))
+	}
+	return &rec, nil
+}
+
 // SetNetwork changes what a session's sandbox may reach, within its
 // language's ceiling, from the next connection on (an execution running
 // meanwhile included); the record keeps it, across restarts too.

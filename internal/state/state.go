@@ -19,6 +19,8 @@
 //	  <image id> -> versionEntry (JSON)    a runtime's version as its image reports it
 //	approvals/
 //	  <id>      -> approvalEntry (JSON)    a request held for a person's decision, ids sort by time
+//	e2b/
+//	  <id>      -> e2bEntry (JSON)         a session made through the E2B-compatible API: its owner and token
 //
 // Project content lives beside the database, one file per SHA-256 (see
 // internal/projects); the store keeps only the names.
@@ -126,6 +128,7 @@ var (
 	bucketSnapshots  = []byte("snapshots")
 	bucketVersions   = []byte("versions")
 	bucketApprovals  = []byte("approvals")
+	bucketE2B        = []byte("e2b")
 	keyVersion       = []byte("version")
 	keyInstance      = []byte("instance")
 )
@@ -235,7 +238,7 @@ func (s *Store) init(dir string) error {
 				return err
 			}
 		}
-		for _, b := range [][]byte{bucketExecutions, bucketSessions, bucketProjects, bucketSnapshots, bucketVersions, bucketApprovals} {
+		for _, b := range [][]byte{bucketExecutions, bucketSessions, bucketProjects, bucketSnapshots, bucketVersions, bucketApprovals, bucketE2B} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -323,6 +326,37 @@ func (s *Store) DeleteApproval(id string) error { return s.delete(bucketApproval
 // ones that do not.
 func (s *Store) Approvals() ([]api.Approval, []Corrupt, error) {
 	return decodeAll(s, bucketApprovals, func(e approvalEntry) api.Approval { return e.Approval })
+}
+
+// E2BSandbox is a session made through the E2B-compatible API
+// (internal/e2b): the API key it belongs to, the token its clients reach
+// it with, and what E2B's clients see of it that a session has not.
+type E2BSandbox struct {
+	ID        string            `json:"id"` // the session's
+	Template  string            `json:"template"`
+	Key       string            `json:"key"` // the owning API key's fingerprint, never the key
+	Token     string            `json:"token"`
+	Metadata  map[string]string `json:"metadata,omitempty"`
+	StartedAt time.Time         `json:"started_at"`
+}
+
+type e2bEntry struct {
+	V       int        `json:"v"`
+	Sandbox E2BSandbox `json:"sandbox"`
+}
+
+// PutE2BSandbox stores (or replaces) an E2B sandbox's record.
+func (s *Store) PutE2BSandbox(sb E2BSandbox) error {
+	return s.put(bucketE2B, sb.ID, e2bEntry{V: 1, Sandbox: sb})
+}
+
+// DeleteE2BSandbox forgets an E2B sandbox's record.
+func (s *Store) DeleteE2BSandbox(id string) error { return s.delete(bucketE2B, id) }
+
+// E2BSandboxes returns every E2B sandbox record that decodes, and the
+// ones that do not.
+func (s *Store) E2BSandboxes() ([]E2BSandbox, []Corrupt, error) {
+	return decodeAll(s, bucketE2B, func(e e2bEntry) E2BSandbox { return e.Sandbox })
 }
 
 type versionEntry struct {

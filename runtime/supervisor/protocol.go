@@ -26,7 +26,7 @@
 //
 // host -> supervisor: hello; exec (then in chunks of its stdin); the
 // workspace operations put (then in chunks of the file), get, tar, list,
-// remove and reset; kill.
+// mkdir, move, remove and reset; kill.
 // supervisor -> host: hello; in_ack per input chunk; out (an execution's
 // output, or the bytes of get and tar); exit ends an exec, done ends a
 // workspace operation.
@@ -94,6 +94,8 @@ const (
 	OpRecycle = "recycle"
 	OpUntar   = "untar" // extract the tar archive the in chunks carry into the workspace
 	OpPorts   = "ports" // the TCP ports listening in the sandbox
+	OpMkdir   = "mkdir" // make a directory and its parents
+	OpMove    = "move"  // rename File.Path to File.To
 	OpDone    = "done"  // the answer to a workspace or context operation
 
 	OpResize     = "resize"      // a terminal execution's new window size
@@ -178,7 +180,8 @@ type FileRequest struct {
 	Max       int64  `json:"max,omitempty"`       // put, get, tar: refuse above this many bytes
 	Recursive bool   `json:"recursive,omitempty"` // list: the whole tree
 	// Snapshot: tar leaves project_files out (a session's own files only).
-	Snapshot bool `json:"snapshot,omitempty"`
+	Snapshot bool   `json:"snapshot,omitempty"`
+	To       string `json:"to,omitempty"` // move: the new path, relative to /workspace
 }
 
 // Error kinds of a FileResult.
@@ -189,6 +192,7 @@ const (
 	ErrNoSpace    = "no_space"
 	ErrReadOnly   = "read_only"
 	ErrInvalid    = "invalid"   // escapes the workspace, a directory where a file is needed, ...
+	ErrExists     = "exists"    // mkdir: the path is there already
 	ErrNotFresh   = "not_fresh" // recycle: something a run left could not be undone
 )
 

@@ -92,7 +92,9 @@ func (commands) Check(_ context.Context, req policy.Request) (policy.Verdict, er
 	for _, script := range scripts {
 		out = append(out, rules.Apply(policy.NewSource("argv", "shell", []byte(script)), rules.Shell)...)
 	}
-	roots := append([]string{"/workspace", "/tmp", "/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr"}, list(req.Options["allow_paths"], nil)...)
+	// /home/user is the workspace as E2B's clients name it (a link in
+	// sandboxd's images).
+	roots := append([]string{"/workspace", "/home/user", "/tmp", "/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr"}, list(req.Options["allow_paths"], nil)...)
 	cwd := req.Cwd
 	if cwd == "" {
 		cwd = "/workspace"

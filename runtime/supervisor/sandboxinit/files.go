@@ -65,6 +65,10 @@ func (s *server) fileOp(m supervisor.Message) {
 		go func() { s.done(m.ID, s.tar(m.ID, req)) }()
 	case supervisor.OpList:
 		s.done(m.ID, s.list(req))
+	case supervisor.OpMkdir:
+		s.done(m.ID, s.mkdir(req))
+	case supervisor.OpMove:
+		s.done(m.ID, s.move(req))
 	case supervisor.OpRemove:
 		s.done(m.ID, s.remove(req))
 	case supervisor.OpReset:
@@ -483,13 +487,70 @@ func fileType(m fs.FileMode) string {
 	return "device"
 }
 
-func (s *server) remove(req supervisor.FileRequest) *supervisor.FileResult {
-	if res := writable(req.Path); res != nil {
-		return res
+// openWritable opens the workspace for an operation that changes names,
+// once they are all writable.
+func (s *server) openWritable(names ...string) (*os.Root, *supervisor.FileResult) {
+	for _, name := range names {
+		if res := writable(name); res != nil {
+			return nil, res
+		}
 	}
 	root, err := s.openWorkspace()
 	if err != nil {
+		return nil, failure(err)
+	}
+	return root, nil
+}
+
+// mkdir makes a directory and its parents; the directory's entry is the
+// answer, ErrExists when something is there already.
+func (s *server) mkdir(req supervisor.FileRequest) *supervisor.FileResult {
+	root, res := s.openWritable(req.Path)
+	if res != nil {
+		return res
+	}
+	defer root.Close()
+	if _, err := root.Lstat(req.Path); err == nil {
+		return refuse(supervisor.ErrExists, "%s exists already", req.Path)
+	}
+	if err := root.MkdirAll(req.Path, 0o755); err != nil {
 		return failure(err)
+	}
+	return described(root, req.Path)
+}
+
+// move renames a file, link or tree within the workspace, replacing what
+// the new path holds as rename(2) does; the moved entry is the answer.
+func (s *server) move(req supervisor.FileRequest) *supervisor.FileResult {
+	root, res := s.openWritable(req.Path, req.To)
+	if res != nil {
+		return res
+	}
+	defer root.Close()
+	if dir := path.Dir(path.Clean(req.To)); dir != "." {
+		if err := root.MkdirAll(dir, 0o755); err != nil {
+			return failure(err)
+		}
+	}
+	if err := root.Rename(req.Path, req.To); err != nil {
+		return failure(err)
+	}
+	return described(root, req.To)
+}
+
+// described answers with name's entry.
+func described(root *os.Root, name string) *supervisor.FileResult {
+	st, err := root.Lstat(name)
+	if err != nil {
+		return failure(err)
+	}
+	return &supervisor.FileResult{Entries: []supervisor.Entry{entry(root, path.Clean(name), st)}}
+}
+
+func (s *server) remove(req supervisor.FileRequest) *supervisor.FileResult {
+	root, res := s.openWritable(req.Path)
+	if res != nil {
+		return res
 	}
 	defer root.Close()
 	if _, err := root.Lstat(req.Path); err != nil {

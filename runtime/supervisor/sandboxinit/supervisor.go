@@ -124,7 +124,7 @@ func (s *server) handle(m supervisor.Message) {
 		if m.Exec != nil {
 			s.start(m.ID, *m.Exec)
 		}
-	case supervisor.OpPut, supervisor.OpGet, supervisor.OpTar, supervisor.OpList, supervisor.OpRemove, supervisor.OpReset, supervisor.OpRecycle, supervisor.OpUntar, supervisor.OpPorts:
+	case supervisor.OpPut, supervisor.OpGet, supervisor.OpTar, supervisor.OpList, supervisor.OpMkdir, supervisor.OpMove, supervisor.OpRemove, supervisor.OpReset, supervisor.OpRecycle, supervisor.OpUntar, supervisor.OpPorts:
 		s.fileOp(m)
 	case supervisor.OpContexts, supervisor.OpContextEnd:
 		s.contextOp(m)

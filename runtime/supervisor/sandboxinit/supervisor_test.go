@@ -279,6 +279,42 @@ func TestWorkspaceOperations(t *testing.T) {
 	}
 }
 
+func TestMkdirAndMoveStayInTheWorkspace(t *testing.T) {
+	p := newPeer(t)
+	if _, res := p.fileOp(1, supervisor.OpMkdir, supervisor.FileRequest{Path: "a/b"}); res.Error != "" || len(res.Entries) != 1 || res.Entries[0].Type != "dir" {
+		t.Fatalf("mkdir: %+v", res)
+	}
+	if _, res := p.fileOp(2, supervisor.OpMkdir, supervisor.FileRequest{Path: "a/b"}); res.ErrorKind != supervisor.ErrExists {
+		t.Fatalf("mkdir again: %+v", res)
+	}
+	if _, res := p.fileOp(3, supervisor.OpPut, supervisor.FileRequest{Path: "a/b/f", Max: 10}, "data"); res.Error != "" {
+		t.Fatalf("put: %+v", res)
+	}
+	if _, res := p.fileOp(4, supervisor.OpMove, supervisor.FileRequest{Path: "a/b/f", To: "c/g"}); res.Error != "" || res.Entries[0].Path != "c/g" || res.Entries[0].Size != 4 {
+		t.Fatalf("move: %+v", res)
+	}
+	// A link planted to lead out: neither a move's target nor a mkdir
+	// goes through it.
+	outside := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(p.dirs.workspace, "out")); err != nil {
+		t.Fatal(err)
+	}
+	if _, res := p.fileOp(5, supervisor.OpMove, supervisor.FileRequest{Path: "c/g", To: "out/g"}); res.Error == "" {
+		t.Fatalf("move through a link: %+v", res)
+	}
+	if _, res := p.fileOp(6, supervisor.OpMkdir, supervisor.FileRequest{Path: "out/d"}); res.Error == "" {
+		t.Fatalf("mkdir through a link: %+v", res)
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Fatalf("written outside the workspace: %v", ents)
+	}
+	for i, req := range []supervisor.FileRequest{{Path: "c/g", To: "project_files/g"}, {Path: "c/g", To: "."}, {Path: "../x", To: "y"}} {
+		if _, res := p.fileOp(uint64(7+i), supervisor.OpMove, req); res.Error == "" {
+			t.Fatalf("move %+v: %+v", req, res)
+		}
+	}
+}
+
 func TestResetEmptiesAllButProjectFiles(t *testing.T) {
 	p := newPeer(t)
 	for _, f := range []string{"project_files/keep", "x/y", "outputs/z", "locked/deep/f"} {

@@ -1,0 +1,256 @@
+// E2B's own SDKs (e2b, @e2b/code-interpreter; pinned in package-lock.json)
+// against sandboxd's E2B-compatible listener, as a framework written for
+// E2B would call them. e2e/e2b_test.go starts sandboxd with an e2b block
+// and runs this file with node --test, setting E2B_API_KEY, E2B_API_URL
+// and E2B_SANDBOX_URL as examples/e2b.env does, and beside them
+// E2B_OTHER_KEY (a second key), SANDBOXCTL and SANDBOXD_SOCKET.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { Sandbox, CommandExitError, AuthenticationError, SandboxNotFoundError, TimeoutError, InvalidArgumentError, NotFoundError } from 'e2b';
+import { Sandbox as CodeSandbox } from '@e2b/code-interpreter';
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// until polls check every 100 ms, at most ms.
+async function until(ms, check) {
+  const end = Date.now() + ms;
+  for (;;) {
+    if (await check()) return true;
+    if (Date.now() > end) return false;
+    await sleep(100);
+  }
+}
+
+// withSandbox gives fn a new sandbox and kills it after, whatever happens.
+async function withSandbox(template, fn, opts = {}) {
+  const sb = await Sandbox.create(template, opts);
+  try {
+    return await fn(sb);
+  } finally {
+    await sb.kill().catch(() => {});
+  }
+}
+
+test('a sandbox lives, is listed, is timed and is killed', async () => {
+  const sb = await Sandbox.create('base', { metadata: { suite: 'e2b' }, timeoutMs: 120_000 });
+  const info = await sb.getInfo();
+  assert.equal(info.sandboxId, sb.sandboxId);
+  assert.equal(info.templateId, 'base');
+  assert.deepEqual(info.metadata, { suite: 'e2b' });
+  assert.equal(info.state, 'running');
+  const listed = await Sandbox.list({ query: { metadata: { suite: 'e2b' } } }).nextItems();
+  assert.ok(listed.some((s) => s.sandboxId === sb.sandboxId), 'listed by its metadata');
+
+  await sb.setTimeout(600_000);
+  const later = await sb.getInfo();
+  assert.ok(later.endAt - info.endAt > 400_000, `setTimeout moved the end: ${info.endAt} -> ${later.endAt}`);
+
+  assert.equal(await sb.isRunning(), true);
+  await sb.kill();
+  assert.equal(await sb.isRunning(), false);
+  const after = await Sandbox.list().nextItems();
+  assert.ok(!after.some((s) => s.sandboxId === sb.sandboxId), 'a killed sandbox is not listed');
+  await assert.rejects(sb.commands.run('echo hi'), SandboxNotFoundError);
+  await assert.rejects(Sandbox.connect(sb.sandboxId), SandboxNotFoundError);
+  assert.equal(await Sandbox.kill(sb.sandboxId), false, 'killing it again finds nothing');
+});
+
+test('a paused sandbox keeps its files and resumes on connect', async () => {
+  await withSandbox('base', async (sb) => {
+    await sb.files.write('/home/user/kept.txt', 'kept');
+    assert.equal(await sb.pause(), true);
+    assert.equal((await sb.getInfo()).state, 'paused');
+    assert.equal(await sb.pause(), false, 'pausing it again says so');
+    const back = await Sandbox.connect(sb.sandboxId);
+    assert.equal((await back.getInfo()).state, 'running');
+    assert.equal(await back.files.read('/home/user/kept.txt'), 'kept');
+  });
+});
+
+test('commands: output, exit codes, env, cwd, stdin, background, timeouts', async () => {
+  await withSandbox('base', async (sb) => {
+    const r = await sb.commands.run('echo out; echo err >&2');
+    assert.equal(r.exitCode, 0);
+    assert.equal(r.stdout, 'out\n');
+    assert.equal(r.stderr, 'err\n');
+
+    await assert.rejects(sb.commands.run('echo partial; exit 3'), (e) => e instanceof CommandExitError && e.exitCode === 3 && e.stdout === 'partial\n');
+
+    await sb.files.makeDir('/home/user/sub');
+    const env = await sb.commands.run('pwd; echo "$FOO"', { cwd: '/home/user/sub', envs: { FOO: 'bar' } });
+    assert.equal(env.stdout, '/workspace/sub\nbar\n');
+
+    // The home E2B's clients write to is where commands find it.
+    await sb.files.write('/home/user/hello.py', 'print("hi from a file")');
+    const listed = (await sb.commands.run('cat /home/user/hello.py && ls /workspace')).stdout;
+    assert.ok(listed.startsWith('print("hi from a file")hello.py\n') && listed.includes('sub\n'), listed);
+
+    const cat = await sb.commands.run('cat', { background: true, stdin: true });
+    await sb.commands.sendStdin(cat.pid, 'line one\n');
+    await sb.commands.sendStdin(cat.pid, 'line two\n');
+    await sb.commands.closeStdin(cat.pid);
+    assert.equal((await cat.wait()).stdout, 'line one\nline two\n');
+
+    const ticks = [];
+    const bg = await sb.commands.run('i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.2; done', {
+      background: true, onStdout: (d) => ticks.push(d),
+    });
+    assert.ok(await until(10_000, () => ticks.length >= 3), `a background command's output streams (${ticks.length})`);
+    assert.ok((await sb.commands.list()).some((p) => p.pid === bg.pid && p.cmd === '/bin/bash'), 'listed while it runs');
+    // Another client follows it too.
+    const seen = [];
+    const follower = await sb.commands.connect(bg.pid, { onStdout: (d) => seen.push(d) });
+    assert.ok(await until(10_000, () => seen.length >= 2), 'a second client follows its output');
+    assert.equal(await sb.commands.kill(bg.pid), true);
+    await assert.rejects(bg.wait(), CommandExitError);
+    await assert.rejects(follower.wait(), CommandExitError);
+    assert.ok(await until(5_000, async () => !(await sb.commands.list()).some((p) => p.pid === bg.pid)), 'gone from the list once killed');
+    assert.equal(await sb.commands.kill(bg.pid), false, 'killing it again finds nothing');
+
+    await assert.rejects(sb.commands.run('sleep 30', { timeoutMs: 1000 }), TimeoutError);
+  });
+});
+
+test('files: write, read, list, stat, rename, remove; nothing outside the home', async () => {
+  await withSandbox('base', async (sb) => {
+    const w = await sb.files.write('/home/user/dir/a.txt', 'alpha');
+    assert.equal(w.path, '/home/user/dir/a.txt');
+    assert.equal(await sb.files.read('/home/user/dir/a.txt'), 'alpha');
+    assert.equal(await sb.files.read('dir/a.txt'), 'alpha', 'relative paths start at the home');
+    await sb.files.write([{ path: '/home/user/dir/b.bin', data: new Uint8Array([0, 1, 2, 255]) }, { path: '/home/user/dir/c.txt', data: 'gamma' }]);
+    assert.deepEqual(await sb.files.read('/home/user/dir/b.bin', { format: 'bytes' }), new Uint8Array([0, 1, 2, 255]));
+
+    const names = (await sb.files.list('/home/user/dir')).map((e) => `${e.name}:${e.type}`).sort();
+    assert.deepEqual(names, ['a.txt:file', 'b.bin:file', 'c.txt:file']);
+    assert.equal(await sb.files.makeDir('/home/user/dir/deep/er'), true);
+    assert.equal(await sb.files.makeDir('/home/user/dir/deep/er'), false, 'making it again says it exists');
+    const deep = (await sb.files.list('/home/user/dir', { depth: 2 })).map((e) => e.path).sort();
+    assert.ok(deep.includes('/home/user/dir/deep/er'), `depth 2 lists the grandchildren: ${deep}`);
+
+    const info = await sb.files.getInfo('/home/user/dir/a.txt');
+    assert.equal(info.size, 5);
+    assert.equal(info.type, 'file');
+    const moved = await sb.files.rename('/home/user/dir/a.txt', '/home/user/moved.txt');
+    assert.equal(moved.path, '/home/user/moved.txt');
+    assert.equal(await sb.files.exists('/home/user/dir/a.txt'), false);
+    await sb.files.remove('/home/user/moved.txt');
+    assert.equal(await sb.files.exists('/home/user/moved.txt'), false);
+
+    await assert.rejects(sb.files.read('/etc/passwd'), InvalidArgumentError);
+    await assert.rejects(sb.files.write('/etc/evil', 'x'), InvalidArgumentError);
+    await assert.rejects(sb.files.read('/home/user/../../etc/passwd'), (e) => e instanceof InvalidArgumentError || e instanceof NotFoundError);
+    // A link the code plants to lead out is never followed.
+    await sb.commands.run('ln -s /etc/passwd /home/user/link && mkfifo /home/user/fifo');
+    await assert.rejects(sb.files.read('/home/user/link'));
+    await assert.rejects(sb.files.read('/home/user/fifo'));
+    await assert.rejects(sb.files.write('/home/user/link/x', 'x'));
+  });
+});
+
+test('files.watchDir reports what changes', async () => {
+  await withSandbox('base', async (sb) => {
+    await sb.files.makeDir('/home/user/watched');
+    const events = [];
+    const w = await sb.files.watchDir('/home/user/watched', (ev) => events.push(`${ev.type} ${ev.name}`));
+    const has = (want) => until(10_000, () => events.includes(want));
+    await sb.files.write('/home/user/watched/x.txt', 'one');
+    assert.ok(await has('create x.txt'), `created: ${events}`);
+    await sb.commands.run('echo more >> /home/user/watched/x.txt');
+    assert.ok(await has('write x.txt'), `written: ${events}`);
+    await sb.files.remove('/home/user/watched/x.txt');
+    assert.ok(await has('remove x.txt'), `removed: ${events}`);
+    await w.stop();
+  });
+});
+
+test('pty: an interactive shell', async () => {
+  await withSandbox('base', async (sb) => {
+    let screen = '';
+    const pty = await sb.pty.create({ cols: 80, rows: 24, onData: (d) => { screen += Buffer.from(d).toString(); } });
+    await sb.pty.resize(pty.pid, { cols: 120, rows: 40 });
+    await sb.pty.sendInput(pty.pid, new TextEncoder().encode('echo cols=$(tput cols) answer=$((6*7))\n'));
+    assert.ok(await until(10_000, () => screen.includes('answer=42')), `the shell answered: ${JSON.stringify(screen.slice(-300))}`);
+    assert.match(screen, /cols=120/);
+    await sb.pty.sendInput(pty.pid, new TextEncoder().encode('exit\n'));
+    const r = await pty.wait();
+    assert.equal(r.exitCode, 0);
+  });
+});
+
+test('the code interpreter keeps state, shows errors, charts and tables', async () => {
+  const sb = await CodeSandbox.create();
+  try {
+    let e = await sb.runCode('x = 41\nprint("set")');
+    assert.deepEqual(e.logs.stdout, ['set\n']);
+    e = await sb.runCode('x + 1');
+    assert.equal(e.text, '42');
+    assert.equal(e.results[0].isMainResult, true);
+
+    e = await sb.runCode('1/0');
+    assert.equal(e.error.name, 'ZeroDivisionError');
+    assert.equal(e.error.value, 'division by zero');
+    assert.match(e.error.traceback, /Traceback/);
+
+    e = await sb.runCode('import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [1, 4, 9])\nplt.show()');
+    const png = e.results.find((r) => r.png);
+    assert.ok(png, `a chart comes as PNG: ${JSON.stringify(e.results.map((r) => r.formats()))}`);
+    assert.equal(Buffer.from(png.png, 'base64').subarray(1, 4).toString(), 'PNG');
+    assert.ok(Buffer.from(png.png, 'base64').length > 1000);
+
+    e = await sb.runCode('import pandas as pd\npd.DataFrame({"a": [1, 2], "b": [3, 4]})');
+    assert.match(e.results[0].html, /<table/);
+    assert.match(e.text, /a\s+b/);
+
+    const ctx = await sb.createCodeContext({ language: 'python' });
+    await sb.runCode('y = 5', { context: ctx });
+    assert.equal((await sb.runCode('y * 2', { context: ctx })).text, '10');
+    assert.equal((await sb.runCode('x', { context: ctx })).error.name, 'NameError', 'contexts do not share state');
+    assert.ok((await sb.listCodeContexts()).some((c) => c.id === ctx.id));
+    await sb.restartCodeContext(ctx);
+    assert.equal((await sb.runCode('y', { context: ctx })).error.name, 'NameError', 'a restart forgets');
+    await sb.removeCodeContext(ctx);
+    assert.ok(!(await sb.listCodeContexts()).some((c) => c.id === ctx.id));
+    await assert.rejects(sb.runCode('1', { language: 'javascript' }), 'a python sandbox runs no javascript');
+  } finally {
+    await sb.kill();
+  }
+});
+
+test('keys: a wrong key, an unknown sandbox, another key\'s sandbox', async () => {
+  await assert.rejects(Sandbox.create({ apiKey: 'e2b_not_a_key_of_this_sandboxd_0000' }), AuthenticationError);
+  await assert.rejects(Sandbox.connect('no-such-sandbox'), SandboxNotFoundError);
+  await withSandbox('base', async (sb) => {
+    const other = { apiKey: process.env.E2B_OTHER_KEY };
+    const theirs = await Sandbox.list(other).nextItems();
+    assert.ok(!theirs.some((s) => s.sandboxId === sb.sandboxId), 'another key does not list it');
+    await assert.rejects(Sandbox.connect(sb.sandboxId, other), SandboxNotFoundError);
+    await assert.rejects(Sandbox.getInfo(sb.sandboxId, other), SandboxNotFoundError);
+    assert.equal(await Sandbox.kill(sb.sandboxId, other), false, 'nor kills it');
+    assert.equal(await sb.isRunning(), true);
+  });
+});
+
+test('a command the policies deny is the SDK\'s error, and in the history', async () => {
+  await withSandbox('base', async (sb) => {
+    await assert.rejects(sb.commands.run('reboot'), (e) => /policy_denied/.test(e.message) && /deny-list/.test(e.message));
+    // The history is written in the background: wait for it.
+    let out = '';
+    const recorded = await until(10_000, () => {
+      out = execFileSync(process.env.SANDBOXCTL, ['history', '--json', '--session', sb.sandboxId, '--outcome', 'denied']).toString();
+      return JSON.parse(out).some((r) => r.kind === 'process');
+    });
+    assert.ok(recorded, `recorded: ${out}`);
+  });
+});
+
+test('two clients, two sandboxes, at once', async () => {
+  const run = (tag) => withSandbox('base', async (sb) => {
+    await sb.files.write('/home/user/mine.txt', tag);
+    const r = await sb.commands.run('cat mine.txt; ls | grep -c txt');
+    return r.stdout;
+  });
+  const [a, b] = await Promise.all([run('A'), run('B')]);
+  assert.equal(a, 'A1\n');
+  assert.equal(b, 'B1\n');
+});

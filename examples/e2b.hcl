@@ -1,0 +1,76 @@
+# sandboxd answering E2B's SDKs (the e2b block): agent frameworks written
+# for E2B run their sandboxes here, unchanged. Start it, export the
+# variables of e2b.env, and run the SDK's own code:
+#
+#   bin/sandboxd --config examples/e2b.hcl
+#   set -a; . examples/e2b.env; set +a
+#   node -e 'const {Sandbox} = require("e2b"); (async () => {
+#     const sb = await Sandbox.create(); console.log((await sb.commands.run("uname -a")).stdout); await sb.kill() })()'
+#
+# Paths are relative to this file.
+socket     = "/run/sandboxd/sandboxd.sock"
+state_dir  = "/var/lib/sandboxd"
+plugin_dir = "../bin/plugins"
+supervisor = "../bin/sandbox-init"
+images_dir = "../images"
+build_missing_images = true
+
+e2b {
+  # Loopback only, unless you write another address here.
+  listen = "127.0.0.1:49982"
+  # The keys clients send (E2B_API_KEY). Make your own: openssl rand -hex 20
+  api_keys = ["e2b_sandboxd_example_key_replace_me_0000"]
+  # Templates: every language by its name; "base" is bash's and
+  # "code-interpreter-v1" (the Code Interpreter's) python's by default.
+  # A template block names another, with environment of its own:
+  template "data-science" {
+    language = "python"
+    env      = { MPLBACKEND = "Agg" }
+  }
+}
+
+defaults {
+  # The longest one E2B command or cell may run, a background server's
+  # included (the SDK's own timeoutMs, 60 s unless it says otherwise,
+  # ends it sooner).
+  timeout = "1h"
+}
+
+sessions {
+  ttl          = "1h"         # an E2B sandbox's life is its timeout (default 5 minutes)
+  max_ttl      = "24h"        # the longest setTimeout may ask for
+  max          = 32
+  max_transfer = "256MiB"
+}
+
+language "python" {
+  image = "sandboxd/python:latest"
+  pool {
+    min_idle = 2
+    max      = 16
+  }
+}
+
+language "node" {
+  image = "sandboxd/node:latest"
+  pool {
+    min_idle = 1
+    max      = 8
+  }
+}
+
+language "bash" {
+  image = "sandboxd/bash:latest"
+  pool {
+    min_idle = 1
+    max      = 8
+  }
+}
+
+policy "limits" {
+  mode = "enforce"
+}
+
+policy "commands" {
+  mode = "enforce"            # E2B's commands run as bash -l -c "...": the deny-list applies to them
+}

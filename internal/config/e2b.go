@@ -1,0 +1,101 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// E2B is the e2b block: a listener that answers E2B's SDKs (internal/e2b).
+type E2B struct {
+	Listen  string
+	APIKeys []string
+	// Templates maps the template names clients create sandboxes from to
+	// languages: every language by its name, "base" and
+	// "code-interpreter-v1" by default, and the template blocks.
+	Templates map[string]E2BTemplate
+}
+
+// E2BTemplate is what a sandbox made from a template is: a session of
+// Language, with Env on top of the language's.
+type E2BTemplate struct {
+	Language string
+	Env      map[string]string
+}
+
+type e2bSchema struct {
+	Listen    *string          `hcl:"listen,optional"`
+	APIKeys   []string         `hcl:"api_keys,optional"`
+	Templates []templateSchema `hcl:"template,block"`
+	Body      hcl.Body         `hcl:",body"`
+}
+
+type templateSchema struct {
+	Name     string            `hcl:"name,label"`
+	Language *string           `hcl:"language,optional"`
+	Env      map[string]string `hcl:"env,optional"`
+	Body     hcl.Body          `hcl:",body"`
+}
+
+// minAPIKey is the shortest API key accepted: long enough not to guess.
+const minAPIKey = 20
+
+// The templates E2B's SDKs create from when told nothing: the core SDK's
+// and the Code Interpreter's, and the languages that serve them here
+// when the configuration has them.
+var defaultTemplates = map[string][]string{
+	"base":                {"bash", "python"},
+	"code-interpreter-v1": {"python"},
+}
+
+// e2b reads the e2b block, once the languages are known.
+func (v *validator) e2b(es *e2bSchema, languages []Language) *E2B {
+	e := &E2B{Listen: "127.0.0.1:49982", Templates: map[string]E2BTemplate{}}
+	if es.Listen != nil {
+		e.Listen = v.listen(es.Body, *es.Listen)
+	}
+	if len(es.APIKeys) == 0 {
+		v.fail(es.Body, "api_keys", "is missing", `the keys E2B clients send (E2B_API_KEY), each at least 20 characters: api_keys = ["<openssl rand -hex 20>"]`)
+	}
+	for _, k := range es.APIKeys {
+		if len(k) < minAPIKey {
+			v.fail(es.Body, "api_keys", fmt.Sprintf("has a key of %d characters", len(k)), fmt.Sprintf("keys of at least %d characters (openssl rand -hex 20)", minAPIKey))
+		}
+	}
+	e.APIKeys = slices.Clone(es.APIKeys)
+	known := map[string]bool{}
+	for _, l := range languages {
+		known[l.Name] = true
+		e.Templates[l.Name] = E2BTemplate{Language: l.Name}
+	}
+	names := make([]string, 0, len(defaultTemplates))
+	for name := range defaultTemplates {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		for _, lang := range defaultTemplates[name] {
+			if known[lang] {
+				e.Templates[name] = E2BTemplate{Language: lang}
+				break
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for _, ts := range es.Templates {
+		if v.defined(seen, "template", ts.Name, ts.Body) {
+			continue
+		}
+		switch {
+		case ts.Language == nil:
+			v.fail(ts.Body, "language", "is missing", `the language its sandboxes run: the name of a language block, e.g. language = "python"`)
+		case !known[*ts.Language]:
+			v.fail(ts.Body, "language", fmt.Sprintf("is %q, which has no language block", *ts.Language), "the name of a language block of this file")
+		default:
+			e.Templates[ts.Name] = E2BTemplate{Language: *ts.Language, Env: ts.Env}
+		}
+	}
+	return e
+}

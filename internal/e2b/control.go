@@ -1,0 +1,305 @@
+package e2b
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/state"
+)
+
+// defaultTimeout is a sandbox's life when its creator names none, as
+// E2B's.
+const defaultTimeout = 300 * time.Second
+
+// control is the control API for the API key whose fingerprint is key.
+func (s *Server) control(key string) http.Handler {
+	c := &controller{s: s, key: key}
+	mux := http.NewServeMux()
+	for _, p := range []string{"POST /v2/sandboxes", "POST /sandboxes"} {
+		mux.HandleFunc(p, c.create)
+	}
+	for _, p := range []string{"GET /v2/sandboxes", "GET /sandboxes"} {
+		mux.HandleFunc(p, c.list)
+	}
+	mux.HandleFunc("GET /sandboxes/{id}", c.own(c.get))
+	mux.HandleFunc("DELETE /sandboxes/{id}", c.own(c.kill))
+	mux.HandleFunc("POST /sandboxes/{id}/timeout", c.own(c.timeout))
+	mux.HandleFunc("POST /sandboxes/{id}/refreshes", c.own(c.timeout))
+	mux.HandleFunc("POST /sandboxes/{id}/pause", c.own(c.pause))
+	for _, p := range []string{"POST /v2/sandboxes/{id}/connect", "POST /sandboxes/{id}/connect", "POST /sandboxes/{id}/resume"} {
+		mux.HandleFunc(p, c.own(c.connect))
+	}
+	mux.HandleFunc("GET /sandboxes/{id}/metrics", c.own(func(w http.ResponseWriter, r *http.Request, _ *sandbox) {
+		writeJSON(w, http.StatusOK, []any{}) // not kept: sandboxctl session ls has the session's use
+	}))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, r.Method+" "+r.URL.Path+" is not served by sandboxd's E2B API: it serves sandboxes (create, list, get, kill, timeout, pause, connect), not templates, snapshots, volumes or secrets (see the README's E2B table)")
+	})
+	return mux
+}
+
+type controller struct {
+	s   *Server
+	key string
+}
+
+// own serves a call on one of the key's sandboxes; another key's is as
+// unknown as one that never was.
+func (c *controller) own(serve func(http.ResponseWriter, *http.Request, *sandbox)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		sb := c.s.sandbox(id)
+		if sb == nil || sb.rec.Key != c.key {
+			writeError(w, http.StatusNotFound, "sandbox "+id+" not found")
+			return
+		}
+		serve(w, r, sb)
+	}
+}
+
+// newSandbox is the body of a create call: what sandboxd uses of it.
+type newSandbox struct {
+	TemplateID          string            `json:"templateID"`
+	Timeout             *int64            `json:"timeout"` // seconds
+	Metadata            map[string]string `json:"metadata"`
+	EnvVars             map[string]string `json:"envVars"`
+	AllowInternetAccess *bool             `json:"allow_internet_access"`
+}
+
+// sandboxInfo is a sandbox as the control API describes it.
+type sandboxInfo struct {
+	SandboxID          string            `json:"sandboxID"`
+	TemplateID         string            `json:"templateID"`
+	Alias              string            `json:"alias,omitempty"`
+	ClientID           string            `json:"clientID"`
+	EnvdVersion        string            `json:"envdVersion"`
+	EnvdAccessToken    string            `json:"envdAccessToken,omitempty"`
+	TrafficAccessToken string            `json:"trafficAccessToken,omitempty"`
+	Domain             *string           `json:"domain"`
+	StartedAt          time.Time         `json:"startedAt"`
+	EndAt              time.Time         `json:"endAt"`
+	CPUCount           int               `json:"cpuCount"`
+	MemoryMB           int64             `json:"memoryMB"`
+	Metadata           map[string]string `json:"metadata"`
+	State              string            `json:"state"`
+}
+
+// decodeBody reads a control call's JSON body; fields sandboxd does not
+// use are ignored, as the SDKs send many.
+func decodeBody(r *http.Request, v any) error {
+	err := json.NewDecoder(r.Body).Decode(v)
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}
+
+func (c *controller) create(w http.ResponseWriter, r *http.Request) {
+	var req newSandbox
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "malformed JSON: "+err.Error())
+		return
+	}
+	tmpl, ok := c.s.cfg.Templates[req.TemplateID]
+	if !ok {
+		writeError(w, http.StatusNotFound, "template '"+req.TemplateID+"' not found: the templates here are "+strings.Join(slices.Sorted(maps.Keys(c.s.cfg.Templates)), ", ")+" (template blocks in the e2b block of sandboxd.hcl)")
+		return
+	}
+	ttl := defaultTimeout
+	if req.Timeout != nil {
+		ttl = time.Duration(*req.Timeout) * time.Second
+	}
+	env := maps.Clone(tmpl.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	maps.Copy(env, req.EnvVars)
+	sreq := api.SessionRequest{Language: tmpl.Language, Env: env, TTL: api.Duration(ttl), IdleTimeout: api.Duration(ttl)}
+	if req.AllowInternetAccess != nil && !*req.AllowInternetAccess {
+		sreq.Network = &api.Network{Allow: []string{}}
+	}
+	sess, aerr := c.s.d.Sessions.Create(r.Context(), sreq)
+	if aerr != nil {
+		writeAPIError(w, aerr)
+		return
+	}
+	rec := state.E2BSandbox{ID: sess.ID, Template: req.TemplateID, Key: c.key, Token: randomToken(), Metadata: req.Metadata, StartedAt: sess.CreatedAt}
+	if err := c.s.store.PutE2BSandbox(rec); err != nil {
+		_ = c.s.d.Sessions.Delete(sess.ID)
+		writeError(w, http.StatusInternalServerError, "storing the sandbox: "+err.Error())
+		return
+	}
+	c.s.mu.Lock()
+	c.s.sandboxes[rec.ID] = c.s.newSandbox(rec)
+	c.s.mu.Unlock()
+	c.s.log.Info("sandbox created", "sandbox", rec.ID, "template", rec.Template, "language", tmpl.Language, "key", c.key)
+	writeJSON(w, http.StatusCreated, c.info(rec, *sess, true))
+}
+
+// info describes a sandbox; withToken adds what its clients reach it with.
+func (c *controller) info(rec state.E2BSandbox, sess api.Session, withToken bool) sandboxInfo {
+	st := "running"
+	if sess.State == api.SessionHibernated {
+		st = "paused"
+	}
+	in := sandboxInfo{
+		SandboxID: rec.ID, TemplateID: rec.Template, Alias: rec.Template, ClientID: "sandboxd", EnvdVersion: EnvdVersion,
+		StartedAt: rec.StartedAt, EndAt: sess.ExpiresAt, CPUCount: max(int(sess.Limits.CPUs+0.999), 1),
+		MemoryMB: int64(sess.Limits.Memory) >> 20, Metadata: rec.Metadata, State: st,
+	}
+	if in.Metadata == nil {
+		in.Metadata = map[string]string{}
+	}
+	if withToken {
+		in.EnvdAccessToken, in.TrafficAccessToken = rec.Token, rec.Token
+	}
+	return in
+}
+
+func (c *controller) list(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	states := map[string]bool{}
+	for _, v := range q["state"] {
+		for _, st := range strings.Split(v, ",") {
+			states[st] = true
+		}
+	}
+	want, err := url.ParseQuery(q.Get("metadata"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "metadata is a query string of key=value pairs: "+err.Error())
+		return
+	}
+	c.s.mu.Lock()
+	var recs []state.E2BSandbox
+	for _, sb := range c.s.sandboxes {
+		if sb.rec.Key == c.key {
+			recs = append(recs, sb.rec)
+		}
+	}
+	c.s.mu.Unlock()
+	sort.Slice(recs, func(i, j int) bool { return recs[i].StartedAt.Before(recs[j].StartedAt) })
+	out := []sandboxInfo{}
+	for _, rec := range recs {
+		if c.s.sandbox(rec.ID) == nil {
+			continue
+		}
+		sess, aerr := c.s.d.Sessions.Get(rec.ID)
+		if aerr != nil {
+			continue
+		}
+		in := c.info(rec, *sess, false)
+		if len(states) > 0 && !states[in.State] || !matches(rec.Metadata, want) {
+			continue
+		}
+		out = append(out, in)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// matches tells whether metadata has every key and value want asks for.
+func matches(metadata map[string]string, want url.Values) bool {
+	for k, vs := range want {
+		if v, ok := metadata[k]; !ok || !slices.Contains(vs, v) {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *controller) get(w http.ResponseWriter, r *http.Request, sb *sandbox) {
+	sess, aerr := c.s.d.Sessions.Get(sb.rec.ID)
+	if aerr != nil {
+		writeAPIError(w, aerr)
+		return
+	}
+	writeJSON(w, http.StatusOK, c.info(sb.rec, *sess, true))
+}
+
+func (c *controller) kill(w http.ResponseWriter, r *http.Request, sb *sandbox) {
+	aerr := c.s.d.Sessions.Delete(sb.rec.ID)
+	c.s.forget(sb.rec.ID)
+	if aerr != nil && aerr.Code != api.CodeNotFound {
+		writeAPIError(w, aerr)
+		return
+	}
+	c.s.log.Info("sandbox killed", "sandbox", sb.rec.ID, "key", c.key)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// timeout sets the sandbox to end that many seconds from now.
+func (c *controller) timeout(w http.ResponseWriter, r *http.Request, sb *sandbox) {
+	var req struct {
+		Timeout  *int64 `json:"timeout"`
+		Duration *int64 `json:"duration"` // the older refreshes call's
+	}
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "malformed JSON: "+err.Error())
+		return
+	}
+	secs := req.Timeout
+	if secs == nil {
+		secs = req.Duration
+	}
+	if secs == nil {
+		writeError(w, http.StatusBadRequest, "timeout (seconds) is missing")
+		return
+	}
+	if _, aerr := c.s.d.Sessions.Expire(sb.rec.ID, time.Duration(*secs)*time.Second); aerr != nil {
+		writeAPIError(w, aerr)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// pause hibernates the sandbox: its files to disk, its container and
+// processes gone (E2B keeps memory; sandboxd keeps files).
+func (c *controller) pause(w http.ResponseWriter, r *http.Request, sb *sandbox) {
+	if sess, aerr := c.s.d.Sessions.Get(sb.rec.ID); aerr == nil && sess.State == api.SessionHibernated {
+		writeError(w, http.StatusConflict, "sandbox "+sb.rec.ID+" is paused already")
+		return
+	}
+	sb.procs.killAll()
+	if _, aerr := c.s.d.Sessions.Pause(r.Context(), sb.rec.ID); aerr != nil {
+		writeAPIError(w, aerr)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// connect resumes a paused sandbox and, given a timeout, sets its end.
+func (c *controller) connect(w http.ResponseWriter, r *http.Request, sb *sandbox) {
+	var req struct {
+		Timeout *int64 `json:"timeout"`
+	}
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "malformed JSON: "+err.Error())
+		return
+	}
+	before, aerr := c.s.d.Sessions.Get(sb.rec.ID)
+	if aerr != nil {
+		writeAPIError(w, aerr)
+		return
+	}
+	sess, aerr := c.s.d.Sessions.Resume(r.Context(), sb.rec.ID)
+	if aerr == nil && req.Timeout != nil && time.Until(sess.ExpiresAt) < time.Duration(*req.Timeout)*time.Second {
+		sess, aerr = c.s.d.Sessions.Expire(sb.rec.ID, time.Duration(*req.Timeout)*time.Second)
+	}
+	if aerr != nil {
+		writeAPIError(w, aerr)
+		return
+	}
+	status := http.StatusOK
+	if before.State == api.SessionHibernated {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, c.info(sb.rec, *sess, true))
+}

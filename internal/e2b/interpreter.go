@@ -1,0 +1,349 @@
+package e2b
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/sandboxd/sandboxd/api"
+)
+
+// The Code Interpreter's endpoints. An E2B code context is a context of
+// the session (a long-lived interpreter of its language: see
+// api.ExecRequest.Context); a cell's output streams as lines of JSON, its
+// display data comes as results, and an exception as the error.
+
+// defaultContext is the context a cell runs in when it names none.
+const defaultContext = "default"
+
+// maxContexts bounds the contexts E2B clients make in one sandbox.
+const maxContexts = 32
+
+// maxPartialLine is how much of a line without its end is held before it
+// goes out anyway.
+const maxPartialLine = 64 << 10
+
+// cells are the code contexts of one sandbox.
+type cells struct {
+	mu       sync.Mutex
+	contexts map[string]*codeContext // by id
+}
+
+func newCells() *cells { return &cells{contexts: map[string]*codeContext{}} }
+
+// codeContext is a context as the Code Interpreter describes it.
+type codeContext struct {
+	ID       string `json:"id"`
+	Language string `json:"language"`
+	Cwd      string `json:"cwd"`
+	runs     int
+}
+
+// count notes one more execution in a context; it returns the number.
+func (c *cells) count(id string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cc := c.contexts[id]; cc != nil {
+		cc.runs++
+		return cc.runs
+	}
+	return 0
+}
+
+// codeLanguages maps the languages the Code Interpreter names to
+// sandboxd's.
+var codeLanguages = map[string]string{
+	"python": "python", "js": "node", "javascript": "node", "node": "node",
+	"ts": "typescript", "typescript": "typescript", "bash": "bash", "r": "r", "java": "java",
+}
+
+func (s *Server) interpreterHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /execute", s.execute)
+	mux.HandleFunc("POST /contexts", s.createContext)
+	mux.HandleFunc("GET /contexts", s.listContexts)
+	mux.HandleFunc("DELETE /contexts/{id}", s.removeContext)
+	mux.HandleFunc("POST /contexts/{id}/restart", s.restartContext)
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, "OK") })
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, r.Method+" "+r.URL.Path+" is not part of the Code Interpreter's API served here")
+	})
+	return mux
+}
+
+// sandboxLanguage checks that a sandbox runs the language a client asks
+// for ("" is the sandbox's own) and returns the sandbox's.
+func (s *Server) sandboxLanguage(sb *sandbox, asked string) (string, *api.Error) {
+	sess, aerr := s.d.Sessions.Get(sb.rec.ID)
+	if aerr != nil {
+		return "", aerr
+	}
+	if asked == "" {
+		return sess.Language, nil
+	}
+	if want, ok := codeLanguages[strings.ToLower(asked)]; !ok || want != sess.Language {
+		return "", api.Errorf(api.CodeInvalidRequest, "sandbox %s (template %s) runs %s code: create a sandbox from the %s template for %s", sb.rec.ID, sb.rec.Template, sess.Language, cmpOr(want, asked), asked)
+	}
+	return sess.Language, nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func (s *Server) createContext(w http.ResponseWriter, r *http.Request) {
+	sb := sandboxOf(r.Context())
+	var req struct {
+		Language string `json:"language"`
+		Cwd      string `json:"cwd"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxControlBody)).Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "malformed JSON: "+err.Error())
+		return
+	}
+	lang, aerr := s.sandboxLanguage(sb, req.Language)
+	if aerr != nil {
+		writeAPIError(w, aerr)
+		return
+	}
+	cwd := cmpOr(req.Cwd, "/home/user")
+	if _, aerr := workspacePath(cwd); aerr != nil {
+		writeAPIError(w, aerr)
+		return
+	}
+	sb.cells.mu.Lock()
+	defer sb.cells.mu.Unlock()
+	if len(sb.cells.contexts) >= maxContexts {
+		writeError(w, http.StatusTooManyRequests, "this sandbox has as many code contexts as it may: remove one")
+		return
+	}
+	cc := &codeContext{ID: "ctx-" + randomToken()[:12], Language: cmpOr(req.Language, lang), Cwd: cwd}
+	sb.cells.contexts[cc.ID] = cc
+	writeJSON(w, http.StatusOK, cc)
+}
+
+func (s *Server) listContexts(w http.ResponseWriter, r *http.Request) {
+	sb := sandboxOf(r.Context())
+	sb.cells.mu.Lock()
+	out := slices.Collect(maps.Values(sb.cells.contexts))
+	sb.cells.mu.Unlock()
+	slices.SortFunc(out, func(a, b *codeContext) int { return strings.Compare(a.ID, b.ID) })
+	writeJSON(w, http.StatusOK, out)
+}
+
+// context returns a context the client made, writing 404 when there is
+// none.
+func (c *cells) context(w http.ResponseWriter, id string) *codeContext {
+	c.mu.Lock()
+	cc := c.contexts[id]
+	c.mu.Unlock()
+	if cc == nil {
+		writeError(w, http.StatusNotFound, "context "+id+" not found")
+	}
+	return cc
+}
+
+func (s *Server) removeContext(w http.ResponseWriter, r *http.Request) {
+	sb := sandboxOf(r.Context())
+	cc := sb.cells.context(w, r.PathValue("id"))
+	if cc == nil {
+		return
+	}
+	if aerr := s.d.Sessions.EndContext(r.Context(), sb.rec.ID, cc.ID); aerr != nil && aerr.Code != api.CodeNotFound {
+		writeAPIError(w, aerr)
+		return
+	}
+	sb.cells.mu.Lock()
+	delete(sb.cells.contexts, cc.ID)
+	sb.cells.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) restartContext(w http.ResponseWriter, r *http.Request) {
+	sb := sandboxOf(r.Context())
+	cc := sb.cells.context(w, r.PathValue("id"))
+	if cc == nil {
+		return
+	}
+	if _, aerr := s.d.RestartContext(r.Context(), sb.rec.ID, cc.ID); aerr != nil {
+		writeAPIError(w, aerr)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// execute runs a cell, streaming its output as lines of JSON.
+func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
+	sb := sandboxOf(r.Context())
+	var req struct {
+		Code      string            `json:"code"`
+		ContextID string            `json:"context_id"`
+		Language  string            `json:"language"`
+		EnvVars   map[string]string `json:"env_vars"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxControlBody)).Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "malformed JSON: "+err.Error())
+		return
+	}
+	name, cwd := defaultContext, ""
+	if req.ContextID != "" {
+		cc := sb.cells.context(w, req.ContextID)
+		if cc == nil {
+			return
+		}
+		name, cwd = cc.ID, cc.Cwd
+	} else if _, aerr := s.sandboxLanguage(sb, req.Language); aerr != nil {
+		writeAPIError(w, aerr)
+		return
+	}
+	if cwd != "" {
+		cwd, _ = workspacePath(cwd)
+	}
+	lines := &lineWriter{w: w}
+	var mu sync.Mutex
+	partial := map[string][]byte{}
+	// Output goes out a line at a time, as Jupyter's streams do: a print
+	// is one message, not its text and its newline.
+	emit := func(stream string, whole bool) {
+		b := partial[stream]
+		n := len(b)
+		if !whole {
+			n = bytes.LastIndexByte(b, '\n') + 1
+		}
+		if n > 0 {
+			lines.send(map[string]any{"type": stream, "text": string(b[:n])})
+			partial[stream] = b[n:]
+		}
+	}
+	res, aerr := s.d.Exec(r.Context(), sb.rec.ID, api.ExecRequest{Code: req.Code, Context: name, Cwd: cwd, Env: req.EnvVars}, func(stream string, data []byte) {
+		if stream != "stdout" && stream != "stderr" {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		partial[stream] = append(partial[stream], data...)
+		emit(stream, len(partial[stream]) > maxPartialLine)
+	})
+	mu.Lock()
+	emit("stdout", true)
+	emit("stderr", true)
+	mu.Unlock()
+	if aerr != nil {
+		if !lines.started {
+			writeAPIError(w, aerr)
+			return
+		}
+		lines.send(map[string]any{"type": "error", "name": "SandboxdError", "value": aerr.Message, "traceback": ""})
+		return
+	}
+	for _, result := range results(res.Display) {
+		lines.send(result)
+	}
+	if res.ExitCode != 0 {
+		lines.send(cellError(res))
+	}
+	if req.ContextID == "" {
+		sb.cells.mu.Lock()
+		if sb.cells.contexts[defaultContext] == nil {
+			sb.cells.contexts[defaultContext] = &codeContext{ID: defaultContext, Language: cmpOr(req.Language, res.Language), Cwd: "/home/user"}
+		}
+		sb.cells.mu.Unlock()
+	}
+	lines.send(map[string]any{"type": "number_of_executions", "execution_count": sb.cells.count(name)})
+}
+
+// lineWriter streams lines of JSON, the status (200) with the first.
+type lineWriter struct {
+	w       http.ResponseWriter
+	started bool
+}
+
+func (l *lineWriter) send(v any) {
+	if !l.started {
+		l.started = true
+		l.w.Header().Set("Content-Type", "application/x-ndjson")
+		l.w.WriteHeader(http.StatusOK)
+	}
+	_ = json.NewEncoder(l.w).Encode(v)
+	if f, ok := l.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// resultKeys are the Code Interpreter's names of display types.
+var resultKeys = map[string]string{
+	"text/plain": "text", "text/html": "html", "text/markdown": "markdown", "image/png": "png", "image/jpeg": "jpeg",
+	"image/svg+xml": "svg", "application/json": "json", "application/pdf": "pdf", "text/latex": "latex", "application/javascript": "javascript",
+}
+
+// results groups a cell's display data as the Code Interpreter does: the
+// final expression's value is one result in all its representations (the
+// run that ends the list with text/plain, each type once), the figures
+// before it one result each.
+func results(display []api.Display) []map[string]any {
+	main := len(display)
+	if main > 0 && display[main-1].MIME == "text/plain" {
+		seen := map[string]bool{}
+		for main > 0 && !seen[display[main-1].MIME] {
+			seen[display[main-1].MIME] = true
+			main--
+		}
+	}
+	var out []map[string]any
+	for _, d := range display[:main] {
+		out = append(out, result([]api.Display{d}, false))
+	}
+	if main < len(display) {
+		out = append(out, result(display[main:], true))
+	}
+	return out
+}
+
+func result(ds []api.Display, isMain bool) map[string]any {
+	r := map[string]any{"type": "result", "is_main_result": isMain}
+	for _, d := range ds {
+		key, ok := resultKeys[d.MIME]
+		if !ok {
+			key = d.MIME
+		}
+		var data any = d.Data
+		if d.MIME == "application/json" {
+			var v any
+			if json.Unmarshal([]byte(d.Data), &v) == nil {
+				data = v
+			}
+		}
+		r[key] = data
+	}
+	return r
+}
+
+// lastError is the "Name: message" line an interpreter ends a traceback
+// with.
+var lastError = regexp.MustCompile(`^(?:Uncaught )?([A-Za-z_][\w.]*)(?::\s?(.*))?$`)
+
+// cellError is a failed cell's error: its exception's name and message
+// from the last line of the traceback it printed.
+func cellError(res *api.RunResult) map[string]any {
+	tb := strings.TrimRight(res.Stderr, "\n")
+	name, value := "Error", "the cell ended with exit code "+strconv.Itoa(res.ExitCode)
+	last := strings.TrimSpace(tb[strings.LastIndex(tb, "\n")+1:])
+	switch m := lastError.FindStringSubmatch(last); {
+	case res.TimedOut:
+		name, value = "TimeoutError", "the cell ran past its time limit"
+	case m != nil:
+		name, value = m[1], m[2]
+	case last != "":
+		value = last
+	}
+	return map[string]any{"type": "error", "name": name, "value": value, "traceback": tb}
+}
