@@ -745,6 +745,25 @@ type FileEntry struct {
 	Target  string    `json:"target,omitempty"` // where a symlink points
 }
 
+// FileEvent is a change under a watched directory of a session's
+// workspace (GET /v1/sessions/{id}/watch).
+type FileEvent struct {
+	Path string `json:"path,omitempty"` // relative to /workspace
+	// Type is create, write, remove, rename (moved away or in) or chmod;
+	// overflow says that Count events were left out (more came at once
+	// than one batch carries, or than the client read); ready, the first
+	// of a stream, that the watch is set.
+	Type  string `json:"type"`
+	Count int    `json:"count,omitempty"`
+}
+
+// Kinds of FileEvent beside the changes': the first of a stream, and the
+// count of what was left out.
+const (
+	FileEventReady    = "ready"
+	FileEventOverflow = "overflow"
+)
+
 // PortList is the body of GET /v1/sessions/{id}/ports: the TCP ports
 // listening inside the session's sandbox (its own loopback or any
 // address; the sandbox has no network of its own).

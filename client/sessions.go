@@ -1,7 +1,10 @@
 package client
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -181,6 +184,39 @@ func (c *Client) ListFiles(ctx context.Context, id, path string, recursive bool)
 	}
 	var l api.FileList
 	return &l, c.call(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/files?"+q.Encode(), nil, &l)
+}
+
+// Watch follows what changes under a directory of a session's workspace
+// ("" is the root; below it too, recursive), handing each event to fn
+// (the first: ready, once the watch is set) until ctx ends (nil), fn
+// returns an error (that error), or the directory goes.
+func (c *Client) Watch(ctx context.Context, id, path string, recursive bool, fn func(api.FileEvent) error) error {
+	q := url.Values{"path": {path}}
+	if recursive {
+		q.Set("recursive", "true")
+	}
+	resp, err := c.doRaw(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/watch?"+q.Encode(), nil, "", api.ContentTypeNDJSON)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return decodeError(resp)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		var ev api.FileEvent
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			return fmt.Errorf("reading sandboxd's stream: %w", err)
+		}
+		if err := fn(ev); err != nil {
+			return err
+		}
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	return sc.Err()
 }
 
 // DeleteFile removes a file or directory tree from a session's workspace.

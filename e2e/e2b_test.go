@@ -26,7 +26,13 @@ const (
 // URL.
 func e2bDaemon(t *testing.T) (*testutil.Daemon, string) {
 	t.Helper()
-	d := testutil.StartDaemon(t, testutil.Options{Languages: pythonOnly, Defaults: `timeout = "60s"`, Extra: fmt.Sprintf(`
+	d := testutil.StartDaemon(t, testutil.Options{Languages: pythonOnly + `
+language "node" {
+  image = "sandboxd/node:latest"
+  pool {
+    min_idle = 0
+  }
+}`, Defaults: `timeout = "60s"`, Extra: fmt.Sprintf(`
 e2b {
   listen   = "127.0.0.1:0"
   api_keys = [%q, %q]

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -334,6 +335,19 @@ http { listen = "127.0.0.1:0" }`})
 	var ts api.Session
 	_ = json.Unmarshal(body, &ts)
 	t.Cleanup(func() { _ = d.Client().DeleteSession(context.Background(), ts.ID) })
+
+	// A watch streams until its directory goes.
+	if _, err := d.Client().Exec(ctx(t), ts.ID, api.ExecRequest{Argv: []string{"mkdir", "w"}}); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(time.Second)
+		_, _ = d.Client().Exec(context.Background(), ts.ID, api.ExecRequest{Argv: []string{"sh", "-c", "touch w/f && rm -r w"}})
+	}()
+	code, body = c.do("GET", "/v1/sessions/"+ts.ID+"/watch?path=w", api.ContentTypeNDJSON, nil, "")
+	if want(200, code, body); !bytes.Contains(body, []byte(`"ready"`)) || !bytes.Contains(body, []byte(`"path":"w/f"`)) {
+		t.Errorf("watch: %s", body)
+	}
 	term, err := d.Client().Terminal(ctx(t), ts.ID, []string{"true"}, 24, 80)
 	if err != nil {
 		t.Fatalf("terminal: %v", err)

@@ -86,7 +86,7 @@ func newRoot() *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fail("%v (see --help)", err) })
 	root.AddCommand(newRunCmd(g), newStatusCmd(g), newLanguagesCmd(g), newPoolsCmd(g),
 		newPluginsCmd(g), newHistoryCmd(g), newStatsCmd(g),
-		newSessionCmd(g), newExecCmd(g), newShellCmd(g), newPortForwardCmd(g), newContextCmd(g), newSnapshotCmd(g), newCpCmd(g), newProjectCmd(g), newImagesCmd(g), newValidateCmd(g),
+		newSessionCmd(g), newExecCmd(g), newShellCmd(g), newPortForwardCmd(g), newWatchCmd(g), newContextCmd(g), newSnapshotCmd(g), newCpCmd(g), newProjectCmd(g), newImagesCmd(g), newValidateCmd(g),
 		newApprovalsCmd(g), newDashboardCmd(g), newMCPCmd(g))
 	addCompletions(root, g)
 	return root

@@ -217,6 +217,19 @@ test('the code interpreter keeps state, shows errors, charts and tables', async 
   }
 });
 
+test('the code interpreter runs javascript in a node sandbox', async () => {
+  const sb = await CodeSandbox.create('node');
+  try {
+    await sb.runCode('const xs = [1, 2, 3]', { language: 'js' });
+    const e = await sb.runCode('console.log("sum"); xs.reduce((a, b) => a + b, 0)', { language: 'javascript' });
+    assert.deepEqual(e.logs.stdout, ['sum\n']);
+    assert.equal(e.text, '6');
+    assert.equal((await sb.runCode('nope()', { language: 'js' })).error.name, 'ReferenceError');
+  } finally {
+    await sb.kill();
+  }
+});
+
 test('keys: a wrong key, an unknown sandbox, another key\'s sandbox', async () => {
   await assert.rejects(Sandbox.create({ apiKey: 'e2b_not_a_key_of_this_sandboxd_0000' }), AuthenticationError);
   await assert.rejects(Sandbox.connect('no-such-sandbox'), SandboxNotFoundError);

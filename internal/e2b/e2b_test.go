@@ -398,6 +398,10 @@ func TestResultsGroupAsTheInterpreterDoes(t *testing.T) {
 	if e["name"] != "KeyError" || e["value"] != "'x'" {
 		t.Fatalf("error: %v", e)
 	}
+	e = cellError(&api.RunResult{ExitCode: 1, Stderr: "ReferenceError: nope is not defined\n    at <cell>:1:1\n    at run (kernel.js:40:5)\n"})
+	if e["name"] != "ReferenceError" || e["value"] != "nope is not defined" {
+		t.Fatalf("a JavaScript error: %v", e)
+	}
 	if e := cellError(&api.RunResult{ExitCode: 2}); e["name"] != "Error" || !strings.Contains(e["value"].(string), "2") {
 		t.Fatalf("an exit without a traceback: %v", e)
 	}

@@ -327,23 +327,30 @@ func result(ds []api.Display, isMain bool) map[string]any {
 	return r
 }
 
-// lastError is the "Name: message" line an interpreter ends a traceback
-// with.
-var lastError = regexp.MustCompile(`^(?:Uncaught )?([A-Za-z_][\w.]*)(?::\s?(.*))?$`)
+// errorLine is the "Name: message" line an interpreter tells an exception
+// by: Python's last, JavaScript's first before the indented frames.
+var errorLine = regexp.MustCompile(`^(?:Uncaught )?([A-Za-z_][\w.]*)(?::\s?(.*))?$`)
 
 // cellError is a failed cell's error: its exception's name and message
-// from the last line of the traceback it printed.
+// from the traceback it printed, read from the end.
 func cellError(res *api.RunResult) map[string]any {
 	tb := strings.TrimRight(res.Stderr, "\n")
 	name, value := "Error", "the cell ended with exit code "+strconv.Itoa(res.ExitCode)
-	last := strings.TrimSpace(tb[strings.LastIndex(tb, "\n")+1:])
-	switch m := lastError.FindStringSubmatch(last); {
-	case res.TimedOut:
+	lines := strings.Split(tb, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := lines[i]
+		if l == "" || l[0] == ' ' || l[0] == '\t' {
+			continue
+		}
+		if m := errorLine.FindStringSubmatch(l); m != nil {
+			name, value = m[1], m[2]
+		} else {
+			value = l
+		}
+		break
+	}
+	if res.TimedOut {
 		name, value = "TimeoutError", "the cell ran past its time limit"
-	case m != nil:
-		name, value = m[1], m[2]
-	case last != "":
-		value = last
 	}
 	return map[string]any{"type": "error", "name": name, "value": value, "traceback": tb}
 }

@@ -10,22 +10,20 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/e2b/envd"
 )
 
-// Watches. The workspace lives in the container, where sandboxd has no
-// inotify of its own: a watch lists the directory every pollEvery and
-// reports what appeared (create), changed size or time (write) and went
-// (remove) since the last look. Changes between two looks that undo each
-// other are not seen; a rename is a remove and a create.
+// Watches: a session's watch (inotify in the sandbox, see
+// sessions.Watch), its events named relative to the watched directory,
+// streamed (WatchDir) or kept until fetched (CreateWatcher).
 
 // Bounds of watches.
 const (
-	pollEvery      = 300 * time.Millisecond
-	maxWatchers    = 16    // per sandbox, streams and pollers together
-	maxWatched     = 10000 // entries one watch may look at
-	maxPendingWait = 1000  // events a poller keeps until they are fetched
+	maxWatchers    = 16   // per sandbox, streams and pollers together
+	maxPendingWait = 1000 // events a poller keeps until they are fetched
 	watcherIdle    = 5 * time.Minute
+	watchSetWait   = 30 * time.Second
 )
 
 type watchers struct {
@@ -69,119 +67,85 @@ func (ws *watchers) stopAll() {
 	}
 }
 
-// snapshot is what a watch saw of a directory: path -> size and time.
-type snapshot map[string]string
-
-// look lists the watched directory.
-func (s *Server) look(ctx context.Context, id, rel string, recursive bool) (snapshot, error) {
-	list, aerr := s.d.Sessions.ListFiles(ctx, id, rel, recursive)
-	if aerr != nil {
-		return nil, connectError(aerr)
-	}
-	if len(list.Entries) > maxWatched {
-		return nil, connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("%s holds %d entries, more than a watch looks at (%d): watch a smaller directory", rel, len(list.Entries), maxWatched))
-	}
-	snap := snapshot{}
-	for _, e := range list.Entries {
-		snap[e.Path] = fmt.Sprint(e.Type, e.Size, e.ModTime.UnixNano(), e.Mode)
-	}
-	return snap, nil
+// eventTypes maps sandboxd's kinds of change to envd's.
+var eventTypes = map[string]envd.EventType{
+	"create": envd.EventType_EVENT_TYPE_CREATE, "write": envd.EventType_EVENT_TYPE_WRITE, "remove": envd.EventType_EVENT_TYPE_REMOVE,
+	"rename": envd.EventType_EVENT_TYPE_RENAME, "chmod": envd.EventType_EVENT_TYPE_CHMOD,
 }
 
-// changes are the events from one look to the next, names relative to
-// the watched directory.
-func changes(rel string, before, now snapshot) []*envd.FilesystemEvent {
-	var out []*envd.FilesystemEvent
-	name := func(p string) string {
-		if rel == "." || rel == "" {
-			return p
-		}
-		return strings.TrimPrefix(p, rel+"/")
-	}
-	for p, v := range now {
-		switch old, ok := before[p]; {
-		case !ok:
-			out = append(out, &envd.FilesystemEvent{Name: name(p), Type: envd.EventType_EVENT_TYPE_CREATE})
-		case old != v:
-			out = append(out, &envd.FilesystemEvent{Name: name(p), Type: envd.EventType_EVENT_TYPE_WRITE})
-		}
-	}
-	for p := range before {
-		if _, ok := now[p]; !ok {
-			out = append(out, &envd.FilesystemEvent{Name: name(p), Type: envd.EventType_EVENT_TYPE_REMOVE})
-		}
-	}
-	return out
-}
-
-// watch looks at a directory until ctx ends, handing each look's events
-// (none, often) to emit.
-func (s *Server) watch(ctx context.Context, id, rel string, recursive bool, before snapshot, emit func([]*envd.FilesystemEvent) error) error {
-	t := time.NewTicker(pollEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-		now, err := s.look(ctx, id, rel, recursive)
-		if err != nil {
-			return err
-		}
-		if err := emit(changes(rel, before, now)); err != nil {
-			return err
-		}
-		before = now
-	}
-}
-
-// watchTarget checks a directory to watch and takes its first look.
-func (s *Server) watchTarget(ctx context.Context, p string, recursive bool) (string, snapshot, error) {
+// watch runs a session's watch of a client's directory until ctx ends or
+// the directory goes: set is called once it is set, emit with each
+// batch's events, named relative to the directory.
+func (s *Server) watch(ctx context.Context, p string, recursive bool, set func(), emit func([]*envd.FilesystemEvent)) error {
 	rel, _, err := resolve(p)
 	if err != nil {
-		return "", nil, err
+		return err
 	}
-	id := sandboxOf(ctx).rec.ID
-	e, aerr := s.d.Sessions.Stat(ctx, id, rel)
+	first := true
+	aerr := s.d.Sessions.Watch(ctx, sandboxOf(ctx).rec.ID, rel, recursive, func(evs []api.FileEvent) {
+		if first {
+			first = false
+			set()
+		}
+		var out []*envd.FilesystemEvent
+		for _, ev := range evs {
+			if t, ok := eventTypes[ev.Type]; ok {
+				name := ev.Path
+				if rel != "" && rel != "." {
+					name = strings.TrimPrefix(name, strings.TrimSuffix(rel, "/")+"/")
+				}
+				out = append(out, &envd.FilesystemEvent{Name: name, Type: t})
+			}
+		}
+		if len(out) > 0 {
+			emit(out)
+		}
+	})
 	if aerr != nil {
-		return "", nil, connectError(aerr)
+		return connectError(aerr)
 	}
-	if e.Type != "dir" {
-		return "", nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s is not a directory", p))
-	}
-	snap, err := s.look(ctx, id, rel, recursive)
-	return rel, snap, err
+	return nil
 }
 
 func (f filesystemService) WatchDir(ctx context.Context, req *connect.Request[envd.WatchDirRequest], stream *connect.ServerStream[envd.WatchDirResponse]) error {
-	sb := sandboxOf(ctx)
-	wctx, stop, err := sb.watch.start(ctx)
+	wctx, stop, err := sandboxOf(ctx).watch.start(ctx)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	rel, snap, err := f.s.watchTarget(wctx, req.Msg.GetPath(), req.Msg.GetRecursive())
-	if err != nil {
-		return err
-	}
-	if err := stream.Send(&envd.WatchDirResponse{Event: &envd.WatchDirResponse_Start{Start: &envd.WatchDirResponse_StartEvent{}}}); err != nil {
-		return err
-	}
-	keep := time.Now()
-	tick := keepTick(req.Header())
-	return f.s.watch(wctx, sb.rec.ID, rel, req.Msg.GetRecursive(), snap, func(evs []*envd.FilesystemEvent) error {
-		for _, ev := range evs {
-			if err := stream.Send(&envd.WatchDirResponse{Event: &envd.WatchDirResponse_Filesystem{Filesystem: ev}}); err != nil {
-				return err
+	var mu sync.Mutex // the watch's deliveries and the keepalives both send
+	var sendErr error
+	send := func(r *envd.WatchDirResponse) {
+		mu.Lock()
+		defer mu.Unlock()
+		if sendErr == nil {
+			if sendErr = stream.Send(r); sendErr != nil {
+				stop()
 			}
 		}
-		if time.Since(keep) > tick {
-			keep = time.Now()
-			return stream.Send(&envd.WatchDirResponse{Event: &envd.WatchDirResponse_Keepalive{Keepalive: &envd.WatchDirResponse_KeepAlive{}}})
+	}
+	go func() {
+		t := time.NewTicker(keepTick(req.Header()))
+		defer t.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-t.C:
+				send(&envd.WatchDirResponse{Event: &envd.WatchDirResponse_Keepalive{Keepalive: &envd.WatchDirResponse_KeepAlive{}}})
+			}
 		}
-		return nil
+	}()
+	err = f.s.watch(wctx, req.Msg.GetPath(), req.Msg.GetRecursive(), func() {
+		send(&envd.WatchDirResponse{Event: &envd.WatchDirResponse_Start{Start: &envd.WatchDirResponse_StartEvent{}}})
+	}, func(evs []*envd.FilesystemEvent) {
+		for _, ev := range evs {
+			send(&envd.WatchDirResponse{Event: &envd.WatchDirResponse_Filesystem{Filesystem: ev}})
+		}
 	})
+	mu.Lock()
+	defer mu.Unlock()
+	return errors.Join(err, sendErr)
 }
 
 // poller is a watch whose events are fetched (GetWatcherEvents) rather
@@ -192,43 +156,67 @@ type poller struct {
 	pending []*envd.FilesystemEvent
 	dropped int
 	err     error
+	ended   bool
 	fetched time.Time
 }
 
 func (f filesystemService) CreateWatcher(ctx context.Context, req *connect.Request[envd.CreateWatcherRequest]) (*connect.Response[envd.CreateWatcherResponse], error) {
 	sb := sandboxOf(ctx)
-	wctx, stop, err := sb.watch.start(f.s.base)
+	wctx, stop, err := sb.watch.start(context.WithValue(f.s.base, sandboxKey{}, sb))
 	if err != nil {
-		return nil, err
-	}
-	rel, snap, err := f.s.watchTarget(context.WithValue(wctx, sandboxKey{}, sb), req.Msg.GetPath(), req.Msg.GetRecursive())
-	if err != nil {
-		stop()
 		return nil, err
 	}
 	pl := &poller{stop: stop, fetched: time.Now()}
+	set := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		defer stop()
+		err := f.s.watch(wctx, req.Msg.GetPath(), req.Msg.GetRecursive(), func() { close(set) }, func(evs []*envd.FilesystemEvent) {
+			pl.mu.Lock()
+			defer pl.mu.Unlock()
+			room := max(maxPendingWait-len(pl.pending), 0)
+			pl.dropped += max(len(evs)-room, 0)
+			pl.pending = append(pl.pending, evs[:min(room, len(evs))]...)
+		})
+		pl.mu.Lock()
+		pl.err, pl.ended = err, true
+		pl.mu.Unlock()
+	}()
+	go pl.expire(wctx)
+	select {
+	case <-set:
+	case <-ended:
+		return nil, pl.err
+	case <-time.After(watchSetWait):
+		stop()
+		return nil, connect.NewError(connect.CodeUnavailable, errors.New("the watch was not set in time"))
+	}
 	id := randomToken()[:16]
 	sb.watch.mu.Lock()
 	sb.watch.pollers[id] = pl
 	sb.watch.mu.Unlock()
-	go func() {
-		defer stop()
-		err := f.s.watch(wctx, sb.rec.ID, rel, req.Msg.GetRecursive(), snap, func(evs []*envd.FilesystemEvent) error {
-			pl.mu.Lock()
-			defer pl.mu.Unlock()
-			if time.Since(pl.fetched) > watcherIdle {
-				return errors.New("its events were not fetched for " + watcherIdle.String())
-			}
-			room := max(maxPendingWait-len(pl.pending), 0)
-			pl.dropped += max(len(evs)-room, 0)
-			pl.pending = append(pl.pending, evs[:min(room, len(evs))]...)
-			return nil
-		})
-		pl.mu.Lock()
-		pl.err = err
-		pl.mu.Unlock()
-	}()
 	return connect.NewResponse(&envd.CreateWatcherResponse{WatcherId: id}), nil
+}
+
+// expire ends a poller nobody fetches from.
+func (pl *poller) expire(ctx context.Context) {
+	t := time.NewTicker(watcherIdle / 10)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			pl.mu.Lock()
+			idle := time.Since(pl.fetched) > watcherIdle
+			pl.mu.Unlock()
+			if idle {
+				pl.stop()
+				return
+			}
+		}
+	}
 }
 
 func (ws *watchers) poller(id string) (*poller, error) {
@@ -248,11 +236,17 @@ func (f filesystemService) GetWatcherEvents(ctx context.Context, req *connect.Re
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	pl.fetched = time.Now()
-	if pl.err != nil && len(pl.pending) == 0 {
-		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("the watcher ended: %w", pl.err))
-	}
-	if pl.dropped > 0 {
-		return nil, connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("%d events were dropped: fetch them more often", pl.dropped))
+	switch {
+	case pl.dropped > 0:
+		n := pl.dropped
+		pl.dropped = 0
+		return nil, connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("%d events were dropped: fetch them more often", n))
+	case pl.ended && len(pl.pending) == 0:
+		why := "its directory is gone, or it was not fetched from for " + watcherIdle.String()
+		if pl.err != nil {
+			why = pl.err.Error()
+		}
+		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("the watcher ended: %s", why))
 	}
 	out := &envd.GetWatcherEventsResponse{Events: pl.pending}
 	pl.pending = nil

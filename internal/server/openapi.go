@@ -98,7 +98,10 @@ func OpenAPI() map[string]any {
 			params = append(params, map[string]any{"name": q.name, "in": "query", "description": q.description, "schema": map[string]any{"type": q.typ}})
 		}
 		ok := map[string]any{"description": http.StatusText(rt.status)}
-		if rt.events != nil {
+		switch {
+		case rt.events != nil && rt.result.json == nil:
+			ok["description"] = "a stream of events: one per line (application/x-ndjson), or with Accept: text/event-stream one per server-sent event"
+		case rt.events != nil:
 			ok["description"] = "the result; with Accept: application/x-ndjson, one event per line (output or progress), the last a result or an error event"
 		}
 		if rt.result.json != nil || rt.result.media != nil {

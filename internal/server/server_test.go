@@ -2,9 +2,11 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -139,5 +141,61 @@ func TestImageBuildingSaysWhenToRetry(t *testing.T) {
 	writeError(w, &api.Error{Code: api.CodeImageBuilding, Message: "building"})
 	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != "15" {
 		t.Fatalf("%d, Retry-After %q", w.Code, w.Header().Get("Retry-After"))
+	}
+}
+
+// A watch streams what changes in a session's workspace as NDJSON, ready
+// first; a client that stops reading costs the sandbox nothing but the
+// events it misses, said as an overflow.
+func TestWatchStreamsChanges(t *testing.T) {
+	srv, _ := newServer(t)
+	resp, body := post(t, srv.URL+"/v1/sessions", `{"language":"bash"}`)
+	var sess api.Session
+	if err := json.Unmarshal([]byte(body), &sess); resp.StatusCode != 201 || err != nil {
+		t.Fatalf("create: %d %s", resp.StatusCode, body)
+	}
+	watch := func(ctx context.Context, path string) (*http.Response, error) {
+		req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/v1/sessions/"+sess.ID+"/watch?recursive=true&path="+path, nil)
+		return http.DefaultClient.Do(req)
+	}
+	if resp, err := watch(context.Background(), "missing"); err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("watching a directory that is not there: %v %v", resp, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	resp, err := watch(ctx, "")
+	if err != nil || resp.StatusCode != 200 || resp.Header.Get("Content-Type") != api.ContentTypeNDJSON {
+		t.Fatalf("watch: %v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	var seen []string
+	exec := func(script string) {
+		go func() {
+			r, err := http.Post(srv.URL+"/v1/sessions/"+sess.ID+"/exec", "application/json", strings.NewReader(`{"argv":["sh","-c","`+script+`"]}`))
+			if err == nil {
+				r.Body.Close()
+			}
+		}()
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		var ev api.FileEvent
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatal(err)
+		}
+		seen = append(seen, ev.Type+" "+ev.Path)
+		switch {
+		case ev.Type == api.FileEventReady:
+			exec("mkdir -p d/e && echo early > d/e/early")
+		case ev.Type == "create" && ev.Path == "d/e/early":
+			// A new directory's watch is set once its creation is told.
+			exec("echo x > d/f && rm d/f")
+		}
+		if ev.Type == "remove" && ev.Path == "d/f" {
+			break
+		}
+	}
+	if seen[0] != "ready " || !slices.Contains(seen, "create d") || !slices.Contains(seen, "write d/f") {
+		t.Fatalf("seen %v (%v)", seen, sc.Err())
 	}
 }

@@ -2,9 +2,12 @@ package server
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/daemon"
@@ -165,6 +168,43 @@ func (b *lazyBody) start() {
 func (b *lazyBody) Write(p []byte) (int, error) {
 	b.start()
 	return b.w.Write(p)
+}
+
+// watch streams what changes under a directory of a session's workspace:
+// one FileEvent per line (NDJSON), or per server-sent event with Accept:
+// text/event-stream; the first says the watch is set ("ready").
+func (h *handler) watch(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	recursive, _ := strconv.ParseBool(q.Get("recursive"))
+	flusher, _ := w.(http.Flusher)
+	sse := strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+	started := false
+	aerr := h.d.Sessions.Watch(r.Context(), r.PathValue("id"), q.Get("path"), recursive, func(evs []api.FileEvent) {
+		if !started {
+			started = true
+			w.Header().Set("Cache-Control", "no-store")
+			w.Header().Set("Content-Type", api.ContentTypeNDJSON)
+			if sse {
+				w.Header().Set("Content-Type", "text/event-stream")
+			}
+			w.WriteHeader(http.StatusOK)
+			evs = append([]api.FileEvent{{Type: api.FileEventReady}}, evs...)
+		}
+		for _, ev := range evs {
+			data, _ := json.Marshal(ev)
+			if sse {
+				fmt.Fprintf(w, "data: %s\n\n", data)
+			} else {
+				fmt.Fprintf(w, "%s\n", data)
+			}
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+	})
+	if aerr != nil && !started {
+		writeError(w, aerr)
+	}
 }
 
 func (h *handler) deleteFile(w http.ResponseWriter, r *http.Request) {

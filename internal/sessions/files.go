@@ -6,6 +6,7 @@ import (
 	"io"
 	"path"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sandboxd/sandboxd/api"
@@ -221,6 +222,57 @@ func (m *Sessions) Download(ctx context.Context, id, p string, start func(dir bo
 		return nil
 	})
 }
+
+// Watch streams what changes under a directory of the workspace (below it
+// too, recursive) to emit, a batch at a time, the first empty once the
+// watch is set, until ctx ends (nil) or the directory goes; beside the
+// session's other operations.
+func (m *Sessions) Watch(ctx context.Context, id, p string, recursive bool, emit func([]api.FileEvent)) *api.Error {
+	name, aerr := Path(p)
+	if aerr != nil {
+		return aerr
+	}
+	// emit may be slow (a client that reads slowly): the sandbox's reader
+	// never waits for it; what does not fit the queue is counted and said.
+	queue := make(chan []api.FileEvent, watchQueue)
+	var dropped atomic.Int64
+	delivered := make(chan struct{})
+	go func() {
+		defer close(delivered)
+		for evs := range queue {
+			if n := dropped.Swap(0); n > 0 {
+				evs = append(evs, api.FileEvent{Type: api.FileEventOverflow, Count: int(n)})
+			}
+			emit(evs)
+		}
+	}()
+	defer func() { close(queue); <-delivered }()
+	return m.Alongside(ctx, id, func(_ *Session, sb *runtime.Sandbox) *api.Error {
+		res, err := sb.Watch(ctx, supervisor.FileRequest{Path: name, Recursive: recursive}, func(evs []supervisor.FileEvent) {
+			out := make([]api.FileEvent, len(evs))
+			for i, e := range evs {
+				out[i] = api.FileEvent{Path: e.Path, Type: e.Type, Count: e.Count}
+			}
+			select {
+			case queue <- out:
+			default:
+				dropped.Add(int64(len(out)))
+			}
+		})
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return nil
+		case err != nil:
+			return request.ErrorOf(fmt.Errorf("watching %s: %w", name, err))
+		case res.Error != "":
+			return sessionErr(name, res)
+		}
+		return nil
+	})
+}
+
+// watchQueue is how many batches of a watch wait for a slow client.
+const watchQueue = 256
 
 // DeleteFile removes a file or a directory tree from the workspace.
 func (m *Sessions) DeleteFile(ctx context.Context, id, p string) *api.Error {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sync"
 	"time"
 )
@@ -187,6 +188,33 @@ func (c *Conn) File(ctx context.Context, op string, req FileRequest, in io.Reade
 	end, err := c.call(ctx, Message{Op: op, File: &req}, req.Max, readerFeed(in), out, fileOpTimeout+time.Duration(req.Max>>20)*time.Second)
 	if err != nil {
 		return FileResult{}, err
+	}
+	return *end.Done, nil
+}
+
+// watchLife bounds a watch's call: it lasts as long as its caller wants,
+// and a watch of a quiet directory is silent meanwhile.
+const watchLife = 30 * 24 * time.Hour
+
+// Watch streams the changes under a workspace directory (see OpWatch) to
+// events, a batch at a time, until ctx ends or the directory goes (the
+// result's ErrNotFound). events is called from the read goroutine.
+func (c *Conn) Watch(ctx context.Context, req FileRequest, events func([]FileEvent)) (FileResult, error) {
+	var bad error
+	out := func(_ string, b []byte) {
+		var evs []FileEvent
+		if err := json.Unmarshal(b, &evs); err != nil {
+			bad = err
+			return
+		}
+		events(evs)
+	}
+	end, err := c.call(ctx, Message{Op: OpWatch, File: &req}, math.MaxInt64, nil, out, watchLife)
+	if err != nil {
+		return FileResult{}, err
+	}
+	if bad != nil {
+		return FileResult{}, fmt.Errorf("%w: a watch's events do not decode: %v", ErrDead, bad)
 	}
 	return *end.Done, nil
 }
@@ -385,6 +413,7 @@ func (c *Conn) dispatch(m Message) error {
 			i = 1
 		case cl.op == OpExec && m.Stream == Stdout:
 		case (cl.op == OpGet || cl.op == OpTar) && m.Stream == Data:
+		case cl.op == OpWatch && m.Stream == Events:
 		default:
 			return fmt.Errorf("%w: output on stream %q for %s", ErrDead, m.Stream, cl.op)
 		}

@@ -26,7 +26,7 @@
 //
 // host -> supervisor: hello; exec (then in chunks of its stdin); the
 // workspace operations put (then in chunks of the file), get, tar, list,
-// mkdir, move, remove and reset; kill.
+// mkdir, move, remove, watch and reset; kill.
 // supervisor -> host: hello; in_ack per input chunk; out (an execution's
 // output, or the bytes of get and tar); exit ends an exec, done ends a
 // workspace operation.
@@ -96,7 +96,13 @@ const (
 	OpPorts   = "ports" // the TCP ports listening in the sandbox
 	OpMkdir   = "mkdir" // make a directory and its parents
 	OpMove    = "move"  // rename File.Path to File.To
-	OpDone    = "done"  // the answer to a workspace or context operation
+	// OpWatch streams what changes under the directory File.Path (below
+	// it too, File.Recursive) as out messages on the Events stream, each
+	// a JSON array of FileEvent (the first, empty, once the watch is
+	// set), until it is killed (done) or the directory goes (done with
+	// ErrNotFound).
+	OpWatch = "watch"
+	OpDone  = "done" // the answer to a workspace or context operation
 
 	OpResize     = "resize"      // a terminal execution's new window size
 	OpContexts   = "contexts"    // list the running context kernels
@@ -106,6 +112,28 @@ const (
 
 // Data is the stream of OpOut for get and tar.
 const Data = "data"
+
+// Events is the stream of OpOut for watch.
+const Events = "events"
+
+// FileEvent is a change under a watched directory.
+type FileEvent struct {
+	Path  string `json:"path,omitempty"`  // relative to /workspace
+	Type  string `json:"type"`            // one of the Event kinds
+	Count int    `json:"count,omitempty"` // EventOverflow: how many were left out
+}
+
+// Kinds of FileEvent.
+const (
+	EventCreate = "create"
+	EventWrite  = "write"
+	EventRemove = "remove"
+	EventRename = "rename" // moved away or moved in
+	EventChmod  = "chmod"
+	// EventOverflow says that Count events were left out: more came at
+	// once than a batch carries.
+	EventOverflow = "overflow"
+)
 
 // Streams of OpOut.
 const (

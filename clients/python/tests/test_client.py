@@ -152,6 +152,21 @@ def test_types_follow_the_openapi_document(client):
     assert not missing, "fields of the OpenAPI document the client's types lack: %s" % missing
 
 
+def test_watch(client):
+    """What a program changes, as it happens."""
+    import threading
+
+    with client.session("python", ttl="5m") as s:
+        seen = []
+        for ev in s.watch(".", recursive=True):
+            seen.append((ev.type, ev.path))
+            if ev.type == "ready":
+                threading.Thread(target=s.exec, args=(["sh", "-c", "echo x > made.txt"],)).start()
+            if ("write", "made.txt") in seen:
+                break
+        assert seen[0] == ("ready", "") and ("create", "made.txt") in seen
+
+
 def test_connect_port(client):
     """A connection to a server the session runs, carried by sandboxd."""
     import time

@@ -6,7 +6,7 @@ import type { Duplex } from "node:stream";
 import { fromBody, Unreachable } from "./errors.js";
 import { connectPort } from "./ports.js";
 import type {
-  Context, Event, ExecRequest, FileEntry, Preview, RunRequest, RunResult, Session, SessionRequest, Snapshot,
+  Context, Event, ExecRequest, FileEntry, FileEvent, Preview, RunRequest, RunResult, Session, SessionRequest, Snapshot,
 } from "./types.js";
 
 export * from "./errors.js";
@@ -86,19 +86,28 @@ export class Client {
 
   /** Events as they come: output, then the result. */
   async *events(path: string, body: unknown): AsyncGenerator<Event> {
-    const res = await this.open("POST", path, body, "application/x-ndjson");
+    for await (const ev of this.lines<Event>("POST", path, body)) {
+      if (ev.type === "error") throw fromBody(200, { error: ev.error });
+      yield ev;
+    }
+  }
+
+  /** A stream of JSON lines (application/x-ndjson), each as it comes. */
+  async *lines<T>(method: string, path: string, body?: unknown): AsyncGenerator<T> {
+    const res = await this.open(method, path, body, "application/x-ndjson");
     let pending = "";
-    for await (const chunk of res) {
-      pending += chunk.toString();
-      let nl: number;
-      while ((nl = pending.indexOf("\n")) >= 0) {
-        const line = pending.slice(0, nl).trim();
-        pending = pending.slice(nl + 1);
-        if (!line) continue;
-        const ev = JSON.parse(line) as Event;
-        if (ev.type === "error") throw fromBody(200, { error: ev.error });
-        yield ev;
+    try {
+      for await (const chunk of res) {
+        pending += chunk.toString();
+        let nl: number;
+        while ((nl = pending.indexOf("\n")) >= 0) {
+          const line = pending.slice(0, nl).trim();
+          pending = pending.slice(nl + 1);
+          if (line) yield JSON.parse(line) as T;
+        }
       }
+    } finally {
+      res.destroy();
     }
   }
 
@@ -196,6 +205,15 @@ export class SessionHandle {
   async listFiles(path = ".", recursive = false): Promise<FileEntry[]> {
     const q = new URLSearchParams({ path, recursive: String(recursive) });
     return (await this.client.request<{ entries: FileEntry[] }>("GET", this.path + "/files?" + q)).json.entries;
+  }
+
+  /** What changes under a directory of the workspace, as it happens: first
+   * "ready" (the watch is set), then create, write, remove, rename and chmod;
+   * "overflow" says how many were left out. Until the loop ends or the
+   * directory goes. */
+  watch(path = ".", recursive = false): AsyncGenerator<FileEvent> {
+    const q = new URLSearchParams({ path, recursive: String(recursive) });
+    return this.client.lines<FileEvent>("GET", this.path + "/watch?" + q);
   }
 
   async deleteFile(path: string): Promise<void> {

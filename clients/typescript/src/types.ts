@@ -231,6 +231,14 @@ export interface FileEntry {
   target?: string;
 }
 
+/** A change under a watched directory (Session.watch). */
+export interface FileEvent {
+  path?: string;
+  /** create, write, remove, rename, chmod; ready first; overflow: count left out. */
+  type: string;
+  count?: number;
+}
+
 export interface Snapshot {
   id: string;
   name: string;

@@ -134,3 +134,19 @@ test("connectPort", { skip }, async () => {
     await s.close();
   }
 });
+
+test("watch", { skip }, async () => {
+  const s = await client.createSession({ language: "python", ttl: "5m" });
+  try {
+    const seen = [];
+    for await (const ev of s.watch(".", true)) {
+      seen.push(`${ev.type} ${ev.path ?? ""}`);
+      if (ev.type === "ready") s.exec({ argv: ["sh", "-c", "echo x > made.txt"] });
+      if (seen.includes("write made.txt")) break;
+    }
+    assert.equal(seen[0], "ready ");
+    assert.ok(seen.includes("create made.txt"), seen.join(", "));
+  } finally {
+    await s.close();
+  }
+});

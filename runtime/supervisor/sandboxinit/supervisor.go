@@ -70,6 +70,7 @@ type server struct {
 	execs   map[uint64]*execution // by request id
 	byPID   map[int]*execution    // main processes
 	uploads map[uint64]*upload    // puts waiting for their in chunks
+	watches map[uint64]*watch     // watches in progress, by request id
 
 	contexts     map[string]*kernel // running context kernels by name
 	kernelByPID  map[int]*kernel
@@ -101,6 +102,7 @@ func newServer(w io.Writer, at paths, c container) *server {
 		execs:     map[uint64]*execution{},
 		byPID:     map[int]*execution{},
 		uploads:   map[uint64]*upload{},
+		watches:   map[uint64]*watch{},
 
 		contexts:     map[string]*kernel{},
 		kernelByPID:  map[int]*kernel{},
@@ -126,6 +128,12 @@ func (s *server) handle(m supervisor.Message) {
 		}
 	case supervisor.OpPut, supervisor.OpGet, supervisor.OpTar, supervisor.OpList, supervisor.OpMkdir, supervisor.OpMove, supervisor.OpRemove, supervisor.OpReset, supervisor.OpRecycle, supervisor.OpUntar, supervisor.OpPorts:
 		s.fileOp(m)
+	case supervisor.OpWatch:
+		req := supervisor.FileRequest{Path: "."}
+		if m.File != nil {
+			req = *m.File
+		}
+		s.startWatch(m.ID, req)
 	case supervisor.OpContexts, supervisor.OpContextEnd:
 		s.contextOp(m)
 	case supervisor.OpWarm:
@@ -134,8 +142,12 @@ func (s *server) handle(m supervisor.Message) {
 		}
 	case supervisor.OpIn, supervisor.OpInClose, supervisor.OpKill:
 		s.mu.Lock()
-		e, up := s.execs[m.ID], s.uploads[m.ID]
+		e, up, w := s.execs[m.ID], s.uploads[m.ID], s.watches[m.ID]
 		s.mu.Unlock()
+		if w != nil && m.Op == supervisor.OpKill {
+			w.close()
+			return
+		}
 		if up != nil {
 			switch m.Op {
 			case supervisor.OpIn:

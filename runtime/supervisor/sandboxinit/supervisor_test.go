@@ -315,6 +315,95 @@ func TestMkdirAndMoveStayInTheWorkspace(t *testing.T) {
 	}
 }
 
+func TestWatchReportsChangesBelowAndEnds(t *testing.T) {
+	p := newPeer(t)
+	ws := p.dirs.workspace
+	if err := os.MkdirAll(filepath.Join(ws, "w/sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A link planted to lead out is watched as the link it is, never
+	// through.
+	outside := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(ws, "w/out")); err != nil {
+		t.Fatal(err)
+	}
+	p.send(supervisor.Message{Op: supervisor.OpWatch, ID: 3, File: &supervisor.FileRequest{Path: "w", Recursive: true}})
+	events := func() []supervisor.FileEvent {
+		t.Helper()
+		m := p.next()
+		if m.Op != supervisor.OpOut || m.Stream != supervisor.Events {
+			t.Fatalf("want events, got %+v", m)
+		}
+		var evs []supervisor.FileEvent
+		if err := json.Unmarshal(m.Data, &evs); err != nil {
+			t.Fatal(err)
+		}
+		return evs
+	}
+	if evs := events(); len(evs) != 0 {
+		t.Fatalf("the first batch says the watch is set, and is empty: %v", evs)
+	}
+	seen := map[string]bool{}
+	want := func(path, kind string) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); !seen[kind+" "+path]; {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s of %s in %v", kind, path, seen)
+			}
+			for _, ev := range events() {
+				seen[ev.Type+" "+ev.Path] = true
+			}
+		}
+	}
+	if err := os.WriteFile(filepath.Join(ws, "w/sub/a.txt"), []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want("w/sub/a.txt", supervisor.EventCreate)
+	want("w/sub/a.txt", supervisor.EventWrite)
+	if err := os.MkdirAll(filepath.Join(ws, "w/new/deeper"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	want("w/new", supervisor.EventCreate)
+	time.Sleep(100 * time.Millisecond) // the new directory's watch is set as its event is read
+	if err := os.WriteFile(filepath.Join(ws, "w/new/b.txt"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want("w/new/b.txt", supervisor.EventCreate)
+	if err := os.Rename(filepath.Join(ws, "w/sub/a.txt"), filepath.Join(ws, "w/a.txt")); err != nil {
+		t.Fatal(err)
+	}
+	want("w/a.txt", supervisor.EventRename)
+	if err := os.WriteFile(filepath.Join(outside, "x"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(ws, "w/a.txt")); err != nil {
+		t.Fatal(err)
+	}
+	want("w/a.txt", supervisor.EventRemove)
+	for k := range seen {
+		if strings.Contains(k, "out/") {
+			t.Fatalf("an event through the planted link: %s", k)
+		}
+	}
+	// Killed, it ends with a done.
+	p.send(supervisor.Message{Op: supervisor.OpKill, ID: 3})
+	for {
+		if m := p.next(); m.Op == supervisor.OpDone {
+			if m.ID != 3 || m.Done.Error != "" {
+				t.Fatalf("%+v", m)
+			}
+			break
+		}
+	}
+	// A watch of what is not a directory, or climbs out, fails at once.
+	for i, dir := range []string{"w/sub/missing", "w/out", "../.."} {
+		p.send(supervisor.Message{Op: supervisor.OpWatch, ID: uint64(10 + i), File: &supervisor.FileRequest{Path: dir}})
+		if m := p.next(); m.Op != supervisor.OpDone || m.Done.Error == "" {
+			t.Fatalf("watch %s: %+v", dir, m)
+		}
+	}
+}
+
 func TestResetEmptiesAllButProjectFiles(t *testing.T) {
 	p := newPeer(t)
 	for _, f := range []string{"project_files/keep", "x/y", "outputs/z", "locked/deep/f"} {

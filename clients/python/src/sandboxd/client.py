@@ -14,7 +14,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 from . import errors
 from . import ports as _ports
 from .ports import PortConnection
-from .types import Context, Event, FileEntry, Result, Session, Snapshot, build
+from .types import Context, Event, FileEntry, FileEvent, Result, Session, Snapshot, build
 
 DEFAULT_SOCKET = "/run/sandboxd/sandboxd.sock"
 
@@ -256,6 +256,20 @@ class SessionHandle:
     def list_files(self, path: str = ".", recursive: bool = False) -> List[FileEntry]:
         q = urllib.parse.urlencode({"path": path, "recursive": "true" if recursive else "false"})
         return [build(FileEntry, e) for e in self.client._call("GET", self._path + "/files?" + q)["entries"]]
+
+    def watch(self, path: str = ".", recursive: bool = False) -> Iterator[FileEvent]:
+        """What changes under a directory of the workspace, as it happens:
+        the first event is ready (the watch is set), then create, write,
+        remove, rename and chmod; overflow says how many were left out.
+        Until the generator is closed or the directory goes."""
+        q = urllib.parse.urlencode({"path": path, "recursive": "true" if recursive else "false"})
+        resp = self.client._open("GET", self._path + "/watch?" + q, accept="application/x-ndjson")
+        try:
+            for line in resp:
+                if line.strip():
+                    yield build(FileEvent, json.loads(line))
+        finally:
+            resp.close()
 
     def download(self, path: str, dest: str) -> str:
         """Copy a file, or a directory, out of the workspace to dest. Links

@@ -232,6 +232,17 @@ class FileEntry:
 
 
 @dataclass
+class FileEvent:
+    """A change under a watched directory: type is create, write, remove,
+    rename (moved away or in) or chmod; ready first, once the watch is
+    set; overflow when count events were left out."""
+    path: str = ""
+    type: str = ""
+    count: int = 0
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+@dataclass
 class Snapshot:
     id: str = ""
     name: str = ""
@@ -258,5 +269,5 @@ class Context:
 SCHEMAS = {
     "RunResult": Result, "Finding": Finding, "Display": Display, "Egress": Egress, "OutputFile": OutputFile,
     "ContextState": ContextState, "Usage": Usage, "Timings": Timings, "Step": Step, "Event": Event,
-    "Session": Session, "FileEntry": FileEntry, "Snapshot": Snapshot, "Context": Context,
+    "Session": Session, "FileEntry": FileEntry, "FileEvent": FileEvent, "Snapshot": Snapshot, "Context": Context,
 }
