@@ -98,7 +98,7 @@ language "python" {
     max      = 8
   }
   network {
-    allow = ["127.0.0.1:%s", "127.0.0.1:%s", "127.0.0.1:%s", "localhost:%s", "localhost:%s"]
+    allow = ["127.0.0.1:%s", "127.0.0.1:%s", "127.0.0.1:%s", "localhost:%s", "localhost:%s", "host.sandboxd.internal:%s"]
   }
 }
 language "node" {
@@ -108,7 +108,7 @@ language "node" {
     max      = 2
   }
 }
-`, port(o.web), port(o.tls), port(o.big), port(o.web), port(o.hidden))})
+`, port(o.web), port(o.tls), port(o.big), port(o.web), port(o.hidden), port(o.web))})
 }
 
 // lines maps each URL fetch printed to what came back.
@@ -172,6 +172,15 @@ func testEgress(t *testing.T, runtime string) {
 	}
 	if e := egressOf(res, "localhost", port(o.hidden)); e == nil || e.Allowed || !strings.Contains(e.Error, "loopback") {
 		t.Errorf("no denied record for the name that resolves to loopback: %+v", res.Egress)
+	}
+
+	// A service on the host's loopback, by the name that says so, with
+	// the sandbox's own NO_PROXY as it is: the listed port, no other.
+	hostWeb, hostHidden := "http://host.sandboxd.internal:"+port(o.web)+"/", "http://host.sandboxd.internal:"+port(o.hidden)+"/"
+	res = run(t, c, api.RunRequest{Language: "python", Code: fetch, Args: []string{hostWeb, hostHidden}})
+	got = lines(res.Stdout)
+	if !strings.HasPrefix(got[hostWeb], "200 hello from the outside") || !strings.HasPrefix(got[hostHidden], "HTTP 403") {
+		t.Errorf("host services: %q", res.Stdout)
 	}
 
 	// Code that ignores the proxy has no way out: no route, no DNS.

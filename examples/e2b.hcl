@@ -22,10 +22,18 @@ e2b {
   api_keys = ["e2b_sandboxd_example_key_replace_me_0000"]
   # Templates: every language by its name; "base" is bash's and
   # "code-interpreter-v1" (the Code Interpreter's) python's by default.
-  # A template block names another, with environment of its own:
+  # A template block names another: environment and limits of its own,
+  # and a command its sandboxes start as they are made.
   template "data-science" {
     language = "python"
     env      = { MPLBACKEND = "Agg" }
+    limits {
+      memory = "384MiB"
+    }
+  }
+  template "web" {
+    language = "python"
+    start    = ["python3", "-m", "http.server", "8000", "--bind", "127.0.0.1"]
   }
 }
 

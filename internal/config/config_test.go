@@ -71,6 +71,8 @@ func TestErrorsNameFileLineAndField(t *testing.T) {
 		{"e2b {\n  api_keys = [\"short\"]\n}\nlanguage \"a\" {}", `f.hcl:2,3: "api_keys" has a key of 5 characters`},
 		{"e2b {\n  api_keys = [\"0123456789abcdef0123\"]\n  template \"t\" {\n    language = \"b\"\n  }\n}\nlanguage \"a\" {}", `f.hcl:4,5: "language" is "b", which has no language block`},
 		{"e2b {\n  api_keys = [\"0123456789abcdef0123\"]\n  template \"t\" {}\n}\nlanguage \"a\" {}", `"language" is missing`},
+		{"e2b {\n  api_keys = [\"0123456789abcdef0123\"]\n  template \"t\" {\n    language = \"a\"\n    limits {\n      memory = \"8GiB\"\n    }\n  }\n}\nlanguage \"a\" {}", `"limits" are above language a's`},
+		{"e2b {\n  api_keys = [\"0123456789abcdef0123\"]\n  template \"t\" {\n    language = \"a\"\n    start = []\n  }\n}\nlanguage \"a\" {}", `"start" is empty`},
 	} {
 		_, err := Parse("f.hcl", []byte(tc.src))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -19,10 +19,13 @@ type E2B struct {
 }
 
 // E2BTemplate is what a sandbox made from a template is: a session of
-// Language, with Env on top of the language's.
+// Language, with Env on top of the language's, under Limits (nil: the
+// language's), running Start in the background from its first moment.
 type E2BTemplate struct {
 	Language string
 	Env      map[string]string
+	Limits   *Limits
+	Start    []string
 }
 
 type e2bSchema struct {
@@ -36,6 +39,8 @@ type templateSchema struct {
 	Name     string            `hcl:"name,label"`
 	Language *string           `hcl:"language,optional"`
 	Env      map[string]string `hcl:"env,optional"`
+	Limits   *limitsSchema     `hcl:"limits,block"`
+	Start    []string          `hcl:"start,optional"`
 	Body     hcl.Body          `hcl:",body"`
 }
 
@@ -65,9 +70,9 @@ func (v *validator) e2b(es *e2bSchema, languages []Language) *E2B {
 		}
 	}
 	e.APIKeys = slices.Clone(es.APIKeys)
-	known := map[string]bool{}
-	for _, l := range languages {
-		known[l.Name] = true
+	known := map[string]*Language{}
+	for i, l := range languages {
+		known[l.Name] = &languages[i]
 		e.Templates[l.Name] = E2BTemplate{Language: l.Name}
 	}
 	names := make([]string, 0, len(defaultTemplates))
@@ -77,7 +82,7 @@ func (v *validator) e2b(es *e2bSchema, languages []Language) *E2B {
 	sort.Strings(names)
 	for _, name := range names {
 		for _, lang := range defaultTemplates[name] {
-			if known[lang] {
+			if known[lang] != nil {
 				e.Templates[name] = E2BTemplate{Language: lang}
 				break
 			}
@@ -91,10 +96,22 @@ func (v *validator) e2b(es *e2bSchema, languages []Language) *E2B {
 		switch {
 		case ts.Language == nil:
 			v.fail(ts.Body, "language", "is missing", `the language its sandboxes run: the name of a language block, e.g. language = "python"`)
-		case !known[*ts.Language]:
+		case known[*ts.Language] == nil:
 			v.fail(ts.Body, "language", fmt.Sprintf("is %q, which has no language block", *ts.Language), "the name of a language block of this file")
 		default:
-			e.Templates[ts.Name] = E2BTemplate{Language: *ts.Language, Env: ts.Env}
+			lang := known[*ts.Language]
+			t := E2BTemplate{Language: lang.Name, Env: ts.Env, Start: ts.Start}
+			if ts.Limits != nil {
+				l := v.limits(ts.Limits, lang.Limits)
+				if l.Memory > lang.Limits.Memory || l.CPUs > lang.Limits.CPUs || l.Pids > lang.Limits.Pids || l.Timeout > lang.Limits.Timeout {
+					v.fail(ts.Body, "limits", "are above language "+lang.Name+"'s", "limits at most the language's: a template narrows them")
+				}
+				t.Limits = &l
+			}
+			if ts.Start != nil && len(ts.Start) == 0 {
+				v.fail(ts.Body, "start", "is empty", `a command, one argument each: start = ["python3", "-m", "http.server", "8000"]`)
+			}
+			e.Templates[ts.Name] = t
 		}
 	}
 	return e

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/e2b/envd"
+	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/internal/state"
 )
 
@@ -124,6 +126,10 @@ func (c *controller) create(w http.ResponseWriter, r *http.Request) {
 	}
 	maps.Copy(env, req.EnvVars)
 	sreq := api.SessionRequest{Language: tmpl.Language, Env: env, TTL: api.Duration(ttl), IdleTimeout: api.Duration(ttl)}
+	if tmpl.Limits != nil {
+		l := request.APILimits(*tmpl.Limits)
+		sreq.Limits = &l
+	}
 	if req.AllowInternetAccess != nil && !*req.AllowInternetAccess {
 		sreq.Network = &api.Network{Allow: []string{}}
 	}
@@ -138,12 +144,29 @@ func (c *controller) create(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "storing the sandbox: "+err.Error())
 		return
 	}
+	sb := c.s.newSandbox(rec)
 	c.s.mu.Lock()
-	c.s.sandboxes[rec.ID] = c.s.newSandbox(rec)
+	c.s.sandboxes[rec.ID] = sb
 	c.s.mu.Unlock()
+	if len(tmpl.Start) > 0 {
+		tag := startTag
+		start := &envd.StartRequest{Process: &envd.ProcessConfig{Cmd: tmpl.Start[0], Args: tmpl.Start[1:]}, Tag: &tag}
+		p, sub, err := c.s.spawn(sb, start, time.Time{})
+		if err != nil {
+			_ = c.s.d.Sessions.Delete(sess.ID)
+			c.s.forget(sess.ID)
+			writeError(w, http.StatusForbidden, "template "+req.TemplateID+"'s start command did not start: "+err.Error())
+			return
+		}
+		p.unsubscribe(sub)
+	}
 	c.s.log.Info("sandbox created", "sandbox", rec.ID, "template", rec.Template, "language", tmpl.Language, "key", c.key)
 	writeJSON(w, http.StatusCreated, c.info(rec, *sess, true))
 }
+
+// startTag is the tag of a template's start command among a sandbox's
+// processes.
+const startTag = "start"
 
 // info describes a sandbox; withToken adds what its clients reach it with.
 func (c *controller) info(rec state.E2BSandbox, sess api.Session, withToken bool) sandboxInfo {

@@ -41,7 +41,11 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	d, _ := daemontest.NewWith(t, daemontest.Options{Languages: daemontest.Bash, Extra: `policy "commands" {}`})
 	h, err := New(d, config.E2B{Listen: "127.0.0.1:0", APIKeys: []string{keyA, keyB},
-		Templates: map[string]config.E2BTemplate{"base": {Language: "bash", Env: map[string]string{"FROM_TEMPLATE": "yes"}}}}, hclog.NewNullLogger())
+		Templates: map[string]config.E2BTemplate{
+			"base":   {Language: "bash", Env: map[string]string{"FROM_TEMPLATE": "yes"}},
+			"served": {Language: "bash", Limits: &config.Limits{Memory: 64 << 20}, Start: []string{"sh", "-c", "echo up > started.txt; exec sleep 60"}},
+			"denied": {Language: "bash", Start: []string{"reboot"}},
+		}}, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,6 +385,36 @@ func TestPolledWatcherSeesChanges(t *testing.T) {
 	_, err = a.fs.GetWatcherEvents(ctx, connect.NewRequest(&envd.GetWatcherEventsRequest{WatcherId: w.Msg.GetWatcherId()}))
 	if connect.CodeOf(err) != connect.CodeNotFound {
 		t.Fatalf("a removed watcher: %v", err)
+	}
+}
+
+func TestTemplatesStartAndNarrow(t *testing.T) {
+	f := newFixture(t)
+	status, body := f.call(keyA, "POST", "/v2/sandboxes", `{"templateID":"served"}`)
+	var in sandboxInfo
+	if status != http.StatusCreated || json.Unmarshal([]byte(body), &in) != nil || in.MemoryMB != 64 {
+		t.Fatalf("create from a template with limits: %d %s", status, body)
+	}
+	a := f.agent(in)
+	list, err := a.proc.List(context.Background(), connect.NewRequest(&envd.ListRequest{}))
+	if err != nil || len(list.Msg.GetProcesses()) != 1 || list.Msg.GetProcesses()[0].GetTag() != startTag {
+		t.Fatalf("the start command among the processes: %v %v", list, err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if status, body := a.http("GET", "/files?path=started.txt", "", nil); status == http.StatusOK && body == "up\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the start command did not run")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if status, body := f.call(keyA, "POST", "/v2/sandboxes", `{"templateID":"denied"}`); status != http.StatusForbidden || !strings.Contains(body, "policy_denied") {
+		t.Fatalf("a start command the policies deny: %d %s", status, body)
+	}
+	if _, body := f.call(keyA, "GET", "/v2/sandboxes", ""); strings.Count(body, "sandboxID") != 1 {
+		t.Fatalf("the denied template's sandbox is left: %s", body)
 	}
 }
 

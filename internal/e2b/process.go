@@ -217,23 +217,41 @@ func keepTick(h interface{ Get(string) string }) time.Duration {
 type processService struct{ s *Server }
 
 func (ps processService) Start(ctx context.Context, req *connect.Request[envd.StartRequest], stream *connect.ServerStream[envd.StartResponse]) error {
-	sb := sandboxOf(ctx)
-	cfg := req.Msg.GetProcess()
+	// The process outlives this call, but not its deadline.
+	deadline, _ := ctx.Deadline()
+	p, sub, err := ps.s.spawn(sandboxOf(ctx), req.Msg, deadline)
+	if err != nil {
+		return err
+	}
+	defer p.unsubscribe(sub)
+	if err := stream.Send(&envd.StartResponse{Event: &envd.ProcessEvent{Event: &envd.ProcessEvent_Start{Start: &envd.ProcessEvent_StartEvent{Pid: p.pid}}}}); err != nil {
+		return err
+	}
+	return p.follow(ctx, sub, keepTick(req.Header()), func(ev *envd.ProcessEvent) error {
+		return stream.Send(&envd.StartResponse{Event: ev})
+	})
+}
+
+// spawn starts a process in a sandbox, ended at deadline unless it is
+// zero, and returns it once the policies let it start, with a
+// subscription to its events taken before the first.
+func (s *Server) spawn(sb *sandbox, req *envd.StartRequest, deadline time.Time) (*process, *subscriber, error) {
+	cfg := req.GetProcess()
 	if cfg.GetCmd() == "" {
-		return connect.NewError(connect.CodeInvalidArgument, errors.New("process.cmd is missing"))
+		return nil, nil, connect.NewError(connect.CodeInvalidArgument, errors.New("process.cmd is missing"))
 	}
 	cmd := daemon.Command{Kind: "process", Argv: append([]string{cfg.GetCmd()}, cfg.GetArgs()...), Env: cfg.GetEnvs()}
 	if cfg.Cwd != nil {
 		rel, aerr := workspacePath(cfg.GetCwd())
 		if aerr != nil {
-			return connectError(aerr)
+			return nil, nil, connectError(aerr)
 		}
 		cmd.Cwd = rel
 	}
-	p := &process{tag: req.Msg.GetTag(), config: cfg, subs: map[*subscriber]bool{}, done: make(chan struct{})}
+	p := &process{tag: req.GetTag(), config: cfg, subs: map[*subscriber]bool{}, done: make(chan struct{})}
 	switch {
-	case req.Msg.Pty != nil:
-		size := req.Msg.GetPty().GetSize()
+	case req.Pty != nil:
+		size := req.GetPty().GetSize()
 		p.keys = make(chan supervisor.TermInput, 64)
 		cmd.TTY = &daemon.TTY{
 			Size: supervisor.WinSize{Rows: uint16(size.GetRows()), Cols: uint16(size.GetCols())}, In: p.keys,
@@ -241,30 +259,28 @@ func (ps processService) Start(ctx context.Context, req *connect.Request[envd.St
 		}
 	default:
 		cmd.Out = func(stream string, b []byte) { p.publish(output(stream, b)) }
-		if req.Msg.GetStdin() {
+		if req.GetStdin() {
 			p.stdin = newInbox()
 			cmd.Stdin = p.stdin
 		}
 	}
-	// The process outlives this call, but not its deadline.
-	pctx, cancel := context.WithCancel(ps.s.base)
-	if dl, ok := ctx.Deadline(); ok {
-		pctx, cancel = context.WithDeadline(ps.s.base, dl)
+	pctx, cancel := context.WithCancel(s.base)
+	if !deadline.IsZero() {
+		pctx, cancel = context.WithDeadline(s.base, deadline)
 	}
 	p.cancel = cancel
 	if err := sb.procs.add(p); err != nil {
 		cancel()
-		return err
+		return nil, nil, err
 	}
 	sub := p.subscribe()
-	defer p.unsubscribe(sub)
 	started := make(chan struct{})
 	refused := make(chan *api.Error, 1)
 	cmd.Started = func() { close(started) }
 	go func() {
 		defer cancel()
 		defer sb.procs.remove(p)
-		res, aerr := ps.s.d.Command(pctx, sb.rec.ID, cmd)
+		res, aerr := s.d.Command(pctx, sb.rec.ID, cmd)
 		select {
 		case <-started:
 		default:
@@ -276,15 +292,11 @@ func (ps processService) Start(ctx context.Context, req *connect.Request[envd.St
 	}()
 	select {
 	case <-started:
+		return p, sub, nil
 	case aerr := <-refused:
-		return connectError(aerr)
+		p.unsubscribe(sub)
+		return nil, nil, connectError(aerr)
 	}
-	if err := stream.Send(&envd.StartResponse{Event: &envd.ProcessEvent{Event: &envd.ProcessEvent_Start{Start: &envd.ProcessEvent_StartEvent{Pid: p.pid}}}}); err != nil {
-		return err
-	}
-	return p.follow(ctx, sub, keepTick(req.Header()), func(ev *envd.ProcessEvent) error {
-		return stream.Send(&envd.StartResponse{Event: ev})
-	})
 }
 
 // ptyStream names a PTY's output beside stdout and stderr.

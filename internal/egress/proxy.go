@@ -29,6 +29,15 @@ import (
 // Socket is the proxy socket's name in a sandbox's egress directory.
 const Socket = "proxy.sock"
 
+// HostName is the name sandboxes reach a service on the host's own
+// loopback by (a local model server, a database), on the ports an
+// allow-list entry of this name lists: "host.sandboxd.internal:11434".
+// The sandbox's own loopback (NO_PROXY) keeps 127.0.0.1 and localhost.
+const HostName = "host.sandboxd.internal"
+
+// hostLoopback are the addresses HostName leads to, in order.
+var hostLoopback = []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}
+
 // Limits bound one sandbox's egress.
 type Limits struct {
 	MaxConnections int           // open at once
@@ -501,6 +510,9 @@ func (g *Gate) connect(ctx context.Context, rec *record) (net.Conn, error) {
 	var addrs []netip.Addr
 	if a, err := netip.ParseAddr(rec.host); err == nil {
 		addrs = []netip.Addr{a.Unmap()}
+	} else if rec.host == HostName {
+		// The entry that let it through names the host's services.
+		addrs = hostLoopback
 	} else {
 		found, err := g.p.opts.Resolve(ctx, rec.host)
 		if err != nil {

@@ -372,3 +372,24 @@ func TestSmuggledRequestIsJudgedOnItsOwn(t *testing.T) {
 		t.Errorf("proxy answered %q; origin saw %v", out, seen.Load())
 	}
 }
+
+// host.sandboxd.internal leads to the host's loopback, on the ports its
+// entry lists, and is never looked up.
+func TestHostServicesByName(t *testing.T) {
+	_, port := origin(t, "a service on the host")
+	_, other := origin(t, "another")
+	resolve := func(context.Context, string) ([]netip.Addr, error) {
+		t.Error("the host's name was looked up")
+		return nil, errors.New("no lookups")
+	}
+	_, c, _ := testGate(t, Options{Resolve: resolve}, Limits{}, fmt.Sprintf("%s:%d", HostName, port))
+	if code, body, err := get(c, fmt.Sprintf("http://%s:%d/", HostName, port)); err != nil || code != 200 || body != "a service on the host" {
+		t.Fatalf("the listed port: %d %q %v", code, body, err)
+	}
+	if code, body, _ := get(c, fmt.Sprintf("http://%s:%d/", HostName, other)); code != http.StatusForbidden || !strings.Contains(body, "allow-list") {
+		t.Fatalf("another port of the host: %d %q", code, body)
+	}
+	if code, _, _ := get(c, fmt.Sprintf("http://127.0.0.1:%d/", port)); code != http.StatusForbidden {
+		t.Fatalf("the host's address, unlisted: %d", code)
+	}
+}
