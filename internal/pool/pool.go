@@ -404,6 +404,9 @@ func (p *Pool[T]) createForCaller(made chan<- error) {
 	if err != nil {
 		p.stats.Failures++
 		p.stats.LastError = err.Error()
+		// It counted toward the target while it ran: refills left it
+		// room, which is now empty.
+		p.fillLocked()
 		return
 	}
 	p.stats.Created++

@@ -383,3 +383,35 @@ func TestQueuedCallersAreToldWhatTheyWaitOn(t *testing.T) {
 	p.Release(a)
 	p.Close(context.Background())
 }
+
+// A caller's creation counts toward the target while it runs (refills
+// leave room for it): when it fails, the pool makes up for it at once.
+func TestACallersFailedCreationIsMadeUp(t *testing.T) {
+	f := &fake{}
+	hooks := f.hooks()
+	var failNext atomic.Bool
+	create := hooks.Create
+	hooks.Create = func(ctx context.Context, waiting func(string)) (int, error) {
+		if failNext.Swap(false) {
+			return 0, errors.New("a pod that could not be placed")
+		}
+		return create(ctx, waiting)
+	}
+	p := New(Options{Name: "x", MinIdle: 0, Max: 4, QueueTimeout: time.Second}, hooks)
+	// The state a miss leaves: the pool owes MinIdle, and the caller's
+	// creation is what stands for it.
+	failNext.Store(true)
+	made := make(chan error, 1)
+	p.mu.Lock()
+	p.opts.MinIdle = 1
+	p.starting++
+	p.creating++
+	p.wg.Add(1)
+	p.mu.Unlock()
+	go p.createForCaller(made)
+	if err := <-made; err == nil {
+		t.Fatal("the caller's creation did not fail")
+	}
+	eventually(t, "refilled after the caller's creation failed", func() bool { s := p.Stats(); return s.Idle == 1 && s.Failures == 1 })
+	p.Close(context.Background())
+}
