@@ -153,6 +153,43 @@ type Usage struct {
 	CPUUserMS   float64 `json:"cpu_user_ms"`
 	CPUSysMS    float64 `json:"cpu_sys_ms"`
 	MaxRSSBytes int64   `json:"max_rss_bytes"`
+	// WorkspaceBytes is how much of the workspace was in use when it
+	// ended.
+	WorkspaceBytes int64 `json:"workspace_bytes,omitempty"`
+	// Network bytes through the egress proxy (the Egress records' sum).
+	NetworkSentBytes     int64 `json:"network_sent_bytes,omitempty"`
+	NetworkReceivedBytes int64 `json:"network_received_bytes,omitempty"`
+}
+
+// SandboxUsage is what a session's whole sandbox uses at a moment.
+type SandboxUsage struct {
+	At time.Time `json:"at"`
+	// CPUSeconds is the CPU time its processes used since its container
+	// started (a hibernation starts a new one); CPUPercent, of one CPU,
+	// since the sample before.
+	CPUSeconds     float64 `json:"cpu_seconds"`
+	CPUPercent     float64 `json:"cpu_percent"`
+	MemoryBytes    int64   `json:"memory_bytes"` // less the page cache it could drop
+	Processes      int     `json:"processes"`    // the supervisor not counted
+	WorkspaceBytes int64   `json:"workspace_bytes"`
+	TmpBytes       int64   `json:"tmp_bytes"`
+	// Network bytes through the egress proxy since its container started.
+	NetworkSentBytes     int64 `json:"network_sent_bytes"`
+	NetworkReceivedBytes int64 `json:"network_received_bytes"`
+}
+
+// SessionMetrics is the body of GET /v1/sessions/{id}/metrics.
+type SessionMetrics struct {
+	Session  string `json:"session"`
+	Language string `json:"language"`
+	Limits   Limits `json:"limits"` // what the figures are bounded by
+	// Now is sampled for the request; absent while the session
+	// hibernates (it has no processes).
+	Now *SandboxUsage `json:"now,omitempty"`
+	// Series is the last few minutes, oldest first, a sample every
+	// Every while the session is awake.
+	Series []SandboxUsage `json:"series"`
+	Every  Duration       `json:"every"`
 }
 
 // Timings split an execution's wall time.
@@ -594,6 +631,50 @@ type Stats struct {
 	Sessions           int                  `json:"sessions"`      // active
 	SessionsLost       int                  `json:"sessions_lost"` // whose container vanished, kept until deleted or expired
 	SessionsHibernated int                  `json:"sessions_hibernated"`
+	Egress             EgressCounts         `json:"egress"` // connections since the start
+}
+
+// EgressCounts are connections through the egress proxy by decision.
+type EgressCounts struct {
+	Allowed uint64 `json:"allowed"`
+	Denied  uint64 `json:"denied"`
+}
+
+// StatsSample is what the daemon did over one interval of its timeline:
+// counts are of that interval, levels are at its end.
+type StatsSample struct {
+	At      time.Time `json:"at"` // the interval's end
+	Seconds float64   `json:"seconds"`
+	// Outcomes counts the executions that ended in it, by outcome;
+	// LatencyP50MS and LatencyP95MS are of their total times.
+	Outcomes     map[string]uint64 `json:"outcomes"`
+	LatencyP50MS float64           `json:"latency_p50_ms"`
+	LatencyP95MS float64           `json:"latency_p95_ms"`
+	InFlight     int64             `json:"in_flight"`
+	Sessions     int               `json:"sessions"`
+	// Pools are the languages' pools that held or served containers.
+	Pools map[string]PoolSample `json:"pools"`
+	// WarmRuns ran in a runtime started ahead; ColdRuns could have, but
+	// started as usual.
+	WarmRuns uint64       `json:"warm_runs"`
+	ColdRuns uint64       `json:"cold_runs"`
+	Egress   EgressCounts `json:"egress"`
+}
+
+// PoolSample is a pool over one interval: idle and busy at its end, the
+// requests it served warm (hits) and those that waited for a create.
+type PoolSample struct {
+	Idle   int    `json:"idle"`
+	Busy   int    `json:"busy"`
+	Hits   uint64 `json:"hits"`
+	Misses uint64 `json:"misses"`
+}
+
+// StatsHistory is the body of GET /v1/stats/history: the last hour, a
+// sample every Every, oldest first.
+type StatsHistory struct {
+	Every   Duration      `json:"every"`
+	Samples []StatsSample `json:"samples"`
 }
 
 // SessionRequest is the body of POST /v1/sessions.

@@ -65,6 +65,12 @@ func (c *Client) Ports(ctx context.Context, id string) ([]api.Port, error) {
 	return list.Ports, err
 }
 
+// Metrics is what a session's sandbox uses now and over the last minutes.
+func (c *Client) Metrics(ctx context.Context, id string) (*api.SessionMetrics, error) {
+	var m api.SessionMetrics
+	return &m, c.call(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/metrics", nil, &m)
+}
+
 // Preview makes a link that opens port of a session to a browser on
 // sandboxd's TCP listener, for ttl (0: an hour).
 func (c *Client) Preview(ctx context.Context, id string, port int, ttl time.Duration) (*api.Preview, error) {

@@ -11,7 +11,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -186,10 +188,12 @@ func TestDashboardInChromium(t *testing.T) {
 		Behavior: browser.SetDownloadBehaviorBehaviorAllow, DownloadPath: downloads}); err != nil {
 		t.Fatalf("starting chromium: %v", err)
 	}
-	// The page asks before it deletes: the test says yes.
+	// The page asks before it deletes: the test says yes, and counts.
 	dialogs := make(chan struct{}, 4)
+	var dialogsOpened atomic.Int32
 	if err := chromedp.Listen(bctx, func(ev any) {
 		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			dialogsOpened.Add(1)
 			select {
 			case dialogs <- struct{}{}:
 			default:
@@ -221,10 +225,18 @@ func TestDashboardInChromium(t *testing.T) {
 		}
 		return v
 	}
+	// shot pictures the whole page: the viewport made as tall as the page
+	// first, and time given for the frames that render apart from it (a
+	// notebook's HTML output) to paint at the new size.
 	shot := func(name string) {
 		t.Helper()
-		time.Sleep(300 * time.Millisecond) // the last paint
-		png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+		height := eval(`document.documentElement.scrollHeight`).(float64)
+		if _, err := chromedp.Run(bctx, chromedp.EmulateViewport(1280, int64(height))); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _, _ = chromedp.Run(bctx, chromedp.EmulateReset()) }()
+		time.Sleep(700 * time.Millisecond)
+		png, err := chromedp.Run(bctx, chromedp.CaptureScreenshot())
 		if err != nil {
 			t.Fatalf("screenshot %s: %v", name, err)
 		}
@@ -263,31 +275,52 @@ func TestDashboardInChromium(t *testing.T) {
 	run("the live execution", waitText("#recent", res.ID[len(res.ID)-8:]), waitText("#live", "live"))
 	shot("overview")
 
-	// The run page: output streams in, as text.
+	// The run page: output streams in, as text. The code is typed into
+	// the editor (CodeMirror), which highlights it as the language's.
 	code := `import time
 print("<b>not bold</b>", flush=True)
 time.sleep(0.3)
 print("sum", sum(range(10)))
 `
+	setCode := func(sel, code string) chromedp.Action[chromedp.Void] {
+		set := chromedp.Evaluate[any](fmt.Sprintf(`document.querySelector(%q).editor.value = %q`, sel, code))
+		return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+			_, err := set(ctx, t)
+			return chromedp.Void{}, err
+		}
+	}
 	run("the run page", goTo("#/run"),
-		chromedp.WaitVisible(`textarea[name=code]`),
-		chromedp.SetValue(`textarea[name=code]`, code),
+		chromedp.WaitVisible(`#code .cm-content`),
+		setCode("#code", code),
 		chromedp.Click(`form button[type=submit]`),
 		waitText("#output", "sum 45"), waitText("#summary", "exit 0"), waitText("#output", "<b>not bold</b>"))
 	if n := eval(`document.querySelectorAll("#output b").length`); n != float64(0) {
 		t.Errorf("program output became HTML: %v", n)
 	}
+	// A keyword is drawn in a color of its own.
+	highlighted := `(() => { const line = document.querySelector("#code .cm-line"); const kw = [...line.querySelectorAll("span")].find((s) => s.textContent === "import");
+		return !!kw && getComputedStyle(kw).color !== getComputedStyle(line).color; })()`
+	if eval(highlighted) != true {
+		t.Errorf("the editor does not highlight python's keywords")
+	}
 	shot("run")
 
-	// Findings are shown under their lines: a warning on a run that ran,
-	// and a run the policies refuse.
+	// Findings are marked in the editor at their lines and listed: a
+	// warning on a run that ran, and a run the policies refuse. Typing
+	// (Ctrl-Enter) runs it too.
+	markedLine := func(severity string) string {
+		return fmt.Sprintf(`[...document.querySelectorAll("#code .cm-line")].filter((l) => l.querySelector(".cm-lintRange-%s")).map((l) => l.textContent).join("|")`, severity)
+	}
 	warned := "import os\nprint('listing')\nos.system('ls /')\n"
-	run("a run with a warning", chromedp.SetValue(`textarea[name=code]`, warned), chromedp.Click(`form button[type=submit]`),
-		waitText("#summary", "exit 0"), waitText("#summary .hit", "os.system('ls /')"), waitText("#summary", "▲ patterns/python.os_system"))
+	run("a run with a warning", setCode("#code", warned), chromedp.Focus(`#code .cm-content`), chromedp.KeyEvent("\r", chromedp.KeyModifiers(chromedp.ModifierCtrl)),
+		waitText("#summary", "exit 0"), waitText("#summary", "patterns/python.os_system line 3"),
+		until(markedLine("warning")+` === "os.system('ls /')"`), chromedp.WaitVisible(`#code .cm-lint-marker-warning`))
+	shot("run-finding")
 	denied := "echo cleaning up\nrm -rf /\n"
-	run("a denied run", chromedp.SetValue(`select[name=language]`, "bash"), chromedp.SetValue(`textarea[name=code]`, denied),
+	run("a denied run", chromedp.SetValue(`select[name=language]`, "bash"), setCode("#code", denied),
 		chromedp.Click(`form button[type=submit]`),
-		waitText("#summary .error", "policy"), waitText("#summary .hit", "rm -rf /"), waitText("#summary", "▲ patterns/shell.rm_rf_root"))
+		waitText("#summary .error", "policy"), waitText("#summary", "patterns/shell.rm_rf_root line 2"),
+		until(markedLine("error")+` === "rm -rf /"`))
 	if out := eval(`document.querySelector("#output").innerText`); out != "" {
 		t.Errorf("a denied run printed %q", out)
 	}
@@ -385,6 +418,66 @@ print("sum", sum(range(10)))
 		t.Errorf("the approved run: %v", err)
 	}
 	shot("approvals-decided")
+
+	// The notebook on a python session's contexts: the starter cells
+	// show a DataFrame (a table, in a frame without script) and a
+	// matplotlib figure (an image), and the file the figure was saved to
+	// under outputs/, previewed.
+	nb := newSession(t, c, api.SessionRequest{Language: "python"})
+	cell := func(n int, sel string) string { return fmt.Sprintf(".cell:nth-child(%d) %s", n, sel) }
+	run("the notebook", goTo("#/sessions/"+nb+"/notebook"), chromedp.WaitVisible(cell(2, ".cm-content")),
+		waitText("#context-state", "not running"),
+		chromedp.Click(`main .toolbar button`), // Run all
+		until(`document.querySelector(".cell:nth-child(2) .cell-output").dataset.state === "done"`),
+		waitText(cell(1, ".cell-meta"), "context started"),
+		until(`(document.querySelector(".cell:nth-child(2) img.shown") || {}).naturalWidth > 100`),
+		until(`(document.querySelector(".cell:nth-child(2) .output-file img.preview") || {}).naturalWidth > 100`),
+		waitText("#context-state", "running"))
+	frame := eval(`(() => { const f = document.querySelector(".cell:nth-child(1) iframe.html");
+		return f ? [f.getAttribute("sandbox"), f.srcdoc.includes("<table"), f.srcdoc.includes("<td>16</td>"), f.offsetHeight] : null; })()`)
+	if f, _ := frame.([]any); len(f) != 4 || f[0] != "" || f[1] != true || f[2] != true || f[3].(float64) < 100 {
+		t.Errorf("the DataFrame's frame (sandbox, a table, its values, height): %v", frame)
+	}
+	// HTML that tries to run script, inline and as a handler, runs none.
+	before := dialogsOpened.Load()
+	hostile := "class Page:\n    def _repr_html_(self):\n        return '<p>shown</p><script>alert(1)</script><img src=x onerror=alert(2)>'\nPage()"
+	run("hostile HTML", chromedp.Click(`main .toolbar button:nth-of-type(3)`), // Add cell
+		chromedp.WaitVisible(cell(3, ".cm-content")), setCode(cell(3, ".cell-editor"), hostile), chromedp.Click(cell(3, ".cell-tools button")),
+		until(`!!document.querySelector(".cell:nth-child(3) iframe.html")`))
+	time.Sleep(time.Second) // time for a script to have run, if it could
+	if n := dialogsOpened.Load(); n != before {
+		t.Errorf("HTML a cell showed opened %d dialogs", n-before)
+	}
+	shot("notebook")
+	pid := regexp.MustCompile(`pid \d+`).FindString(eval(`document.querySelector("#context-state").innerText`).(string))
+	run("restart the context", chromedp.Click(`main .toolbar button:nth-of-type(2)`), waitText("#context-state", "restarted"))
+	if state := eval(`document.querySelector("#context-state").innerText`).(string); pid == "" || strings.Contains(state, pid+",") || !strings.Contains(state, "running, pid") {
+		t.Errorf("the context before a restart (%s), and after: %s", pid, state)
+	}
+
+	// What the session uses moves while a cell burns CPU.
+	run("the session's usage", goTo("#/sessions/"+nb), chromedp.WaitVisible(`#usage .figure canvas`))
+	burn := make(chan error, 1)
+	go func() {
+		_, err := c.Exec(context.Background(), nb, api.ExecRequest{Context: "main", Code: "import time\nend = time.time() + 8\nwhile time.time() < end: pass\n"})
+		burn <- err
+	}()
+	run("the CPU sparkline", until(`Number(document.querySelector("#usage").dataset.cpuPercent) > 50`),
+		until(`Number(document.querySelector("#usage").dataset.samples) > 3`))
+	shot("session-usage")
+	if err := <-burn; err != nil {
+		t.Errorf("the cell that burned CPU: %v", err)
+	}
+
+	// The overview's charts: a burst of runs shows up in the next sample.
+	run("the charts", goTo("#/"), until(`document.querySelectorAll("#charts canvas").length === 6`))
+	for i := range 8 {
+		if _, err := c.Run(ctx(t), api.RunRequest{Language: "python", Code: fmt.Sprintf("print(%d)", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run("the burst charted", until(`Number(document.querySelector("#charts").dataset.executions) >= 8`))
+	shot("overview-charts")
 
 	if violations := eval(`window.cspViolations`).([]any); len(violations) > 0 {
 		t.Errorf("the pages broke their Content Security Policy: %v", violations)

@@ -167,6 +167,14 @@ func testEgress(t *testing.T, runtime string) {
 	if e := egressOf(res, "127.0.0.1", port(o.tls)); e == nil || !e.Allowed || e.BytesReceived < 500 {
 		t.Errorf("no record of the TLS tunnel: %+v", res.Egress)
 	}
+	// The run's usage counts the bytes its connections carried.
+	var sent, received int64
+	for _, e := range res.Egress {
+		sent, received = sent+e.BytesSent, received+e.BytesReceived
+	}
+	if u := res.Usage; received < 500 || u.NetworkSentBytes != sent || u.NetworkReceivedBytes != received {
+		t.Errorf("the run's usage says %d bytes sent, %d received; its connections' records %d and %d", u.NetworkSentBytes, u.NetworkReceivedBytes, sent, received)
+	}
 	if e := egressOf(res, "files.example.org", "80"); e == nil || e.Allowed || !strings.Contains(e.Error, "allow-list") {
 		t.Errorf("no denied record for the unlisted name: %+v", res.Egress)
 	}

@@ -205,7 +205,7 @@ http { listen = "127.0.0.1:0" }`})
 		}
 	}
 
-	for _, p := range []string{"/v1/health", "/v1/languages", "/v1/pools", "/v1/plugins", "/v1/stats", "/metrics", "/v1/openapi.json"} {
+	for _, p := range []string{"/v1/health", "/v1/languages", "/v1/pools", "/v1/plugins", "/v1/stats", "/v1/stats/history", "/metrics", "/v1/openapi.json"} {
 		code, body := c.do("GET", p, "", nil, "")
 		want(200, code, body)
 	}
@@ -296,6 +296,7 @@ http { listen = "127.0.0.1:0" }`})
 		{"POST", sp + "/reset", "", "", "", 200},
 		{"PATCH", sp + "/network", "", `{"allow":[]}`, "application/json", 200},
 		{"GET", sp + "/ports", "", "", "", 200},
+		{"GET", sp + "/metrics", "", "", "", 200},
 		{"POST", sp + "/pause", "", "", "", 200},
 		{"POST", sp + "/resume", "", "", "", 200},
 		{"POST", "/v1/sessions/s-none/pause", "", "", "", 404},

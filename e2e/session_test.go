@@ -590,3 +590,56 @@ func testSessionPorts(t *testing.T, runtime string) {
 	}
 	waitFor(t, "the ended server's port gone", func() bool { return !listening(server) })
 }
+
+// What a session's sandbox uses is measured from inside it, under both
+// runtimes: CPU while a program burns it, processes, the workspace's
+// real bytes (a sparse file's holes count for nothing), memory; the series
+// grows as the daemon samples; asking never wakes a hibernated session;
+// `sandboxctl session top` and /metrics show the same figures.
+func TestSessionMetrics(t *testing.T) { ociRuntimes(t, testSessionMetrics) }
+
+func testSessionMetrics(t *testing.T, runtime string) {
+	d := testutil.StartDaemon(t, testutil.Options{Runtime: runtime})
+	c := d.Client()
+	id := newSession(t, c, api.SessionRequest{Language: "python"})
+	res := sh(t, c, id, "truncate -s 100M sparse && head -c 8388608 /dev/urandom > dense && "+
+		"for i in 1 2 3; do (sleep 60 &) ; done; (timeout 20 python3 -c 'while True: pass' >/dev/null 2>&1 &)")
+	if res.Usage.WorkspaceBytes < 8<<20 || res.Usage.WorkspaceBytes > 12<<20 {
+		t.Errorf("the exec's usage says the workspace holds %d bytes; want about 8 MiB (the sparse file's holes are free)", res.Usage.WorkspaceBytes)
+	}
+	var m *api.SessionMetrics
+	waitFor(t, "the busy program's CPU and processes measured", func() bool {
+		var err error
+		if m, err = c.Metrics(ctx(t), id); err != nil {
+			t.Fatal(err)
+		}
+		return m.Now != nil && m.Now.CPUPercent > 50 && m.Now.Processes >= 4 && len(m.Series) >= 2
+	})
+	now := m.Now
+	if now.MemoryBytes <= 0 || now.MemoryBytes > 512<<20 || now.WorkspaceBytes < 8<<20 || now.WorkspaceBytes > 12<<20 || now.CPUSeconds <= 0 {
+		t.Errorf("the session's usage now: %+v", now)
+	}
+	out, _, code := d.Ctl("", "session", "top", "--no-stream")
+	if code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "MEM USAGE / LIMIT") || !strings.Contains(out, "512MiB") {
+		t.Errorf("sandboxctl session top --no-stream: %d\n%s", code, out)
+	}
+	waitFor(t, "/metrics to show the session's memory and processes", func() bool {
+		families := scrape(t, d.Socket)
+		memory, _ := value(families, "sandboxd_session_memory_bytes", "language=python")
+		procs, _ := value(families, "sandboxd_session_processes", "language=python")
+		return memory > 0 && procs >= 4
+	})
+	if _, err := c.PauseSession(ctx(t), id); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := c.Metrics(ctx(t), id); err != nil || m.Now != nil || len(m.Series) < 2 {
+		t.Fatalf("a hibernated session's metrics: %+v %v", m, err)
+	}
+	if s, err := c.Session(ctx(t), id); err != nil || s.State != api.SessionHibernated {
+		t.Fatalf("asking for its metrics woke the session: %+v %v", s, err)
+	}
+	out, _, code = d.Ctl("", "session", "top", "--no-stream", id)
+	if f := strings.Fields(out[strings.Index(out, "\n")+1:]); code != 0 || len(f) < 3 || f[0] != id || f[2] != api.SessionHibernated {
+		t.Errorf("sandboxctl session top of a hibernated session: %d\n%s", code, out)
+	}
+}

@@ -31,7 +31,7 @@ session hibernates: its workspace sleeps on disk, without a container, and
 the next call that needs it wakes it.`,
 	}
 	cmd.AddCommand(newSessionCreateCmd(g), newSessionLsCmd(g), newSessionInspectCmd(g),
-		newSessionResetCmd(g), newSessionPauseCmd(g), newSessionResumeCmd(g), newSessionNetworkCmd(g), newSessionPortsCmd(g), newSessionPreviewCmd(g), newSessionRmCmd(g), newSessionSnapshotCmd(g), newSessionForkCmd(g))
+		newSessionResetCmd(g), newSessionPauseCmd(g), newSessionResumeCmd(g), newSessionNetworkCmd(g), newSessionPortsCmd(g), newSessionPreviewCmd(g), newSessionTopCmd(g), newSessionRmCmd(g), newSessionSnapshotCmd(g), newSessionForkCmd(g))
 	return cmd
 }
 

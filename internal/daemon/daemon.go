@@ -25,6 +25,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/sessions"
 	"github.com/sandboxd/sandboxd/internal/snapshots"
 	"github.com/sandboxd/sandboxd/internal/state"
+	"github.com/sandboxd/sandboxd/internal/timeline"
 	"github.com/sandboxd/sandboxd/plugins"
 	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/runtime"
@@ -53,20 +54,27 @@ type Daemon struct {
 	egress    *egress.Proxy
 	Approvals *approvals.Manager
 	forwards  forwards
+	egressed  *egressCounter
+
+	timeline     *timeline.Timeline
+	timelineStop chan struct{}
+	timelineDone chan struct{}
 }
 
 // New starts the plugins, gives stored sessions their containers back,
 // removes every other container a previous run of this daemon left
 // behind, and starts the warm pools.
 func New(ctx context.Context, cfg *config.Config, rt runtime.Runtime, store *state.Store, log hclog.Logger) (*Daemon, error) {
-	d := &Daemon{cfg: cfg, rt: rt, engine: newEngineProbe(rt.Ping), store: store, log: log, started: time.Now()}
+	d := &Daemon{cfg: cfg, rt: rt, engine: newEngineProbe(rt.Ping), store: store, log: log, started: time.Now(),
+		timeline: timeline.New(timelineEvery, timelineKept), timelineStop: make(chan struct{}), timelineDone: make(chan struct{})}
 	d.Metrics = metrics.New(d, Version)
+	d.egressed = &egressCounter{Metrics: d.Metrics}
 	d.records = &recorder{store: store, log: log, metrics: d.Metrics, outcomes: map[string]uint64{}}
 	if _, err := rt.Ping(ctx); err != nil {
 		return nil, err
 	}
 	var err error
-	if d.egress, err = egress.New(egress.Options{Dir: filepath.Join(cfg.StateDir, "egress"), Events: d.Metrics, Log: log}); err != nil {
+	if d.egress, err = egress.New(egress.Options{Dir: filepath.Join(cfg.StateDir, "egress"), Events: d.egressed, Log: log}); err != nil {
 		return nil, err
 	}
 	if d.Languages, err = languages.Load(ctx, cfg, rt, store, d.Metrics, d.egress, log); err != nil {
@@ -92,6 +100,7 @@ func New(ctx context.Context, cfg *config.Config, rt runtime.Runtime, store *sta
 	}
 	d.Languages.Start()
 	d.Sessions.Start()
+	d.sampleTimeline()
 	return d, nil
 }
 
@@ -139,6 +148,8 @@ func (d *Daemon) Close(ctx context.Context) {
 	}
 	d.Languages.Close(ctx)
 	d.records.wait()
+	close(d.timelineStop)
+	<-d.timelineDone
 	keep := d.Sessions.Close()
 	// Bounded, so that an engine slow to remove one container cannot hold
 	// the exit: what is left is removed by the next start's reconcile.
@@ -203,8 +214,12 @@ func (d *Daemon) Stats() api.Stats {
 	}
 	st.Executions, st.Outcomes = d.records.counts()
 	st.Sessions, st.SessionsHibernated, st.SessionsLost = d.Sessions.Counts()
+	st.Egress.Allowed, st.Egress.Denied = d.egressed.allowed.Load(), d.egressed.denied.Load()
 	return st
 }
+
+// SessionUsage implements metrics.Figures.
+func (d *Daemon) SessionUsage() map[string][]api.SandboxUsage { return d.Sessions.Usage() }
 
 // Executions lists recorded executions, newest first.
 func (d *Daemon) Executions(limit int, filter api.ExecutionFilter, before string) ([]api.Execution, *api.Error) {

@@ -160,6 +160,7 @@ func execute(ctx context.Context, sb *runtime.Sandbox, gate *egress.Gate, j job,
 	}
 	if gate != nil {
 		r.Egress, r.EgressUnrecorded = gate.Records()
+		r.Usage.NetworkSentBytes, r.Usage.NetworkReceivedBytes = gate.ExecutionTransferred()
 	}
 	if j.cell != nil {
 		r.Context = &api.ContextState{Name: j.cell.Name}
@@ -191,6 +192,8 @@ type collector struct {
 	userUS     int64
 	sysUS      int64
 	maxRSS     int64
+	// workspaceBytes is the workspace in use after the last step.
+	workspaceBytes int64
 
 	files        []api.OutputFile
 	filesOmitted int
@@ -245,6 +248,7 @@ func (c *collector) add(r supervisor.ExecResult) {
 	c.userUS += r.UserUS
 	c.sysUS += r.SysUS
 	c.maxRSS = max(c.maxRSS, r.MaxRSSBytes)
+	c.workspaceBytes = r.WorkspaceBytes
 }
 
 // result is what was collected, ending as last did.
@@ -253,7 +257,8 @@ func (c *collector) result(last supervisor.ExecResult) *api.RunResult {
 		ExitCode: last.ExitCode, Signal: last.Signal, TimedOut: last.TimedOut, OOMKilled: last.OOMKilled,
 		Truncated: c.truncated, StdoutBytes: c.totals[0], StderrBytes: c.totals[1],
 		DurationMS: float64(c.durationUS) / 1000, Error: last.StartError, Steps: c.steps,
-		Usage:   api.Usage{CPUUserMS: float64(c.userUS) / 1000, CPUSysMS: float64(c.sysUS) / 1000, MaxRSSBytes: c.maxRSS},
+		Usage: api.Usage{CPUUserMS: float64(c.userUS) / 1000, CPUSysMS: float64(c.sysUS) / 1000, MaxRSSBytes: c.maxRSS,
+			WorkspaceBytes: c.workspaceBytes},
 		Outputs: c.files, OutputsOmitted: c.filesOmitted,
 	}
 	res.Stdout, res.StdoutEncoding = api.EncodeBytes(c.bufs[0].Bytes())

@@ -23,6 +23,10 @@ type recorder struct {
 	outcomes map[string]uint64
 	watchers map[chan api.Execution]struct{}
 	pending  sync.WaitGroup
+	// The total times of the executions since the timeline's last
+	// sample, and how many there were.
+	latencies   []float64
+	latencySeen int
 }
 
 // Outcomes of an execution.
@@ -47,14 +51,17 @@ func outcome(r *api.RunResult) string {
 	return outcomeOK
 }
 
-// count records an execution's outcome; timings is nil for one that never
-// ran to the end.
-func (r *recorder) count(language, kind, outcome string, timings *api.Timings) {
-	r.metrics.Executed(language, kind, outcome, timings)
+// count records an execution's outcome; timings and usage are nil for one
+// that never ran to the end.
+func (r *recorder) count(language, kind, outcome string, timings *api.Timings, usage *api.Usage) {
+	r.metrics.Executed(language, kind, outcome, timings, usage)
 	r.mu.Lock()
 	r.total++
 	r.outcomes[outcome]++
 	r.mu.Unlock()
+	if timings != nil {
+		r.latency(timings.TotalMS)
+	}
 }
 
 func (r *recorder) counts() (uint64, map[string]uint64) {
@@ -70,7 +77,7 @@ func (r *recorder) counts() (uint64, map[string]uint64) {
 // ran counts and stores an execution that ran.
 func (r *recorder) ran(res *api.RunResult, kind string, limits api.Limits, started time.Time) {
 	o := outcome(res)
-	r.count(res.Language, kind, o, &res.Timings)
+	r.count(res.Language, kind, o, &res.Timings, &res.Usage)
 	r.write(api.Execution{
 		ID: res.ID, Kind: kind, Language: res.Language, Session: res.Session, StartedAt: started.UTC(), Outcome: o,
 		ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut, OOMKilled: res.OOMKilled,
@@ -85,7 +92,7 @@ func (r *recorder) ran(res *api.RunResult, kind string, limits api.Limits, start
 // asked (approval), refused: it never ran.
 func (r *recorder) denied(language, kind, session string, findings []api.Finding, approval *api.ApprovalOutcome) {
 	now := time.Now()
-	r.count(language, kind, outcomeDenied, nil)
+	r.count(language, kind, outcomeDenied, nil, nil)
 	r.write(api.Execution{ID: state.NewID(now), Kind: kind, Language: language, Session: session,
 		StartedAt: now.UTC(), Outcome: outcomeDenied, ExitCode: -1, Decision: api.DecisionDenied, Findings: findings, Approval: approval})
 }
@@ -94,7 +101,7 @@ func (r *recorder) denied(language, kind, session string, findings []api.Finding
 // (no container, a dead sandbox), with why.
 func (r *recorder) failed(language, kind, session string, limits api.Limits, aerr *api.Error) *api.Error {
 	now := time.Now()
-	r.count(language, kind, outcomeError, nil)
+	r.count(language, kind, outcomeError, nil, nil)
 	r.write(api.Execution{ID: state.NewID(now), Kind: kind, Language: language, Session: session,
 		StartedAt: now.UTC(), Outcome: outcomeError, ExitCode: -1, Limits: limits, Error: aerr.Code + ": " + aerr.Message})
 	return aerr

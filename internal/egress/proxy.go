@@ -204,6 +204,10 @@ type Gate struct {
 	open       map[io.Closer]bool // hijacked tunnels, closed with the gate
 	closed     bool
 	spent      atomic.Int64 // bytes this execution
+	// Bytes since the gate opened, each way, and what they were when
+	// the execution began.
+	sent, received     atomic.Int64
+	sentAt, receivedAt atomic.Int64
 }
 
 // Allow sets what the sandbox may reach from now on.
@@ -226,6 +230,18 @@ func (g *Gate) Begin() {
 	g.records, g.unrecorded = nil, 0
 	g.mu.Unlock()
 	g.spent.Store(0)
+	g.sentAt.Store(g.sent.Load())
+	g.receivedAt.Store(g.received.Load())
+}
+
+// Transferred is the bytes sent and received since the gate opened.
+func (g *Gate) Transferred() (sent, received int64) {
+	return g.sent.Load(), g.received.Load()
+}
+
+// ExecutionTransferred is the bytes sent and received since Begin.
+func (g *Gate) ExecutionTransferred() (sent, received int64) {
+	return g.sent.Load() - g.sentAt.Load(), g.received.Load() - g.receivedAt.Load()
 }
 
 // Records is what the execution's connections did so far, and how many
@@ -643,6 +659,7 @@ type meteredConn struct {
 func (c *meteredConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
 	c.rec.received.Add(int64(n))
+	c.g.received.Add(int64(n))
 	return n, c.spend(n, err)
 }
 
@@ -653,6 +670,7 @@ func (c *meteredConn) Write(b []byte) (int, error) {
 	c.rec.sent.Add(int64(len(b)))
 	n, err := c.Conn.Write(b)
 	c.rec.sent.Add(int64(n - len(b)))
+	c.g.sent.Add(int64(n))
 	return n, c.spend(n, err)
 }
 

@@ -21,6 +21,9 @@ import (
 type Figures interface {
 	Stats() api.Stats
 	Plugins() []api.Plugin
+	// SessionUsage is the latest sample of each awake session's sandbox,
+	// by language.
+	SessionUsage() map[string][]api.SandboxUsage
 }
 
 // Metrics records events and serves the exposition.
@@ -37,6 +40,7 @@ type Metrics struct {
 	warmStarts      *prometheus.CounterVec
 	warmRuns        *prometheus.CounterVec
 	recycled        *prometheus.CounterVec
+	cpuSeconds      *prometheus.CounterVec
 }
 
 // Buckets from 1 ms (a warm exec) to a minute (a long compile or a
@@ -92,9 +96,13 @@ func New(f Figures, version string) *Metrics {
 			Name: "sandboxd_containers_recycled_total",
 			Help: "Containers after a one-shot run, by language and result: kept (recycled for the next run) or why retired (max_runs, run, limits, not_fresh, gone).",
 		}, []string{"language", "result"}),
+		cpuSeconds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandboxd_execution_cpu_seconds_total",
+			Help: "CPU time executions' processes used, by language and mode (user, system).",
+		}, []string{"language", "mode"}),
 	}
 	registry.MustRegister(m.executions, m.queueSeconds, m.runSeconds, m.startSeconds, m.containerErrors, m.removed,
-		m.egressConns, m.egressBytes, m.warmStarts, m.warmRuns, m.recycled,
+		m.egressConns, m.egressBytes, m.warmStarts, m.warmRuns, m.recycled, m.cpuSeconds,
 		&scrape{figures: f},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -107,10 +115,14 @@ func New(f Figures, version string) *Metrics {
 // Handler serves the exposition.
 func (m *Metrics) Handler() http.Handler { return m.handler }
 
-// Executed records an execution's outcome; timings is nil for one that
-// never reached a sandbox (denied, or failed before).
-func (m *Metrics) Executed(language, kind, outcome string, timings *api.Timings) {
+// Executed records an execution's outcome; timings and usage are nil for
+// one that never reached a sandbox (denied, or failed before).
+func (m *Metrics) Executed(language, kind, outcome string, timings *api.Timings, usage *api.Usage) {
 	m.executions.WithLabelValues(language, kind, outcome).Inc()
+	if usage != nil {
+		m.cpuSeconds.WithLabelValues(language, "user").Add(usage.CPUUserMS / 1000)
+		m.cpuSeconds.WithLabelValues(language, "system").Add(usage.CPUSysMS / 1000)
+	}
 	if timings != nil {
 		m.queueSeconds.WithLabelValues(language, kind).Observe(timings.QueueMS / 1000)
 		m.runSeconds.WithLabelValues(language, kind).Observe(timings.RunMS / 1000)
@@ -201,12 +213,21 @@ var (
 		"Requests denied, by the policy and rule that denied them.", []string{"policy", "rule"}, nil)
 	pluginUp = prometheus.NewDesc("sandboxd_plugin_up",
 		"1 if the plugin's process is running.", []string{"kind", "plugin"}, nil)
+	sessionCPU = prometheus.NewDesc("sandboxd_session_cpu_cores",
+		"CPUs the language's awake sessions use now, summed (1 is one CPU busy).", []string{"language"}, nil)
+	sessionMemory = prometheus.NewDesc("sandboxd_session_memory_bytes",
+		"Memory the language's awake sessions use now, summed.", []string{"language"}, nil)
+	sessionProcesses = prometheus.NewDesc("sandboxd_session_processes",
+		"Processes in the language's awake sessions now, summed.", []string{"language"}, nil)
+	sessionDisk = prometheus.NewDesc("sandboxd_session_disk_bytes",
+		"Bytes in the language's awake sessions' workspaces and /tmp now, summed.", []string{"language", "dir"}, nil)
 	pluginRestarts = prometheus.NewDesc("sandboxd_plugin_restarts_total",
 		"Times a plugin's process was restarted after it died or hung.", []string{"kind", "plugin"}, nil)
 )
 
 func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{poolContainers, poolTarget, poolMax, poolWaiting, poolHits, poolMisses, poolReused, poolTrimmed, inFlight, sessions, findings, denials, pluginUp, pluginRestarts} {
+	for _, d := range []*prometheus.Desc{poolContainers, poolTarget, poolMax, poolWaiting, poolHits, poolMisses, poolReused, poolTrimmed, inFlight, sessions, findings, denials, pluginUp, pluginRestarts,
+		sessionCPU, sessionMemory, sessionProcesses, sessionDisk} {
 		ch <- d
 	}
 }
@@ -240,6 +261,21 @@ func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 		policy, rule, _ := strings.Cut(key, "/")
 		counter(findings, float64(r.Findings), policy, rule)
 		counter(denials, float64(r.Denials), policy, rule)
+	}
+	for lang, samples := range s.figures.SessionUsage() {
+		var cpu, memory, procs, workspace, tmp float64
+		for _, u := range samples {
+			cpu += u.CPUPercent / 100
+			memory += float64(u.MemoryBytes)
+			procs += float64(u.Processes)
+			workspace += float64(u.WorkspaceBytes)
+			tmp += float64(u.TmpBytes)
+		}
+		gauge(sessionCPU, cpu, lang)
+		gauge(sessionMemory, memory, lang)
+		gauge(sessionProcesses, procs, lang)
+		gauge(sessionDisk, workspace, lang, "workspace")
+		gauge(sessionDisk, tmp, lang, "tmp")
 	}
 	for _, p := range s.figures.Plugins() {
 		up := 0.0

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/sandboxd/sandboxd/api"
 )
 
 // statsEvery is how often the event stream sends the daemon's figures.
@@ -12,8 +14,9 @@ const statsEvery = 2 * time.Second
 
 // events streams server-sent events (text/event-stream, so a browser's
 // EventSource reads them): "stats" (the body of GET /v1/stats) at once
-// and every statsEvery, and "execution" (a history record) as each
-// execution is recorded. It ends when sandboxd drains.
+// and every statsEvery, "execution" (a history record) as each execution
+// is recorded, and "sample" as the timeline takes one (GET
+// /v1/stats/history has those before). It ends when sandboxd drains.
 func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
@@ -33,6 +36,8 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 	}
 	tick := time.NewTicker(statsEvery)
 	defer tick.Stop()
+	timeline := h.d.Timeline()
+	seq := timeline.Seq()
 	for ok := send("stats", h.d.Stats()); ok && !h.d.Draining(); {
 		select {
 		case <-r.Context().Done():
@@ -41,6 +46,11 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 			ok = send("execution", e)
 		case <-tick.C:
 			ok = send("stats", h.d.Stats())
+			var samples []api.StatsSample
+			samples, seq = timeline.Since(seq)
+			for _, s := range samples {
+				ok = ok && send("sample", s)
+			}
 		}
 	}
 }

@@ -56,6 +56,7 @@ type Session struct {
 	// idleFrom restarts the idle clock after a hibernation that failed,
 	// so that the janitor tries again an idle_timeout later.
 	idleFrom time.Time
+	usage    []api.SandboxUsage // the last samples, oldest first
 }
 
 func newSession(l *languages.Language, limits runtime.Limits, rec api.Session, sb *runtime.Sandbox) *Session {
@@ -97,15 +98,15 @@ type Sessions struct {
 	pending int                    // sessions being created or resumed
 	// idleSlots bounds the idle sessions hibernating at once.
 	idleSlots chan struct{}
-	stop      chan struct{} // ends the janitor
-	stopped   chan struct{}
+	stop      chan struct{} // ends the janitor and the usage sampler
+	workers   sync.WaitGroup
 }
 
 // New returns the sessions, none yet: Recover brings back the stored ones.
 // Hibernated sessions' archives are kept under stateDir/sessions.
 func New(cfg config.Sessions, stateDir string, langs *languages.Registry, projects *projects.Projects, snaps *snapshots.Snapshots, store *state.Store, gate *drain.Gate, log hclog.Logger) *Sessions {
 	m := &Sessions{cfg: cfg, dir: filepath.Join(stateDir, "sessions"), langs: langs, projects: projects, snapshots: snaps, store: store, gate: gate, log: log,
-		live: map[string]*Session{}, lost: map[string]api.Session{}, idleSlots: make(chan struct{}, hibernateParallel), stop: make(chan struct{}), stopped: make(chan struct{})}
+		live: map[string]*Session{}, lost: map[string]api.Session{}, idleSlots: make(chan struct{}, hibernateParallel), stop: make(chan struct{})}
 	projects.Users = m.projectUsers
 	return m
 }
@@ -663,21 +664,32 @@ func storedAllow(rec api.Session, l *languages.Language) egress.List {
 	return list
 }
 
-// Start starts the janitor, which expires sessions and writes their usage
-// back to the store.
+// Start starts the janitor, which expires sessions and writes their
+// records back to the store, and the sampler of what their sandboxes use.
 func (m *Sessions) Start() {
+	m.every(janitorEvery, func(now time.Time) {
+		m.expire(now)
+		m.reviveDropped()
+		m.flush()
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	m.every(usageEvery, func(time.Time) { m.sampleAll(ctx) })
+	go func() { <-m.stop; cancel() }()
+}
+
+// every calls fn each period until Close.
+func (m *Sessions) every(period time.Duration, fn func(now time.Time)) {
+	m.workers.Add(1)
 	go func() {
-		defer close(m.stopped)
-		t := time.NewTicker(janitorEvery)
+		defer m.workers.Done()
+		t := time.NewTicker(period)
 		defer t.Stop()
 		for {
 			select {
 			case <-m.stop:
 				return
 			case now := <-t.C:
-				m.expire(now)
-				m.reviveDropped()
-				m.flush()
+				fn(now)
 			}
 		}
 	}()
@@ -688,7 +700,7 @@ func (m *Sessions) Start() {
 // attaches to them. It returns those containers' ids.
 func (m *Sessions) Close() map[string]bool {
 	close(m.stop)
-	<-m.stopped
+	m.workers.Wait()
 	m.flush()
 	keep := map[string]bool{}
 	m.mu.Lock()

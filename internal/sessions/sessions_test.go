@@ -119,3 +119,41 @@ func TestPorts(t *testing.T) {
 		t.Errorf("no such session: %v", aerr)
 	}
 }
+
+// What a session uses is sampled while it is awake; asking for it never
+// wakes a hibernated session, whose series is kept.
+func TestSessionMetrics(t *testing.T) {
+	d, _ := daemontest.New(t, daemontest.Bash)
+	ctx := context.Background()
+	s, aerr := d.Sessions.Create(ctx, api.SessionRequest{Language: "bash"})
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	var m *api.SessionMetrics
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if m, aerr = d.Sessions.Metrics(ctx, s.ID); aerr != nil {
+			t.Fatal(aerr)
+		}
+		if len(m.Series) >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 15 s the series has %d samples; one every %s was due", len(m.Series), time.Duration(m.Every))
+		}
+	}
+	if m.Now == nil || m.Now.CPUSeconds <= 0 || m.Now.MemoryBytes <= 0 || m.Language != "bash" || m.Limits.Memory == 0 {
+		t.Fatalf("an awake session's metrics: %+v", m)
+	}
+	if _, aerr := d.Sessions.Pause(ctx, s.ID); aerr != nil {
+		t.Fatal(aerr)
+	}
+	if m, aerr = d.Sessions.Metrics(ctx, s.ID); aerr != nil || m.Now != nil || len(m.Series) < 2 {
+		t.Fatalf("a hibernated session's metrics: %+v, %v", m, aerr)
+	}
+	if got, _ := d.Sessions.Get(s.ID); got.State != api.SessionHibernated {
+		t.Fatalf("asking for its metrics woke the session: %s", got.State)
+	}
+	if _, aerr := d.Sessions.Metrics(ctx, "nosuchsession"); aerr == nil || aerr.Code != api.CodeNotFound {
+		t.Fatalf("an unknown session's metrics: %v", aerr)
+	}
+}

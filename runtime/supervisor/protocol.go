@@ -26,7 +26,7 @@
 //
 // host -> supervisor: hello; exec (then in chunks of its stdin); the
 // workspace operations put (then in chunks of the file), get, tar, list,
-// mkdir, move, remove, watch and reset; kill.
+// mkdir, move, remove, watch and reset; ports and usage; kill.
 // supervisor -> host: hello; in_ack per input chunk; out (an execution's
 // output, or the bytes of get and tar); exit ends an exec, done ends a
 // workspace operation.
@@ -96,6 +96,7 @@ const (
 	OpPorts   = "ports" // the TCP ports listening in the sandbox
 	OpMkdir   = "mkdir" // make a directory and its parents
 	OpMove    = "move"  // rename File.Path to File.To
+	OpUsage   = "usage" // what the whole sandbox uses now
 	// OpWatch streams what changes under the directory File.Path (below
 	// it too, File.Recursive) as out messages on the Events stream, each
 	// a JSON array of FileEvent (the first, empty, once the watch is
@@ -233,6 +234,16 @@ type FileResult struct {
 	Skipped   int       `json:"skipped,omitempty"` // tar: FIFOs, sockets and devices left out
 	Contexts  []Context `json:"contexts,omitempty"`
 	Ports     []Port    `json:"ports,omitempty"`
+	Usage     *Usage    `json:"usage,omitempty"`
+}
+
+// Usage is what a whole sandbox uses at a moment.
+type Usage struct {
+	CPUUS          int64 `json:"cpu_us"` // since the sandbox started
+	MemoryBytes    int64 `json:"memory_bytes"`
+	Processes      int   `json:"processes"` // besides the supervisor
+	WorkspaceBytes int64 `json:"workspace_bytes"`
+	TmpBytes       int64 `json:"tmp_bytes"`
 }
 
 // Port is a TCP socket listening in the sandbox.
@@ -358,6 +369,8 @@ type ExecResult struct {
 	UserUS      int64  `json:"user_us"`
 	SysUS       int64  `json:"sys_us"`
 	MaxRSSBytes int64  `json:"max_rss_bytes"`
+	// WorkspaceBytes is how much of the workspace is in use at the end.
+	WorkspaceBytes int64 `json:"workspace_bytes,omitempty"`
 	// Survivors counts processes still alive after the kill; the host must
 	// then destroy the container.
 	Survivors int `json:"survivors,omitempty"`

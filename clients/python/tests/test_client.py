@@ -74,6 +74,8 @@ def test_session(client):
         assert res.text() == "42" and res.context.name == "main" and not res.context.started
         assert [c.name for c in s.contexts()] == ["main"]
         assert isinstance(s.ports(), list)
+        m = s.metrics()
+        assert m["now"]["memory_bytes"] > 0 and m["now"]["workspace_bytes"] > 0 and isinstance(m["series"], list)
         with pytest.raises(sandboxd.NotFound, match="TCP listener"):
             s.preview(8000, ttl="10m")  # this daemon has none
         s.revoke_previews()

@@ -6,7 +6,7 @@ import type { Duplex } from "node:stream";
 import { fromBody, Unreachable } from "./errors.js";
 import { connectPort } from "./ports.js";
 import type {
-  Context, Event, ExecRequest, FileEntry, FileEvent, Preview, RunRequest, RunResult, Session, SessionRequest, Snapshot,
+  Context, Event, ExecRequest, FileEntry, FileEvent, Preview, RunRequest, SessionMetrics, RunResult, Session, SessionRequest, Snapshot,
 } from "./types.js";
 
 export * from "./errors.js";
@@ -223,6 +223,11 @@ export class SessionHandle {
   /** The TCP ports listening inside the sandbox. */
   async ports(): Promise<{ address: string; port: number }[]> {
     return (await this.client.request<{ ports: { address: string; port: number }[] }>("GET", this.path + "/ports")).json.ports;
+  }
+
+  /** What the sandbox uses (CPU, memory, processes, workspace bytes, egress bytes): `now`, and `series` over the last minutes. */
+  async metrics(): Promise<SessionMetrics> {
+    return (await this.client.request<SessionMetrics>("GET", this.path + "/metrics")).json;
   }
 
   /** A link that opens the server on `port` to a browser on sandboxd's TCP listener, at an origin of its own, for `ttl` (default "1h"). */

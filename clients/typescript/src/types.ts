@@ -104,6 +104,11 @@ export interface Usage {
   cpu_user_ms: number;
   cpu_sys_ms: number;
   max_rss_bytes: number;
+  /** The workspace in use when it ended. */
+  workspace_bytes?: number;
+  /** Bytes through the egress proxy. */
+  network_sent_bytes?: number;
+  network_received_bytes?: number;
 }
 
 export interface Timings {
@@ -179,6 +184,29 @@ export interface ApiError {
 }
 
 /** A link that opens a session's port to a browser (POST /v1/sessions/{id}/ports/{port}/preview). */
+/** What a session's whole sandbox uses at a moment. */
+export interface SandboxUsage {
+  at: string;
+  cpu_seconds: number;
+  cpu_percent: number;
+  memory_bytes: number;
+  processes: number;
+  workspace_bytes: number;
+  tmp_bytes: number;
+  network_sent_bytes: number;
+  network_received_bytes: number;
+}
+
+/** The body of GET /v1/sessions/{id}/metrics. */
+export interface SessionMetrics {
+  session: string;
+  language: string;
+  limits: Record<string, unknown>;
+  now?: SandboxUsage;
+  series: SandboxUsage[];
+  every: string;
+}
+
 export interface Preview {
   url: string;
   host: string;

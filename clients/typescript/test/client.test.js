@@ -61,6 +61,8 @@ test("session", { skip }, async () => {
       await fork.close();
     }
     assert.ok(Array.isArray(await s.ports()));
+    const m = await s.metrics();
+    assert.ok(m.now.memory_bytes > 0 && m.now.workspace_bytes > 0 && Array.isArray(m.series));
     await assert.rejects(s.preview(8000, "10m"), (e) => e instanceof NotFound && /TCP listener/.test(e.message)); // this daemon has none
     await s.revokePreviews();
     // Paused, it keeps its files; its context's memory is reported lost once.

@@ -77,6 +77,8 @@ func (s *server) fileOp(m supervisor.Message) {
 		go func() { s.done(m.ID, s.recycle()) }()
 	case supervisor.OpPorts:
 		s.done(m.ID, ports())
+	case supervisor.OpUsage:
+		s.done(m.ID, s.usage())
 	}
 }
 

@@ -126,7 +126,7 @@ func (s *server) handle(m supervisor.Message) {
 		if m.Exec != nil {
 			s.start(m.ID, *m.Exec)
 		}
-	case supervisor.OpPut, supervisor.OpGet, supervisor.OpTar, supervisor.OpList, supervisor.OpMkdir, supervisor.OpMove, supervisor.OpRemove, supervisor.OpReset, supervisor.OpRecycle, supervisor.OpUntar, supervisor.OpPorts:
+	case supervisor.OpPut, supervisor.OpGet, supervisor.OpTar, supervisor.OpList, supervisor.OpMkdir, supervisor.OpMove, supervisor.OpRemove, supervisor.OpReset, supervisor.OpRecycle, supervisor.OpUntar, supervisor.OpPorts, supervisor.OpUsage:
 		s.fileOp(m)
 	case supervisor.OpWatch:
 		req := supervisor.FileRequest{Path: "."}
@@ -395,6 +395,7 @@ func (f forker) do(fn func()) {
 
 func (s *server) finish(e *execution, res *supervisor.ExecResult) {
 	res.Outputs, res.OutputsOmitted = s.changedOutputs(e.req.Outputs, e.outputs)
+	res.WorkspaceBytes = usedBytes(s.workspace)
 	s.mu.Lock()
 	delete(s.execs, e.id)
 	s.mu.Unlock()
@@ -419,26 +420,13 @@ func killContainer() int {
 // countProcesses counts live processes other than PID 1 (zombies excluded:
 // they are dead and the reaper collects them).
 func countProcesses() int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0
-	}
 	n := 0
-	for _, ent := range entries {
-		name := ent.Name()
-		if name == "1" || name[0] < '0' || name[0] > '9' {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + name + "/stat")
-		if err != nil {
-			continue // gone already
-		}
+	forEachProcess(func(pid string, stat []byte) {
 		// The state follows the parenthesised command name.
-		if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
-			continue
+		if f := statFields(stat); pid != "1" && len(f) > 0 && f[0] != "Z" {
+			n++
 		}
-		n++
-	}
+	})
 	return n
 }
 

@@ -313,6 +313,13 @@ class SessionHandle:
         """The TCP ports listening inside the sandbox: [{"address": ..., "port": ...}]."""
         return self.client._call("GET", self._path + "/ports")["ports"]
 
+    def metrics(self) -> Dict[str, Any]:
+        """What the sandbox uses: ``now`` (cpu_seconds, cpu_percent, memory_bytes,
+        processes, workspace_bytes, tmp_bytes, network_sent_bytes,
+        network_received_bytes) and ``series``, the same every few seconds over
+        the last minutes."""
+        return self.client._call("GET", self._path + "/metrics")
+
     def connect_port(self, port: int) -> "PortConnection":
         """One TCP connection to ``port`` on the sandbox's own loopback (a server
         the session runs), carried by sandboxd: ``sendall``, ``recv``, ``close``

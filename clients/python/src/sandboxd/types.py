@@ -98,6 +98,9 @@ class Usage:
     cpu_user_ms: float = 0
     cpu_sys_ms: float = 0
     max_rss_bytes: int = 0
+    workspace_bytes: int = 0
+    network_sent_bytes: int = 0
+    network_received_bytes: int = 0
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
 

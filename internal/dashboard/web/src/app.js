@@ -1,12 +1,18 @@
-// sandboxd's dashboard: plain DOM pages over the v1 API. Everything a
-// program or a user wrote is put on the page as text (textContent, or
-// xterm.js for terminals), never as HTML.
+// sandboxd's dashboard: plain DOM pages over the v1 API (lib.js), with
+// xterm.js for terminals, CodeMirror for code (editor.js), uPlot for
+// charts (charts.js) and a notebook on a session's contexts (notebook.js).
 import { Terminal } from "@xterm/xterm";
 import { FitAddon } from "@xterm/addon-fit";
+import {
+  h, api, errorBox, table, card, outcomeBadge, executionRow, executionColumns, findingsList, annotated, live, readEvents,
+  main, bytes, when, duration, ms, enc, filePath, styleNonce,
+} from "./lib.js";
+import { codeEditor } from "./editor.js";
+import { overviewCharts, usageSparklines } from "./charts.js";
+import { notebookPage } from "./notebook.js";
 
 // xterm.js makes <style> elements; the page's Content Security Policy
 // admits those that carry the nonce this script was given.
-const styleNonce = document.currentScript && document.currentScript.nonce;
 if (styleNonce) {
   const create = Document.prototype.createElement;
   Document.prototype.createElement = function (tag, options) {
@@ -21,143 +27,6 @@ if (styleNonce) {
 window.cspViolations = [];
 document.addEventListener("securitypolicyviolation", (e) =>
   window.cspViolations.push(`${e.violatedDirective}: ${e.blockedURI || "inline"}`));
-
-// ---- helpers ---------------------------------------------------------------
-
-// h builds an element: h("a", {href: "#/"}, "text", child...). Strings
-// become text nodes; on* attributes become listeners.
-function h(tag, attrs, ...children) {
-  const el = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (v === undefined || v === null || v === false) continue;
-    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
-    else if (k === "class") el.className = v;
-    else el.setAttribute(k, v === true ? "" : v);
-  }
-  for (const c of children.flat()) {
-    if (c === undefined || c === null || c === false) continue;
-    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
-  }
-  return el;
-}
-
-function cookie(name) {
-  const m = document.cookie.split("; ").find((c) => c.startsWith(name + "="));
-  return m ? decodeURIComponent(m.slice(name.length + 1)) : "";
-}
-
-// APIError is the API's error body: code, message and findings.
-class APIError extends Error {
-  constructor(status, body) {
-    const e = (body && body.error) || {};
-    super(e.message || `HTTP ${status}`);
-    this.code = e.code || String(status);
-    this.findings = e.findings || [];
-  }
-}
-
-// api calls the v1 API on this origin, with the CSRF value the TCP
-// listener wants on requests that change something.
-async function api(method, path, body, headers = {}) {
-  const init = { method, headers: { ...headers }, credentials: "same-origin" };
-  if (method !== "GET") init.headers["X-Sandboxd-CSRF"] = cookie("sandboxd_csrf");
-  if (body !== undefined) {
-    if (body instanceof Blob || body instanceof ArrayBuffer) init.body = body;
-    else {
-      init.body = JSON.stringify(body);
-      init.headers["Content-Type"] = "application/json";
-    }
-  }
-  const resp = await fetch(path, init);
-  if (headers.Accept === "application/x-ndjson" && resp.ok) return resp;
-  const text = await resp.text();
-  const data = text && (resp.headers.get("Content-Type") || "").includes("json") ? JSON.parse(text) : text;
-  if (!resp.ok) throw new APIError(resp.status, data);
-  return data;
-}
-
-const main = () => document.getElementById("main");
-const bytes = (n) => n < 1024 ? `${n} B` : n < 1 << 20 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / (1 << 20)).toFixed(1)} MiB`;
-const when = (t) => t ? new Date(t).toLocaleString() : "";
-// duration shows a Go duration ("1m2.5003s") to the second.
-const duration = (d) => d ? String(d).replace(/(\d+)\.\d+s$/, "$1s").replace(/\.\d+(ms|µs|ns)$/, "$1") : "";
-const ms = (n) => n === undefined ? "" : `${Number(n).toFixed(1)} ms`;
-const enc = encodeURIComponent;
-const filePath = (p) => p.split("/").map(enc).join("/");
-
-function errorBox(err) {
-  return h("div", { class: "error", role: "alert" }, err.message || String(err));
-}
-
-function table(columns, rows, empty = "None.") {
-  if (!rows.length) return h("p", { class: "muted" }, empty);
-  return h("table", {}, h("thead", {}, h("tr", {}, columns.map((c) => h("th", {}, c)))),
-    h("tbody", {}, rows));
-}
-
-function card(title, pairs) {
-  return h("div", { class: "card" }, h("h2", {}, title),
-    h("dl", {}, pairs.filter(([, v]) => v !== undefined && v !== "").flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])));
-}
-
-function outcomeBadge(o) {
-  const cls = o === "ok" ? "ok" : o === "nonzero" ? "warn" : "bad";
-  return h("span", { class: "badge " + cls }, o || "?");
-}
-
-function executionRow(e, fresh) {
-  return h("tr", { class: fresh ? "fresh" : "" },
-    h("td", { class: "mono" }, e.id.slice(-8)),
-    h("td", {}, when(e.started_at)),
-    h("td", {}, e.language),
-    h("td", {}, e.kind),
-    h("td", {}, e.session ? h("a", { href: `#/sessions/${enc(e.session)}` }, e.session) : ""),
-    h("td", {}, outcomeBadge(e.outcome), " ", e.exit_code >= 0 ? `exit ${e.exit_code}` : ""),
-    h("td", {}, ms(e.timings && e.timings.total_ms)),
-    h("td", {}, findingsList(e.findings), e.error ? h("span", { class: "bad" }, e.error) : ""));
-}
-const executionColumns = ["ID", "Started", "Language", "Kind", "Session", "Outcome", "Total", "Findings / error"];
-
-function findingsList(findings) {
-  if (!findings || !findings.length) return "";
-  return h("ul", { class: "listing" }, findings.map((f) =>
-    h("li", {}, h("span", { class: f.severity === "error" || f.severity === "high" ? "bad" : "warn" }, `${f.policy}/${f.rule}`),
-      f.line ? ` line ${f.line}: ` : ": ", f.message)));
-}
-
-// annotated shows code with each finding under its line.
-function annotated(code, findings) {
-  const byLine = {};
-  for (const f of findings) (byLine[f.line || 0] = byLine[f.line || 0] || []).push(f);
-  const lines = code.replace(/\n$/, "").split("\n");
-  return h("div", { class: "annotated mono" },
-    (byLine[0] || []).map((f) => h("div", { class: "finding" }, `${f.policy}/${f.rule}: ${f.message}`)),
-    lines.map((text, i) => h("div", { class: "line" + (byLine[i + 1] ? " hit" : "") },
-      h("span", { class: "num" }, String(i + 1)), h("pre", {}, text || " "),
-      (byLine[i + 1] || []).map((f) => h("div", { class: "finding" }, `▲ ${f.policy}/${f.rule}: ${f.message}`)))));
-}
-
-// ---- live events -------------------------------------------------------------
-
-// One EventSource for the page's life; pages subscribe while shown.
-const listeners = new Set();
-let events;
-function live(fn) {
-  listeners.add(fn);
-  if (!events) {
-    events = new EventSource("/v1/events");
-    const status = document.getElementById("live");
-    events.onopen = () => { status.textContent = "● live"; };
-    events.onerror = () => { status.textContent = "○ reconnecting"; };
-    for (const type of ["stats", "execution"]) {
-      events.addEventListener(type, (e) => {
-        const data = JSON.parse(e.data);
-        for (const l of listeners) l(type, data);
-      });
-    }
-  }
-  return () => listeners.delete(fn);
-}
 
 // ---- pages -------------------------------------------------------------------
 
@@ -182,6 +51,7 @@ async function overview(root, signal) {
   };
   drawPools(Object.fromEntries(languages.languages.map((l) => [l.name, l.pool])));
   const counters = h("span", { class: "muted" });
+  const charts = h("div", { class: "charts", id: "charts" });
   const body = h("tbody", {}, executions.executions.map((e) => executionRow(e)));
   root.replaceChildren(
     h("h1", {}, "Overview"),
@@ -191,6 +61,7 @@ async function overview(root, signal) {
       card("Engine", [["Docker", hv.docker.version], ["API", hv.docker.api_version], ["Runtime", hv.docker.runtime], ["Error", hv.docker.error]]),
       card("Plugins", (hv.plugins || []).map((p) => [`${p.kind} ${p.name}`,
         h("span", { class: p.running ? "ok" : "bad" }, p.running ? `running ${p.version || ""}` : p.last_error || "stopped")]))),
+    h("h2", {}, "The last hour"), charts,
     h("h2", {}, "Pools ", counters), pools,
     h("h2", {}, "Recent executions"),
     h("table", { id: "recent" }, h("thead", {}, h("tr", {}, executionColumns.map((c) => h("th", {}, c)))), body));
@@ -200,12 +71,14 @@ async function overview(root, signal) {
   };
   const stop = live((type, data) => {
     if (type === "stats") return drawStats(data);
+    if (type !== "execution") return;
     body.prepend(executionRow(data, true));
     while (body.children.length > 50) body.lastChild.remove();
     // The figures move with each execution, not only every 2 s.
     api("GET", "/v1/stats").then(drawStats, () => {});
   });
   signal.addEventListener("abort", stop);
+  await overviewCharts(charts, signal);
 }
 
 async function languagesPage(root) {
@@ -259,7 +132,9 @@ async function sessionsPage(root) {
 }
 
 async function sessionPage(root, signal, id) {
-  const s = await api("GET", `/v1/sessions/${enc(id)}`);
+  const [s, { languages }] = await Promise.all([api("GET", `/v1/sessions/${enc(id)}`), api("GET", "/v1/languages")]);
+  const contexts = (languages.find((l) => l.name === s.language) || {}).contexts;
+  const usage = h("div", { class: "usage", id: "usage" });
   const failure = h("div");
   const termBox = h("div", { class: "terminal", id: "terminal" });
   const files = h("div", { id: "files" });
@@ -270,6 +145,7 @@ async function sessionPage(root, signal, id) {
     h("div", { class: "toolbar" },
       h("span", {}, `${s.language} · `, h("span", { class: s.state === "active" ? "ok" : "bad" }, s.state),
         ` · expires ${when(s.expires_at)} · ${s.executions} executions`),
+      contexts ? h("a", { class: "button", href: `#/sessions/${enc(id)}/notebook` }, "Open the notebook") : "",
       h("button", { class: "secondary", onclick: async () => {
         try { await api("POST", `/v1/sessions/${enc(id)}/reset`); route(); } catch (err) { failure.replaceChildren(errorBox(err)); }
       } }, "Reset"),
@@ -277,10 +153,12 @@ async function sessionPage(root, signal, id) {
         try { await api("DELETE", `/v1/sessions/${enc(id)}`); location.hash = "#/sessions"; } catch (err) { failure.replaceChildren(errorBox(err)); }
       } }, "Delete")),
     failure,
+    h("h2", {}, "What it uses"), usage,
     h("h2", {}, "Terminal"), termBox,
     h("h2", {}, "Ports"), ports,
     h("div", { class: "two" }, h("div", {}, h("h2", {}, "Files"), files), h("div", {}, h("h2", {}, "Executions"), execs)));
   openTerminal(termBox, id, signal);
+  usageSparklines(usage, id, signal);
   fileBrowser(files, id, ".");
   portList(ports, id, signal);
   const drawExecs = async () => {
@@ -393,18 +271,24 @@ async function fileBrowser(box, id, dir) {
 
 async function runPage(root, signal) {
   const select = await languageSelect();
-  const code = h("textarea", { class: "code", name: "code", spellcheck: "false", "aria-label": "code" }, 'print("hello from sandboxd")\n');
+  const { languages } = await api("GET", "/v1/languages");
+  const languageOf = () => languages.find((l) => l.name === select.value);
+  const codeBox = h("div", { class: "editor", id: "code" });
   const stdin = h("input", { name: "stdin", placeholder: "stdin (optional)", size: 30 });
   const output = h("pre", { class: "output", id: "output", "aria-live": "polite" });
   const summary = h("div", { id: "summary" });
   const button = h("button", { type: "submit" }, "Run");
+  let editor;
   const submit = async (ev) => {
-    ev.preventDefault();
+    if (ev) ev.preventDefault();
+    if (button.disabled) return;
     button.disabled = true;
     output.replaceChildren();
+    editor.showFindings([]);
     summary.replaceChildren(h("span", { class: "muted" }, "running…"));
+    const shown = (findings) => { editor.showFindings(findings); return findingsList(findings); };
     try {
-      const resp = await api("POST", "/v1/run", { language: select.value, code: code.value, ...(stdin.value ? { stdin: stdin.value } : {}) },
+      const resp = await api("POST", "/v1/run", { language: select.value, code: editor.value, ...(stdin.value ? { stdin: stdin.value } : {}) },
         { Accept: "application/x-ndjson" });
       await readEvents(resp, signal, (e) => {
         if (e.type === "stdout" || e.type === "stderr") {
@@ -418,39 +302,24 @@ async function runPage(root, signal) {
             ` exit ${r.exit_code} · ${ms(r.duration_ms)} in the sandbox · ${ms(r.timings && r.timings.total_ms)} in all`,
             r.timings && r.timings.queue_reason ? ` · waited: ${r.timings.queue_reason}` : "",
             r.truncated ? " · output truncated" : ""),
-          r.findings && r.findings.length ? annotated(code.value, r.findings) : "");
+          shown(r.findings));
         } else if (e.type === "error") {
-          summary.replaceChildren(errorBox(e.error), e.error.findings ? annotated(code.value, e.error.findings) : "");
+          summary.replaceChildren(errorBox(e.error), shown(e.error.findings));
         }
       });
     } catch (err) {
-      summary.replaceChildren(errorBox(err), err.findings && err.findings.length ? annotated(code.value, err.findings) : "");
+      summary.replaceChildren(errorBox(err), shown(err.findings));
     } finally {
       button.disabled = false;
     }
   };
+  select.addEventListener("change", () => editor.setLanguage(languageOf()));
   root.replaceChildren(h("h1", {}, "Run"),
-    h("form", { onsubmit: submit }, h("div", { class: "toolbar" }, select, stdin, button), code),
+    h("form", { onsubmit: submit }, h("div", { class: "toolbar" }, select, stdin, button,
+      h("span", { class: "muted" }, "Ctrl-Enter runs")), codeBox),
     h("h2", {}, "Output"), output, summary);
-}
-
-// readEvents reads an NDJSON response line by line as it comes.
-async function readEvents(resp, signal, on) {
-  const reader = resp.body.getReader();
-  signal.addEventListener("abort", () => reader.cancel());
-  const decoder = new TextDecoder();
-  let buf = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buf += decoder.decode(value, { stream: true });
-    let nl;
-    while ((nl = buf.indexOf("\n")) >= 0) {
-      const line = buf.slice(0, nl);
-      buf = buf.slice(nl + 1);
-      if (line.trim()) on(JSON.parse(line));
-    }
-  }
+  editor = codeEditor(codeBox, { doc: 'print("hello from sandboxd")\n', language: languageOf(), onRun: () => submit() });
+  signal.addEventListener("abort", () => editor.destroy());
 }
 
 async function historyPage(root, signal, _, params) {
@@ -566,6 +435,7 @@ const pages = [
   [/^#\/run$/, runPage],
   [/^#\/sessions$/, sessionsPage],
   [/^#\/sessions\/([^/]+)$/, sessionPage],
+  [/^#\/sessions\/([^/]+)\/notebook$/, notebookPage],
   [/^#\/history$/, historyPage],
   [/^#\/languages$/, languagesPage],
   [/^#\/projects$/, projectsPage],

@@ -1,0 +1,145 @@
+package sessions
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/request"
+	"github.com/sandboxd/sandboxd/runtime"
+	"github.com/sandboxd/sandboxd/runtime/supervisor"
+)
+
+// What a session's sandbox uses is sampled every usageEvery while it is
+// awake, and the last usageKept samples (five minutes) are kept in memory:
+// enough for a sparkline and `sandboxctl session top`, little enough that
+// a thousand sessions cost a few megabytes.
+const (
+	usageEvery   = 2 * time.Second
+	usageKept    = 150
+	usageTimeout = 2 * time.Second
+	// usageParallel bounds the sandboxes asked at once.
+	usageParallel = 8
+)
+
+// Metrics is what a session's sandbox uses now and did over the last
+// minutes. Asking neither wakes a hibernated session nor keeps one from
+// idling.
+func (m *Sessions) Metrics(ctx context.Context, id string) (*api.SessionMetrics, *api.Error) {
+	ss, aerr := m.find(id)
+	if aerr != nil {
+		return nil, aerr
+	}
+	out := &api.SessionMetrics{Session: id, Language: ss.Lang.Name(), Limits: request.APILimits(ss.Limits), Every: api.Duration(usageEvery)}
+	if sb := ss.running(); sb != nil {
+		now, err := m.sample(ctx, ss, sb)
+		if err != nil {
+			return nil, request.ErrorOf(fmt.Errorf("reading what session %s uses: %w", id, err))
+		}
+		out.Now = &now
+	}
+	ss.mu.Lock()
+	out.Series = append([]api.SandboxUsage{}, ss.usage...)
+	ss.mu.Unlock()
+	return out, nil
+}
+
+// Usage is the latest sample of every awake session, by language: what
+// Prometheus is told, summed, so that its series stay few.
+func (m *Sessions) Usage() map[string][]api.SandboxUsage {
+	out := map[string][]api.SandboxUsage{}
+	for _, ss := range m.all() {
+		ss.mu.Lock()
+		if n := len(ss.usage); n > 0 && ss.sb != nil {
+			out[ss.Lang.Name()] = append(out[ss.Lang.Name()], ss.usage[n-1])
+		}
+		ss.mu.Unlock()
+	}
+	return out
+}
+
+// sampleAll adds a sample to every awake session's series.
+func (m *Sessions) sampleAll(ctx context.Context) {
+	slots := make(chan struct{}, usageParallel)
+	var wg sync.WaitGroup
+	for _, ss := range m.all() {
+		sb := ss.running()
+		if sb == nil {
+			continue
+		}
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			u, err := m.sample(ctx, ss, sb)
+			if err != nil {
+				return // a sandbox that does not answer now is left out
+			}
+			ss.mu.Lock()
+			ss.usage = append(ss.usage, u)
+			if len(ss.usage) > usageKept {
+				ss.usage = append(ss.usage[:0], ss.usage[len(ss.usage)-usageKept:]...)
+			}
+			ss.mu.Unlock()
+		}()
+	}
+	wg.Wait()
+}
+
+// sample asks the session's supervisor what the sandbox uses, and its
+// egress gate what went through it; the CPU share is against the
+// session's last sample.
+func (m *Sessions) sample(ctx context.Context, ss *Session, sb *runtime.Sandbox) (api.SandboxUsage, error) {
+	ctx, cancel := context.WithTimeout(ctx, usageTimeout)
+	defer cancel()
+	res, err := sb.File(ctx, supervisor.OpUsage, supervisor.FileRequest{}, nil, nil)
+	if err == nil && res.Usage == nil {
+		err = fmt.Errorf("the supervisor did not say (%s)", res.Error)
+	}
+	if err != nil {
+		return api.SandboxUsage{}, err
+	}
+	r := res.Usage
+	u := api.SandboxUsage{
+		At: time.Now().UTC(), CPUSeconds: float64(r.CPUUS) / 1e6, MemoryBytes: r.MemoryBytes,
+		Processes: r.Processes, WorkspaceBytes: r.WorkspaceBytes, TmpBytes: r.TmpBytes,
+	}
+	if g := m.langs.Gate(sb); g != nil {
+		u.NetworkSentBytes, u.NetworkReceivedBytes = g.Transferred()
+	}
+	ss.mu.Lock()
+	if n := len(ss.usage); n > 0 {
+		prev := ss.usage[n-1]
+		if dt := u.At.Sub(prev.At).Seconds(); dt > 0 && u.CPUSeconds >= prev.CPUSeconds {
+			u.CPUPercent = 100 * (u.CPUSeconds - prev.CPUSeconds) / dt
+		}
+	}
+	ss.mu.Unlock()
+	return u, nil
+}
+
+// running returns the session's sandbox, or nil while it hibernates or
+// once it is gone. It is not counted as in use: a sample never stands in
+// the way of a pause, and one that a pause or a close cuts short fails
+// and is left out.
+func (ss *Session) running() *runtime.Sandbox {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.sb != nil && ss.sb.Alive() {
+		return ss.sb
+	}
+	return nil
+}
+
+// all is every live session.
+func (m *Sessions) all() []*Session {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*Session, 0, len(m.live))
+	for _, ss := range m.live {
+		out = append(out, ss)
+	}
+	return out
+}

@@ -1,0 +1,115 @@
+package sandboxinit
+
+import (
+	"bytes"
+	"os"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sandboxd/sandboxd/runtime/supervisor"
+)
+
+// usage is what the whole sandbox uses now. CPU time and memory
+// come from the container's cgroup where the runtime shows one (v2 or v1,
+// runc); under gVisor, which shows none, they are summed over /proc: live
+// processes' times, plus what PID 1's reaped descendants used, and their
+// resident memory. Processes are counted in /proc either way, so that the
+// supervisor's reserved threads never look like the program's.
+func (s *server) usage() *supervisor.FileResult {
+	u := &supervisor.Usage{}
+	var cpuUS, rss int64
+	forEachProcess(func(pid string, stat []byte) {
+		f := statFields(stat)
+		if len(f) < 22 {
+			return
+		}
+		if pid == "1" {
+			// cutime and cstime: every reaped descendant's.
+			cpuUS += (atoi64(f[13]) + atoi64(f[14])) * 10000
+		} else if f[0] != "Z" {
+			u.Processes++
+		}
+		cpuUS += (atoi64(f[11]) + atoi64(f[12])) * 10000
+		rss += atoi64(f[21]) * int64(os.Getpagesize())
+	})
+	u.CPUUS, u.MemoryBytes = cpuUS, rss
+	if c, m, ok := cgroupUsage(); ok {
+		u.CPUUS, u.MemoryBytes = c, m
+	}
+	u.WorkspaceBytes = usedBytes(s.workspace)
+	u.TmpBytes = usedBytes(s.tmp)
+	return &supervisor.FileResult{Usage: u}
+}
+
+// cgroupUsage reads the container's CPU time (µs) and memory in use, less
+// the page cache it could drop (as `docker stats` counts it).
+func cgroupUsage() (cpuUS, memory int64, ok bool) {
+	if stat, err := os.ReadFile("/sys/fs/cgroup/cpu.stat"); err == nil { // v2
+		cpuUS = keyed(stat, "usage_usec")
+		memory = fileInt("/sys/fs/cgroup/memory.current")
+		memory -= keyed(readFile("/sys/fs/cgroup/memory.stat"), "inactive_file")
+		return cpuUS, max(memory, 0), true
+	}
+	if usage, err := os.ReadFile("/sys/fs/cgroup/cpuacct/cpuacct.usage"); err == nil { // v1, in ns
+		cpuUS = atoi64(string(usage)) / 1000
+		memory = fileInt("/sys/fs/cgroup/memory/memory.usage_in_bytes")
+		memory -= keyed(readFile("/sys/fs/cgroup/memory/memory.stat"), "total_inactive_file")
+		return cpuUS, max(memory, 0), true
+	}
+	return 0, 0, false
+}
+
+// usedBytes is how much of the file system at dir is in use: a tmpfs of
+// the sandbox's own, so statfs tells it at once, sparse files and all.
+func usedBytes(dir string) int64 {
+	var st unix.Statfs_t
+	if unix.Statfs(dir, &st) != nil {
+		return 0
+	}
+	return int64(st.Blocks-st.Bfree) * st.Bsize
+}
+
+// forEachProcess calls fn with each process's pid and /proc stat.
+func forEachProcess(fn func(pid string, stat []byte)) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	for _, ent := range entries {
+		name := ent.Name()
+		if name[0] < '0' || name[0] > '9' {
+			continue
+		}
+		if stat, err := os.ReadFile("/proc/" + name + "/stat"); err == nil { // else gone already
+			fn(name, stat)
+		}
+	}
+}
+
+// statFields are a /proc stat's fields after the parenthesised command
+// name: the state first, utime the 12th.
+func statFields(stat []byte) []string {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(string(stat[i+1:]))
+}
+
+// keyed reads "key value" from a cgroup's flat-keyed file.
+func keyed(data []byte, key string) int64 {
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, key+" "); ok {
+			return atoi64(v)
+		}
+	}
+	return 0
+}
+
+func readFile(name string) []byte {
+	data, _ := os.ReadFile(name)
+	return data
+}
+
+func fileInt(name string) int64 { return atoi64(string(readFile(name))) }
