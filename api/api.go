@@ -92,6 +92,11 @@ type RunRequest struct {
 	Timeout       Duration          `json:"timeout,omitempty"`
 	Limits        *Limits           `json:"limits,omitempty"`
 	Network       *Network          `json:"network,omitempty"` // left out: the language's allow-list
+	// Secrets names secret blocks of sandboxd.hcl the program may use:
+	// it gets SANDBOXD_SECRET_<name>, a placeholder that the egress proxy
+	// replaces with the value in the headers of requests to the secret's
+	// hosts. The value never enters the sandbox.
+	Secrets []string `json:"secrets,omitempty"`
 }
 
 // Network is a sandbox's egress: the hosts it may reach through sandboxd's
@@ -686,6 +691,7 @@ type SessionRequest struct {
 	IdleTimeout Duration          `json:"idle_timeout,omitempty"`
 	Project     string            `json:"project,omitempty"` // id or name
 	Network     *Network          `json:"network,omitempty"` // left out: the language's allow-list
+	Secrets     []string          `json:"secrets,omitempty"` // as a run's, for the session's life
 	// FromSnapshot starts the session with a snapshot's workspace (id or
 	// name); its language is the snapshot's unless one is given.
 	FromSnapshot string `json:"from_snapshot,omitempty"`
@@ -777,7 +783,8 @@ type Session struct {
 	Limits      Limits            `json:"limits"`
 	Network     Network           `json:"network"`
 	Env         map[string]string `json:"env,omitempty"`
-	ContainerID string            `json:"container_id"` // empty while hibernated
+	Secrets     []string          `json:"secrets,omitempty"` // their placeholders are in Env
+	ContainerID string            `json:"container_id"`      // empty while hibernated
 	Executions  int               `json:"executions"`
 	// Hibernation is set while the session is hibernated.
 	Hibernation *Hibernation `json:"hibernation,omitempty"`

@@ -89,7 +89,7 @@ The exit code is the program's; 124 on timeout, 137 when killed for memory,
 				}
 			}
 			req.Timeout = api.Duration(timeout)
-			req.Network = network.request()
+			req.Network, req.Secrets = network.request(), network.secrets
 			if req.Limits, err = memoryLimit(memory); err != nil {
 				return err
 			}
@@ -121,15 +121,17 @@ The exit code is the program's; 124 on timeout, 137 when killed for memory,
 }
 
 // networkFlags ask for a sandbox's egress: a subset of its language's
-// allow-list, or none.
+// allow-list, or none; and the secrets it may send out.
 type networkFlags struct {
-	allow []string
-	none  bool
+	allow   []string
+	none    bool
+	secrets []string
 }
 
 func (n *networkFlags) add(f *pflag.FlagSet) {
 	f.StringArrayVar(&n.allow, "allow", nil, "a host the program may reach through sandboxd's egress proxy, HOST[:PORT] (repeatable; default: all its language allows)")
 	f.BoolVar(&n.none, "no-network", false, "no egress at all, even where the language allows some")
+	f.StringArrayVar(&n.secrets, "secret", nil, "a secret of sandboxd.hcl to use, by name: the program gets $SANDBOXD_SECRET_NAME, a placeholder the egress proxy replaces with the value for the secret's hosts (repeatable)")
 }
 
 // request is the network a request asks for; nil leaves it to the

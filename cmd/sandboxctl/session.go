@@ -139,7 +139,7 @@ func newSessionCreateCmd(g *globals) *cobra.Command {
 				return fail("--lang is required (see `sandboxctl languages`), or --from-snapshot")
 			}
 			req := api.SessionRequest{Language: lang, Project: project, TTL: api.Duration(ttl), IdleTimeout: api.Duration(idle),
-				Network: network.request(), FromSnapshot: fromSnapshot}
+				Network: network.request(), Secrets: network.secrets, FromSnapshot: fromSnapshot}
 			limits := &api.Limits{CPUs: cpus, Pids: pids}
 			if memory != "" {
 				n, err := api.ParseByteSize(memory)

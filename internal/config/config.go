@@ -71,6 +71,8 @@ type Config struct {
 	Policies   []Policy // in file order: the order of evaluation
 	// E2B is the e2b block; nil when there is none (no E2B listener).
 	E2B *E2B
+	// Secrets are the secret blocks, by name.
+	Secrets map[string]Secret
 	// ApprovalTimeout is how long a request a policy in mode "ask" holds
 	// waits for a person's decision; it is denied at the end of it.
 	ApprovalTimeout time.Duration
@@ -270,6 +272,7 @@ type fileSchema struct {
 	Network    *networkSchema   `hcl:"network,block"`
 	HTTP       *httpSchema      `hcl:"http,block"`
 	E2B        *e2bSchema       `hcl:"e2b,block"`
+	Secrets    []secretSchema   `hcl:"secret,block"`
 	Languages  []languageSchema `hcl:"language,block"`
 	Policies   []policySchema   `hcl:"policy,block"`
 	Approval   *string          `hcl:"approval_timeout,optional"`
@@ -630,6 +633,7 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 	if fs.E2B != nil {
 		cfg.E2B = v.e2b(fs.E2B, cfg.Languages)
 	}
+	cfg.Secrets = v.secrets(fs.Secrets, abs, cfg.EgressCAFile)
 	if len(cfg.Languages) == 0 {
 		v.diags = append(v.diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError, Summary: "no language blocks",

@@ -73,6 +73,11 @@ func TestErrorsNameFileLineAndField(t *testing.T) {
 		{"e2b {\n  api_keys = [\"0123456789abcdef0123\"]\n  template \"t\" {}\n}\nlanguage \"a\" {}", `"language" is missing`},
 		{"e2b {\n  api_keys = [\"0123456789abcdef0123\"]\n  template \"t\" {\n    language = \"a\"\n    limits {\n      memory = \"8GiB\"\n    }\n  }\n}\nlanguage \"a\" {}", `"limits" are above language a's`},
 		{"e2b {\n  api_keys = [\"0123456789abcdef0123\"]\n  template \"t\" {\n    language = \"a\"\n    start = []\n  }\n}\nlanguage \"a\" {}", `"start" is empty`},
+		{"secret \"gh\" {\n  value_env = \"SANDBOXD_TEST_UNSET\"\n  hosts = [\"api.github.com\"]\n}\nlanguage \"a\" {}", `f.hcl:2,3: "value_env" names SANDBOXD_TEST_UNSET, which is not set`},
+		{"secret \"gh\" {\n  hosts = [\"api.github.com\"]\n}\nlanguage \"a\" {}", `"value_env" or value_file must be given`},
+		{"secret \"g-h\" {\n  value_file = \"/etc/hostname\"\n  hosts = [\"x.org\"]\n}\nlanguage \"a\" {}", `"g-h" is not a secret's name`},
+		{"secret \"gh\" {\n  value_file = \"/etc/hostname\"\n}\nlanguage \"a\" {}", `"hosts" is empty`},
+		{"network {\n  ca_file = \"\"\n}\nsecret \"gh\" {\n  value_file = \"/etc/hostname\"\n  hosts = [\"x.org\"]\n}\nlanguage \"a\" {}", `network.ca_file is ""`},
 	} {
 		_, err := Parse("f.hcl", []byte(tc.src))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -8,7 +8,9 @@ package daemon
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -74,7 +76,12 @@ func New(ctx context.Context, cfg *config.Config, rt runtime.Runtime, store *sta
 		return nil, err
 	}
 	var err error
-	if d.egress, err = egress.New(egress.Options{Dir: filepath.Join(cfg.StateDir, "egress"), Events: d.egressed, Log: log}); err != nil {
+	roots, err := upstreamRoots(cfg.EgressCAFile)
+	if err != nil {
+		return nil, err
+	}
+	if d.egress, err = egress.New(egress.Options{Dir: filepath.Join(cfg.StateDir, "egress"), Events: d.egressed, Log: log,
+		CAFile: cfg.EgressCAFile, Roots: roots}); err != nil {
 		return nil, err
 	}
 	if d.Languages, err = languages.Load(ctx, cfg, rt, store, d.Metrics, d.egress, log); err != nil {
@@ -102,6 +109,24 @@ func New(ctx context.Context, cfg *config.Config, rt runtime.Runtime, store *sta
 	d.Sessions.Start()
 	d.sampleTimeline()
 	return d, nil
+}
+
+// upstreamRoots are the CAs the egress proxy verifies a host by where it
+// speaks TLS itself (to write a secret): the bundle sandboxes trust, or
+// the host's when that is the image's own.
+func upstreamRoots(caFile string) (*x509.CertPool, error) {
+	if caFile == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("network.ca_file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(data) {
+		return nil, fmt.Errorf("network.ca_file %s holds no PEM certificate", caFile)
+	}
+	return pool, nil
 }
 
 // reconcile gives stored sessions their containers back (or marks them

@@ -81,6 +81,11 @@ func (d *Daemon) run(ctx context.Context, req api.RunRequest, out OutputFunc, tt
 	if aerr != nil {
 		return nil, aerr
 	}
+	secrets, aerr := d.Languages.Secrets(l, req.Secrets)
+	if aerr != nil {
+		return nil, aerr
+	}
+	j.env = append(j.env, request.EnvList(languages.SecretEnv(secrets))...)
 
 	// From here on a failure is sandboxd's, and recorded as such.
 	failed := func(err error) *api.Error {
@@ -98,6 +103,8 @@ func (d *Daemon) run(ctx context.Context, req api.RunRequest, out OutputFunc, tt
 	gate := d.Languages.Gate(sb)
 	if gate != nil {
 		gate.Allow(allow)
+		gate.SetSecrets(secrets) // none: nothing an earlier run had
+		defer gate.SetSecrets(nil)
 	}
 	j.warmed = func(warm bool, missed string) { d.Languages.Warmed(l, warm, missed) }
 	res, last, err := execute(ctx, sb, gate, j.job, limits, out)

@@ -3,6 +3,7 @@ package egress
 import (
 	"bufio"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -66,6 +67,12 @@ type Options struct {
 	Upstream func(hostport string) (*url.URL, error)
 	// Resolve finds a name's addresses; by default the host's resolver.
 	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
+	// CAFile is the CA bundle sandboxes trust besides their own
+	// authority, copied into each one's Bundle ("" none).
+	CAFile string
+	// Roots verify the hosts the proxy itself speaks TLS to (where it
+	// writes secrets); nil, the host's.
+	Roots *x509.CertPool
 }
 
 // Proxy is every sandbox's egress gate.
@@ -132,7 +139,15 @@ func (p *Proxy) Open(key, language string, limits Limits) (*Gate, error) {
 		ln.Close()
 		return nil, fmt.Errorf("egress: %w", err)
 	}
-	g := &Gate{p: p, key: key, language: language, limits: limits, open: map[io.Closer]bool{}}
+	ca, err := newAuthority()
+	if err == nil {
+		err = p.writeBundle(dir, ca)
+	}
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("egress: the sandbox's CA bundle: %w", err)
+	}
+	g := &Gate{p: p, key: key, language: language, limits: limits, open: map[io.Closer]bool{}, ca: ca}
 	g.srv = &http.Server{
 		Handler:           g,
 		ReadHeaderTimeout: 10 * time.Second, // a slowloris client holds a slot this long at most
@@ -203,6 +218,8 @@ type Gate struct {
 	conns      int                // open client connections
 	open       map[io.Closer]bool // hijacked tunnels, closed with the gate
 	closed     bool
+	secrets    []Secret
+	ca         *authority
 	spent      atomic.Int64 // bytes this execution
 	// Bytes since the gate opened, each way, and what they were when
 	// the execution began.
@@ -402,6 +419,11 @@ func (g *Gate) tunnel(w http.ResponseWriter, r *http.Request) {
 	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		return
 	}
+	if len(g.secretsFor(host, port)) > 0 {
+		// What the client sent behind its CONNECT (a TLS hello) is in buf.
+		g.intercept(&bufferedConn{Conn: client, r: buf.Reader}, up, host, port, rec)
+		return
+	}
 	// What the client sent behind its CONNECT (a TLS hello) is in buf.
 	if n := buf.Reader.Buffered(); n > 0 {
 		early, _ := buf.Reader.Peek(n)
@@ -466,6 +488,9 @@ func (g *Gate) forward(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	entry, denied := g.check(host, port)
+	if denied == "" {
+		denied = g.writeSecrets(r, host, port, true)
+	}
 	rec := g.newRecord(host, port, entry, denied)
 	if !rec.allowed {
 		refuse(w, http.StatusForbidden, "sandboxd egress: "+rec.err)
@@ -476,9 +501,10 @@ func (g *Gate) forward(w http.ResponseWriter, r *http.Request) {
 		// Rewrite, not Director: no X-Forwarded-For naming the sandbox.
 		// The outgoing request is written afresh from what Go parsed, so
 		// a smuggled second request in the body stays body.
-		Rewrite:   func(*httputil.ProxyRequest) {},
-		Transport: g.p.transport,
-		ErrorLog:  log.New(io.Discard, "", 0),
+		Rewrite:        func(*httputil.ProxyRequest) {},
+		ModifyResponse: func(resp *http.Response) error { scrub(resp, g.secretList()); return nil },
+		Transport:      g.p.transport,
+		ErrorLog:       log.New(io.Discard, "", 0),
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
 			rec.fail(err.Error())
 			refuse(w, http.StatusBadGateway, "sandboxd egress: "+err.Error())
@@ -490,13 +516,7 @@ func (g *Gate) forward(w http.ResponseWriter, r *http.Request) {
 // check finds the allow-list entry that lets host:port through, or says
 // why none does.
 func (g *Gate) check(host string, port uint16) (entry, denied string) {
-	allow := g.Allowed()
-	if a, err := netip.ParseAddr(host); err == nil {
-		entry = allow.AddrEntry(a, port)
-	} else if validName(host) {
-		entry = allow.NameEntry(host, port)
-	}
-	if entry == "" {
+	if entry = g.Allowed().Entry(host, port); entry == "" {
 		return "", fmt.Sprintf("%s port %d is not in the sandbox's allow-list", host, port)
 	}
 	return entry, ""

@@ -156,6 +156,18 @@ func (l List) NameEntry(host string, port uint16) string {
 	return ""
 }
 
+// Entry is the first entry that covers host (an address or a name) at
+// port, as written; "" when none does.
+func (l List) Entry(host string, port uint16) string {
+	if a, err := netip.ParseAddr(host); err == nil {
+		return l.AddrEntry(a, port)
+	}
+	if validName(host) {
+		return l.NameEntry(host, port)
+	}
+	return ""
+}
+
 // AddrEntry is the first address entry that covers a at port, as written;
 // "" when none does.
 func (l List) AddrEntry(a netip.Addr, port uint16) string {

@@ -67,10 +67,11 @@ func (r *Registry) createFor(ctx context.Context, l *Language, spec runtime.Spec
 		spec.Env = append(spec.Env, v+"="+proxy, strings.ToLower(v)+"="+proxy)
 	}
 	spec.Env = append(spec.Env, "NO_PROXY=localhost,127.0.0.1,::1", "no_proxy=localhost,127.0.0.1,::1")
-	if ca := r.cfg.EgressCAFile; ca != "" {
-		spec.Mounts = append(spec.Mounts, runtime.Mount{Source: ca, Target: supervisor.EgressCA, ReadOnly: true})
+	if r.cfg.EgressCAFile != "" {
+		// The operator's bundle and the sandbox's own authority (see
+		// egress.Bundle), in the egress directory mounted above.
 		for _, v := range images.CAVariables {
-			spec.Env = append(spec.Env, v+"="+supervisor.EgressCA)
+			spec.Env = append(spec.Env, v+"="+supervisor.EgressDir+"/"+egress.Bundle)
 		}
 	}
 	sb, err := r.Create(ctx, spec)

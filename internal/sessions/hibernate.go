@@ -252,6 +252,7 @@ func (m *Sessions) resume(ctx context.Context, ss *Session) *api.Error {
 	if rec.Hibernation.Memory {
 		sb, err := m.langs.Restore(ctx, ss.Lang, rec.ContainerID, storedAllow(rec, ss.Lang))
 		if err == nil {
+			m.rearm(sb, rec, ss.Lang)
 			m.woke(ctx, ss, sb, started)
 			return nil
 		}
@@ -270,7 +271,7 @@ func (m *Sessions) resume(ctx context.Context, ss *Session) *api.Error {
 	if err != nil {
 		return request.ErrorOf(err)
 	}
-	m.allow(sb, storedAllow(rec, ss.Lang))
+	m.rearm(sb, rec, ss.Lang)
 	digest := snapshots.NewDigest()
 	archive := io.TeeReader(f, digest)
 	aerr := restore(ctx, sb, archive)

@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -147,6 +148,18 @@ func (m *Sessions) Create(ctx context.Context, req api.SessionRequest) (*api.Ses
 	if aerr != nil {
 		return nil, aerr
 	}
+	secrets, aerr := m.langs.Secrets(l, req.Secrets)
+	if aerr != nil {
+		return nil, aerr
+	}
+	env := req.Env
+	if len(secrets) > 0 {
+		env = maps.Clone(req.Env)
+		if env == nil {
+			env = map[string]string{}
+		}
+		maps.Copy(env, languages.SecretEnv(secrets))
+	}
 	ttl, idle := time.Duration(req.TTL), time.Duration(req.IdleTimeout)
 	if ttl == 0 {
 		ttl = m.cfg.TTL
@@ -176,7 +189,7 @@ func (m *Sessions) Create(ctx context.Context, req api.SessionRequest) (*api.Ses
 	if err != nil {
 		return nil, request.ErrorOf(err)
 	}
-	m.allow(sb, allow)
+	m.arm(sb, allow, secrets)
 	if snapshot != nil {
 		if aerr := restore(ctx, sb, snapshot); aerr != nil {
 			m.langs.Remove(sb)
@@ -187,7 +200,8 @@ func (m *Sessions) Create(ctx context.Context, req api.SessionRequest) (*api.Ses
 	rec := api.Session{
 		ID: sb.Session(), Language: l.Name(), State: api.SessionActive,
 		CreatedAt: now, ExpiresAt: now.Add(ttl), LastUsedAt: now, IdleTimeout: api.Duration(idle),
-		Limits: request.APILimits(limits), Network: api.Network{Allow: allow.Strings()}, Env: req.Env, ContainerID: sb.ID,
+		Limits: request.APILimits(limits), Network: api.Network{Allow: allow.Strings()}, Env: env, ContainerID: sb.ID,
+		Secrets: req.Secrets,
 	}
 	if project != nil {
 		rec.Project = project.ID
@@ -582,7 +596,7 @@ func (m *Sessions) renew(ctx context.Context, ss *Session, sb *runtime.Sandbox, 
 		m.MarkLost(ss, fmt.Sprintf("reset failed (%v), and no new container could be made: %v", why, err))
 		return api.Errorf(api.CodeSessionLost, "reset failed, the session is lost: %v; %v", why, err)
 	}
-	m.allow(fresh, storedAllow(rec, ss.Lang))
+	m.rearm(fresh, rec, ss.Lang)
 	ss.mu.Lock()
 	ss.sb, ss.rec.ContainerID, ss.dirty = fresh, fresh.ID, true
 	rec = ss.rec
@@ -650,6 +664,21 @@ func (m *Sessions) allow(sb *runtime.Sandbox, list egress.List) {
 	if g := m.langs.Gate(sb); g != nil {
 		g.Allow(list)
 	}
+}
+
+// arm sets what a session's sandbox may reach, and the secrets its
+// requests may carry there.
+func (m *Sessions) arm(sb *runtime.Sandbox, list egress.List, secrets []egress.Secret) {
+	if g := m.langs.Gate(sb); g != nil {
+		g.Allow(list)
+		g.SetSecrets(secrets)
+	}
+}
+
+// rearm is arm for a session's sandbox made or connected again: what its
+// record says.
+func (m *Sessions) rearm(sb *runtime.Sandbox, rec api.Session, l *languages.Language) {
+	m.arm(sb, storedAllow(rec, l), m.langs.StoredSecrets(rec.Secrets, rec.Env))
 }
 
 // storedAllow is a session record's allow-list, less what its language
@@ -870,5 +899,6 @@ func (m *Sessions) reattach(ctx context.Context, rec api.Session, byID map[strin
 	if err != nil {
 		return nil, nil, "its container did not answer when sandboxd restarted: " + err.Error()
 	}
+	m.rearm(sb, rec, l)
 	return l, sb, ""
 }

@@ -104,7 +104,7 @@ func (m *Sessions) Fork(ctx context.Context, id string, req api.ForkRequest) (*a
 		go func() { // each restore streams into a sandbox of its own
 			defer wg.Done()
 			made[i], errs[i] = m.Create(ctx, api.SessionRequest{Language: src.Language, Limits: &limits, Env: src.Env, TTL: req.TTL,
-				IdleTimeout: src.IdleTimeout, Project: src.Project, Network: &network, FromSnapshot: sn.ID})
+				IdleTimeout: src.IdleTimeout, Project: src.Project, Network: &network, Secrets: src.Secrets, FromSnapshot: sn.ID})
 		}()
 	}
 	wg.Wait()

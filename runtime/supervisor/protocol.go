@@ -67,9 +67,6 @@ const (
 	EgressDir    = "/.sandboxd/egress"
 	EgressSocket = EgressDir + "/proxy.sock"
 	EgressListen = "127.0.0.1:3128"
-	// EgressCA is where the CA bundle sandboxes with egress trust is
-	// mounted.
-	EgressCA = "/.sandboxd/ca.crt"
 )
 
 // Message ops.

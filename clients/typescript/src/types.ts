@@ -35,6 +35,8 @@ export interface RunRequest {
   timeout?: Duration;
   limits?: Limits;
   network?: Network;
+  /** Secrets of sandboxd.hcl by name: the program gets SANDBOXD_SECRET_<name>, a placeholder the egress proxy replaces with the value for the secret's hosts. */
+  secrets?: string[];
 }
 
 export interface ExecRequest {
@@ -60,6 +62,7 @@ export interface SessionRequest {
   idle_timeout?: Duration;
   project?: string;
   network?: Network;
+  secrets?: string[];
   from_snapshot?: string;
 }
 
@@ -229,6 +232,8 @@ export interface Session {
   limits: Limits;
   network: Network;
   env?: Record<string, string>;
+  /** Secrets by name; their placeholders are in env. */
+  secrets?: string[];
   container_id: string;
   executions: number;
   /** Set while hibernated: where its workspace sleeps. */

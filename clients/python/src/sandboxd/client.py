@@ -136,17 +136,20 @@ class Client:
     def run(self, language: str, code: Code = None, *, files: Optional[Dict[str, Union[str, bytes]]] = None,
             entry: Optional[str] = None, stdin: Union[str, bytes, None] = None, args: Optional[Sequence[str]] = None,
             env: Optional[Dict[str, str]] = None, timeout: Duration = None, limits: Optional[Dict[str, Any]] = None,
-            allow: Optional[Sequence[str]] = None, stream: bool = False) -> Any:
+            allow: Optional[Sequence[str]] = None, secrets: Optional[Sequence[str]] = None, stream: bool = False) -> Any:
         """Run a program once in a fresh sandbox.
 
         ``files`` maps paths to contents (``entry`` names the one to run);
-        ``allow`` narrows the language's network allow-list. Returns the
+        ``allow`` narrows the language's network allow-list; ``secrets`` names
+        secrets of sandboxd.hcl (the program gets ``SANDBOXD_SECRET_<name>``, a
+        placeholder the egress proxy replaces for the secret's hosts). Returns the
         Result; with ``stream=True``, an iterator of Events ending with the
         ``result`` event.
         """
         body = _clean({"language": language, "code": code, "files": _files(files), "entry": entry, "args": list(args) if args else None,
                        "env": env, "timeout": timeout, "limits": limits,
-                       "network": None if allow is None else {"allow": list(allow)}})
+                       "network": None if allow is None else {"allow": list(allow)},
+                       "secrets": list(secrets) if secrets else None})
         body.update(_stdin(stdin))
         if stream:
             return self._events("/v1/run", body)
@@ -157,11 +160,12 @@ class Client:
     def session(self, language: str, *, ttl: Duration = None, idle_timeout: Duration = None,
                 limits: Optional[Dict[str, Any]] = None, env: Optional[Dict[str, str]] = None,
                 project: Optional[str] = None, allow: Optional[Sequence[str]] = None,
-                from_snapshot: Optional[str] = None) -> "SessionHandle":
+                secrets: Optional[Sequence[str]] = None, from_snapshot: Optional[str] = None) -> "SessionHandle":
         """Create a session; use it in a ``with`` block to remove it at the end."""
         info = self._call("POST", "/v1/sessions", _clean({
             "language": language, "ttl": ttl, "idle_timeout": idle_timeout, "limits": limits, "env": env,
-            "project": project, "network": None if allow is None else {"allow": list(allow)}, "from_snapshot": from_snapshot}))
+            "project": project, "network": None if allow is None else {"allow": list(allow)},
+            "secrets": list(secrets) if secrets else None, "from_snapshot": from_snapshot}))
         return SessionHandle(self, build(Session, info))
 
     def sessions(self) -> List[Session]:

@@ -214,6 +214,7 @@ class Session:
     limits: Dict[str, Any] = field(default_factory=dict)
     network: Dict[str, Any] = field(default_factory=dict)
     env: Dict[str, str] = field(default_factory=dict)
+    secrets: List[str] = field(default_factory=list)
     container_id: str = ""
     executions: int = 0
     hibernation: Optional[Dict[str, Any]] = None

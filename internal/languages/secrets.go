@@ -1,0 +1,68 @@
+package languages
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/config"
+	"github.com/sandboxd/sandboxd/internal/egress"
+)
+
+// SecretEnvPrefix names the variable that holds a secret's placeholder in
+// a sandbox: SANDBOXD_SECRET_<name>.
+const SecretEnvPrefix = "SANDBOXD_SECRET_"
+
+// Secrets are the secret blocks a request names, each with a fresh
+// placeholder. They go out through the egress proxy, so a language
+// without egress has none to give.
+func (r *Registry) Secrets(l *Language, names []string) ([]egress.Secret, *api.Error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	if len(l.allow) == 0 {
+		return nil, api.Errorf(api.CodeInvalidRequest, "secrets: language %s has no egress, so no secret could be used; an operator allows hosts in its network block", l.Name())
+	}
+	var out []egress.Secret
+	for _, name := range names {
+		s, ok := r.cfg.Secrets[name]
+		if !ok {
+			return nil, api.Errorf(api.CodeInvalidRequest, "secrets: no secret %q; sandboxd.hcl defines %s", name, definedSecrets(r.cfg.Secrets))
+		}
+		out = append(out, egress.Secret{Name: name, Value: s.Value, Hosts: s.Hosts, Placeholder: egress.Placeholder(name)})
+	}
+	return out, nil
+}
+
+// StoredSecrets are a stored session's secrets again: each name still
+// defined, with the placeholder its environment holds.
+func (r *Registry) StoredSecrets(names []string, env map[string]string) []egress.Secret {
+	var out []egress.Secret
+	for _, name := range names {
+		if s, ok := r.cfg.Secrets[name]; ok && env[SecretEnvPrefix+name] != "" {
+			out = append(out, egress.Secret{Name: name, Value: s.Value, Hosts: s.Hosts, Placeholder: env[SecretEnvPrefix+name]})
+		}
+	}
+	return out
+}
+
+// SecretEnv is the variables that hold secrets' placeholders.
+func SecretEnv(secrets []egress.Secret) map[string]string {
+	env := map[string]string{}
+	for _, s := range secrets {
+		env[SecretEnvPrefix+s.Name] = s.Placeholder
+	}
+	return env
+}
+
+func definedSecrets(secrets map[string]config.Secret) string {
+	if len(secrets) == 0 {
+		return "none (a secret block names one)"
+	}
+	names := make([]string, 0, len(secrets))
+	for n := range secrets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
