@@ -99,6 +99,18 @@ type RunRequest struct {
 	Secrets []string `json:"secrets,omitempty"`
 }
 
+// SecretInfo is a secret block as clients see it: its name and hosts,
+// never its value (GET /v1/secrets).
+type SecretInfo struct {
+	Name  string   `json:"name"`
+	Hosts []string `json:"hosts"`
+}
+
+// SecretList is the body of GET /v1/secrets.
+type SecretList struct {
+	Secrets []SecretInfo `json:"secrets"`
+}
+
 // Network is a sandbox's egress: the hosts it may reach through sandboxd's
 // proxy, a subset of its language's allow-list. An empty list reaches
 // nothing.

@@ -178,6 +178,13 @@ func (c *Client) Stats(ctx context.Context) (*api.Stats, error) {
 	return &s, c.call(ctx, http.MethodGet, "/v1/stats", nil, &s)
 }
 
+// Secrets lists the secrets sandboxd.hcl defines (names and hosts).
+func (c *Client) Secrets(ctx context.Context) ([]api.SecretInfo, error) {
+	var list api.SecretList
+	err := c.call(ctx, http.MethodGet, "/v1/secrets", nil, &list)
+	return list.Secrets, err
+}
+
 // Executions lists recorded executions, newest first, those filter
 // selects.
 func (c *Client) Executions(ctx context.Context, limit int, filter api.ExecutionFilter) ([]api.Execution, error) {

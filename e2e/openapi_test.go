@@ -205,7 +205,7 @@ http { listen = "127.0.0.1:0" }`})
 		}
 	}
 
-	for _, p := range []string{"/v1/health", "/v1/languages", "/v1/pools", "/v1/plugins", "/v1/stats", "/v1/stats/history", "/metrics", "/v1/openapi.json"} {
+	for _, p := range []string{"/v1/health", "/v1/languages", "/v1/pools", "/v1/plugins", "/v1/secrets", "/v1/stats", "/v1/stats/history", "/metrics", "/v1/openapi.json"} {
 		code, body := c.do("GET", p, "", nil, "")
 		want(200, code, body)
 	}

@@ -126,6 +126,15 @@ language "bash" {
 	d.Restart()
 	execAPI("the session after a restart")
 
+	// The shell: what secrets there are, and a run that uses one.
+	if out, _, code := d.Ctl("", "secrets"); code != 0 || !strings.Contains(out, "svc") || !strings.Contains(out, "127.0.0.1:"+port(apiAddr)) {
+		t.Errorf("sandboxctl secrets: %d %q", code, out)
+	}
+	if out, errOut, code := d.Ctl("import os\nprint(os.environ['SANDBOXD_SECRET_svc'].startswith('sandboxd-secret-svc-'))\n",
+		"run", "--lang", "python", "--secret", "svc", "-"); code != 0 || out != "True\n" {
+		t.Errorf("sandboxctl run --secret svc: %d %q %q", code, out, errOut)
+	}
+
 	for _, bad := range []struct {
 		req  api.RunRequest
 		want string

@@ -84,7 +84,7 @@ func newRoot() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.socket, "socket", socket, "sandboxd's Unix socket (env SANDBOXD_SOCKET)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fail("%v (see --help)", err) })
-	root.AddCommand(newRunCmd(g), newStatusCmd(g), newLanguagesCmd(g), newPoolsCmd(g),
+	root.AddCommand(newRunCmd(g), newStatusCmd(g), newLanguagesCmd(g), newPoolsCmd(g), newSecretsCmd(g),
 		newPluginsCmd(g), newHistoryCmd(g), newStatsCmd(g),
 		newSessionCmd(g), newExecCmd(g), newShellCmd(g), newPortForwardCmd(g), newWatchCmd(g), newContextCmd(g), newSnapshotCmd(g), newCpCmd(g), newProjectCmd(g), newImagesCmd(g), newValidateCmd(g),
 		newApprovalsCmd(g), newDashboardCmd(g), newMCPCmd(g))

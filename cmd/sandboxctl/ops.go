@@ -165,6 +165,32 @@ func newPluginsCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
+func newSecretsCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "secrets",
+		Short: "List the secrets runs and sessions may ask for (--secret NAME), with their hosts",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			list, err := g.client().Secrets(cmd.Context())
+			if err != nil {
+				return apiFailure(err)
+			}
+			if asJSON {
+				return printJSON(list)
+			}
+			table("NAME\tHOSTS", func(w *tabwriter.Writer) {
+				for _, s := range list {
+					fmt.Fprintf(w, "%s\t%s\n", s.Name, strings.Join(s.Hosts, " "))
+				}
+			})
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
 func newHistoryCmd(g *globals) *cobra.Command {
 	var (
 		asJSON bool

@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -241,6 +243,16 @@ func (d *Daemon) Stats() api.Stats {
 	st.Sessions, st.SessionsHibernated, st.SessionsLost = d.Sessions.Counts()
 	st.Egress.Allowed, st.Egress.Denied = d.egressed.allowed.Load(), d.egressed.denied.Load()
 	return st
+}
+
+// Secrets lists the secret blocks, names and hosts only.
+func (d *Daemon) Secrets() api.SecretList {
+	out := api.SecretList{Secrets: []api.SecretInfo{}}
+	for name, s := range d.cfg.Secrets {
+		out.Secrets = append(out.Secrets, api.SecretInfo{Name: name, Hosts: s.Hosts.Strings()})
+	}
+	slices.SortFunc(out.Secrets, func(a, b api.SecretInfo) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 // SessionUsage implements metrics.Figures.

@@ -28,7 +28,11 @@ func addGuides(s *mcp.Server, c *client.Client) {
 			if err != nil {
 				return nil, failure(err)
 			}
-			return markdown(req.Params.URI, hostGuide(langs)), nil
+			secrets, err := c.Secrets(ctx)
+			if err != nil {
+				return nil, failure(err)
+			}
+			return markdown(req.Params.URI, hostGuide(langs, secrets)), nil
 		})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -118,12 +122,18 @@ func languageGuide(l api.Language) string {
 
 // hostGuide is what an agent reads of the host: every language, in one
 // table, and what every sandbox is.
-func hostGuide(langs []api.Language) string {
+func hostGuide(langs []api.Language, secrets []api.SecretInfo) string {
 	var b strings.Builder
 	b.WriteString("# sandboxd on this host\n\n" + instructions + "\n\n")
 	b.WriteString("| language | version | limits of a run | packages | network |\n|---|---|---|---|---|\n")
 	for _, l := range langs {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", l.Name, orNone(l.Version), limitsText(l.Limits), orNone(strings.Join(l.Packages, ", ")), networkText(l.Network))
+	}
+	if len(secrets) > 0 {
+		b.WriteString("\nSecrets (ask for them by name in `secrets`; the program reads `SANDBOXD_SECRET_<name>`, a placeholder sandboxd replaces with the value on the way to these hosts only):\n\n")
+		for _, sec := range secrets {
+			fmt.Fprintf(&b, "- %s: %s\n", sec.Name, strings.Join(sec.Hosts, ", "))
+		}
 	}
 	b.WriteString("\nEach language has a resource (sandboxd://languages/NAME) and a prompt of the same name with how to use it.\n")
 	return b.String()

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -89,6 +90,9 @@ func New(c *client.Client, version string) *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{Name: "list_files", Annotations: readOnly,
 		Description: "List a directory of a session's /workspace, with types, sizes and modes; symlinks are shown, never followed."},
 		t.listFiles)
+	mcp.AddTool(s, &mcp.Tool{Name: "watch_files", Annotations: readOnly,
+		Description: "Watch a directory of a session's /workspace for a while (seconds, at most 60) and return what was created, written, removed or renamed meanwhile: what a background build, server or test run changes. until_first returns at the first change."},
+		t.watchFiles)
 	return s
 }
 
@@ -271,10 +275,11 @@ type runIn struct {
 	Stdin          string   `json:"stdin,omitempty" jsonschema:"text given on standard input"`
 	TimeoutSeconds float64  `json:"timeout_seconds,omitempty" jsonschema:"wall-clock limit in seconds; default the daemon's (usually 10), at most the language's ceiling"`
 	Allow          []string `json:"allow,omitempty" jsonschema:"hosts the program may reach through the egress proxy (HOST[:PORT]), a subset of what its language allows (see list_languages); left out, all of that"`
+	Secrets        []string `json:"secrets,omitempty" jsonschema:"secrets the operator defined, by name (the host resource lists them): the program reads SANDBOXD_SECRET_<name> and sends it as the credential (e.g. Authorization: Bearer $SANDBOXD_SECRET_github); sandboxd puts the real value in on the way to the secret's hosts"`
 }
 
 func (t tools) run(ctx context.Context, call *mcp.CallToolRequest, in runIn) (*mcp.CallToolResult, Result, error) {
-	req := api.RunRequest{Language: in.Language, Code: in.Code, Args: in.Args, Stdin: in.Stdin, Timeout: seconds(in.TimeoutSeconds), Network: allow(in.Allow)}
+	req := api.RunRequest{Language: in.Language, Code: in.Code, Args: in.Args, Stdin: in.Stdin, Timeout: seconds(in.TimeoutSeconds), Network: allow(in.Allow), Secrets: in.Secrets}
 	for _, f := range in.Files {
 		req.Files = append(req.Files, api.File{Path: f.Path, Content: f.Content})
 	}
@@ -348,6 +353,7 @@ type createSessionIn struct {
 	TTLSeconds float64           `json:"ttl_seconds,omitempty" jsonschema:"how long it may live; default the daemon's"`
 	Env        map[string]string `json:"env,omitempty" jsonschema:"environment variables for everything run in it"`
 	Allow      []string          `json:"allow,omitempty" jsonschema:"hosts it may reach through the egress proxy (HOST[:PORT]), e.g. a package registry, a subset of what its language allows; left out, all of that"`
+	Secrets    []string          `json:"secrets,omitempty" jsonschema:"secrets by name, as run_code's, for everything run in the session"`
 }
 
 // allow is the network a tool asks for; nil (the language's) when none.
@@ -359,7 +365,7 @@ func allow(hosts []string) *api.Network {
 }
 
 func (t tools) createSession(ctx context.Context, _ *mcp.CallToolRequest, in createSessionIn) (*mcp.CallToolResult, Session, error) {
-	s, err := t.c.CreateSession(ctx, api.SessionRequest{Language: in.Language, TTL: seconds(in.TTLSeconds), Env: in.Env, Network: allow(in.Allow)})
+	s, err := t.c.CreateSession(ctx, api.SessionRequest{Language: in.Language, TTL: seconds(in.TTLSeconds), Env: in.Env, Network: allow(in.Allow), Secrets: in.Secrets})
 	if err != nil {
 		return nil, Session{}, failure(err)
 	}
@@ -553,6 +559,68 @@ func (t tools) listFiles(ctx context.Context, _ *mcp.CallToolRequest, in listFil
 	out := listFilesOut{Entries: []Entry{}}
 	for _, e := range l.Entries {
 		out.Entries = append(out.Entries, Entry{Path: e.Path, Type: e.Type, Size: e.Size, Mode: e.Mode, Target: e.Target})
+	}
+	return nil, out, nil
+}
+
+type watchFilesIn struct {
+	SessionID  string  `json:"session_id" jsonschema:"the id create_session returned"`
+	Path       string  `json:"path,omitempty" jsonschema:"directory relative to /workspace; default the workspace itself"`
+	Recursive  bool    `json:"recursive,omitempty" jsonschema:"watch subdirectories too"`
+	Seconds    float64 `json:"seconds,omitempty" jsonschema:"how long to watch, at most 60; default 10"`
+	UntilFirst bool    `json:"until_first,omitempty" jsonschema:"return as soon as something changes (e.g. a build writes its output), not at the end of seconds"`
+}
+
+// FileEvent is one change under a watched directory.
+type FileEvent struct {
+	Path string `json:"path" jsonschema:"relative to /workspace"`
+	Type string `json:"type" jsonschema:"create, write, remove, rename or chmod"`
+}
+
+type watchFilesOut struct {
+	Events []FileEvent `json:"events"`
+	// Missed counts changes not listed: more came at once than sandboxd
+	// passes on, or than this answer holds.
+	Missed int `json:"missed,omitempty" jsonschema:"changes left out (too many at once): list_files to see where things stand"`
+}
+
+// Bounds of a watch_files call.
+const (
+	watchDefault   = 10 * time.Second
+	watchMax       = time.Minute
+	watchMaxEvents = 500
+	// watchSettle is how long until_first waits after the first change
+	// for the rest of its batch.
+	watchSettle = 300 * time.Millisecond
+)
+
+func (t tools) watchFiles(ctx context.Context, _ *mcp.CallToolRequest, in watchFilesIn) (*mcp.CallToolResult, watchFilesOut, error) {
+	d := min(max(time.Duration(in.Seconds*float64(time.Second)), 0), watchMax)
+	if d == 0 {
+		d = watchDefault
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	out := watchFilesOut{Events: []FileEvent{}}
+	var settle sync.Once
+	err := t.c.Watch(ctx, in.SessionID, in.Path, in.Recursive, func(ev api.FileEvent) error {
+		switch {
+		case ev.Type == api.FileEventReady:
+			return nil
+		case ev.Type == api.FileEventOverflow:
+			out.Missed += ev.Count
+		case len(out.Events) >= watchMaxEvents:
+			out.Missed++
+		default:
+			out.Events = append(out.Events, FileEvent{Path: ev.Path, Type: ev.Type})
+		}
+		if in.UntilFirst {
+			settle.Do(func() { time.AfterFunc(watchSettle, cancel) })
+		}
+		return nil
+	})
+	if err != nil && ctx.Err() == nil {
+		return nil, watchFilesOut{}, failure(err)
 	}
 	return nil, out, nil
 }

@@ -3,8 +3,10 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -123,6 +125,13 @@ func TestTools(t *testing.T) {
 		!strings.HasPrefix(toJSON(out["url"]), `"http://8000-`+id+`.localhost:7070/?sandboxd_preview=`) {
 		t.Fatalf("preview_port: %+v %v", res, out)
 	}
+	// watch_files returns what a background program changes meanwhile,
+	// at the first change when asked.
+	call(t, cs, "exec", map[string]any{"session_id": id, "command": "(sleep 0.5; echo built > out.txt) >/dev/null 2>&1 &"})
+	if res, out := call(t, cs, "watch_files", map[string]any{"session_id": id, "seconds": 20, "until_first": true}); res.IsError ||
+		!strings.Contains(toJSON(out["events"]), `{"path":"out.txt","type":"create"}`) {
+		t.Fatalf("watch_files: %+v %v", res, out)
+	}
 	res, _ = call(t, cs, "run_code", map[string]any{"language": "cobol", "code": "x"})
 	if !res.IsError || len(res.Content) == 0 || !strings.Contains(toJSON(res.Content), "no language") {
 		t.Fatalf("an unknown language: %+v", res)
@@ -144,7 +153,12 @@ language "sh" {
   image        = "sandboxd/bash:latest"
   instructions = "Only echo here."
 }`
-	cs, _ := connectWith(t, daemontest.Options{Languages: langs}, nil)
+	token := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(token, []byte("ghp-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	secret := fmt.Sprintf("secret \"github\" {\n  value_file = %q\n  hosts = [\"api.github.com:443\"]\n}", token)
+	cs, _ := connectWith(t, daemontest.Options{Languages: langs, Extra: secret}, nil)
 	ctx := context.Background()
 	res, err := cs.ListResources(ctx, nil)
 	if err != nil {
@@ -167,7 +181,7 @@ language "sh" {
 	if text := read("sandboxd://languages/bash"); !strings.Contains(text, "A POSIX shell") || !strings.Contains(text, "- Network: none") || !strings.Contains(text, "run_code` with language \"bash\"") {
 		t.Errorf("the bash resource:\n%s", text)
 	}
-	if text := read("sandboxd://host"); !strings.Contains(text, "| bash |") || !strings.Contains(text, "| sh |") {
+	if text := read("sandboxd://host"); !strings.Contains(text, "| bash |") || !strings.Contains(text, "| sh |") || !strings.Contains(text, "- github: api.github.com:443") {
 		t.Errorf("the host resource:\n%s", text)
 	}
 	p, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "sh"})

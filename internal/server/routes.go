@@ -50,6 +50,8 @@ func routes() []route {
 			summary: "The configured languages: names, aliases, extensions, images, versions, limits and pools."},
 		{pattern: "GET /v1/pools", serve: (*handler).pools, id: "listPools", status: 200, result: jsonOf[map[string]api.PoolStats](),
 			summary: "The warm pools by language."},
+		{pattern: "GET /v1/secrets", serve: (*handler).secrets, id: "listSecrets", status: 200, result: jsonOf[api.SecretList](),
+			summary: "The secrets sandboxd.hcl defines, by name with their hosts (never their values): what a run or session may ask for in secrets."},
 		{pattern: "GET /v1/plugins", serve: (*handler).plugins, id: "listPlugins", status: 200, result: jsonOf[api.PluginList](),
 			summary: "The language and policy plugins, with versions and health."},
 		{pattern: "GET /v1/stats", serve: (*handler).stats, id: "stats", status: 200, result: jsonOf[api.Stats](),

@@ -105,6 +105,10 @@ func (h *handler) stats(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, h.d.Stats())
 }
 
+func (h *handler) secrets(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, h.d.Secrets())
+}
+
 func (h *handler) statsHistory(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, h.d.Timeline().History())
 }
