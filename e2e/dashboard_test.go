@@ -230,7 +230,7 @@ func TestDashboardInChromium(t *testing.T) {
 	// notebook's HTML output) to paint at the new size.
 	shot := func(name string) {
 		t.Helper()
-		height := eval(`document.documentElement.scrollHeight`).(float64)
+		height := eval(`Math.ceil(Math.max(900, document.body.getBoundingClientRect().height))`).(float64)
 		if _, err := chromedp.Run(bctx, chromedp.EmulateViewport(1280, int64(height))); err != nil {
 			t.Fatal(err)
 		}

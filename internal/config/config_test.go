@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -193,5 +194,34 @@ language "node" {
 		if err == nil || !strings.Contains(err.Error(), "s.hcl:2,") || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v", file, err)
 		}
+	}
+}
+
+// A secret's value comes from sandboxd's environment or a file (its
+// trailing newline dropped), its hosts are allow-list entries.
+func TestSecrets(t *testing.T) {
+	t.Setenv("SANDBOXD_TEST_TOKEN", "from-env")
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, []byte("from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Parse("f.hcl", []byte(fmt.Sprintf(`
+secret "a" {
+  value_env = "SANDBOXD_TEST_TOKEN"
+  hosts     = ["api.example.com"]
+}
+secret "b" {
+  value_file = %q
+  hosts      = ["*.example.org:8443", "127.0.0.1:9000"]
+}
+language "python" {}
+`, file)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := cfg.Secrets["a"], cfg.Secrets["b"]
+	if len(cfg.Secrets) != 2 || a.Value != "from-env" || a.Hosts.Entry("api.example.com", 443) == "" ||
+		b.Value != "from-file" || b.Hosts.Entry("x.example.org", 8443) == "" || b.Hosts.Entry("127.0.0.1", 9000) == "" || b.Hosts.Entry("x.example.org", 443) != "" {
+		t.Fatalf("%+v", cfg.Secrets)
 	}
 }
