@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -204,8 +205,14 @@ func runtimes(cfg *config.Config, instance string, log hclog.Logger) (runtime.Ru
 // counts a uid's processes across both.
 func engines(cfg *config.Config, instance string, log hclog.Logger) (runtime.Runtime, error) {
 	uids := runtime.NewUIDs(cfg.UIDs)
+	var tls *docker.TLS
+	if t := cfg.Docker.TLS; t != nil {
+		tls = &docker.TLS{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile}
+	} else if strings.HasPrefix(cfg.Docker.Host, "tcp://") {
+		log.Warn("the engine is reached over TCP without TLS: whoever reaches its port is root on its host; add a tls block to the docker block", "host", cfg.Docker.Host)
+	}
 	local, err := docker.New(docker.Options{
-		Host: cfg.Docker.Host, Runtime: cfg.Docker.Runtime, Supervisor: cfg.Supervisor,
+		Host: cfg.Docker.Host, TLS: tls, Runtime: cfg.Docker.Runtime, Supervisor: cfg.Supervisor,
 		Instance: instance, Labels: cfg.Docker.Labels, UIDs: uids, Logger: log,
 	})
 	if err != nil || cfg.Kubernetes == nil {

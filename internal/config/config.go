@@ -135,9 +135,17 @@ type Network struct {
 
 // Docker is the engine section.
 type Docker struct {
-	Host    string
+	Host    string // empty: DOCKER_HOST, DOCKER_TLS_VERIFY and DOCKER_CERT_PATH decide
+	TLS     *DockerTLS
 	Runtime string
 	Labels  map[string]string
+}
+
+// DockerTLS are the files of a TCP engine's TLS: the CA its certificate
+// must be signed by, and the client's own certificate and key if the
+// engine verifies clients (dockerd --tlsverify).
+type DockerTLS struct {
+	CAFile, CertFile, KeyFile string
 }
 
 // KubernetesRuntime is the runtime name a language gives to run in pods.
@@ -281,9 +289,17 @@ type fileSchema struct {
 
 type dockerSchema struct {
 	Host    *string           `hcl:"host,optional"`
+	TLS     *dockerTLSSchema  `hcl:"tls,block"`
 	Runtime *string           `hcl:"runtime,optional"`
 	Labels  map[string]string `hcl:"labels,optional"`
 	Body    hcl.Body          `hcl:",body"`
+}
+
+type dockerTLSSchema struct {
+	CAFile   string   `hcl:"ca_file"`
+	CertFile *string  `hcl:"cert_file,optional"`
+	KeyFile  *string  `hcl:"key_file,optional"`
+	Body     hcl.Body `hcl:",body"`
 }
 
 type runtimeSchema struct {
@@ -551,6 +567,7 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 		setString(&cfg.Docker.Runtime, d.Runtime)
 		v.ociRuntime(d.Body, cfg.Docker.Runtime)
 		cfg.Docker.Labels = d.Labels
+		cfg.Docker.TLS = v.dockerTLS(d, abs)
 	}
 	if fs.Defaults != nil {
 		cfg.Defaults = v.limits(fs.Defaults, cfg.Defaults)
@@ -642,6 +659,38 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 		})
 	}
 	return &cfg
+}
+
+// dockerTLS checks the docker block's host and reads its tls block.
+func (v *validator) dockerTLS(d *dockerSchema, abs func(string) string) *DockerTLS {
+	host := ""
+	setString(&host, d.Host)
+	scheme, _, _ := strings.Cut(host, "://")
+	if host != "" && scheme != "unix" && scheme != "tcp" {
+		v.fail(d.Body, "host", fmt.Sprintf("%q is not an engine address", host), `"unix:///var/run/docker.sock", or "tcp://HOST:2376" with a tls block`)
+	}
+	if d.TLS == nil {
+		return nil
+	}
+	if scheme != "tcp" {
+		v.fail(d.TLS.Body, "tls", fmt.Sprintf("is for an engine over TCP, and host is %q", host), `host = "tcp://HOST:2376", or no tls block for a Unix socket`)
+	}
+	t := &DockerTLS{CAFile: abs(d.TLS.CAFile)}
+	setString(&t.CertFile, d.TLS.CertFile)
+	setString(&t.KeyFile, d.TLS.KeyFile)
+	t.CertFile, t.KeyFile = abs(t.CertFile), abs(t.KeyFile)
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		v.fail(d.TLS.Body, "cert_file", "and key_file come together", "both, for an engine that verifies its clients (dockerd --tlsverify), or neither")
+	}
+	for _, f := range []struct{ name, path string }{{"ca_file", t.CAFile}, {"cert_file", t.CertFile}, {"key_file", t.KeyFile}} {
+		if _, err := os.Stat(f.path); f.path != "" && err != nil {
+			v.fail(d.TLS.Body, f.name, fmt.Sprintf("cannot be read: %v", err), "a PEM file, such as those in DOCKER_CERT_PATH (ca.pem, cert.pem, key.pem)")
+		}
+	}
+	if t.CAFile == "" {
+		v.fail(d.TLS.Body, "ca_file", "is empty", "the PEM file of the CA that signed the engine's certificate (ca.pem)")
+	}
+	return t
 }
 
 // ociRuntimeName is what the engine accepts as a runtime's name.

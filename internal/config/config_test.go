@@ -78,6 +78,10 @@ func TestErrorsNameFileLineAndField(t *testing.T) {
 		{"secret \"gh\" {\n  hosts = [\"api.github.com\"]\n}\nlanguage \"a\" {}", `"value_env" or value_file must be given`},
 		{"secret \"g-h\" {\n  value_file = \"/etc/hostname\"\n  hosts = [\"x.org\"]\n}\nlanguage \"a\" {}", `"g-h" is not a secret's name`},
 		{"secret \"gh\" {\n  value_file = \"/etc/hostname\"\n}\nlanguage \"a\" {}", `"hosts" is empty`},
+		{"docker {\n  host = \"ssh://me@engine\"\n}\nlanguage \"a\" {}", `f.hcl:2,3: "host" "ssh://me@engine" is not an engine address`},
+		{"docker {\n  tls {\n    ca_file = \"/etc/hostname\"\n  }\n}\nlanguage \"a\" {}", `"tls" is for an engine over TCP, and host is ""`},
+		{"docker {\n  host = \"tcp://127.0.0.1:2376\"\n  tls {\n    ca_file = \"/etc/hostname\"\n    cert_file = \"/etc/hostname\"\n  }\n}\nlanguage \"a\" {}", `"cert_file" and key_file come together`},
+		{"docker {\n  host = \"tcp://127.0.0.1:2376\"\n  tls {\n    ca_file = \"/no/ca.pem\"\n  }\n}\nlanguage \"a\" {}", `f.hcl:4,5: "ca_file" cannot be read`},
 		{"network {\n  ca_file = \"\"\n}\nsecret \"gh\" {\n  value_file = \"/etc/hostname\"\n  hosts = [\"x.org\"]\n}\nlanguage \"a\" {}", `network.ca_file is ""`},
 	} {
 		_, err := Parse("f.hcl", []byte(tc.src))
@@ -140,6 +144,33 @@ language "node" {}`))
 	}
 	if cfg.Languages[0].Runtime != KubernetesRuntime || cfg.Languages[1].Runtime != "runc" {
 		t.Fatalf("runtimes: %q %q", cfg.Languages[0].Runtime, cfg.Languages[1].Runtime)
+	}
+}
+
+// A tls block's files are read relative to the configuration file.
+func TestDockerTLS(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"ca.pem", "cert.pem", "key.pem"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := Parse(filepath.Join(dir, "x.hcl"), []byte(`
+docker {
+  host = "tcp://127.0.0.1:2376"
+  tls {
+    ca_file   = "ca.pem"
+    cert_file = "cert.pem"
+    key_file  = "key.pem"
+  }
+}
+language "python" {}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DockerTLS{CAFile: filepath.Join(dir, "ca.pem"), CertFile: filepath.Join(dir, "cert.pem"), KeyFile: filepath.Join(dir, "key.pem")}
+	if cfg.Docker.TLS == nil || *cfg.Docker.TLS != want || cfg.Docker.Host != "tcp://127.0.0.1:2376" {
+		t.Fatalf("%+v", cfg.Docker)
 	}
 }
 

@@ -18,7 +18,7 @@ func schemaFields(t reflect.Type, block string, seen map[reflect.Type]bool, out 
 	for i := range t.NumField() {
 		name, kind, _ := strings.Cut(t.Field(i).Tag.Get("hcl"), ",")
 		switch kind {
-		case "optional":
+		case "optional", "": // "": a required attribute
 			out[block+" "+name] = true
 		case "block":
 			inner := t.Field(i).Type

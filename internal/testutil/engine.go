@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +15,13 @@ import (
 // the project's network rules (no bridge, no iptables, no masquerading),
 // on a Unix socket only, with its data in a temporary directory.
 type Engine struct {
-	Host   string // unix:// address for DOCKER_HOST or docker { host }
+	Host string // unix:// address for DOCKER_HOST or docker { host }
+	// TCPHost and CertDir are set by StartTLSEngine: the engine's TCP
+	// address, and a directory as DOCKER_CERT_PATH lays it out (ca.pem,
+	// cert.pem, key.pem) with what a client needs to reach it.
+	TCPHost, CertDir string
+
+	args   []string // dockerd's, beyond the common ones
 	dir    string
 	t      T
 	pid    int
@@ -25,12 +32,27 @@ type Engine struct {
 // engine. Cleanup removes its containers, stops it and deletes its data.
 func StartEngine(t T, images ...string) *Engine {
 	t.Helper()
+	return startEngine(t, false, images)
+}
+
+// StartTLSEngine is StartEngine for an engine that also listens on a
+// loopback TCP port with TLS and verifies its clients (dockerd
+// --tlsverify), with certificates of a CA the test made.
+func StartTLSEngine(t T, images ...string) *Engine {
+	t.Helper()
+	return startEngine(t, true, images)
+}
+
+func startEngine(t T, withTLS bool, images []string) *Engine {
 	RequireDocker(t, images...)
 	dir, err := os.MkdirTemp("/tmp", "sbxe-") // socket paths are short
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := &Engine{Host: "unix://" + filepath.Join(dir, "d.sock"), dir: dir, t: t}
+	if withTLS {
+		e.listenTLS()
+	}
 	t.Cleanup(func() {
 		if ids, err := e.docker("ps", "-aq"); err == nil && len(ids) > 0 {
 			_, _ = e.docker(append([]string{"rm", "-f"}, strings.Fields(ids)...)...)
@@ -58,6 +80,33 @@ func StartEngine(t T, images ...string) *Engine {
 	return e
 }
 
+// listenTLS makes the certificates and adds the TCP listener to dockerd's
+// arguments.
+func (e *Engine) listenTLS() {
+	e.CertDir = filepath.Join(e.dir, "client")
+	server := filepath.Join(e.dir, "server")
+	for _, d := range []string{e.CertDir, server} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	ca := NewCA(e.t, "sandboxd test engine CA")
+	ca.WriteCert(e.t, filepath.Join(e.CertDir, "ca.pem"))
+	ca.WriteCert(e.t, filepath.Join(server, "ca.pem"))
+	cert, key := ca.Issue(e.t, server, "engine", "127.0.0.1")
+	ca.Issue(e.t, e.CertDir, "cert") // cert.pem, cert-key.pem
+	if err := os.Rename(filepath.Join(e.CertDir, "cert-key.pem"), filepath.Join(e.CertDir, "key.pem")); err != nil {
+		e.t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.TCPHost = "tcp://" + l.Addr().String()
+	l.Close()
+	e.args = []string{"-H", e.TCPHost, "--tlsverify", "--tlscacert", filepath.Join(server, "ca.pem"), "--tlscert", cert, "--tlskey", key}
+}
+
 func (e *Engine) docker(args ...string) (string, error) {
 	out, err := exec.Command("docker", append([]string{"-H", e.Host}, args...)...).CombinedOutput()
 	return strings.TrimSpace(string(out)), err
@@ -73,6 +122,7 @@ func (e *Engine) Start() {
 	defer log.Close()
 	cmd := exec.Command("dockerd", "--data-root", filepath.Join(e.dir, "data"), "--exec-root", filepath.Join(e.dir, "exec"),
 		"-H", e.Host, "--pidfile", filepath.Join(e.dir, "d.pid"), "--bridge=none", "--iptables=false", "--ip-masq=false")
+	cmd.Args = append(cmd.Args, e.args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		e.t.Fatal(err)

@@ -252,6 +252,8 @@ type Options struct {
 	ImagesDir string
 	// DockerHost is the engine; default: the environment's.
 	DockerHost string
+	// DockerTLS is the docker block's tls block, if any.
+	DockerTLS string
 	// Runtime is the OCI runtime of every sandbox; default: runc.
 	Runtime string
 	// Env is added to sandboxd's environment (KEY=VALUE).
@@ -292,6 +294,40 @@ func uidRange() [2]int {
 // StartDaemon writes a config and starts sandboxd; it returns once the
 // daemon answers /v1/health. Cleanup stops it and removes its containers.
 func StartDaemon(t T, opts Options) *Daemon {
+	t.Helper()
+	d := newDaemon(t, opts)
+	d.start()
+	t.Cleanup(func() {
+		d.Stop()
+		if t.Failed() {
+			t.Logf("sandboxd log:\n%s", d.Logs())
+		}
+	})
+	return d
+}
+
+// FailToStart writes a config and starts sandboxd, which must exit with an
+// error within 30s; it returns what sandboxd said.
+func FailToStart(t T, opts Options) string {
+	t.Helper()
+	d := newDaemon(t, opts)
+	cmd := exec.Command(filepath.Join(d.Bin, "sandboxd"), "--config", d.Config)
+	cmd.Env = append(os.Environ(), d.env...)
+	timer := time.AfterFunc(30*time.Second, func() {
+		if cmd.Process != nil {
+			_ = cmd.Process.Kill()
+		}
+	})
+	out, err := cmd.CombinedOutput()
+	timer.Stop()
+	if err == nil {
+		t.Fatalf("sandboxd should have refused to start, and stopped cleanly:\n%s", out)
+	}
+	return string(out)
+}
+
+// newDaemon writes the config of a daemon; Cleanup removes its containers.
+func newDaemon(t T, opts Options) *Daemon {
 	t.Helper()
 	RequireDocker(t, TestImages...)
 	bin := Binaries(t)
@@ -335,6 +371,7 @@ docker {
   host    = %q
   runtime = %q
   labels  = { %q = %q }
+  %s
 }
 defaults {
   %s
@@ -342,7 +379,7 @@ defaults {
 %s
 %s
 `, uids[0], uids[1], opts.Socket, opts.StateDir, filepath.Join(bin, "plugins"), filepath.Join(bin, "sandbox-init"),
-		opts.ImagesDir, opts.DockerHost, opts.Runtime, TestLabel, opts.RunID, opts.Defaults, opts.Extra, opts.Languages)
+		opts.ImagesDir, opts.DockerHost, opts.Runtime, TestLabel, opts.RunID, opts.DockerTLS, opts.Defaults, opts.Extra, opts.Languages)
 	if opts.Cluster != nil {
 		cfg += opts.Cluster.Runtime()
 		t.Cleanup(func() { opts.Cluster.removeTestPods(opts.RunID) })
@@ -357,13 +394,6 @@ defaults {
 	}
 	d := &Daemon{Socket: opts.Socket, StateDir: opts.StateDir, Config: cfgPath, Bin: bin, Log: log, RunID: opts.RunID, UIDs: uids, env: opts.Env, t: t}
 	t.Cleanup(func() { RemoveTestContainers(t, opts.RunID) })
-	d.start()
-	t.Cleanup(func() {
-		d.Stop()
-		if t.Failed() {
-			t.Logf("sandboxd log:\n%s", d.Logs())
-		}
-	})
 	return d
 }
 

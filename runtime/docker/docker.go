@@ -15,6 +15,8 @@ package docker
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -41,12 +43,20 @@ import (
 // Options configure the Docker runtime.
 type Options struct {
 	Host       string            // e.g. unix:///var/run/docker.sock; empty: environment
+	TLS        *TLS              // for a tcp:// Host; nil: none
 	Runtime    string            // OCI runtime, e.g. runc or runsc
 	Supervisor string            // host path of the sandbox-init binary
 	Instance   string            // value of io.sandboxd.instance
 	Labels     map[string]string // operator labels, set first
 	UIDs       *runtime.UIDs     // each sandbox runs as its own uid from here
 	Logger     hclog.Logger
+}
+
+// TLS names the PEM files of an engine's TLS (dockerd --tlsverify): the CA
+// that signed the engine's certificate and, when the engine verifies its
+// clients, sandboxd's certificate and key.
+type TLS struct {
+	CAFile, CertFile, KeyFile string
 }
 
 // callTimeout bounds every ordinary engine call.
@@ -69,11 +79,16 @@ type Docker struct {
 var _ runtime.Runtime = (*Docker)(nil)
 
 // New connects to the engine, negotiating the API version so that both
-// Debian's 20.10 (API 1.41) and newer engines work.
+// Debian's 20.10 (API 1.41) and newer engines work. Without a Host the
+// environment decides, as it does for the docker CLI: DOCKER_HOST,
+// DOCKER_TLS_VERIFY and DOCKER_CERT_PATH.
 func New(opts Options) (*Docker, error) {
 	clientOpts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
 	if opts.Host != "" {
-		clientOpts = append(clientOpts, client.WithHost(opts.Host))
+		clientOpts = []client.Opt{client.WithHost(opts.Host), client.WithAPIVersionNegotiation()}
+	}
+	if t := opts.TLS; t != nil {
+		clientOpts = append(clientOpts, client.WithTLSClientConfig(t.CAFile, t.CertFile, t.KeyFile))
 	}
 	cli, err := client.NewClientWithOpts(clientOpts...)
 	if err != nil {
@@ -96,13 +111,30 @@ func (d *Docker) Ping(ctx context.Context) (runtime.EngineInfo, error) {
 	defer cancel()
 	v, err := d.cli.ServerVersion(ctx)
 	if err != nil {
-		return runtime.EngineInfo{}, fmt.Errorf("%w at %s: %v (start it with scripts/docker-engine.sh)", runtime.ErrUnavailable, d.cli.DaemonHost(), err)
+		return runtime.EngineInfo{}, fmt.Errorf("%w at %s: %v (%s)", runtime.ErrUnavailable, d.cli.DaemonHost(), err, pingHint(err))
 	}
 	rt := d.opts.Runtime
 	if rt == "" {
 		rt = "runc"
 	}
 	return runtime.EngineInfo{Version: v.Version, APIVersion: d.cli.ClientVersion(), Runtime: rt}, nil
+}
+
+// pingHint says what to do when the engine does not answer: mostly start
+// it, but a TLS failure is a configuration to fix, not an engine to start.
+func pingHint(err error) string {
+	var unknownCA x509.UnknownAuthorityError
+	var badName x509.HostnameError
+	var record tls.RecordHeaderError
+	switch {
+	case errors.As(err, &unknownCA) || errors.As(err, &badName):
+		return "the engine's certificate is not one the docker block's tls ca_file (or DOCKER_CERT_PATH's ca.pem) vouches for: name the CA that signed it, for the address in host"
+	case strings.Contains(err.Error(), "remote error: tls"): // the engine's alert
+		return "the engine refused sandboxd's TLS client certificate: give tls cert_file and key_file signed by the CA the engine trusts (dockerd --tlscacert)"
+	case errors.As(err, &record) || strings.Contains(err.Error(), "HTTP request to an HTTPS server"):
+		return "the engine and sandboxd disagree on TLS: add or remove the docker block's tls block (or DOCKER_TLS_VERIFY and DOCKER_CERT_PATH) to match dockerd's --tlsverify"
+	}
+	return "start it with scripts/docker-engine.sh"
 }
 
 // Create implements runtime.Runtime: create, attach, start, hello.
