@@ -70,7 +70,7 @@ func Resolve(ctx context.Context, rt runtime.Runtime, dir string, t Target) (ref
 	switch {
 	case errors.Is(err, runtime.ErrImageMissing):
 		how := fmt.Sprintf("build it with `sandboxctl images build %s` (or `make images`)", t.Language)
-		if _, ok := Source(dir, t.Base); !ok {
+		if _, ok := Source(dir, t.Base, nil); !ok {
 			how = fmt.Sprintf("sandboxd builds only images with a Dockerfile in %s: build or load it into the engine yourself", dir)
 		}
 		return t.Base, "", Missing(fmt.Sprintf("image %s of language %s is missing: %s", t.Base, t.Language, how))
@@ -123,7 +123,7 @@ func Build(ctx context.Context, rt runtime.Runtime, dir string, ca []byte, targe
 		return err
 	}
 	for _, t := range targets {
-		if src, ok := Source(dir, t.Base); ok {
+		if src, ok := Source(dir, t.Base, ca); ok {
 			if build(t, src, nil) != nil {
 				continue
 			}

@@ -13,14 +13,21 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 base=${SANDBOXD_BASE_IMAGE:-sandboxd/base:bookworm}
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+# What builds trust for HTTPS: the host's bundle (with a TLS-inspecting
+# proxy's CA, where there is one), or BUILD_CA_FILE.
+build_ca=${BUILD_CA_FILE:-/etc/ssl/certs/ca-certificates.crt}
+[ -r "$build_ca" ] || build_ca=/dev/null
 say() { printf 'images: %s\n' "$*" >&2; }
-have() { docker image inspect "$1" >/dev/null 2>&1; }
+# What every image has for agents working on projects, beyond minbase. A
+# base made with another list is made again (its label says which).
+tools=ca-certificates,curl,git,jq,less,procps,vim-tiny,wget
+made_with() { docker image inspect -f '{{index .Config.Labels "io.sandboxd.base.tools"}}' "$base" 2>/dev/null; }
 
-if [ "${FORCE:-0}" = 1 ] || ! have "$base"; then
+if [ "${FORCE:-0}" = 1 ] || [ "$(made_with)" != "$tools" ]; then
 	rootfs=$(mktemp -d /var/tmp/sandboxd-rootfs.XXXXXX)
 	trap 'rm -rf "$rootfs"' EXIT
-	say "debootstrap bookworm (minbase) into $rootfs ..."
-	debootstrap --variant=minbase bookworm "$rootfs" "$mirror" >"$rootfs.log" 2>&1 ||
+	say "debootstrap bookworm (minbase, $tools) into $rootfs ..."
+	debootstrap --variant=minbase --include="$tools" bookworm "$rootfs" "$mirror" >"$rootfs.log" 2>&1 ||
 		{ tail -n 20 "$rootfs.log" >&2; exit 1; }
 	rm -f "$rootfs.log"
 	rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
@@ -28,7 +35,7 @@ if [ "${FORCE:-0}" = 1 ] || ! have "$base"; then
 	# workspace.
 	ln -s /workspace "$rootfs/home/user"
 	say "importing $base"
-	tar -C "$rootfs" -c . | docker import - "$base" >/dev/null
+	tar -C "$rootfs" -c . | docker import --change "LABEL io.sandboxd.base.tools=$tools" - "$base" >/dev/null
 	rm -rf "$rootfs"
 	trap - EXIT
 else
@@ -48,13 +55,18 @@ for lang in "${langs[@]}"; do
 	[ "${FORCE:-0}" = 1 ] && nocache=(--no-cache)
 	log=$(mktemp)
 	# A failed build must fail here even when an older $tag exists.
-	if ! docker build "${nocache[@]}" --network host --build-arg "BASE=$base" -t "$tag" "$here/$lang" >"$log" 2>&1; then
+	# The context holds, beside the Dockerfile, the CA bundle the build
+	# trusts for HTTPS (as sandboxd's own builds give it: images/images.go).
+	context=$(mktemp -d)
+	cp -a "$here/$lang/." "$context/"
+	cp "$build_ca" "$context/build-ca.crt"
+	if ! docker build "${nocache[@]}" --network host --build-arg "BASE=$base" -t "$tag" "$context" >"$log" 2>&1; then
 		sed 's/^/  /' "$log" | tail -n 30 >&2
-		rm -f "$log"
+		rm -rf "$log" "$context"
 		say "building $tag failed; rerun: docker build --network host --build-arg BASE=$base images/$lang"
 		exit 1
 	fi
 	sed 's/^/  /' "$log" | grep -E '^  (Step|Successfully)' >&2 || true
-	rm -f "$log"
+	rm -rf "$log" "$context"
 	say "$tag built in $(( $(date +%s) - start ))s"
 done

@@ -29,9 +29,16 @@ const (
 	LabelPackages = "io.sandboxd.packages"
 )
 
+// BuildCAFile is the file a Dockerfile's build context holds beside it:
+// the CA bundle the build trusts for HTTPS (build_ca_file; empty when
+// there is none), for a step that fetches over HTTPS, such as node's npm
+// install of its tools.
+const BuildCAFile = "build-ca.crt"
+
 // Source is the build of ref from dir/<name>/Dockerfile, where ref is
-// sandboxd/<name>[:tag]; ok is false when dir builds no such image.
-func Source(dir, ref string) (b runtime.ImageBuild, ok bool) {
+// sandboxd/<name>[:tag], with ca as BuildCAFile; ok is false when dir
+// builds no such image.
+func Source(dir, ref string, ca []byte) (b runtime.ImageBuild, ok bool) {
 	name, found := strings.CutPrefix(ref, "sandboxd/")
 	if !found || dir == "" {
 		return b, false
@@ -44,7 +51,7 @@ func Source(dir, ref string) (b runtime.ImageBuild, ok bool) {
 	if _, err := os.Stat(filepath.Join(ctx, "Dockerfile")); err != nil {
 		return b, false
 	}
-	return runtime.ImageBuild{Tag: ref, Dir: ctx}, true
+	return runtime.ImageBuild{Tag: ref, Dir: ctx, Files: map[string][]byte{BuildCAFile: ca}}, true
 }
 
 // CAPath is where a derived image's build finds the CA bundle it trusts

@@ -36,11 +36,11 @@ func TestDerivedTagsHashWhatWentIn(t *testing.T) {
 }
 
 func TestSourceFindsOnlyItsDockerfiles(t *testing.T) {
-	if b, ok := Source(".", "sandboxd/python:latest"); !ok || b.Dir != "python" || b.Tag != "sandboxd/python:latest" {
+	if b, ok := Source(".", "sandboxd/python:latest", nil); !ok || b.Dir != "python" || b.Tag != "sandboxd/python:latest" {
 		t.Errorf("python: %+v %v", b, ok)
 	}
 	for _, ref := range []string{"sandboxd/nope:latest", "other/python:latest", "sandboxd/../images:x", "sandboxd/:x", "python"} {
-		if _, ok := Source(".", ref); ok {
+		if _, ok := Source(".", ref, nil); ok {
 			t.Errorf("%s: found", ref)
 		}
 	}

@@ -269,7 +269,7 @@ func (r *Registry) buildsMissing(l *Language) bool {
 	if !r.cfg.BuildMissingImages {
 		return false
 	}
-	_, ok := images.Source(r.cfg.ImagesDir, l.baseImage)
+	_, ok := images.Source(r.cfg.ImagesDir, l.baseImage, nil)
 	return ok || len(l.Config.Packages) > 0
 }
 
