@@ -194,6 +194,37 @@ language "lua" {
   }
 }
 
+# C# with Mono (mcs, C# 7) from Debian, defined here alone like lua. For
+# .NET, an image with the SDK (not in Debian's packages) and
+# compile = ["dotnet", ...] would do: docs/languages.md shows the block.
+language "csharp" {
+  plugin          = "generic"
+  image           = "sandboxd/csharp:latest"
+  display_name    = "C# (Mono)"
+  extensions      = ["cs"]
+  aliases         = ["cs", "c#", "mono"]
+  main_file       = "main.cs"
+  # mcs says "Compilation succeeded - 1 warning(s)" on stdout: to stderr
+  # with its diagnostics, so that the program's stdout is its own.
+  compile         = ["sh", "-c", "exec mcs -optimize+ -out:{out}.exe \"$@\" >&2", "mcs", "{sources}"]
+  run             = ["mono", "{out}.exe"]
+  version_command = ["mcs", "--version"]
+  instructions    = <<-EOT
+    C# 7 with Mono (mcs, the .NET Framework 4.x library; not .NET Core). A program is main.cs with a class that has a static Main; more .cs files you send are compiled with it.
+    Compile errors come back on stderr with file(line,column). System, System.Linq and System.Collections.Generic are there; there is no NuGet (no network).
+  EOT
+  # Mono's console writes UTF-8 only under a UTF-8 locale; its shared
+  # area is a /dev/shm file per process, of no use in a sandbox.
+  env = {
+    LANG                     = "C.UTF-8"
+    MONO_DISABLE_SHARED_AREA = "1"
+  }
+  pool {
+    min_idle = 1
+    max      = 8
+  }
+}
+
 # Policies: guard rails and audit, evaluated in this order for every run,
 # session exec and validate. mode: "enforce" (a deny blocks the request:
 # policy_denied, sandboxctl exit 126), "warn" (findings only) or "off";

@@ -44,6 +44,10 @@ var programs = []program{
 		"fn main() { eprintln!(\"oops\"); std::process::exit(3); }",
 		"fn main() { let v: Vec<i32> = Vec::new(); println!(\"{}\", v[3]); }", "fn main() { let x: i32 = \"s\"; }"},
 	{"lua", "print('hello ' .. io.read('l') .. ' ✓')", "io.stderr:write('oops\\n') os.exit(3)", "error('boom')", ""},
+	{"csharp", "using System;\nclass Greeter { static void Main() { Console.WriteLine($\"hello {Console.ReadLine()} ✓\"); } }",
+		"using System;\nclass Fail { static void Main() { Console.Error.WriteLine(\"oops\"); Environment.Exit(3); } }",
+		"class Crash { static void Main() { object o = null; o.ToString(); } }",
+		"class Broken { static void Main() { int x = \"s\"; } }"},
 }
 
 // shippedLanguages is the language blocks of the repository's sandboxd.hcl:
@@ -61,11 +65,23 @@ func shippedLanguages(t *testing.T) string {
 	return string(data[i:])
 }
 
+// shippedBlock is one language block of the repository's sandboxd.hcl.
+func shippedBlock(t *testing.T, name string) string {
+	t.Helper()
+	all := shippedLanguages(t)
+	_, block, ok := strings.Cut(all, "\nlanguage \""+name+"\" {")
+	end := strings.Index(block, "\n}\n")
+	if !ok || end < 0 {
+		t.Fatalf("sandboxd.hcl has no language %q block", name)
+	}
+	return "language \"" + name + "\" {" + block[:end+3]
+}
+
 // TestLanguages runs every shipped language (and the HCL-only one) through
 // the real engine: hello world with stdin and unicode, exit code and
 // stderr, a runtime error, and a compile error apart from a crash.
 func TestLanguages(t *testing.T) {
-	images := []string{"python", "node", "go", "java", "ruby", "php", "bash", "c", "rust", "lua"}
+	images := []string{"python", "node", "go", "java", "ruby", "php", "bash", "c", "rust", "lua", "csharp"}
 	for i, img := range images {
 		images[i] = "sandboxd/" + img + ":latest"
 	}
@@ -123,6 +139,7 @@ func TestLanguages(t *testing.T) {
 	t.Run("by extension through sandboxctl", func(t *testing.T) {
 		for name, code := range map[string]string{"a.rs": "fn main() { println!(\"rs\"); }", "b.cc": "#include <cstdio>\nint main() { std::puts(\"cc\"); }",
 			"c.ts": "console.log('ts' as string)", "d.sh": "echo sh", "e.lua": "print('lua')", "f.mjs": "console.log('mjs')",
+			"h.cs": "class H { static void Main() { System.Console.WriteLine(\"cs\"); } }",
 			// Piston's Java test: a public class not named after its file.
 			"g.java": "public class HelloWorld {\n    public static void main(String[] args) {\n        System.out.println(\"java\");\n    }\n}"} {
 			out, errOut, code := d.Ctl("", "run", writeFile(t, name, code))

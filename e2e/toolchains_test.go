@@ -14,7 +14,7 @@ import (
 
 // Every shipped image has the tools an agent reaches for on a project.
 func TestImagesHaveCommonTools(t *testing.T) {
-	langs := []string{"bash", "c", "go", "java", "lua", "node", "php", "python", "ruby", "rust"}
+	langs := []string{"bash", "c", "csharp", "go", "java", "lua", "node", "php", "python", "ruby", "rust"}
 	var refs []string
 	for _, l := range langs {
 		refs = append(refs, "sandboxd/"+l+":latest")
