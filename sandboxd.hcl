@@ -77,6 +77,17 @@ language "python" {
   }
 }
 
+# A second version side by side: Debian trixie's Python 3.13, by name
+# (--lang python3.13); the block above stays the default for .py files.
+language "python3.13" {
+  plugin = "python"
+  image  = "sandboxd/python313:latest"
+  pool {
+    min_idle = 1
+    max      = 8
+  }
+}
+
 language "node" {
   image = "sandboxd/node:latest"
   pool {
@@ -194,31 +205,10 @@ language "lua" {
   }
 }
 
-# C# with Mono (mcs, C# 7) from Debian, defined here alone like lua. For
-# .NET, an image with the SDK (not in Debian's packages) and
-# compile = ["dotnet", ...] would do: docs/languages.md shows the block.
+# C# with Mono (mcs, C# 7) from Debian, with a warm compiler. For .NET,
+# whose SDK is not in Debian's packages: docs/languages.md.
 language "csharp" {
-  plugin          = "generic"
-  image           = "sandboxd/csharp:latest"
-  display_name    = "C# (Mono)"
-  extensions      = ["cs"]
-  aliases         = ["cs", "c#", "mono"]
-  main_file       = "main.cs"
-  # mcs says "Compilation succeeded - 1 warning(s)" on stdout: to stderr
-  # with its diagnostics, so that the program's stdout is its own.
-  compile         = ["sh", "-c", "exec mcs -optimize+ -out:{out}.exe \"$@\" >&2", "mcs", "{sources}"]
-  run             = ["mono", "{out}.exe"]
-  version_command = ["mcs", "--version"]
-  instructions    = <<-EOT
-    C# 7 with Mono (mcs, the .NET Framework 4.x library; not .NET Core). A program is main.cs with a class that has a static Main; more .cs files you send are compiled with it.
-    Compile errors come back on stderr with file(line,column). System, System.Linq and System.Collections.Generic are there; there is no NuGet (no network).
-  EOT
-  # Mono's console writes UTF-8 only under a UTF-8 locale; its shared
-  # area is a /dev/shm file per process, of no use in a sandbox.
-  env = {
-    LANG                     = "C.UTF-8"
-    MONO_DISABLE_SHARED_AREA = "1"
-  }
+  image = "sandboxd/csharp:latest"
   pool {
     min_idle = 1
     max      = 8

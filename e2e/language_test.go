@@ -20,6 +20,7 @@ type program struct {
 
 var programs = []program{
 	{"python", "print('hello', input(), '✓')", "import sys\nprint('oops', file=sys.stderr)\nsys.exit(3)", "print(1 // 0)", ""},
+	{"python3.13", "print('hello', input(), '✓')", "import sys\nprint('oops', file=sys.stderr)\nsys.exit(3)", "print(1 // 0)", ""},
 	{"node", "const l = require('fs').readFileSync(0, 'utf8').trim(); console.log('hello ' + l + ' ✓')",
 		"console.error('oops'); process.exit(3)", "null.x", ""},
 	{"typescript", "const name: string = require('fs').readFileSync(0, 'utf8').trim();\nconsole.log(`hello ${name} ✓`);",
@@ -81,7 +82,7 @@ func shippedBlock(t *testing.T, name string) string {
 // the real engine: hello world with stdin and unicode, exit code and
 // stderr, a runtime error, and a compile error apart from a crash.
 func TestLanguages(t *testing.T) {
-	images := []string{"python", "node", "go", "java", "ruby", "php", "bash", "c", "rust", "lua", "csharp"}
+	images := []string{"python", "node", "go", "java", "ruby", "php", "bash", "c", "rust", "lua", "csharp", "python313"}
 	for i, img := range images {
 		images[i] = "sandboxd/" + img + ":latest"
 	}

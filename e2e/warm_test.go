@@ -28,6 +28,21 @@ language "pycold" {
     min_idle = 2
   }
 }
+language "python3.13" {
+  plugin = "python"
+  image  = "sandboxd/python313:latest"
+  pool {
+    min_idle = 1
+  }
+}
+language "py313cold" {
+  plugin = "python"
+  image  = "sandboxd/python313:latest"
+  warm   = false
+  pool {
+    min_idle = 1
+  }
+}
 language "node" {
   image = "sandboxd/node:latest"
   pool {
@@ -161,6 +176,20 @@ language "rustcold" {
   pool {
     min_idle = 1
   }
+}
+language "csharp" {
+  image = "sandboxd/csharp:latest"
+  pool {
+    min_idle = 1
+  }
+}
+language "cscold" {
+  plugin = "csharp"
+  image  = "sandboxd/csharp:latest"
+  warm   = false
+  pool {
+    min_idle = 1
+  }
 }`
 
 // address is an object's address in what a runtime prints; tempObject is
@@ -174,6 +203,7 @@ var (
 // started, once by a warm runtime and once started cold: what they print,
 // their exit codes and signals must be the same.
 func TestWarmMatchesCold(t *testing.T) {
+	testutil.RequireDocker(t, "sandboxd/python313:latest")
 	d := testutil.StartDaemon(t, testutil.Options{Languages: warmAndCold, Defaults: `timeout = "20s"`})
 	c := d.Client()
 	type program struct {
@@ -354,8 +384,22 @@ func main() {
 		compiled("rust", "rust hello", "fn main() {\n    let unused = 1;\n    println!(\"hello\");\n    std::process::exit(3);\n}\n"),
 		compiled("rust", "rust panic", "fn main() {\n    let v: Vec<i32> = Vec::new();\n    println!(\"{}\", v[3]);\n}\n"),
 		compiled("rust", "rust compile error", "fn main() {\n    let x: i32 = \"no\";\n}\n"),
+		compiled("csharp", "csharp hello with a warning", "using System;\nclass P {\n  static int Main(string[] a) {\n    int unused;\n    Console.WriteLine(\"hello ✓ \" + a.Length + \" \" + Environment.CommandLine);\n    return 3;\n  }\n}\n"),
+		compiled("csharp", "csharp compile errors", "class P {\n  static void Main() {\n    int x = \"no\";\n    y();\n  }\n}\n"),
+		compiled("csharp", "csharp exception", "class P {\n  static void Main() {\n    object o = null;\n    o.ToString();\n  }\n}\n"),
+		program{"csharp with files and args", api.RunRequest{Language: "csharp", Entry: "App.cs", Args: []string{"x", "ü"}, Files: []api.File{
+			{Path: "App.cs", Content: "class App { static void Main(string[] a) { System.Console.WriteLine(Util.Join(a)); } }"},
+			{Path: "Util.cs", Content: "static class Util { public static string Join(string[] a) { return string.Join(\"|\", a); } }"},
+		}}, true},
 	)
-	cold := map[string]string{"python": "pycold", "node": "nodecold", "typescript": "tscold", "java": "javacold", "ruby": "rubycold", "php": "phpcold", "go": "gocold", "c": "ccold", "cpp": "cppcold", "rust": "rustcold"}
+	// Python 3.13 (a second version, its own image) as python 3.11.
+	for _, p := range programs {
+		if p.req.Language == "python" && p.warm {
+			p.name, p.req.Language = "3.13 "+p.name, "python3.13"
+			programs = append(programs, p)
+		}
+	}
+	cold := map[string]string{"python": "pycold", "python3.13": "py313cold", "node": "nodecold", "typescript": "tscold", "java": "javacold", "ruby": "rubycold", "php": "phpcold", "go": "gocold", "c": "ccold", "cpp": "cppcold", "rust": "rustcold", "csharp": "cscold"}
 	for _, p := range programs {
 		t.Run(p.name, func(t *testing.T) {
 			warmRes := run(t, c, p.req)

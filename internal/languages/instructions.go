@@ -24,8 +24,10 @@ For a Maven project, a session's exec runs mvn -o package: offline, with the plu
 	"php":  `PHP (command line) for scripts. A program is main.php and needs its <?php opening tag. Only the extensions in the image are available. A session's exec runs composer (no network: validate, dump-autoload).`,
 	"bash": `A POSIX shell with the image's command-line tools, for file work and commands. A program is main.sh; a session's exec runs commands directly.
 There is no network unless the operator allows some hosts, and nothing outside /workspace and /tmp is writable.`,
-	"c":    `C (gcc) for small programs and checks of behaviour. A program is main.c; more .c and .h files you send are compiled with it. Compiler errors come back on stderr with file:line.`,
-	"cpp":  `C++ (g++) for programs and algorithm checks. A program is main.cpp; more source and header files you send are compiled with it. Compiler errors come back on stderr with file:line.`,
+	"c":   `C (gcc) for small programs and checks of behaviour. A program is main.c; more .c and .h files you send are compiled with it. Compiler errors come back on stderr with file:line.`,
+	"cpp": `C++ (g++) for programs and algorithm checks. A program is main.cpp; more source and header files you send are compiled with it. Compiler errors come back on stderr with file:line.`,
+	"csharp": `C# 7 with Mono (mcs, the .NET Framework 4.x library; not .NET Core). A program is main.cs with a class that has a static Main; more .cs files you send are compiled with it.
+Compile errors come back on stderr with file(line,column). System, System.Linq and System.Collections.Generic are there; there is no NuGet (no network).`,
 	"rust": `Rust (rustc) for programs. A program is main.rs, compiled alone: there are no crates (no network), only the standard library. Compiler errors come back on stderr with file:line.`,
 }
 
