@@ -4,7 +4,7 @@
 # (FROM that base through the BASE build argument, so the same Dockerfile
 # builds on an official image elsewhere).
 #
-# Usage: images/build.sh [LANGUAGE...]   (default: every language directory)
+# Usage: [JOBS=2] images/build.sh [LANGUAGE...]   (default: every language directory)
 # Idempotent: the base is kept once made, and language images are rebuilt
 # from Docker's layer cache (a second or so each when nothing changed), so
 # an edited Dockerfile always takes effect. FORCE=1 rebuilds everything.
@@ -48,13 +48,16 @@ if [ ${#langs[@]} -eq 0 ]; then
 fi
 for lang in "${langs[@]}"; do
 	[ -f "$here/$lang/Dockerfile" ] || { say "no images/$lang/Dockerfile"; exit 1; }
-	tag="sandboxd/$lang:latest"
+done
+
+# build LANG builds sandboxd/LANG:latest; a failed build fails even when
+# an older image of that tag exists.
+build() {
+	local lang=$1 tag="sandboxd/$1:latest" start log context nocache=()
 	say "building $tag ..."
 	start=$(date +%s)
-	nocache=()
 	[ "${FORCE:-0}" = 1 ] && nocache=(--no-cache)
 	log=$(mktemp)
-	# A failed build must fail here even when an older $tag exists.
 	# The context holds, beside the Dockerfile, the CA bundle the build
 	# trusts for HTTPS (as sandboxd's own builds give it: images/images.go).
 	context=$(mktemp -d)
@@ -64,9 +67,26 @@ for lang in "${langs[@]}"; do
 		sed 's/^/  /' "$log" | tail -n 30 >&2
 		rm -rf "$log" "$context"
 		say "building $tag failed; rerun: docker build --network host --build-arg BASE=$base images/$lang"
-		exit 1
+		return 1
 	fi
 	sed 's/^/  /' "$log" | grep -E '^  (Step|Successfully)' >&2 || true
 	rm -rf "$log" "$context"
 	say "$tag built in $(( $(date +%s) - start ))s"
+}
+
+# Two at a time (JOBS): a build waits on the network and dpkg as much as
+# on a core.
+jobs=${JOBS:-2} running=0 failed=0
+for lang in "${langs[@]}"; do
+	if [ "$running" -ge "$jobs" ]; then
+		wait -n || failed=1
+		running=$((running - 1))
+	fi
+	build "$lang" &
+	running=$((running + 1))
 done
+while [ "$running" -gt 0 ]; do
+	wait -n || failed=1
+	running=$((running - 1))
+done
+exit "$failed"
