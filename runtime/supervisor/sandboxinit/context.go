@@ -160,7 +160,6 @@ func (s *server) kernelFor(req supervisor.ExecRequest) (*kernel, *supervisor.Cel
 		closeAll(outR, errR, reqW, repR)
 		return nil, nil, err
 	}
-	_ = os.WriteFile("/proc/"+itoa(k.pid)+"/oom_score_adj", []byte("1000"), 0)
 	var pumps sync.WaitGroup
 	pumps.Add(2)
 	go k.pump(supervisor.Stdout, outR, &pumps)

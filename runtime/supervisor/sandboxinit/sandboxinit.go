@@ -47,7 +47,9 @@ func Main() {
 		os.Exit(2)
 	}
 	// Same-uid sandbox code must not read or write our file descriptors
-	// through /proc/1/fd, nor ptrace us.
+	// through /proc/1/fd, nor ptrace us. That makes our /proc files
+	// root's: our own oom score is opened before (see startForker).
+	ownOOMScore, _ = os.OpenFile(oomScorePath, os.O_RDWR, 0)
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 	// Handle (and drop) every signal code in the container might send us:

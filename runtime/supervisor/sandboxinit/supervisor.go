@@ -43,9 +43,13 @@ type container struct {
 	// alone: a supervisor that is no container's init shares its process
 	// with children that are not its own (see Serve).
 	ownChildrenOnly bool
+	// oomFirst has the programs the supervisor starts be the kernel's
+	// first pick when memory runs out, from their first instruction (see
+	// startForker).
+	oomFirst bool
 }
 
-var realContainer = container{endAll: killContainer, clearIPC: sysvIPC.clear, kernelObjects: kernelObjects}
+var realContainer = container{endAll: killContainer, clearIPC: sysvIPC.clear, kernelObjects: kernelObjects, oomFirst: true}
 
 // buildDir is supervisor.BuildDir under these paths.
 func (p paths) buildDir() string {
@@ -98,7 +102,7 @@ func newServer(w io.Writer, at paths, c container) *server {
 		paths:     at,
 		container: c,
 		out:       json.NewEncoder(w),
-		fork:      startForker(),
+		fork:      startForker(c.oomFirst),
 		execs:     map[uint64]*execution{},
 		byPID:     map[int]*execution{},
 		uploads:   map[uint64]*upload{},
@@ -334,11 +338,9 @@ func (s *server) start(id uint64, req supervisor.ExecRequest) {
 	go e.follow()
 }
 
-// spawn starts a program's process on the forker's thread (so it runs
-// niced from its first instruction) and lets the kernel pick it first
-// when memory runs out, so the supervisor survives a memory bomb
-// (children inherit that; it is per process, so it can only be set once
-// the process exists).
+// spawn starts a program's process on the forker's thread, so that it
+// runs niced, and is the kernel's first pick when memory runs out, from
+// its first instruction (see startForker).
 //
 // isolate puts the process in a PID namespace of its own (with the user
 // namespace that lets an unprivileged process make one, mapping only the
@@ -356,9 +358,6 @@ func (s *server) spawn(argv0 string, argv []string, dir string, env []string, fi
 		}
 		pid, err = syscall.ForkExec(argv0, argv, &syscall.ProcAttr{Dir: dir, Env: env, Files: files, Sys: sys})
 	})
-	if err == nil {
-		_ = os.WriteFile("/proc/"+itoa(pid)+"/oom_score_adj", []byte("1000"), 0)
-	}
 	return pid, isolated, err
 }
 
@@ -371,15 +370,41 @@ func (s *server) spawn(argv0 string, argv []string, dir string, env []string, fi
 // against other containers does not depend on nice.
 type forker chan func()
 
-func startForker() forker {
+const oomScorePath = "/proc/self/oom_score_adj"
+
+// ownOOMScore is the supervisor's oom_score_adj, opened while its /proc
+// files were still its own (see Main).
+var ownOOMScore *os.File
+
+// startForker starts the forker's thread, niced as the programs will be.
+// With oomFirst, a fork also inherits oom_score_adj 1000, so that a
+// memory bomb is the kernel's pick and the supervisor survives it. That
+// score is the process's, not the thread's: the supervisor takes it for
+// the span of each fork and then goes back to its own, as the kernel
+// lets a process do (down to what it was started with). Set on the child
+// after the fork, it would come late for a program quick to look or to
+// fill memory.
+func startForker(oomFirst bool) forker {
 	f := make(forker)
 	ready := make(chan struct{})
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends with the forker
 		_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), programNice)
+		own := make([]byte, 16)
+		if oomFirst && ownOOMScore != nil {
+			n, _ := ownOOMScore.ReadAt(own, 0)
+			own = own[:n]
+		}
+		oomFirst = oomFirst && len(own) > 0
 		close(ready)
 		for fn := range f {
+			if oomFirst {
+				_, _ = ownOOMScore.WriteAt([]byte("1000"), 0)
+			}
 			fn()
+			if oomFirst {
+				_, _ = ownOOMScore.WriteAt(own, 0)
+			}
 		}
 	}()
 	<-ready
