@@ -142,7 +142,11 @@ func (r *Registry) load(ctx context.Context, lc config.Language) (*Language, err
 	for _, k := range keys {
 		k = strings.ToLower(strings.TrimPrefix(k, "."))
 		if other, ok := r.lookup[k]; ok && other.Config.Name != lc.Name {
-			r.log.Warn("language name claimed twice; the first block keeps it", "name", k, "kept", other.Config.Name, "ignored", lc.Name)
+			say := r.log.Warn
+			if other.Config.Plugin == lc.Plugin && k != strings.ToLower(lc.Name) {
+				say = r.log.Debug // a second version of a plugin's language: its names stay the first block's, as meant
+			}
+			say("language name claimed twice; the first block keeps it", "name", k, "kept", other.Config.Name, "ignored", lc.Name)
 			continue
 		}
 		r.lookup[k] = l
