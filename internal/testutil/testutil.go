@@ -465,8 +465,14 @@ func (d *Daemon) Stop() { d.signal(syscall.SIGTERM, 90*time.Second) }
 // Kill sends SIGKILL, as a crash would.
 func (d *Daemon) Kill() { d.signal(syscall.SIGKILL, 10*time.Second) }
 
-// Restart starts the daemon again with the same config.
-func (d *Daemon) Restart() { d.start() }
+// Restart starts the daemon again with the same config, stopping it
+// first (SIGTERM) if it still runs: a second daemon started beside the
+// first would find the socket answering and the state locked, and the
+// first would outlive the test.
+func (d *Daemon) Restart() {
+	d.Stop()
+	d.start()
+}
 
 // Wait returns the daemon's exit error once it has exited.
 func (d *Daemon) Wait() error {
