@@ -107,9 +107,11 @@ func TestSandboxesHaveUIDsOfTheirOwn(t *testing.T) {
 // container, recycled (runc shields PID 1; under gVisor, which does not,
 // a one-shot run's processes are in a PID namespace of their own, where
 // the supervisor has no number). A session's program does the same to
-// PID 1 under runc; under gVisor a session's programs share the
-// supervisor's namespace, so that they outlive the exec that started them,
-// and such a program ends its own session (see docs/security.md).
+// PID 1 and to every process: under gVisor its PID 1 is the holder of the
+// namespace the session's processes share, and SIGKILL to it ends them
+// (that exec among them), never the session, whose next exec runs in a
+// new namespace. Before that, the namespace holds a session's background
+// process from one exec to the next.
 func TestSupervisorSurvivesEverySignal(t *testing.T) {
 	ociRuntimes(t, testSupervisorSurvivesEverySignal)
 }
@@ -117,23 +119,7 @@ func TestSupervisorSurvivesEverySignal(t *testing.T) {
 func testSupervisorSurvivesEverySignal(t *testing.T, runtime string) {
 	d := testutil.StartDaemon(t, testutil.Options{Runtime: runtime, Languages: reusePool})
 	c := d.Client()
-	code := `
-import os, signal
-targets = {1} | {int(p) for p in os.listdir('/proc') if p.isdigit()}
-targets.discard(os.getpid())
-for pid in sorted(targets):
-    for sig in range(1, 65):
-        try:
-            os.kill(pid, sig)
-        except OSError:
-            pass
-try:
-    os.kill(-1, signal.SIGKILL)
-except OSError:
-    pass
-print('sent', flush=True)
-`
-	res := run(t, c, api.RunRequest{Language: "python", Code: code})
+	res := run(t, c, api.RunRequest{Language: "python", Code: everySignal})
 	if res.ExitCode != 0 || res.Stdout != "sent\n" {
 		t.Fatalf("one-shot: %+v", res)
 	}
@@ -152,14 +138,22 @@ print('sent', flush=True)
 		}
 		return false
 	})
-	if runtime != "runc" {
-		return
-	}
+
 	id := newSession(t, c, api.SessionRequest{})
+	background := sh(t, c, id, "sleep 600 >/dev/null 2>&1 & echo $!")
+	if res := sh(t, c, id, "kill -0 "+strings.TrimSpace(background.Stdout)+" && echo there"); res.Stdout != "there\n" {
+		t.Fatalf("a background process, the exec after: %+v (started: %+v)", res, background)
+	}
 	for sig := 1; sig <= 64; sig++ {
-		if res := sh(t, c, id, fmt.Sprintf("kill -%d 1; echo $?", sig)); res.Stdout != "0\n" && res.Stdout != "1\n" {
-			t.Fatalf("kill -%d 1: %+v", sig, res)
+		res := sh(t, c, id, fmt.Sprintf("kill -%d 1; echo $?", sig))
+		if res.Stdout == "0\n" || res.Stdout == "1\n" || runtime != "runc" && sig == 9 && res.Signal == "SIGKILL" {
+			continue
 		}
+		t.Fatalf("kill -%d 1: %+v", sig, res)
+	}
+	all, err := c.Exec(ctx(t), id, api.ExecRequest{Argv: []string{"python3", "-c", everySignal}})
+	if err != nil || all.Stdout != "sent\n" && (runtime == "runc" || all.Signal != "SIGKILL") {
+		t.Fatalf("every signal to every process: %+v %v", all, err)
 	}
 	if res := sh(t, c, id, "echo alive"); res.Stdout != "alive\n" {
 		t.Fatalf("after every signal: %+v", res)
@@ -169,6 +163,25 @@ print('sent', flush=True)
 		t.Fatalf("session after every signal: %+v %v", s, err)
 	}
 }
+
+// everySignal sends every signal to every process it can name but itself,
+// PID 1 included, then SIGKILL to all it may signal at once.
+const everySignal = `
+import os, signal
+targets = {1} | {int(p) for p in os.listdir('/proc') if p.isdigit()}
+targets.discard(os.getpid())
+for pid in sorted(targets):
+    for sig in range(1, 65):
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+try:
+    os.kill(-1, signal.SIGKILL)
+except OSError:
+    pass
+print('sent', flush=True)
+`
 
 // A client that asks for a stream and stops reading loses its stream, never
 // the sandbox: the session's next exec runs at once and the stalled one is

@@ -99,8 +99,13 @@ func execute(ctx context.Context, sb *runtime.Sandbox, gate *egress.Gate, j job,
 			// A one-shot run's leftovers end with its last step; a compile
 			// step's would end the warm runtime waiting for the program.
 			OutputLimit: limits.OutputLimit, KillOnExit: j.killOnExit && last, Cell: j.cell, Outputs: j.outputs,
-			// A one-shot run's every step is out of the supervisor's reach.
-			Isolate: j.killOnExit,
+			// Every step is out of the supervisor's reach: a one-shot
+			// run's in a namespace of its own, a session's in the one its
+			// processes share.
+			Isolate: supervisor.IsolateSession,
+		}
+		if j.killOnExit {
+			req.Isolate = supervisor.IsolateProgram
 		}
 		if i == 0 {
 			req.Files = files

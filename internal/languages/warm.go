@@ -104,20 +104,20 @@ func (l *Language) named(i int, w language.Warm) language.Warm {
 // takes the container starts its first program cold).
 func (r *Registry) warmUp(ctx context.Context, l *Language, sb *runtime.Sandbox) {
 	for i, w := range l.Info.Warm {
-		r.warmOne(ctx, l, sb, l.named(i, w), nil, true)
+		r.warmOne(ctx, l, sb, l.named(i, w), nil, supervisor.IsolateProgram)
 	}
 }
 
 // warmOne starts w in sb for runs with env on top of the plugin's,
-// isolated (see supervisor.ExecRequest.Isolate) for one-shot runs.
-func (r *Registry) warmOne(ctx context.Context, l *Language, sb *runtime.Sandbox, w language.Warm, env map[string]string, isolate bool) {
+// isolated as the runs it stands in for are (see supervisor.Isolation).
+func (r *Registry) warmOne(ctx context.Context, l *Language, sb *runtime.Sandbox, w language.Warm, env map[string]string, iso supervisor.Isolation) {
 	files := make([]supervisor.File, 0, len(w.Files))
 	for name, content := range w.Files {
 		files = append(files, supervisor.File{Path: language.WarmDir + "/" + name, Data: []byte(content)})
 	}
 	res, err := sb.Warm(ctx, supervisor.WarmRequest{
 		Argv: w.Command, Stands: w.Stands, Env: request.EnvList(w.Env, env), Hook: request.EnvList(w.HookEnv),
-		Files: files, Exact: w.Exact, Isolate: isolate, TimeoutMS: warmReadyTimeout.Milliseconds(),
+		Files: files, Exact: w.Exact, Isolate: iso, TimeoutMS: warmReadyTimeout.Milliseconds(),
 	})
 	if err == nil && res.Error != "" {
 		err = &api.Error{Code: api.CodeInternal, Message: res.Error}
@@ -141,7 +141,7 @@ func (r *Registry) Rewarm(l *Language, sb *runtime.Sandbox, env map[string]strin
 	ctx, cancel := context.WithTimeout(context.Background(), warmReadyTimeout+5*time.Second)
 	defer cancel()
 	for _, w := range l.Info.Warm {
-		r.warmOne(ctx, l, sb, w, env, false)
+		r.warmOne(ctx, l, sb, w, env, supervisor.IsolateSession)
 	}
 }
 

@@ -188,7 +188,7 @@ type WarmRequest struct {
 	Exact bool `json:"exact,omitempty"`
 	// Isolate starts it as ExecRequest.Isolate does; it stands in only
 	// for execs that ask the same.
-	Isolate bool `json:"isolate,omitempty"`
+	Isolate Isolation `json:"isolate,omitempty"`
 	// TimeoutMS bounds the wait for it to be ready; past it, it is ended.
 	TimeoutMS int64 `json:"timeout_ms"`
 }
@@ -312,6 +312,26 @@ type File struct {
 // ends. sandboxd forwards a host port to a session's server through it.
 const RelayArg = "-relay"
 
+// Isolation is the PID namespace a program runs in where the runtime does
+// not shield a namespace's first process from its members' signals
+// (gVisor): there the supervisor is no process the program can name. Under
+// runc the kernel shields the supervisor, PID 1, itself, and every
+// isolation is the container's own namespace.
+type Isolation string
+
+const (
+	// IsolateNone: the container's namespace, beside the supervisor.
+	IsolateNone Isolation = ""
+	// IsolateProgram: a namespace of its own, which ends with the program
+	// (a one-shot run's steps).
+	IsolateProgram Isolation = "program"
+	// IsolateSession: the namespace the sandbox's lasting processes share
+	// (a session's programs, contexts and warm runtimes), which outlives
+	// each of them: a session's background processes outlive the exec that
+	// started them, and later execs see them.
+	IsolateSession Isolation = "session"
+)
+
 // ExecRequest starts one process.
 type ExecRequest struct {
 	Argv        []string `json:"argv"`
@@ -324,11 +344,9 @@ type ExecRequest struct {
 	// KillOnExit ends every other process in the container when the main
 	// process exits (one-shot runs). Deadlines always do.
 	KillOnExit bool `json:"kill_on_exit,omitempty"`
-	// Isolate runs the process in a PID namespace of its own where the
-	// runtime allows one, out of the supervisor's sight and reach (one-shot
-	// runs; a session's background processes must outlive the exec that
-	// started them, and a namespace ends with its first process).
-	Isolate bool `json:"isolate,omitempty"`
+	// Isolate runs the process in a PID namespace out of the supervisor's
+	// sight and reach, where the runtime allows one (see Isolation).
+	Isolate Isolation `json:"isolate,omitempty"`
 	// Cell, when set, runs code in a context's kernel rather than
 	// starting Argv (which starts the kernel when it is not running).
 	Cell *Cell `json:"cell,omitempty"`

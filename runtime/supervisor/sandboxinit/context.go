@@ -143,13 +143,9 @@ func (s *server) kernelFor(req supervisor.ExecRequest) (*kernel, *supervisor.Cel
 	k = &kernel{name: name, started: time.Now(), requests: reqW, replies: make(chan cellReply, 1),
 		exited: make(chan unix.WaitStatus, 1), marks: make(chan string, 2), pumped: make(chan struct{})}
 	s.mu.Lock()
-	s.fork.do(func() {
-		k.pid, err = syscall.ForkExec(argv0, req.Argv, &syscall.ProcAttr{
-			Dir: dir, Env: env,
-			Files: []uintptr{devnull.Fd(), outW.Fd(), errW.Fd(), reqR.Fd(), repW.Fd()},
-			Sys:   &syscall.SysProcAttr{Setpgid: true},
-		})
-	})
+	// Contexts are a session's, in its namespace.
+	k.pid, _, err = s.spawn(argv0, req.Argv, dir, env, []uintptr{devnull.Fd(), outW.Fd(), errW.Fd(), reqR.Fd(), repW.Fd()},
+		&syscall.SysProcAttr{Setpgid: true}, supervisor.IsolateSession)
 	if err == nil {
 		s.contexts[name] = k
 		s.kernelByPID[k.pid] = k

@@ -43,7 +43,11 @@ const namespaceFlags = unix.CLONE_NEWUSER | unix.CLONE_NEWPID
 
 // isHelper says whether sandbox-init was started as the helper.
 func isHelper(arg string) bool {
-	return arg == helperArg || arg == probeArg || arg == probeInitArg || arg == supervisor.RelayArg
+	switch arg {
+	case helperArg, probeArg, probeInitArg, holdArg, shimArg, supervisor.RelayArg:
+		return true
+	}
+	return false
 }
 
 // helperMain runs sandbox-init started with one of the helper's
@@ -54,6 +58,10 @@ func helperMain(args []string) {
 		startIsolated(args[1:])
 	case probeArg:
 		probe()
+	case holdArg:
+		hold()
+	case shimArg:
+		shim(args[1:])
 	case supervisor.RelayArg:
 		forwardPort(args[1:])
 	case probeInitArg:

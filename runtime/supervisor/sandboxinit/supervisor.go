@@ -88,6 +88,10 @@ type server struct {
 	self      string
 	isolation sync.Once
 	isolating bool
+	// holder holds the session's namespace (see hold.go); holders are the
+	// pids of every one started and not yet reaped.
+	holder  *holder
+	holders map[int]bool
 
 	// What a program could find when the sandbox was new (see begin).
 	fresh      []string
@@ -112,6 +116,7 @@ func newServer(w io.Writer, at paths, c container) *server {
 		kernelByPID:  map[int]*kernel{},
 		lostContexts: map[string]string{},
 		warms:        map[string]*warmProcess{},
+		holders:      map[int]bool{},
 	}
 }
 
@@ -242,6 +247,11 @@ func (s *server) waitOne(ws *unix.WaitStatus, ru *unix.Rusage) int {
 func (s *server) reaped(pid int, ws unix.WaitStatus, ru *unix.Rusage) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.holders[pid] {
+		// Its usage is its namespace's, which it reported process by process.
+		delete(s.holders, pid)
+		return
+	}
 	// Every process's usage counts toward the executions running now: in a
 	// one-shot container that is exactly the execution that started it.
 	for _, e := range s.execs {
@@ -342,23 +352,30 @@ func (s *server) start(id uint64, req supervisor.ExecRequest) {
 // runs niced, and is the kernel's first pick when memory runs out, from
 // its first instruction (see startForker).
 //
-// isolate puts the process in a PID namespace of its own (with the user
-// namespace that lets an unprivileged process make one, mapping only the
-// sandbox's own uid and gid) where the kernel does not shield a
-// namespace's first process from its members' signals (gVisor): there
-// the supervisor is no process the program can name. Under runc the
-// kernel shields PID 1 itself (and Docker's seccomp profile refuses new
-// namespaces): the process starts as usual. isolated says which it got.
-func (s *server) spawn(argv0 string, argv []string, dir string, env []string, files []uintptr, sys *syscall.SysProcAttr, isolate bool) (pid int, isolated bool, err error) {
-	isolated = isolate && s.canIsolate()
+// iso is the PID namespace it asks for (see supervisor.Isolation): where
+// the runtime gives none (see canIsolate), the process starts as usual.
+// isolated says which it got.
+func (s *server) spawn(argv0 string, argv []string, dir string, env []string, files []uintptr, sys *syscall.SysProcAttr, iso supervisor.Isolation) (pid int, isolated supervisor.Isolation, err error) {
+	isolated = s.effective(iso)
 	s.fork.do(func() {
-		if isolated {
+		switch isolated {
+		case supervisor.IsolateProgram:
 			pid, err = s.spawnIsolated(argv0, argv, dir, env, files, sys)
-			return
+		case supervisor.IsolateSession:
+			pid, err = s.spawnHeld(argv0, argv, dir, env, files, sys)
+		default:
+			pid, err = syscall.ForkExec(argv0, argv, &syscall.ProcAttr{Dir: dir, Env: env, Files: files, Sys: sys})
 		}
-		pid, err = syscall.ForkExec(argv0, argv, &syscall.ProcAttr{Dir: dir, Env: env, Files: files, Sys: sys})
 	})
 	return pid, isolated, err
+}
+
+// effective is the isolation a process that asks for iso gets here.
+func (s *server) effective(iso supervisor.Isolation) supervisor.Isolation {
+	if !s.canIsolate() {
+		return supervisor.IsolateNone
+	}
+	return iso
 }
 
 // forker runs every fork of a program on one OS thread of its own, whose

@@ -41,6 +41,9 @@ func newPeer(t *testing.T) *peer {
 			for pid := range p.s.byPID {
 				_ = unix.Kill(-pid, unix.SIGKILL)
 			}
+			for pid := range p.s.holders {
+				_ = unix.Kill(pid, unix.SIGKILL) // and the session's namespace with it
+			}
 			return 0
 		},
 		clearIPC: func() {}, // the test process's namespace is the host's
@@ -538,7 +541,7 @@ func TestIsolatedProgramsCannotNameTheSupervisor(t *testing.T) {
 	p.s.isolating = true
 	script := `echo $$; kill -0 ` + itoa(os.Getpid()) + ` 2>/dev/null && echo reached || echo unreached; id -u; exit 3`
 	out, _, res := p.exec(1, supervisor.ExecRequest{Argv: []string{"sh", "-c", script}, Env: []string{"PATH=/usr/bin:/bin"},
-		TimeoutMS: 5000, OutputLimit: 1 << 20, Isolate: true})
+		TimeoutMS: 5000, OutputLimit: 1 << 20, Isolate: supervisor.IsolateProgram})
 	if want := "1\nunreached\n" + itoa(os.Getuid()) + "\n"; out != want || res.ExitCode != 3 || res.UserUS+res.SysUS == 0 {
 		t.Fatalf("isolated: %q, want %q (%+v)", out, want, res)
 	}
@@ -546,6 +549,61 @@ func TestIsolatedProgramsCannotNameTheSupervisor(t *testing.T) {
 		TimeoutMS: 5000, OutputLimit: 1 << 20})
 	if pidOf(out) == 1 || !strings.Contains(out, "\nreached\n") {
 		t.Fatalf("not isolated: %q", out)
+	}
+}
+
+// A session's programs share a namespace the supervisor is not in: a
+// background process of one exec is there for the next, neither can name
+// the supervisor, and exit statuses, output and usage come back as any
+// exec's. When the namespace's holder dies, what ran in it ends as
+// killed, and the next exec gets a new namespace.
+func TestSessionProgramsShareANamespaceOutOfReach(t *testing.T) {
+	p := newPeer(t)
+	p.s.canIsolate() // the probe says no here: turned on below
+	p.s.isolating = true
+	env := []string{"PATH=/usr/bin:/bin"}
+	session := func(id uint64, script string) (string, *supervisor.ExecResult) {
+		t.Helper()
+		out, errOut, res := p.exec(id, supervisor.ExecRequest{Argv: []string{"sh", "-c", script}, Env: env, TimeoutMS: 10000,
+			OutputLimit: 1 << 20, Isolate: supervisor.IsolateSession})
+		if res.StartError != "" || errOut != "" {
+			t.Fatalf("exec %d: %+v, stderr %q", id, res, errOut)
+		}
+		return out, res
+	}
+	reach := `kill -0 ` + itoa(os.Getpid()) + ` 2>/dev/null && echo reached || echo unreached`
+	out, res := session(1, `sleep 60 >/dev/null 2>&1 & echo $!; `+reach+`; i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; exit 3`)
+	background := pidOf(out)
+	if background <= 1 || !strings.HasSuffix(out, "\nunreached\n") || res.ExitCode != 3 || res.UserUS+res.SysUS == 0 {
+		t.Fatalf("first exec: %q (%+v)", out, res)
+	}
+	out, res = session(2, `kill -0 `+itoa(background)+` && echo there; kill -0 1 && echo holder; `+reach+`; pwd`)
+	if want := "there\nholder\nunreached\n" + p.dirs.workspace + "\n"; out != want || res.ExitCode != 0 {
+		t.Fatalf("second exec: %q, want %q (%+v)", out, want, res)
+	}
+	// A start that fails says why, as a cold start does.
+	_, _, res = p.exec(3, supervisor.ExecRequest{Argv: []string{"/nonexistent"}, Env: env, TimeoutMS: 5000, Isolate: supervisor.IsolateSession})
+	if res.ExitCode != 127 && res.StartError == "" {
+		t.Fatalf("a missing program: %+v", res)
+	}
+
+	// The holder dies while an exec runs.
+	first := p.s.holder.pid
+	p.send(supervisor.Message{Op: supervisor.OpExec, ID: 4, Exec: &supervisor.ExecRequest{Argv: []string{"sleep", "30"}, Env: env,
+		Dir: p.dirs.workspace, TimeoutMS: 20000, Isolate: supervisor.IsolateSession}})
+	time.Sleep(300 * time.Millisecond)
+	_ = unix.Kill(first, unix.SIGKILL)
+	for m := p.next(); ; m = p.next() {
+		if m.ID == 4 && m.Op == supervisor.OpExit {
+			if m.Result.Signal != "SIGKILL" || m.Result.TimedOut {
+				t.Fatalf("an exec whose namespace ended: %+v", m.Result)
+			}
+			break
+		}
+	}
+	out, _ = session(5, `kill -0 `+itoa(background)+` 2>/dev/null && echo there || echo gone; echo $$`)
+	if !strings.HasPrefix(out, "gone\n") || p.s.holder.pid == first {
+		t.Fatalf("after the holder died: %q", out)
 	}
 }
 

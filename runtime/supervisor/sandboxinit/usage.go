@@ -13,18 +13,25 @@ import (
 // usage is what the whole sandbox uses now. CPU time and memory
 // come from the container's cgroup where the runtime shows one (v2 or v1,
 // runc); under gVisor, which shows none, they are summed over /proc: live
-// processes' times, plus what PID 1's reaped descendants used, and their
-// resident memory. Processes are counted in /proc either way, so that the
-// supervisor's reserved threads never look like the program's.
+// processes' times, plus what the reaped descendants of PID 1 and of the
+// session namespace's holder used, and their resident memory. Processes are
+// counted in /proc either way, so that the supervisor's reserved threads
+// never look like the program's; neither it nor a holder counts.
 func (s *server) usage() *supervisor.FileResult {
 	u := &supervisor.Usage{}
+	reapers := map[string]bool{"1": true}
+	s.mu.Lock()
+	for pid := range s.holders {
+		reapers[itoa(pid)] = true
+	}
+	s.mu.Unlock()
 	var cpuUS, rss int64
 	forEachProcess(func(pid string, stat []byte) {
 		f := statFields(stat)
 		if len(f) < 22 {
 			return
 		}
-		if pid == "1" {
+		if reapers[pid] {
 			// cutime and cstime: every reaped descendant's.
 			cpuUS += (atoi64(f[13]) + atoi64(f[14])) * 10000
 		} else if f[0] != "Z" {

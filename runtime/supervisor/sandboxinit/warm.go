@@ -26,7 +26,7 @@ import (
 // fd 4 it says it is ready (see the language package's WarmProtocol).
 type warmProcess struct {
 	pid      int
-	isolated bool // in a PID namespace of its own (see spawn)
+	isolated supervisor.Isolation // the namespace it got (see spawn)
 	req      supervisor.WarmRequest
 	env      []string // the environment of the runs it stands in for
 	dir      string
@@ -190,7 +190,7 @@ func (s *server) takeWarm(req supervisor.ExecRequest, env []string, dir string) 
 			why = "another directory"
 		case !sameEnv(env, w.env):
 			why = "another environment"
-		case w.isolated != (req.Isolate && s.canIsolate()):
+		case w.isolated != s.effective(req.Isolate):
 			why = "another isolation"
 		default:
 			delete(s.warms, key)
