@@ -158,7 +158,8 @@ EOF
 # --- processes ------------------------------------------------------------
 
 # start NAME CMD... : starts CMD in the background, logging to
-# $LOGS/NAME.log, its pid in $RUN/NAME.pid; nothing if it runs already.
+# $LOGS/NAME.log, its pid and CMD's path in $RUN/NAME.pid; nothing if it
+# runs already.
 start() {
 	local name=$1
 	shift
@@ -166,13 +167,29 @@ start() {
 		return
 	fi
 	"$@" >>"$LOGS/$name.log" 2>&1 &
-	echo $! >"$RUN/$name.pid"
+	echo "$! $1" >"$RUN/$name.pid"
+}
+
+# ours NAME : prints the pid $RUN/NAME.pid records if that process runs
+# still, and is what we started: a pid file outlives its process (a
+# machine that restarted without emptying /run), and its number may be
+# another program's by now. A file with no path (written before paths
+# were) is taken for a process whose command line names NAME's program.
+ours() {
+	local pid cmd argv
+	read -r pid cmd <"$RUN/$1.pid" 2>/dev/null || return 1
+	kill -0 "$pid" 2>/dev/null || return 1
+	argv=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+	if [[ -n $cmd ]]; then
+		[[ ${argv%% *} == "$cmd" ]] || return 1
+	else
+		[[ $argv == *"${1%-[0-9]*}"* ]] || return 1
+	fi
+	echo "$pid"
 }
 
 running() {
-	local pid
-	pid=$(cat "$RUN/$1.pid" 2>/dev/null) || return 1
-	kill -0 "$pid" 2>/dev/null
+	ours "$1" >/dev/null
 }
 
 # await WHAT SECONDS CMD... : polls CMD until it succeeds.
@@ -190,8 +207,7 @@ await() {
 
 stop() {
 	local name=$1 pid
-	pid=$(cat "$RUN/$name.pid" 2>/dev/null) || return 0
-	if kill -0 "$pid" 2>/dev/null; then
+	if pid=$(ours "$name"); then
 		kill "$pid" 2>/dev/null || true
 		for _ in $(seq 100); do
 			kill -0 "$pid" 2>/dev/null || break

@@ -294,7 +294,7 @@ func splitTag(img string) (string, string) {
 
 // RestartComponent kills one of the cluster's processes (SIGKILL, as a
 // crash would: "kube-apiserver", "kubelet", ...), by the pid make cluster
-// recorded, and starts it again with scripts/cluster.sh up, which returns
+// recorded, if it is that process still, and starts it again with scripts/cluster.sh up, which returns
 // once the cluster answers; between runs while it is down.
 func (c *Cluster) RestartComponent(t T, name string, between func()) {
 	t.Helper()
@@ -303,9 +303,16 @@ func (c *Cluster) RestartComponent(t T, name string, between func()) {
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	// "PID PATH" (see start in scripts/cluster.sh): the process is killed
+	// only if it runs PATH still.
+	fields := strings.Fields(string(raw))
+	pid, err := strconv.Atoi(strings.Join(fields[:min(len(fields), 1)], ""))
 	if err != nil {
 		t.Fatalf("%s: %v", pidFile, err)
+	}
+	cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if argv0, _, _ := strings.Cut(string(cmdline), "\x00"); len(fields) < 2 || argv0 != fields[1] {
+		t.Fatalf("%s: pid %d runs %q, not what %s records", name, pid, argv0, pidFile)
 	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("killing %s (pid %d): %v", name, pid, err)
