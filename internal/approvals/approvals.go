@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/state"
 )
 
@@ -87,14 +88,14 @@ func (m *Manager) startExpiryLocked(e *entry) {
 // back decided; a denied or expired one also as its error. A ctx that ends
 // first (the client went) leaves the approval pending, to be decided and
 // recorded without a client.
-func (m *Manager) Ask(ctx context.Context, q api.Approval, asked func(api.Approval)) (api.Approval, *api.Error) {
+func (m *Manager) Ask(ctx context.Context, q api.Approval, asked func(api.Approval)) (api.Approval, error) {
 	now := time.Now()
 	q.ID, q.State, q.Created, q.Deadline, q.Waiting = "ap-"+state.NewID(now), api.ApprovalPending, now.UTC(), now.Add(m.timeout).UTC(), true
 	e := &entry{a: q, decided: make(chan struct{})}
 	m.mu.Lock()
 	if n := m.pendingLocked(); n >= maxPending {
 		m.mu.Unlock()
-		return q, api.Errorf(api.CodeApprovalDenied, "%d requests already wait for approval: decide them (sandboxctl approvals) before asking for more", n)
+		return q, errdefs.Errorf(errdefs.ApprovalDenied, "%d requests already wait for approval: decide them (sandboxctl approvals) before asking for more", n)
 	}
 	m.all[e.a.ID] = e
 	m.startExpiryLocked(e)
@@ -116,10 +117,10 @@ func (m *Manager) Ask(ctx context.Context, q api.Approval, asked func(api.Approv
 	case <-e.decided:
 	case <-ctx.Done():
 		gone()
-		return q, api.Errorf(api.CodeApprovalDenied, "the client stopped waiting for approval %s", q.ID)
+		return q, errdefs.Errorf(errdefs.ApprovalDenied, "the client stopped waiting for approval %s", q.ID)
 	case <-m.closing:
 		gone()
-		return q, api.Errorf(api.CodeShuttingDown, "sandboxd is stopping: approval %s stays listed, to be decided without this request", q.ID)
+		return q, errdefs.Errorf(errdefs.ShuttingDown, "sandboxd is stopping: approval %s stays listed, to be decided without this request", q.ID)
 	}
 	m.mu.Lock()
 	a := e.a
@@ -130,24 +131,24 @@ func (m *Manager) Ask(ctx context.Context, q api.Approval, asked func(api.Approv
 		if a.Reason != "" {
 			reason = ": " + a.Reason
 		}
-		return a, api.Errorf(api.CodeApprovalDenied, "approval %s denied by %s%s", a.ID, a.By, reason)
+		return a, errdefs.Errorf(errdefs.ApprovalDenied, "approval %s denied by %s%s", a.ID, a.By, reason)
 	case api.ApprovalExpired:
-		return a, api.Errorf(api.CodeApprovalTimeout, "approval %s: %s; it is denied", a.ID, a.Reason)
+		return a, errdefs.Errorf(errdefs.ApprovalTimeout, "approval %s: %s; it is denied", a.ID, a.Reason)
 	}
 	return a, nil
 }
 
 // Decide approves or denies a pending approval, as by (who asked sandboxd
 // to), for reason.
-func (m *Manager) Decide(id string, approve bool, by, reason string) (api.Approval, *api.Error) {
+func (m *Manager) Decide(id string, approve bool, by, reason string) (api.Approval, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.all[id]
 	if !ok {
-		return api.Approval{}, api.Errorf(api.CodeNotFound, "no approval %q (sandboxctl approvals ls lists them)", id)
+		return api.Approval{}, errdefs.Errorf(errdefs.NotFound, "no approval %q (sandboxctl approvals ls lists them)", id)
 	}
 	if e.a.State != api.ApprovalPending {
-		return e.a, api.Errorf(api.CodeConflict, "approval %s is %s already (by %s)", id, e.a.State, orNobody(e.a.By))
+		return e.a, errdefs.Errorf(errdefs.Conflict, "approval %s is %s already (by %s)", id, e.a.State, orNobody(e.a.By))
 	}
 	st := api.ApprovalDenied
 	if approve {
@@ -228,13 +229,13 @@ func (m *Manager) List(state string) []api.Approval {
 }
 
 // Get returns one approval.
-func (m *Manager) Get(id string) (api.Approval, *api.Error) {
+func (m *Manager) Get(id string) (api.Approval, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if e, ok := m.all[id]; ok {
 		return e.a, nil
 	}
-	return api.Approval{}, api.Errorf(api.CodeNotFound, "no approval %q (sandboxctl approvals ls lists them)", id)
+	return api.Approval{}, errdefs.Errorf(errdefs.NotFound, "no approval %q (sandboxctl approvals ls lists them)", id)
 }
 
 // Close ends the waits (their requests end shutting_down) and the expiry

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/state"
 )
 
@@ -82,7 +83,7 @@ func TestPendingApprovalsAreBounded(t *testing.T) {
 	for range maxPending {
 		m.Ask(ctx, api.Approval{Kind: "run"}, func(api.Approval) {})
 	}
-	if _, aerr := m.Ask(ctx, api.Approval{Kind: "run"}, func(api.Approval) { t.Error("listed past the bound") }); aerr == nil || aerr.Code != api.CodeApprovalDenied {
+	if _, aerr := m.Ask(ctx, api.Approval{Kind: "run"}, func(api.Approval) { t.Error("listed past the bound") }); aerr == nil || !errdefs.Is(aerr, errdefs.ApprovalDenied) {
 		t.Errorf("one past the bound: %v", aerr)
 	}
 	if n := len(m.List(api.ApprovalPending)); n != maxPending {

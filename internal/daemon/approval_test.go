@@ -9,6 +9,7 @@ import (
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/daemon/daemontest"
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 )
 
 // askingPatterns puts the patterns policy in mode "ask": what it would
@@ -50,7 +51,7 @@ func TestApprovals(t *testing.T) {
 	}
 	type outcome struct {
 		res    *api.RunResult
-		aerr   *api.Error
+		aerr   error
 		queued []string
 	}
 	run := func() chan outcome {
@@ -82,7 +83,7 @@ func TestApprovals(t *testing.T) {
 	if len(o.queued) != 1 || !strings.Contains(o.queued[0], a.ID) {
 		t.Errorf("the run was told %q", o.queued)
 	}
-	if _, aerr := d.Approvals.Decide(a.ID, false, "bob", ""); aerr == nil || aerr.Code != api.CodeConflict || !strings.Contains(aerr.Message, "approved already (by alice)") {
+	if _, aerr := d.Approvals.Decide(a.ID, false, "bob", ""); aerr == nil || !errdefs.Is(aerr, errdefs.Conflict) || !strings.Contains(aerr.Error(), "approved already (by alice)") {
 		t.Errorf("deciding twice: %v", aerr)
 	}
 
@@ -91,11 +92,11 @@ func TestApprovals(t *testing.T) {
 	if _, aerr := d.Approvals.Decide(a.ID, false, "bob", "no downloads piped to a shell"); aerr != nil {
 		t.Fatal(aerr)
 	}
-	if o := <-done; o.aerr == nil || o.aerr.Code != api.CodeApprovalDenied || !strings.Contains(o.aerr.Message, "denied by bob: no downloads piped to a shell") {
+	if o := <-done; o.aerr == nil || !errdefs.Is(o.aerr, errdefs.ApprovalDenied) || !strings.Contains(o.aerr.Error(), "denied by bob: no downloads piped to a shell") {
 		t.Errorf("the denied run: %v", o.aerr)
 	}
 
-	if o := <-run(); o.aerr == nil || o.aerr.Code != api.CodeApprovalTimeout {
+	if o := <-run(); o.aerr == nil || !errdefs.Is(o.aerr, errdefs.ApprovalTimeout) {
 		t.Errorf("the run nobody decided: %v", o.aerr)
 	}
 	if list := d.Approvals.List(api.ApprovalExpired); len(list) != 1 || list[0].Decided == nil {

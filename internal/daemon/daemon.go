@@ -23,6 +23,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/config"
 	"github.com/sandboxd/sandboxd/internal/drain"
 	"github.com/sandboxd/sandboxd/internal/egress"
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/languages"
 	"github.com/sandboxd/sandboxd/internal/metrics"
 	"github.com/sandboxd/sandboxd/internal/projects"
@@ -259,20 +260,20 @@ func (d *Daemon) Secrets() api.SecretList {
 func (d *Daemon) SessionUsage() map[string][]api.SandboxUsage { return d.Sessions.Usage() }
 
 // Executions lists recorded executions, newest first.
-func (d *Daemon) Executions(limit int, filter api.ExecutionFilter, before string) ([]api.Execution, *api.Error) {
+func (d *Daemon) Executions(limit int, filter api.ExecutionFilter, before string) ([]api.Execution, error) {
 	if limit <= 0 || limit > 1000 {
 		limit = 100
 	}
 	list, err := d.store.Executions(limit, filter, before)
 	if err != nil {
-		return nil, api.Errorf(api.CodeInvalidRequest, "%v", err)
+		return nil, errdefs.Errorf(errdefs.Invalid, "%v", err)
 	}
 	return list, nil
 }
 
 // BuildImages builds the images of the named languages (every language
 // when none is named); progress receives the builds' output.
-func (d *Daemon) BuildImages(ctx context.Context, req api.ImageBuildRequest, progress func(api.ImageBuildEvent)) (*api.ImageBuildResult, *api.Error) {
+func (d *Daemon) BuildImages(ctx context.Context, req api.ImageBuildRequest, progress func(api.ImageBuildEvent)) (*api.ImageBuildResult, error) {
 	if aerr := d.gate.Enter(); aerr != nil {
 		return nil, aerr
 	}

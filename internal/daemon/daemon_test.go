@@ -9,6 +9,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/daemon/daemontest"
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/runtime"
 )
 
@@ -52,10 +53,10 @@ func TestRunsReuseAFreshSandbox(t *testing.T) {
 func TestRunErrors(t *testing.T) {
 	d, rt := daemontest.New(t, daemontest.Bash)
 	ctx := context.Background()
-	if _, aerr := d.Run(ctx, api.RunRequest{Language: "cobol", Code: "x"}, nil); aerr == nil || aerr.Code != api.CodeUnknownLanguage {
+	if _, aerr := d.Run(ctx, api.RunRequest{Language: "cobol", Code: "x"}, nil); aerr == nil || !errdefs.Is(aerr, errdefs.UnknownLanguage) {
 		t.Errorf("unknown language: %v", aerr)
 	}
-	if _, aerr := d.Run(ctx, api.RunRequest{Language: "bash"}, nil); aerr == nil || aerr.Code != api.CodeInvalidRequest {
+	if _, aerr := d.Run(ctx, api.RunRequest{Language: "bash"}, nil); aerr == nil || !errdefs.Is(aerr, errdefs.Invalid) {
 		t.Errorf("no program: %v", aerr)
 	}
 	res, aerr := d.Run(ctx, api.RunRequest{Language: "bash", Code: "sleep 30", Timeout: api.Duration(300e6)}, nil)
@@ -111,7 +112,7 @@ func TestSessionLifecycle(t *testing.T) {
 	if aerr := d.Sessions.Delete(s.ID); aerr != nil {
 		t.Fatal(aerr)
 	}
-	if _, aerr := d.Exec(ctx, s.ID, api.ExecRequest{Argv: []string{"true"}}, nil); aerr == nil || aerr.Code != api.CodeNotFound {
+	if _, aerr := d.Exec(ctx, s.ID, api.ExecRequest{Argv: []string{"true"}}, nil); aerr == nil || !errdefs.Is(aerr, errdefs.NotFound) {
 		t.Fatalf("exec in a deleted session: %v", aerr)
 	}
 }

@@ -10,8 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sandboxd/sandboxd/api"
-	"github.com/sandboxd/sandboxd/internal/request"
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/sessions"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
@@ -80,16 +79,16 @@ func (f *forwards) done(id string) {
 // either side ends it (or the session's TTL). The bytes travel over the
 // supervisor's channel; the sandbox's network stays none. It returns why
 // no connection was made (nothing listens there), empty when one was.
-func (d *Daemon) Forward(ctx context.Context, id string, port int, in io.Reader, out func([]byte)) (string, *api.Error) {
+func (d *Daemon) Forward(ctx context.Context, id string, port int, in io.Reader, out func([]byte)) (string, error) {
 	if port < 1 || port > 65535 {
-		return "", api.Errorf(api.CodeInvalidRequest, "port %d: a number from 1 to 65535", port)
+		return "", errdefs.Errorf(errdefs.Invalid, "port %d: a number from 1 to 65535", port)
 	}
 	if !d.forwards.take(ctx, id) {
-		return "", api.Errorf(api.CodeTooManyConnections, "session %s has carried %d connections for %s: close some, or try again", id, maxForwards, forwardWait)
+		return "", errdefs.Errorf(errdefs.TooManyConnections, "session %s has carried %d connections for %s: close some, or try again", id, maxForwards, forwardWait)
 	}
 	defer d.forwards.done(id)
 	var refused string
-	aerr := d.Sessions.Alongside(ctx, id, func(ss *sessions.Session, sb *runtime.Sandbox) *api.Error {
+	aerr := d.Sessions.Alongside(ctx, id, func(ss *sessions.Session, sb *runtime.Sandbox) error {
 		var stderr bytes.Buffer
 		// Never cancelled: a cancelled execution ends every process in the
 		// sandbox, the server too. A client that goes closes in, and the
@@ -108,7 +107,7 @@ func (d *Daemon) Forward(ctx context.Context, id string, port int, in io.Reader,
 			}
 		})
 		if err != nil {
-			return request.ErrorOf(d.sandboxFailed("the session's sandbox", fmt.Errorf("forwarding port %d: %w", port, err)))
+			return d.sandboxFailed("the session's sandbox", fmt.Errorf("forwarding port %d: %w", port, err))
 		}
 		if res.ExitCode != 0 {
 			refused = strings.TrimSpace(stderr.String())

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/languages"
 	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/internal/sessions"
@@ -42,7 +43,7 @@ func (j judgement) recorded() string { return cmp.Or(j.recordAs, j.kind) }
 // error, with every finding, and is recorded like an execution that never
 // ran. A request an asking policy questioned waits for a person's
 // decision (see approve).
-func (d *Daemon) judge(ctx context.Context, j judgement) (policy.Decision, *api.Error) {
+func (d *Daemon) judge(ctx context.Context, j judgement) (policy.Decision, error) {
 	dec := d.policies.Evaluate(ctx, contract.Request{
 		Kind: j.kind, Language: j.lang.Name(), Files: j.files, Entry: j.entry, Argv: j.argv, Cwd: j.cwd, Session: j.session,
 		Limits: policyLimits(j.limits), Ceilings: policyLimits(j.lang.Limits()),
@@ -65,14 +66,23 @@ func (d *Daemon) judge(ctx context.Context, j judgement) (policy.Decision, *api.
 		where = " in " + f.File
 	}
 	d.records.denied(j.lang.Name(), j.recorded(), j.session, dec.Findings, nil)
-	return dec, &api.Error{Code: api.CodePolicyDenied, Findings: dec.Findings,
-		Message: fmt.Sprintf("denied by policy %s: %s%s: %s", f.Policy, f.Rule, where, f.Message)}
+	return dec, &denied{findings: dec.Findings, msg: fmt.Sprintf("denied by policy %s: %s%s: %s", f.Policy, f.Rule, where, f.Message)}
 }
+
+// denied is a policy's denial, whose findings go out with it.
+type denied struct {
+	msg      string
+	findings []api.Finding
+}
+
+func (e *denied) Error() string           { return e.msg }
+func (e *denied) Kind() errdefs.Kind      { return errdefs.PolicyDenied }
+func (e *denied) Findings() []api.Finding { return e.findings }
 
 // approve puts a request an asking policy questioned to a person and
 // waits for the decision: approved, it goes on with the decision in its
 // result; denied or expired, it is recorded as denied, with who decided.
-func (d *Daemon) approve(ctx context.Context, j judgement, dec policy.Decision) (policy.Decision, *api.Error) {
+func (d *Daemon) approve(ctx context.Context, j judgement, dec policy.Decision) (policy.Decision, error) {
 	q := api.Approval{Kind: j.kind, Language: j.lang.Name(), Session: j.session, Argv: j.argv, Entry: j.entry,
 		Files: approvalFiles(j.files), Question: *dec.Question, Findings: dec.Findings}
 	a, aerr := d.Approvals.Ask(ctx, q, func(a api.Approval) {
@@ -117,7 +127,7 @@ func policyLimits(l runtime.Limits) contract.Limits {
 
 // Validate runs the policies over a program or a command without running
 // anything.
-func (d *Daemon) Validate(ctx context.Context, req api.ValidateRequest) (*api.ValidateResult, *api.Error) {
+func (d *Daemon) Validate(ctx context.Context, req api.ValidateRequest) (*api.ValidateResult, error) {
 	l, aerr := d.Languages.Resolve(req.Language)
 	if aerr != nil {
 		return nil, aerr
@@ -130,7 +140,7 @@ func (d *Daemon) Validate(ctx context.Context, req api.ValidateRequest) (*api.Va
 	if len(req.Argv) == 0 {
 		prog, aerr := request.DecodeProgram(req.Code, req.Files, req.Entry, request.Input{})
 		if aerr != nil {
-			return nil, api.Errorf(api.CodeInvalidRequest, "%s (or send argv to judge a command)", aerr.Message)
+			return nil, errdefs.Errorf(errdefs.Invalid, "%w (or send argv to judge a command)", aerr)
 		}
 		p, aerr := d.plan(ctx, l, prog, "")
 		if aerr != nil {
@@ -150,7 +160,7 @@ const judgedUpload = 1 << 20
 // PutFile uploads a file into a session after the policies judged it, so
 // that a program uploaded and then run meets the same patterns and secrets
 // rules as one sent to run.
-func (d *Daemon) PutFile(ctx context.Context, id, path string, mode uint32, body io.Reader) (*api.FileWritten, *api.Error) {
+func (d *Daemon) PutFile(ctx context.Context, id, path string, mode uint32, body io.Reader) (*api.FileWritten, error) {
 	rec, aerr := d.Sessions.Get(id)
 	if aerr != nil {
 		return nil, aerr
@@ -160,7 +170,7 @@ func (d *Daemon) PutFile(ctx context.Context, id, path string, mode uint32, body
 	if ok && perr == nil {
 		head, err := io.ReadAll(io.LimitReader(body, judgedUpload))
 		if err != nil {
-			return nil, api.Errorf(api.CodeInvalidRequest, "receiving the upload: %v", err)
+			return nil, errdefs.Errorf(errdefs.Invalid, "receiving the upload: %v", err)
 		}
 		limits, _ := request.Limits(l.Limits(), 0, &rec.Limits)
 		j := judgement{kind: contract.KindPut, lang: l, session: id, limits: limits,

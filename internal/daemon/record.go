@@ -8,6 +8,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/metrics"
+	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/internal/state"
 )
 
@@ -99,11 +100,11 @@ func (r *recorder) denied(language, kind, session string, findings []api.Finding
 
 // failed counts and stores an execution that sandboxd could not carry out
 // (no container, a dead sandbox), with why.
-func (r *recorder) failed(language, kind, session string, limits api.Limits, aerr *api.Error) *api.Error {
+func (r *recorder) failed(language, kind, session string, limits api.Limits, aerr error) error {
 	now := time.Now()
 	r.count(language, kind, outcomeError, nil, nil)
 	r.write(api.Execution{ID: state.NewID(now), Kind: kind, Language: language, Session: session,
-		StartedAt: now.UTC(), Outcome: outcomeError, ExitCode: -1, Limits: limits, Error: aerr.Code + ": " + aerr.Message})
+		StartedAt: now.UTC(), Outcome: outcomeError, ExitCode: -1, Limits: limits, Error: request.ErrorOf(aerr).Error()})
 	return aerr
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/languages"
 	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/internal/sessions"
@@ -34,12 +35,12 @@ import (
 // Run executes a program one-shot in a fresh sandbox: a warm container's,
 // made fresh after the run before it (see languages.Registry.Acquire).
 // out, if not nil, receives output as it happens.
-func (d *Daemon) Run(ctx context.Context, req api.RunRequest, out OutputFunc) (*api.RunResult, *api.Error) {
+func (d *Daemon) Run(ctx context.Context, req api.RunRequest, out OutputFunc) (*api.RunResult, error) {
 	return d.run(ctx, req, out, nil)
 }
 
 // run is Run, its program on tty if that is not nil.
-func (d *Daemon) run(ctx context.Context, req api.RunRequest, out OutputFunc, tty *TTY) (*api.RunResult, *api.Error) {
+func (d *Daemon) run(ctx context.Context, req api.RunRequest, out OutputFunc, tty *TTY) (*api.RunResult, error) {
 	if aerr := d.gate.Enter(); aerr != nil {
 		return nil, aerr
 	}
@@ -88,8 +89,8 @@ func (d *Daemon) run(ctx context.Context, req api.RunRequest, out OutputFunc, tt
 	j.env = append(j.env, request.EnvList(languages.SecretEnv(secrets))...)
 
 	// From here on a failure is sandboxd's, and recorded as such.
-	failed := func(err error) *api.Error {
-		return d.records.failed(l.Name(), "run", "", request.APILimits(limits), request.ErrorOf(err))
+	failed := func(err error) error {
+		return d.records.failed(l.Name(), "run", "", request.APILimits(limits), err)
 	}
 	waited := tellQueue(l, tellQueued(out))
 	sb, release, err := d.Languages.Acquire(ctx, l, limits)
@@ -167,15 +168,15 @@ func tellQueue(l *languages.Language, tell func(string)) (stop func() string) {
 }
 
 // Exec runs a command or a program in a session's workspace.
-func (d *Daemon) Exec(ctx context.Context, id string, req api.ExecRequest, out OutputFunc) (*api.RunResult, *api.Error) {
+func (d *Daemon) Exec(ctx context.Context, id string, req api.ExecRequest, out OutputFunc) (*api.RunResult, error) {
 	received := time.Now()
 	var res *api.RunResult
 	var resumed time.Duration
 	ctx = sessions.OnResume(ctx, func(took time.Duration) { resumed = took })
-	aerr := d.Sessions.Use(ctx, id, func(ss *sessions.Session, sb *runtime.Sandbox) *api.Error {
+	aerr := d.Sessions.Use(ctx, id, func(ss *sessions.Session, sb *runtime.Sandbox) error {
 		l := ss.Lang
 		if req.Limits != nil && (req.Limits.Memory != 0 || req.Limits.CPUs != 0 || req.Limits.Pids != 0) {
-			return api.Errorf(api.CodeInvalidRequest, "memory, cpus and pids are the session's: set them when creating it")
+			return errdefs.Errorf(errdefs.Invalid, "memory, cpus and pids are the session's: set them when creating it")
 		}
 		j, entry, aerr := d.execJob(ctx, l, req)
 		if aerr != nil {
@@ -211,7 +212,7 @@ func (d *Daemon) Exec(ctx context.Context, id string, req api.ExecRequest, out O
 		r, last, err := execute(ctx, sb, d.Languages.Gate(sb), j.job, limits, out)
 		if err != nil {
 			return d.records.failed(l.Name(), "exec", id, request.APILimits(limits),
-				request.ErrorOf(d.sandboxFailed("the session's sandbox", err)))
+				d.sandboxFailed("the session's sandbox", err))
 		}
 		switch {
 		case last.Survivors > 0:
@@ -274,19 +275,19 @@ type planned struct {
 
 // plan asks the language's plugin how to run a program; its files go to
 // dir (relative to the workspace; "" is the workspace itself).
-func (d *Daemon) plan(ctx context.Context, l *languages.Language, prog request.Program, dir string) (planned, *api.Error) {
+func (d *Daemon) plan(ctx context.Context, l *languages.Language, prog request.Program, dir string) (planned, error) {
 	plan, err := l.Plugin.Plan(ctx, language.PlanRequest{Code: prog.Code, Files: prog.Files, Entry: prog.Entry, Args: prog.Args})
 	switch {
 	case err != nil:
-		return planned{}, request.ErrorOf(err)
+		return planned{}, err
 	case len(plan.Steps) == 0:
-		return planned{}, api.Errorf(api.CodeInternal, "language plugin %q returned a plan with no steps", l.Config.Plugin)
+		return planned{}, errdefs.Errorf(errdefs.Internal, "language plugin %q returned a plan with no steps", l.Config.Plugin)
 	case prog.Code != "" && plan.CodeFile == "":
-		return planned{}, api.Errorf(api.CodeInternal, "language plugin %q did not say where the code goes", l.Config.Plugin)
+		return planned{}, errdefs.Errorf(errdefs.Internal, "language plugin %q did not say where the code goes", l.Config.Plugin)
 	}
 	if prog.Code != "" {
 		if _, err := request.CleanPath(plan.CodeFile); err != nil {
-			return planned{}, api.Errorf(api.CodeInternal, "language plugin %q put the code at %v", l.Config.Plugin, err)
+			return planned{}, errdefs.Errorf(errdefs.Internal, "language plugin %q put the code at %v", l.Config.Plugin, err)
 		}
 	}
 	files := prog.WithCode(plan.CodeFile)
@@ -296,7 +297,7 @@ func (d *Daemon) plan(ctx context.Context, l *languages.Language, prog request.P
 			continue
 		}
 		if _, err := request.CleanPath(to); err != nil {
-			return planned{}, api.Errorf(api.CodeInternal, "language plugin %q renamed %s to %v", l.Config.Plugin, f.Path, err)
+			return planned{}, errdefs.Errorf(errdefs.Internal, "language plugin %q renamed %s to %v", l.Config.Plugin, f.Path, err)
 		}
 		files[i].Path = to
 	}
@@ -320,7 +321,7 @@ func (d *Daemon) plan(ctx context.Context, l *languages.Language, prog request.P
 // execJob turns an exec request into a job: argv as it is, or a program
 // planned by the session's language plugin. It returns the program's
 // entry, as the request named it.
-func (d *Daemon) execJob(ctx context.Context, l *languages.Language, req api.ExecRequest) (planned, string, *api.Error) {
+func (d *Daemon) execJob(ctx context.Context, l *languages.Language, req api.ExecRequest) (planned, string, error) {
 	dir, aerr := workDir(req.Cwd)
 	if aerr != nil {
 		return planned{}, "", aerr
@@ -331,7 +332,7 @@ func (d *Daemon) execJob(ctx context.Context, l *languages.Language, req api.Exe
 	}
 	switch {
 	case len(req.Argv) > 0 && (req.Code != "" || len(req.Files) > 0):
-		return planned{}, "", api.Errorf(api.CodeInvalidRequest, "send either argv (a command) or code/files (a program), not both")
+		return planned{}, "", errdefs.Errorf(errdefs.Invalid, "send either argv (a command) or code/files (a program), not both")
 	case len(req.Argv) > 0:
 		in.Args = req.Argv
 		stdin, aerr := request.DecodeInput(in)
@@ -342,7 +343,7 @@ func (d *Daemon) execJob(ctx context.Context, l *languages.Language, req api.Exe
 	}
 	prog, aerr := request.DecodeProgram(req.Code, req.Files, req.Entry, in)
 	if aerr != nil {
-		return planned{}, "", api.Errorf(api.CodeInvalidRequest, "%s (or send argv to run a command)", aerr.Message)
+		return planned{}, "", errdefs.Errorf(errdefs.Invalid, "%w (or send argv to run a command)", aerr)
 	}
 	j, aerr := d.plan(ctx, l, prog, dir)
 	return j, prog.Entry, aerr
@@ -350,13 +351,13 @@ func (d *Daemon) execJob(ctx context.Context, l *languages.Language, req api.Exe
 
 // workDir is the directory a request's cwd (relative to the workspace)
 // names; "" for the workspace itself.
-func workDir(cwd string) (string, *api.Error) {
+func workDir(cwd string) (string, error) {
 	if cwd == "" {
 		return "", nil
 	}
 	rel, aerr := sessions.Path(cwd)
 	if aerr != nil {
-		return "", api.Errorf(api.CodeInvalidRequest, "cwd: %s", aerr.Message)
+		return "", errdefs.Errorf(errdefs.Invalid, "cwd: %w", aerr)
 	}
 	if rel == "." {
 		return "", nil
@@ -366,8 +367,8 @@ func workDir(cwd string) (string, *api.Error) {
 
 // RestartContext ends a session's context, if it runs, and starts it
 // afresh.
-func (d *Daemon) RestartContext(ctx context.Context, id, name string) (*api.Context, *api.Error) {
-	if aerr := d.Sessions.EndContext(ctx, id, name); aerr != nil && aerr.Code != api.CodeNotFound {
+func (d *Daemon) RestartContext(ctx context.Context, id, name string) (*api.Context, error) {
+	if aerr := d.Sessions.EndContext(ctx, id, name); aerr != nil && !errdefs.Is(aerr, errdefs.NotFound) {
 		return nil, aerr
 	}
 	res, aerr := d.Exec(ctx, id, api.ExecRequest{Context: name}, nil)
@@ -375,7 +376,7 @@ func (d *Daemon) RestartContext(ctx context.Context, id, name string) (*api.Cont
 		return nil, aerr
 	}
 	if res.ExitCode != 0 || res.Context == nil || res.Context.Lost != "" {
-		return nil, api.Errorf(api.CodeInternal, "context %s did not start: exit %d: %s", name, res.ExitCode, res.Stderr)
+		return nil, errdefs.Errorf(errdefs.Internal, "context %s did not start: exit %d: %s", name, res.ExitCode, res.Stderr)
 	}
 	list, aerr := d.Sessions.Contexts(ctx, id)
 	if aerr != nil {
@@ -386,7 +387,7 @@ func (d *Daemon) RestartContext(ctx context.Context, id, name string) (*api.Cont
 			return &c, nil
 		}
 	}
-	return nil, api.Errorf(api.CodeInternal, "context %s ended as it started", name)
+	return nil, errdefs.Errorf(errdefs.Internal, "context %s ended as it started", name)
 }
 
 // contextName is what a context may be called.
@@ -395,14 +396,14 @@ var contextName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 // cellJob turns an exec in a context into a job: the code alone, for the
 // language's context kernel. The code is judged as a file of the
 // language named after the context.
-func (d *Daemon) cellJob(l *languages.Language, req api.ExecRequest, dir string) (planned, string, *api.Error) {
+func (d *Daemon) cellJob(l *languages.Language, req api.ExecRequest, dir string) (planned, string, error) {
 	switch {
 	case len(l.Info.ContextCommand) == 0:
-		return planned{}, "", api.Errorf(api.CodeInvalidRequest, "language %s has no contexts (its plugin declares no context command); run programs without context", l.Name())
+		return planned{}, "", errdefs.Errorf(errdefs.Invalid, "language %s has no contexts (its plugin declares no context command); run programs without context", l.Name())
 	case !contextName.MatchString(req.Context):
-		return planned{}, "", api.Errorf(api.CodeInvalidRequest, "context %q: a name of letters, digits, '.', '_' and '-', up to 64, such as \"main\"", req.Context)
+		return planned{}, "", errdefs.Errorf(errdefs.Invalid, "context %q: a name of letters, digits, '.', '_' and '-', up to 64, such as \"main\"", req.Context)
 	case len(req.Argv) > 0 || len(req.Files) > 0 || req.Entry != "" || len(req.Args) > 0 || req.Stdin != "":
-		return planned{}, "", api.Errorf(api.CodeInvalidRequest, "an exec in a context takes code alone (no argv, files, entry, args or stdin)")
+		return planned{}, "", errdefs.Errorf(errdefs.Invalid, "an exec in a context takes code alone (no argv, files, entry, args or stdin)")
 	}
 	entry := req.Context
 	if exts := l.Info.Extensions; len(exts) > 0 {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/internal/sessions"
 	"github.com/sandboxd/sandboxd/plugins/language"
@@ -27,7 +28,7 @@ var terminalEnv = map[string]string{"TERM": "xterm-256color", "PS1": `\w\$ `}
 
 // Terminal runs an interactive command (nil: DefaultShell) in a session,
 // beside its other operations.
-func (d *Daemon) Terminal(ctx context.Context, id string, argv []string, tty TTY) (*api.RunResult, *api.Error) {
+func (d *Daemon) Terminal(ctx context.Context, id string, argv []string, tty TTY) (*api.RunResult, error) {
 	if len(argv) == 0 {
 		argv = DefaultShell
 	}
@@ -54,14 +55,14 @@ type Command struct {
 // Command runs c in a session beside its other operations: judged by the
 // policies as an exec is, under the session's limits, its deadline the
 // session's ceiling, recorded in the history under c.Kind.
-func (d *Daemon) Command(ctx context.Context, id string, c Command) (*api.RunResult, *api.Error) {
+func (d *Daemon) Command(ctx context.Context, id string, c Command) (*api.RunResult, error) {
 	received := time.Now()
 	dir, aerr := workDir(c.Cwd)
 	if aerr != nil {
 		return nil, aerr
 	}
 	var res *api.RunResult
-	aerr = d.Sessions.Alongside(ctx, id, func(ss *sessions.Session, sb *runtime.Sandbox) *api.Error {
+	aerr = d.Sessions.Alongside(ctx, id, func(ss *sessions.Session, sb *runtime.Sandbox) error {
 		l, limits := ss.Lang, ss.Limits
 		decision, aerr := d.judge(ctx, judgement{kind: "exec", recordAs: c.Kind, lang: l, argv: c.Argv, cwd: cmp.Or(dir, runtime.Workspace), limits: limits, session: id})
 		if aerr != nil {
@@ -75,7 +76,7 @@ func (d *Daemon) Command(ctx context.Context, id string, c Command) (*api.RunRes
 		r, _, err := execute(ctx, sb, d.Languages.Gate(sb), j, limits, c.Out)
 		if err != nil {
 			return d.records.failed(l.Name(), c.Kind, id, request.APILimits(limits),
-				request.ErrorOf(d.sandboxFailed("the session's sandbox", fmt.Errorf("%s: %w", c.Kind, err))))
+				d.sandboxFailed("the session's sandbox", fmt.Errorf("%s: %w", c.Kind, err)))
 		}
 		r.Session = id
 		d.finish(r, c.Kind, l, id, decision, limits, received, started)
@@ -88,9 +89,9 @@ func (d *Daemon) Command(ctx context.Context, id string, c Command) (*api.RunRes
 // RunTerminal is Run with the program on a pseudo-terminal: a person
 // answers its prompts. Steps before the run (a compiler's) write to the
 // same screen.
-func (d *Daemon) RunTerminal(ctx context.Context, req api.RunRequest, tty TTY) (*api.RunResult, *api.Error) {
+func (d *Daemon) RunTerminal(ctx context.Context, req api.RunRequest, tty TTY) (*api.RunResult, error) {
 	if req.Stdin != "" {
-		return nil, api.Errorf(api.CodeInvalidRequest, "stdin is the terminal's keys here: send none")
+		return nil, errdefs.Errorf(errdefs.Invalid, "stdin is the terminal's keys here: send none")
 	}
 	tty.Size = orDefaultSize(tty.Size)
 	return d.run(ctx, req, nil, &tty)

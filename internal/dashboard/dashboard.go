@@ -96,7 +96,7 @@ func (d *Dashboard) Listening(addr net.Addr, configured string) {
 }
 
 // Login makes a link that signs a browser in to the TCP listener.
-func (d *Dashboard) Login() (*api.DashboardLogin, *api.Error) {
+func (d *Dashboard) Login() (*api.DashboardLogin, error) {
 	d.mu.Lock()
 	origin := d.origin
 	d.mu.Unlock()

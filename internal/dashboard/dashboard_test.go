@@ -61,7 +61,7 @@ func TestGuard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, aerr := d.Login(); aerr == nil || !strings.Contains(aerr.Message, "http { listen") {
+	if _, aerr := d.Login(); aerr == nil || !strings.Contains(aerr.Error(), "http { listen") {
 		t.Errorf("a login link without a listener: %v", aerr)
 	}
 	d.Listening(&net.TCPAddr{IP: net.IPv4zero, Port: 7070}, "0.0.0.0:7070")

@@ -45,7 +45,7 @@ const previewDomain = ".localhost"
 type PreviewHandler func(w http.ResponseWriter, r *http.Request, session string, port int)
 
 // Preview makes a link that opens port of session for ttl (0: PreviewTTL).
-func (d *Dashboard) Preview(session string, port int, ttl time.Duration) (*api.Preview, *api.Error) {
+func (d *Dashboard) Preview(session string, port int, ttl time.Duration) (*api.Preview, error) {
 	d.mu.Lock()
 	origin := d.origin
 	d.mu.Unlock()
@@ -102,7 +102,7 @@ func (d *Dashboard) previewScope(session string, port int) []string {
 }
 
 // RevokePreviews ends every preview token of session made so far.
-func (d *Dashboard) RevokePreviews(session string) *api.Error {
+func (d *Dashboard) RevokePreviews(session string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.revoked[session]++

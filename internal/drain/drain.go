@@ -7,7 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 )
 
 // Gate admits requests until it closes. The zero value is open.
@@ -19,9 +19,9 @@ type Gate struct {
 
 // Enter admits a request, or refuses it once the gate is closed; an
 // admitted request calls Leave when done.
-func (g *Gate) Enter() *api.Error {
+func (g *Gate) Enter() error {
 	if g.closed.Load() {
-		return api.Errorf(api.CodeShuttingDown, "sandboxd is shutting down; retry against the next instance")
+		return errdefs.Errorf(errdefs.ShuttingDown, "sandboxd is shutting down; retry against the next instance")
 	}
 	g.inflight.Add(1)
 	g.n.Add(1)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/e2b/envd"
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/internal/state"
 )
@@ -250,7 +251,7 @@ func (c *controller) get(w http.ResponseWriter, r *http.Request, sb *sandbox) {
 func (c *controller) kill(w http.ResponseWriter, r *http.Request, sb *sandbox) {
 	aerr := c.s.d.Sessions.Delete(sb.rec.ID)
 	c.s.forget(sb.rec.ID)
-	if aerr != nil && aerr.Code != api.CodeNotFound {
+	if aerr != nil && !errdefs.Is(aerr, errdefs.NotFound) {
 		writeAPIError(w, aerr)
 		return
 	}

@@ -33,6 +33,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/config"
 	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/dashboard"
+	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/internal/server"
 	"github.com/sandboxd/sandboxd/internal/state"
 )
@@ -240,7 +241,8 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 }
 
 // writeAPIError answers a daemon error with its HTTP status.
-func writeAPIError(w http.ResponseWriter, e *api.Error) {
+func writeAPIError(w http.ResponseWriter, err error) {
+	e := request.ErrorOf(err)
 	writeError(w, server.Status(e), e.Message)
 }
 
@@ -255,7 +257,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // templates) is the workspace here, by either name, and relative paths
 // start there. Paths elsewhere are refused: the workspace is what a
 // session has of its own.
-func workspacePath(p string) (string, *api.Error) {
+func workspacePath(p string) (string, error) {
 	for _, home := range []string{"/home/user", "/workspace"} {
 		if p == home || strings.HasPrefix(p, home+"/") {
 			return strings.TrimPrefix(strings.TrimPrefix(p, home), "/"), nil

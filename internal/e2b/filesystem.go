@@ -221,7 +221,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		body = gz
 	}
 	var out []writeInfo
-	put := func(p string, data io.Reader) *api.Error {
+	put := func(p string, data io.Reader) error {
 		rel, aerr := workspacePath(p)
 		if aerr != nil {
 			return aerr

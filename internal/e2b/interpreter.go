@@ -12,6 +12,8 @@ import (
 	"sync"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/errdefs"
+	"github.com/sandboxd/sandboxd/internal/request"
 )
 
 // The Code Interpreter's endpoints. An E2B code context is a context of
@@ -79,7 +81,7 @@ func (s *Server) interpreterHandler() http.Handler {
 
 // sandboxLanguage checks that a sandbox runs the language a client asks
 // for ("" is the sandbox's own) and returns the sandbox's.
-func (s *Server) sandboxLanguage(sb *sandbox, asked string) (string, *api.Error) {
+func (s *Server) sandboxLanguage(sb *sandbox, asked string) (string, error) {
 	sess, aerr := s.d.Sessions.Get(sb.rec.ID)
 	if aerr != nil {
 		return "", aerr
@@ -158,7 +160,7 @@ func (s *Server) removeContext(w http.ResponseWriter, r *http.Request) {
 	if cc == nil {
 		return
 	}
-	if aerr := s.d.Sessions.EndContext(r.Context(), sb.rec.ID, cc.ID); aerr != nil && aerr.Code != api.CodeNotFound {
+	if aerr := s.d.Sessions.EndContext(r.Context(), sb.rec.ID, cc.ID); aerr != nil && !errdefs.Is(aerr, errdefs.NotFound) {
 		writeAPIError(w, aerr)
 		return
 	}
@@ -242,7 +244,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 			writeAPIError(w, aerr)
 			return
 		}
-		lines.send(map[string]any{"type": "error", "name": "SandboxdError", "value": aerr.Message, "traceback": ""})
+		lines.send(map[string]any{"type": "error", "name": "SandboxdError", "value": request.ErrorOf(aerr).Message, "traceback": ""})
 		return
 	}
 	for _, result := range results(res.Display) {

@@ -15,6 +15,7 @@ import (
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/e2b/envd"
+	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
@@ -275,7 +276,7 @@ func (s *Server) spawn(sb *sandbox, req *envd.StartRequest, deadline time.Time) 
 	}
 	sub := p.subscribe()
 	started := make(chan struct{})
-	refused := make(chan *api.Error, 1)
+	refused := make(chan error, 1)
 	cmd.Started = func() { close(started) }
 	go func() {
 		defer cancel()
@@ -318,10 +319,10 @@ func output(stream string, b []byte) *envd.ProcessEvent {
 }
 
 // endEvent says how a process ended, as envd would.
-func endEvent(res *api.RunResult, aerr *api.Error) *envd.ProcessEvent_EndEvent {
+func endEvent(res *api.RunResult, aerr error) *envd.ProcessEvent_EndEvent {
 	switch {
 	case aerr != nil:
-		msg := aerr.Message
+		msg := request.ErrorOf(aerr).Message
 		return &envd.ProcessEvent_EndEvent{ExitCode: -1, Status: "error", Error: &msg}
 	case res.Error != "":
 		return &envd.ProcessEvent_EndEvent{ExitCode: int32(res.ExitCode), Status: "error", Error: &res.Error}
@@ -484,7 +485,8 @@ func (in *inbox) close() {
 }
 
 // connectError is a daemon error as the SDKs' Connect clients read it.
-func connectError(e *api.Error) error {
+func connectError(err error) error {
+	e := request.ErrorOf(err)
 	code := connect.CodeInternal
 	switch e.Code {
 	case api.CodeInvalidRequest, api.CodeUnknownLanguage:

@@ -7,6 +7,7 @@ import (
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/images"
 	"github.com/sandboxd/sandboxd/internal/egress"
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
@@ -18,19 +19,19 @@ func (l *Language) Egress() egress.List { return l.allow }
 
 // Narrow is the allow-list a request asked for (nil: the language's
 // own), refused when it reaches beyond the language's.
-func (l *Language) Narrow(req *api.Network) (egress.List, *api.Error) {
+func (l *Language) Narrow(req *api.Network) (egress.List, error) {
 	if req == nil {
 		return l.allow, nil
 	}
 	list, err := egress.Parse(req.Allow)
 	if err != nil {
-		return nil, api.Errorf(api.CodeInvalidRequest, "network.allow: %v; each entry is %s", err, egress.RuleSyntax)
+		return nil, errdefs.Errorf(errdefs.Invalid, "network.allow: %v; each entry is %s", err, egress.RuleSyntax)
 	}
 	if len(list) > 0 && len(l.allow) == 0 {
-		return nil, api.Errorf(api.CodeInvalidRequest, "network.allow: language %s has no egress: an operator allows hosts in its network block in sandboxd.hcl", l.Name())
+		return nil, errdefs.Errorf(errdefs.Invalid, "network.allow: language %s has no egress: an operator allows hosts in its network block in sandboxd.hcl", l.Name())
 	}
 	if beyond := list.Within(l.allow); beyond != "" {
-		return nil, api.Errorf(api.CodeInvalidRequest, "network.allow: %q is beyond what language %s allows: %s", beyond, l.Name(), strings.Join(l.allow.Strings(), ", "))
+		return nil, errdefs.Errorf(errdefs.Invalid, "network.allow: %q is beyond what language %s allows: %s", beyond, l.Name(), strings.Join(l.allow.Strings(), ", "))
 	}
 	return list, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/images"
 	"github.com/sandboxd/sandboxd/internal/config"
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
@@ -124,7 +125,7 @@ func (r *Registry) resolveImage(ctx context.Context, l *Language) imageState {
 // Build builds the images of the named languages (every language when
 // none is named) and moves their pools to what was built. Version probes
 // follow.
-func (r *Registry) Build(ctx context.Context, names []string, progress func(api.ImageBuildEvent)) (*api.ImageBuildResult, *api.Error) {
+func (r *Registry) Build(ctx context.Context, names []string, progress func(api.ImageBuildEvent)) (*api.ImageBuildResult, error) {
 	langs := r.langs
 	if len(names) > 0 {
 		langs = nil
@@ -140,7 +141,7 @@ func (r *Registry) Build(ctx context.Context, names []string, progress func(api.
 	defer r.buildMu.Unlock()
 	targets, ca, err := r.targets(langs)
 	if err != nil {
-		return nil, api.Errorf(api.CodeInternal, "%v", err)
+		return nil, errdefs.Errorf(errdefs.Internal, "%v", err)
 	}
 	res := images.Build(ctx, r.rt, r.cfg.ImagesDir, ca, targets, progress)
 	for _, l := range r.langs {

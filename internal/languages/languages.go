@@ -25,6 +25,7 @@ import (
 	"github.com/sandboxd/sandboxd/images"
 	"github.com/sandboxd/sandboxd/internal/config"
 	"github.com/sandboxd/sandboxd/internal/egress"
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/metrics"
 	"github.com/sandboxd/sandboxd/internal/pool"
 	"github.com/sandboxd/sandboxd/internal/request"
@@ -204,13 +205,13 @@ func (r *Registry) Start() {
 }
 
 // Resolve finds a language by name, alias or extension.
-func (r *Registry) Resolve(name string) (*Language, *api.Error) {
+func (r *Registry) Resolve(name string) (*Language, error) {
 	if name == "" {
-		return nil, api.Errorf(api.CodeInvalidRequest, "language is required; one of: %s", r.names())
+		return nil, errdefs.Errorf(errdefs.Invalid, "language is required; one of: %s", r.names())
 	}
 	l, ok := r.lookup[strings.ToLower(strings.TrimPrefix(name, "."))]
 	if !ok {
-		return nil, api.Errorf(api.CodeUnknownLanguage, "no language %q; available: %s", name, r.names())
+		return nil, errdefs.Errorf(errdefs.UnknownLanguage, "no language %q; available: %s", name, r.names())
 	}
 	return l, nil
 }

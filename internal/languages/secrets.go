@@ -4,9 +4,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/config"
 	"github.com/sandboxd/sandboxd/internal/egress"
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 )
 
 // SecretEnvPrefix names the variable that holds a secret's placeholder in
@@ -16,18 +16,18 @@ const SecretEnvPrefix = "SANDBOXD_SECRET_"
 // Secrets are the secret blocks a request names, each with a fresh
 // placeholder. They go out through the egress proxy, so a language
 // without egress has none to give.
-func (r *Registry) Secrets(l *Language, names []string) ([]egress.Secret, *api.Error) {
+func (r *Registry) Secrets(l *Language, names []string) ([]egress.Secret, error) {
 	if len(names) == 0 {
 		return nil, nil
 	}
 	if len(l.allow) == 0 {
-		return nil, api.Errorf(api.CodeInvalidRequest, "secrets: language %s has no egress, so no secret could be used; an operator allows hosts in its network block", l.Name())
+		return nil, errdefs.Errorf(errdefs.Invalid, "secrets: language %s has no egress, so no secret could be used; an operator allows hosts in its network block", l.Name())
 	}
 	var out []egress.Secret
 	for _, name := range names {
 		s, ok := r.cfg.Secrets[name]
 		if !ok {
-			return nil, api.Errorf(api.CodeInvalidRequest, "secrets: no secret %q; sandboxd.hcl defines %s", name, definedSecrets(r.cfg.Secrets))
+			return nil, errdefs.Errorf(errdefs.Invalid, "secrets: no secret %q; sandboxd.hcl defines %s", name, definedSecrets(r.cfg.Secrets))
 		}
 		out = append(out, egress.Secret{Name: name, Value: s.Value, Hosts: s.Hosts, Placeholder: egress.Placeholder(name)})
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/plugins/language"
 	"github.com/sandboxd/sandboxd/runtime"
@@ -120,7 +121,7 @@ func (r *Registry) warmOne(ctx context.Context, l *Language, sb *runtime.Sandbox
 		Files: files, Exact: w.Exact, Isolate: iso, TimeoutMS: warmReadyTimeout.Milliseconds(),
 	})
 	if err == nil && res.Error != "" {
-		err = &api.Error{Code: api.CodeInternal, Message: res.Error}
+		err = errdefs.New(errdefs.Internal, res.Error)
 	}
 	if err != nil && !sb.Alive() {
 		return // removed meanwhile (a session's end): nothing failed

@@ -24,6 +24,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/config"
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/state"
 )
 
@@ -64,40 +65,40 @@ func (ps *Projects) blobDir() string { return filepath.Join(ps.dir, "blobs") }
 func (ps *Projects) Dir(id string) string       { return filepath.Join(ps.dir, "projects", id) }
 func (ps *Projects) blobPath(sum string) string { return filepath.Join(ps.blobDir(), sum) }
 func projectFilePath(dir, name string) string   { return filepath.Join(dir, filepath.FromSlash(name)) }
-func noProject(ref string) *api.Error {
-	return api.Errorf(api.CodeNotFound, "no project %q (sandboxctl project ls)", ref)
+func noProject(ref string) error {
+	return errdefs.Errorf(errdefs.NotFound, "no project %q (sandboxctl project ls)", ref)
 }
 
 // Create makes an empty project with a unique name.
-func (ps *Projects) Create(req api.ProjectRequest) (*api.Project, *api.Error) {
+func (ps *Projects) Create(req api.ProjectRequest) (*api.Project, error) {
 	if !projectName.MatchString(req.Name) {
-		return nil, api.Errorf(api.CodeInvalidRequest, "project name %q: 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", req.Name)
+		return nil, errdefs.Errorf(errdefs.Invalid, "project name %q: 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", req.Name)
 	}
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if _, aerr := ps.findProjectLocked(req.Name); aerr == nil {
-		return nil, api.Errorf(api.CodeConflict, "a project named %q exists already", req.Name)
+		return nil, errdefs.Errorf(errdefs.Conflict, "a project named %q exists already", req.Name)
 	}
 	if list, _, err := ps.store.Projects(); err == nil && len(list) >= ps.quota.Max {
-		return nil, api.Errorf(api.CodeTooLarge, "%d projects exist, the most sandboxd.hcl allows (projects.max); delete one first", len(list))
+		return nil, errdefs.Errorf(errdefs.TooLarge, "%d projects exist, the most sandboxd.hcl allows (projects.max); delete one first", len(list))
 	}
 	p := api.Project{ID: "p" + state.RandomID(6), Name: req.Name, CreatedAt: time.Now().UTC(), Files: []api.ProjectFile{}}
 	if err := os.MkdirAll(ps.Dir(p.ID), 0o755); err != nil {
-		return nil, api.Errorf(api.CodeInternal, "creating the project directory: %v", err)
+		return nil, errdefs.Errorf(errdefs.Internal, "creating the project directory: %v", err)
 	}
 	if err := ps.store.PutProject(p); err != nil {
-		return nil, api.Errorf(api.CodeInternal, "storing the project: %v", err)
+		return nil, errdefs.Errorf(errdefs.Internal, "storing the project: %v", err)
 	}
 	return &p, nil
 }
 
 // List lists every project with the sessions that mount it.
-func (ps *Projects) List() ([]api.Project, *api.Error) {
+func (ps *Projects) List() ([]api.Project, error) {
 	ps.mu.Lock()
 	list, _, err := ps.store.Projects() // undecodable ones are reported at start
 	ps.mu.Unlock()
 	if err != nil {
-		return nil, api.Errorf(api.CodeInternal, "reading projects: %v", err)
+		return nil, errdefs.Errorf(errdefs.Internal, "reading projects: %v", err)
 	}
 	for i := range list {
 		list[i].Sessions = ps.Users(list[i].ID)
@@ -107,7 +108,7 @@ func (ps *Projects) List() ([]api.Project, *api.Error) {
 }
 
 // Get returns one project by id or name.
-func (ps *Projects) Get(ref string) (*api.Project, *api.Error) {
+func (ps *Projects) Get(ref string) (*api.Project, error) {
 	p, aerr := ps.Find(ref)
 	if aerr != nil {
 		return nil, aerr
@@ -116,16 +117,16 @@ func (ps *Projects) Get(ref string) (*api.Project, *api.Error) {
 	return p, nil
 }
 
-func (ps *Projects) Find(ref string) (*api.Project, *api.Error) {
+func (ps *Projects) Find(ref string) (*api.Project, error) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	return ps.findProjectLocked(ref)
 }
 
-func (ps *Projects) findProjectLocked(ref string) (*api.Project, *api.Error) {
+func (ps *Projects) findProjectLocked(ref string) (*api.Project, error) {
 	list, _, err := ps.store.Projects() // undecodable ones are reported at start
 	if err != nil {
-		return nil, api.Errorf(api.CodeInternal, "reading projects: %v", err)
+		return nil, errdefs.Errorf(errdefs.Internal, "reading projects: %v", err)
 	}
 	for _, p := range list {
 		if p.ID == ref || p.Name == ref {
@@ -138,10 +139,10 @@ func (ps *Projects) findProjectLocked(ref string) (*api.Project, *api.Error) {
 // AddFile stores body under name. The name is sanitized; a name
 // taken already gets a numbered variant unless overwrite is set. The
 // content is stored once however many files and projects hold it.
-func (ps *Projects) AddFile(ref, name string, body io.Reader, overwrite bool) (*api.ProjectFile, *api.Error) {
+func (ps *Projects) AddFile(ref, name string, body io.Reader, overwrite bool) (*api.ProjectFile, error) {
 	clean, err := sanitizeName(name)
 	if err != nil {
-		return nil, api.Errorf(api.CodeInvalidRequest, "file name %q: %v", name, err)
+		return nil, errdefs.Errorf(errdefs.Invalid, "file name %q: %v", name, err)
 	}
 	// Receive the content first, outside the lock: uploads may be large.
 	tmp, sum, size, aerr := ps.receiveBlob(body)
@@ -160,7 +161,7 @@ func (ps *Projects) AddFile(ref, name string, body io.Reader, overwrite bool) (*
 	}
 	if _, err := os.Stat(ps.blobPath(sum)); errors.Is(err, os.ErrNotExist) {
 		if err := os.Rename(tmp, ps.blobPath(sum)); err != nil {
-			return nil, api.Errorf(api.CodeInternal, "%v", err)
+			return nil, errdefs.Errorf(errdefs.Internal, "%v", err)
 		}
 	}
 	if !overwrite {
@@ -177,24 +178,24 @@ func (ps *Projects) AddFile(ref, name string, body io.Reader, overwrite bool) (*
 	sort.Slice(p.Files, func(i, j int) bool { return p.Files[i].Name < p.Files[j].Name })
 	dst := projectFilePath(ps.Dir(p.ID), clean)
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return nil, api.Errorf(api.CodeInternal, "%v", err)
+		return nil, errdefs.Errorf(errdefs.Internal, "%v", err)
 	}
 	// Replace atomically: sessions that mount the project see the old or
 	// the new file, never a missing one.
 	link := dst + ".sandboxd-new"
 	_ = os.Remove(link)
 	if err := os.Link(ps.blobPath(sum), link); err != nil {
-		return nil, api.Errorf(api.CodeInternal, "linking the file into the project: %v", err)
+		return nil, errdefs.Errorf(errdefs.Internal, "linking the file into the project: %v", err)
 	}
 	if err := os.Rename(link, dst); err != nil {
-		return nil, api.Errorf(api.CodeInternal, "%v", err)
+		return nil, errdefs.Errorf(errdefs.Internal, "%v", err)
 	}
 	p.Size = 0
 	for _, f := range p.Files {
 		p.Size += f.Size
 	}
 	if err := ps.store.PutProject(*p); err != nil {
-		return nil, api.Errorf(api.CodeInternal, "storing the project: %v", err)
+		return nil, errdefs.Errorf(errdefs.Internal, "storing the project: %v", err)
 	}
 	ps.collectBlobsLocked()
 	return &pf, nil
@@ -202,10 +203,10 @@ func (ps *Projects) AddFile(ref, name string, body io.Reader, overwrite bool) (*
 
 // withinBytesLocked refuses a file that would take the project files past
 // projects.max_bytes (counted as uploaded, before deduplication).
-func (ps *Projects) withinBytesLocked(p *api.Project, name string, size int64, overwrite bool) *api.Error {
+func (ps *Projects) withinBytesLocked(p *api.Project, name string, size int64, overwrite bool) error {
 	list, _, err := ps.store.Projects()
 	if err != nil {
-		return api.Errorf(api.CodeInternal, "reading projects: %v", err)
+		return errdefs.Errorf(errdefs.Internal, "reading projects: %v", err)
 	}
 	total := size
 	for _, q := range list {
@@ -217,7 +218,7 @@ func (ps *Projects) withinBytesLocked(p *api.Project, name string, size int64, o
 		}
 	}
 	if total > ps.quota.MaxBytes {
-		return api.Errorf(api.CodeTooLarge, "project files would take %s, over the %s sandboxd.hcl allows (projects.max_bytes); delete some first",
+		return errdefs.Errorf(errdefs.TooLarge, "project files would take %s, over the %s sandboxd.hcl allows (projects.max_bytes); delete some first",
 			api.ByteSize(total), api.ByteSize(ps.quota.MaxBytes))
 	}
 	return nil
@@ -226,16 +227,16 @@ func (ps *Projects) withinBytesLocked(p *api.Project, name string, size int64, o
 // receiveBlob writes an upload to a temporary file of the blob store,
 // read-only and synced, and returns it with its SHA-256 and size. The
 // caller moves it into place (or drops it: the content is there already).
-func (ps *Projects) receiveBlob(body io.Reader) (string, string, int64, *api.Error) {
-	fail := func(code, format string, args ...any) (string, string, int64, *api.Error) {
-		return "", "", 0, api.Errorf(code, format, args...)
+func (ps *Projects) receiveBlob(body io.Reader) (string, string, int64, error) {
+	fail := func(kind errdefs.Kind, format string, args ...any) (string, string, int64, error) {
+		return "", "", 0, errdefs.Errorf(kind, format, args...)
 	}
 	if err := os.MkdirAll(ps.blobDir(), 0o755); err != nil {
-		return fail(api.CodeInternal, "%v", err)
+		return fail(errdefs.Internal, "%v", err)
 	}
 	tmp, err := os.CreateTemp(ps.blobDir(), "upload-*")
 	if err != nil {
-		return fail(api.CodeInternal, "%v", err)
+		return fail(errdefs.Internal, "%v", err)
 	}
 	defer tmp.Close()
 	max := ps.maxTransfer
@@ -253,9 +254,9 @@ func (ps *Projects) receiveBlob(body io.Reader) (string, string, int64, *api.Err
 	if err != nil {
 		os.Remove(tmp.Name())
 		if n > max {
-			return fail(api.CodeTooLarge, "the file is %v", err)
+			return fail(errdefs.TooLarge, "the file is %v", err)
 		}
-		return fail(api.CodeInvalidRequest, "receiving the upload: %v", err)
+		return fail(errdefs.Invalid, "receiving the upload: %v", err)
 	}
 	return tmp.Name(), hex.EncodeToString(h.Sum(nil)), n, nil
 }
@@ -282,7 +283,7 @@ func (ps *Projects) collectBlobsLocked() {
 }
 
 // OpenFile opens a project file for download.
-func (ps *Projects) OpenFile(ref, name string) (*os.File, *api.ProjectFile, *api.Error) {
+func (ps *Projects) OpenFile(ref, name string) (*os.File, *api.ProjectFile, error) {
 	p, aerr := ps.Find(ref)
 	if aerr != nil {
 		return nil, nil, aerr
@@ -291,16 +292,16 @@ func (ps *Projects) OpenFile(ref, name string) (*os.File, *api.ProjectFile, *api
 		if f.Name == name {
 			fh, err := os.Open(ps.blobPath(f.SHA256))
 			if err != nil {
-				return nil, nil, api.Errorf(api.CodeInternal, "the content of %s is missing from the store: %v", name, err)
+				return nil, nil, errdefs.Errorf(errdefs.Internal, "the content of %s is missing from the store: %v", name, err)
 			}
 			return fh, &f, nil
 		}
 	}
-	return nil, nil, api.Errorf(api.CodeNotFound, "project %s has no file %q", p.Name, name)
+	return nil, nil, errdefs.Errorf(errdefs.NotFound, "project %s has no file %q", p.Name, name)
 }
 
 // DeleteFile removes one file from a project.
-func (ps *Projects) DeleteFile(ref, name string) *api.Error {
+func (ps *Projects) DeleteFile(ref, name string) error {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	p, aerr := ps.findProjectLocked(ref)
@@ -316,11 +317,11 @@ func (ps *Projects) DeleteFile(ref, name string) *api.Error {
 		}
 	}
 	if len(files) == len(p.Files) {
-		return api.Errorf(api.CodeNotFound, "project %s has no file %q", p.Name, name)
+		return errdefs.Errorf(errdefs.NotFound, "project %s has no file %q", p.Name, name)
 	}
 	p.Files = files
 	if err := ps.store.PutProject(*p); err != nil {
-		return api.Errorf(api.CodeInternal, "storing the project: %v", err)
+		return errdefs.Errorf(errdefs.Internal, "storing the project: %v", err)
 	}
 	_ = os.Remove(projectFilePath(ps.Dir(p.ID), name))
 	ps.collectBlobsLocked()
@@ -328,7 +329,7 @@ func (ps *Projects) DeleteFile(ref, name string) *api.Error {
 }
 
 // Delete removes a project no session uses.
-func (ps *Projects) Delete(ref string) *api.Error {
+func (ps *Projects) Delete(ref string) error {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	p, aerr := ps.findProjectLocked(ref)
@@ -336,10 +337,10 @@ func (ps *Projects) Delete(ref string) *api.Error {
 		return aerr
 	}
 	if users := ps.Users(p.ID); len(users) > 0 {
-		return api.Errorf(api.CodeConflict, "project %s is mounted by sessions %s: delete them first", p.Name, strings.Join(users, ", "))
+		return errdefs.Errorf(errdefs.Conflict, "project %s is mounted by sessions %s: delete them first", p.Name, strings.Join(users, ", "))
 	}
 	if err := ps.store.DeleteProject(p.ID); err != nil {
-		return api.Errorf(api.CodeInternal, "%v", err)
+		return errdefs.Errorf(errdefs.Internal, "%v", err)
 	}
 	_ = os.RemoveAll(ps.Dir(p.ID))
 	ps.collectBlobsLocked()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/config"
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/state"
 )
 
@@ -58,13 +59,13 @@ func TestQuotas(t *testing.T) {
 	if _, aerr := ps.Create(api.ProjectRequest{Name: "b"}); aerr != nil {
 		t.Fatal(aerr)
 	}
-	if _, aerr := ps.Create(api.ProjectRequest{Name: "c"}); aerr == nil || aerr.Code != api.CodeTooLarge {
+	if _, aerr := ps.Create(api.ProjectRequest{Name: "c"}); aerr == nil || !errdefs.Is(aerr, errdefs.TooLarge) {
 		t.Fatalf("a third project: %v", aerr)
 	}
 	if _, aerr := ps.AddFile(a.ID, "f", strings.NewReader("12345678"), false); aerr != nil {
 		t.Fatal(aerr)
 	}
-	if _, aerr := ps.AddFile(a.ID, "g", strings.NewReader("123"), false); aerr == nil || aerr.Code != api.CodeTooLarge {
+	if _, aerr := ps.AddFile(a.ID, "g", strings.NewReader("123"), false); aerr == nil || !errdefs.Is(aerr, errdefs.TooLarge) {
 		t.Fatalf("past max_bytes: %v", aerr)
 	}
 	if _, aerr := ps.AddFile(a.ID, "f", strings.NewReader("1234567890"), true); aerr != nil {

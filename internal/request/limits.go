@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/runtime"
 )
 
@@ -22,7 +23,7 @@ const (
 // that make no sense (negative, below a minimum) are refused; a value
 // above its ceiling is kept, so that the policies judge what was asked,
 // and refused afterwards by Within.
-func Limits(ceil runtime.Limits, timeout api.Duration, asked *api.Limits) (runtime.Limits, *api.Error) {
+func Limits(ceil runtime.Limits, timeout api.Duration, asked *api.Limits) (runtime.Limits, error) {
 	var a api.Limits
 	if asked != nil {
 		a = *asked
@@ -31,15 +32,15 @@ func Limits(ceil runtime.Limits, timeout api.Duration, asked *api.Limits) (runti
 		timeout = a.Timeout
 	}
 	eff := ceil
-	var aerr *api.Error
+	var aerr error
 	pick := func(name string, asked, ceiling, minimum int64, show func(int64) string) int64 {
 		switch {
 		case aerr != nil || asked == 0:
 			return ceiling
 		case asked < 0:
-			aerr = api.Errorf(api.CodeInvalidRequest, "%s must not be negative", name)
+			aerr = errdefs.Errorf(errdefs.Invalid, "%s must not be negative", name)
 		case asked < minimum:
-			aerr = api.Errorf(api.CodeInvalidRequest, "%s %s is below the minimum %s", name, show(asked), show(minimum))
+			aerr = errdefs.Errorf(errdefs.Invalid, "%s %s is below the minimum %s", name, show(asked), show(minimum))
 		}
 		return asked
 	}
@@ -52,7 +53,7 @@ func Limits(ceil runtime.Limits, timeout api.Duration, asked *api.Limits) (runti
 	}
 	switch {
 	case a.CPUs < 0:
-		return eff, api.Errorf(api.CodeInvalidRequest, "cpus must not be negative")
+		return eff, errdefs.Errorf(errdefs.Invalid, "cpus must not be negative")
 	case a.CPUs > 0:
 		eff.CPUs = max(a.CPUs, minCPUs)
 	}
@@ -61,9 +62,9 @@ func Limits(ceil runtime.Limits, timeout api.Duration, asked *api.Limits) (runti
 
 // Within refuses limits above the ceilings ceil of what (a language's or
 // a session's), naming the ceiling.
-func Within(eff, ceil runtime.Limits, what string) *api.Error {
-	over := func(name, asked, ceiling string) *api.Error {
-		return api.Errorf(api.CodeInvalidRequest, "%s %s is above the ceiling %s for %s (raise it in sandboxd.hcl)", name, asked, ceiling, what)
+func Within(eff, ceil runtime.Limits, what string) error {
+	over := func(name, asked, ceiling string) error {
+		return errdefs.Errorf(errdefs.Invalid, "%s %s is above the ceiling %s for %s (raise it in sandboxd.hcl)", name, asked, ceiling, what)
 	}
 	switch {
 	case eff.Timeout > ceil.Timeout:
@@ -80,8 +81,8 @@ func Within(eff, ceil runtime.Limits, what string) *api.Error {
 	return nil
 }
 
-func cpusError(asked, ceiling float64, what string) *api.Error {
-	return api.Errorf(api.CodeInvalidRequest, "cpus %g must be between %g and the ceiling %g for %s", asked, minCPUs, ceiling, what)
+func cpusError(asked, ceiling float64, what string) error {
+	return errdefs.Errorf(errdefs.Invalid, "cpus %g must be between %g and the ceiling %g for %s", asked, minCPUs, ceiling, what)
 }
 
 // Lowered reports whether a container made for ceil needs its limits

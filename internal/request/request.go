@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/plugins/program"
 )
 
@@ -62,10 +63,10 @@ type Input struct {
 }
 
 // DecodeProgram checks a program sent as code or files, with its input.
-func DecodeProgram(code string, files []api.File, entry string, in Input) (Program, *api.Error) {
+func DecodeProgram(code string, files []api.File, entry string, in Input) (Program, error) {
 	p := Program{Code: code, Args: in.Args, Env: in.Env}
 	if code == "" && len(files) == 0 {
-		return p, api.Errorf(api.CodeInvalidRequest, "send the program as \"code\" or as \"files\"")
+		return p, errdefs.Errorf(errdefs.Invalid, "send the program as \"code\" or as \"files\"")
 	}
 	stdin, aerr := DecodeInput(in)
 	if aerr != nil {
@@ -73,33 +74,33 @@ func DecodeProgram(code string, files []api.File, entry string, in Input) (Progr
 	}
 	p.Stdin = stdin
 	if len(files) > maxFiles {
-		return p, api.Errorf(api.CodeInvalidRequest, "%d files: at most %d", len(files), maxFiles)
+		return p, errdefs.Errorf(errdefs.Invalid, "%d files: at most %d", len(files), maxFiles)
 	}
 	size := len(code)
 	for i, f := range files {
 		name, err := CleanPath(f.Path)
 		if err != nil {
-			return p, api.Errorf(api.CodeInvalidRequest, "files[%d].path: %v", i, err)
+			return p, errdefs.Errorf(errdefs.Invalid, "files[%d].path: %v", i, err)
 		}
 		data, err := api.DecodeBytes(f.Content, f.Encoding)
 		if err != nil {
-			return p, api.Errorf(api.CodeInvalidRequest, "files[%d] (%s): %v", i, name, err)
+			return p, errdefs.Errorf(errdefs.Invalid, "files[%d] (%s): %v", i, name, err)
 		}
 		if f.Mode > 0o777 {
-			return p, api.Errorf(api.CodeInvalidRequest, "files[%d].mode %o: only permission bits (at most 0777)", i, f.Mode)
+			return p, errdefs.Errorf(errdefs.Invalid, "files[%d].mode %o: only permission bits (at most 0777)", i, f.Mode)
 		}
 		if size += len(data); size > maxProgramBytes {
-			return p, api.Errorf(api.CodeTooLarge, "the program's code and files pass %d bytes: send large data as a session file (PUT) or as stdin", maxProgramBytes)
+			return p, errdefs.Errorf(errdefs.TooLarge, "the program's code and files pass %d bytes: send large data as a session file (PUT) or as stdin", maxProgramBytes)
 		}
 		p.Files = append(p.Files, program.File{Path: name, Content: data, Mode: f.Mode})
 	}
 	if size > maxProgramBytes {
-		return p, api.Errorf(api.CodeTooLarge, "the program's code is %d bytes, over %d: send large data as a session file (PUT) or as stdin", size, maxProgramBytes)
+		return p, errdefs.Errorf(errdefs.TooLarge, "the program's code is %d bytes, over %d: send large data as a session file (PUT) or as stdin", size, maxProgramBytes)
 	}
 	if entry != "" {
 		clean, err := CleanPath(entry)
 		if err != nil {
-			return p, api.Errorf(api.CodeInvalidRequest, "entry: %v", err)
+			return p, errdefs.Errorf(errdefs.Invalid, "entry: %v", err)
 		}
 		p.Entry = clean
 	}
@@ -108,47 +109,47 @@ func DecodeProgram(code string, files []api.File, entry string, in Input) (Progr
 
 // DecodeInput checks what a program or command is given (arguments and
 // environment) and decodes its stdin.
-func DecodeInput(in Input) ([]byte, *api.Error) {
+func DecodeInput(in Input) ([]byte, error) {
 	if aerr := CheckEnv(in.Env); aerr != nil {
 		return nil, aerr
 	}
 	if len(in.Args) > maxArgs {
-		return nil, api.Errorf(api.CodeInvalidRequest, "%d args: at most %d", len(in.Args), maxArgs)
+		return nil, errdefs.Errorf(errdefs.Invalid, "%d args: at most %d", len(in.Args), maxArgs)
 	}
 	size := 0
 	for _, a := range in.Args {
 		size += len(a)
 		if strings.IndexByte(a, 0) >= 0 {
-			return nil, api.Errorf(api.CodeInvalidRequest, "args may not contain NUL bytes")
+			return nil, errdefs.Errorf(errdefs.Invalid, "args may not contain NUL bytes")
 		}
 	}
 	if size > maxArgBytes {
-		return nil, api.Errorf(api.CodeTooLarge, "args total %d bytes: at most %d", size, maxArgBytes)
+		return nil, errdefs.Errorf(errdefs.TooLarge, "args total %d bytes: at most %d", size, maxArgBytes)
 	}
 	data, err := api.DecodeBytes(in.Stdin, in.StdinEncoding)
 	if err != nil {
-		return nil, api.Errorf(api.CodeInvalidRequest, "stdin: %v", err)
+		return nil, errdefs.Errorf(errdefs.Invalid, "stdin: %v", err)
 	}
 	return data, nil
 }
 
 // CheckEnv checks an environment map's names and values.
-func CheckEnv(env map[string]string) *api.Error {
+func CheckEnv(env map[string]string) error {
 	if len(env) > maxEnv {
-		return api.Errorf(api.CodeInvalidRequest, "%d env entries: at most %d", len(env), maxEnv)
+		return errdefs.Errorf(errdefs.Invalid, "%d env entries: at most %d", len(env), maxEnv)
 	}
 	size := 0
 	for k, v := range env {
 		if k == "" || strings.ContainsAny(k, "=\x00") || strings.IndexByte(v, 0) >= 0 {
-			return api.Errorf(api.CodeInvalidRequest, "env %q: names are non-empty without '=' or NUL, values without NUL", k)
+			return errdefs.Errorf(errdefs.Invalid, "env %q: names are non-empty without '=' or NUL, values without NUL", k)
 		}
 		if len(k)+1+len(v) > maxEnvValue {
-			return api.Errorf(api.CodeTooLarge, "env %q is %d bytes: at most %d per entry; pass data in a file or on stdin", k, len(k)+1+len(v), maxEnvValue)
+			return errdefs.Errorf(errdefs.TooLarge, "env %q is %d bytes: at most %d per entry; pass data in a file or on stdin", k, len(k)+1+len(v), maxEnvValue)
 		}
 		size += len(k) + 1 + len(v)
 	}
 	if size > maxEnvBytes {
-		return api.Errorf(api.CodeTooLarge, "env totals %d bytes: at most %d", size, maxEnvBytes)
+		return errdefs.Errorf(errdefs.TooLarge, "env totals %d bytes: at most %d", size, maxEnvBytes)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/runtime"
 )
 
@@ -50,11 +51,11 @@ func TestLimitsKeepWhatWasAskedAndWithinRefusesOverCeilings(t *testing.T) {
 	if aerr != nil || eff.Timeout != time.Minute {
 		t.Fatalf("over: %+v %v", eff, aerr)
 	}
-	if aerr := Within(eff, ceil, "python"); aerr == nil || aerr.Code != api.CodeInvalidRequest || !strings.Contains(aerr.Message, "above the ceiling 10s for python") {
+	if aerr := Within(eff, ceil, "python"); aerr == nil || !errdefs.Is(aerr, errdefs.Invalid) || !strings.Contains(aerr.Error(), "above the ceiling 10s for python") {
 		t.Fatalf("within over: %v", aerr)
 	}
 	for _, asked := range []api.Limits{{Memory: -1}, {Memory: 1 << 20}, {Pids: 2}, {CPUs: -1}, {Timeout: api.Duration(time.Microsecond)}} {
-		if _, aerr := Limits(ceil, 0, &asked); aerr == nil || aerr.Code != api.CodeInvalidRequest {
+		if _, aerr := Limits(ceil, 0, &asked); aerr == nil || !errdefs.Is(aerr, errdefs.Invalid) {
 			t.Errorf("%+v: want invalid_request, got %v", asked, aerr)
 		}
 	}
@@ -88,7 +89,7 @@ func TestDecodeProgram(t *testing.T) {
 		"NUL arg":        {code: "x", in: Input{Args: []string{"a\x00"}}},
 		"stdin encoding": {code: "x", in: Input{Stdin: "x", StdinEncoding: "rot13"}},
 	} {
-		if _, aerr := DecodeProgram(c.code, c.files, "", c.in); aerr == nil || aerr.Code != api.CodeInvalidRequest {
+		if _, aerr := DecodeProgram(c.code, c.files, "", c.in); aerr == nil || !errdefs.Is(aerr, errdefs.Invalid) {
 			t.Errorf("%s: want invalid_request, got %v", name, aerr)
 		}
 	}
@@ -98,31 +99,31 @@ func TestDecodeProgram(t *testing.T) {
 // before anything is sent.
 func TestSizesAreRefusedAsTooLarge(t *testing.T) {
 	big := strings.Repeat("x", maxProgramBytes/2+1)
-	for name, call := range map[string]func() *api.Error{
-		"code": func() *api.Error {
+	for name, call := range map[string]func() error{
+		"code": func() error {
 			_, aerr := DecodeProgram(big+big, nil, "", Input{})
 			return aerr
 		},
-		"code and files": func() *api.Error {
+		"code and files": func() error {
 			_, aerr := DecodeProgram(big, []api.File{{Path: "a", Content: big}}, "", Input{})
 			return aerr
 		},
-		"one env entry": func() *api.Error {
+		"one env entry": func() error {
 			return CheckEnv(map[string]string{"K": strings.Repeat("v", maxEnvValue)})
 		},
-		"env in all": func() *api.Error {
+		"env in all": func() error {
 			env := map[string]string{}
 			for i := 0; i < 10; i++ {
 				env[fmt.Sprint("K", i)] = strings.Repeat("v", maxEnvValue-10)
 			}
 			return CheckEnv(env)
 		},
-		"args": func() *api.Error {
+		"args": func() error {
 			_, aerr := DecodeInput(Input{Args: []string{strings.Repeat("a", maxArgBytes+1)}})
 			return aerr
 		},
 	} {
-		if aerr := call(); aerr == nil || aerr.Code != api.CodeTooLarge {
+		if aerr := call(); aerr == nil || !errdefs.Is(aerr, errdefs.TooLarge) {
 			t.Errorf("%s: %v, want too_large", name, aerr)
 		}
 	}

@@ -2,11 +2,11 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 
 	"github.com/coder/websocket"
+	"github.com/sandboxd/sandboxd/internal/request"
 )
 
 // Close codes of a forwarded connection's WebSocket beyond the normal
@@ -59,7 +59,7 @@ func (h *handler) connectPort(w http.ResponseWriter, r *http.Request) {
 	flush()
 	switch {
 	case aerr != nil:
-		conn.Close(StatusForwardFail, closeReason(fmt.Sprintf("%s: %s", aerr.Code, aerr.Message)))
+		conn.Close(StatusForwardFail, closeReason(request.ErrorOf(aerr).Error()))
 	case refused != "":
 		conn.Close(StatusPortRefused, closeReason(refused))
 	default:

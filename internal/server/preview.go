@@ -62,7 +62,7 @@ func (h *handler) revokePreviews(w http.ResponseWriter, r *http.Request) {
 
 // portOf reads the request's port as an integer before anything else
 // (03000 is 3000).
-func portOf(r *http.Request) (int, *api.Error) {
+func portOf(r *http.Request) (int, error) {
 	port, err := strconv.Atoi(r.PathValue("port"))
 	if err != nil || port < 1 || port > 65535 {
 		return 0, api.Errorf(api.CodeInvalidRequest, "port %q: a number from 1 to 65535", r.PathValue("port"))

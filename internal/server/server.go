@@ -20,6 +20,7 @@ import (
 	"github.com/sandboxd/sandboxd/images"
 	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/dashboard"
+	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/internal/sessions"
 )
 
@@ -139,7 +140,7 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	respondExecution(w, r, func(out daemon.OutputFunc) (*api.RunResult, *api.Error) {
+	respondExecution(w, r, func(out daemon.OutputFunc) (*api.RunResult, error) {
 		return h.d.Run(r.Context(), req, out)
 	})
 }
@@ -179,7 +180,7 @@ func (h *handler) buildImages(w http.ResponseWriter, r *http.Request) {
 	st := newStream(w)
 	res, err := h.d.BuildImages(r.Context(), req, func(ev api.ImageBuildEvent) { st.event(ev) })
 	if err != nil {
-		st.finish(api.ImageBuildEvent{Type: api.EventError, Error: err})
+		st.finish(api.ImageBuildEvent{Type: api.EventError, Error: request.ErrorOf(err)})
 		return
 	}
 	st.finish(api.ImageBuildEvent{Type: api.EventResult, Result: res})
@@ -187,7 +188,7 @@ func (h *handler) buildImages(w http.ResponseWriter, r *http.Request) {
 
 // respondExecution answers with the result as one JSON body, or streams
 // output events and then the result when the client accepts NDJSON.
-func respondExecution(w http.ResponseWriter, r *http.Request, execute func(daemon.OutputFunc) (*api.RunResult, *api.Error)) {
+func respondExecution(w http.ResponseWriter, r *http.Request, execute func(daemon.OutputFunc) (*api.RunResult, error)) {
 	if !wantsStream(r) {
 		res, err := execute(nil)
 		if err != nil {
@@ -200,7 +201,7 @@ func respondExecution(w http.ResponseWriter, r *http.Request, execute func(daemo
 	st := newStream(w)
 	res, err := execute(st.output)
 	if err != nil {
-		st.finish(api.Event{Type: api.EventError, Error: err})
+		st.finish(api.Event{Type: api.EventError, Error: request.ErrorOf(err)})
 		return
 	}
 	st.finish(api.Event{Type: api.EventResult, Result: res})
@@ -212,7 +213,7 @@ func wantsStream(r *http.Request) bool {
 
 // decode reads a JSON body strictly: unknown fields and trailing data are
 // errors that say which.
-func decode(w http.ResponseWriter, r *http.Request, v any) *api.Error {
+func decode(w http.ResponseWriter, r *http.Request, v any) error {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -262,7 +263,9 @@ func Status(e *api.Error) int {
 	return http.StatusInternalServerError
 }
 
-func writeError(w http.ResponseWriter, e *api.Error) {
+// writeError answers with err as the wire has it (see request.ErrorOf).
+func writeError(w http.ResponseWriter, err error) {
+	e := request.ErrorOf(err)
 	status := Status(e)
 	if e.Code == api.CodeImageBuilding {
 		w.Header().Set("Retry-After", strconv.Itoa(int(images.RetryAfter.Seconds())))

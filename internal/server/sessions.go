@@ -59,14 +59,14 @@ func (h *handler) exec(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	respondExecution(w, r, func(out daemon.OutputFunc) (*api.RunResult, *api.Error) {
+	respondExecution(w, r, func(out daemon.OutputFunc) (*api.RunResult, error) {
 		return h.d.Exec(r.Context(), r.PathValue("id"), req, out)
 	})
 }
 
 // sessionCall serves a call on the session the path names, answered
 // with what it returns: reset, pause, resume, ports.
-func sessionCall[T any](call func(*sessions.Sessions, context.Context, string) (T, *api.Error)) func(*handler, http.ResponseWriter, *http.Request) {
+func sessionCall[T any](call func(*sessions.Sessions, context.Context, string) (T, error)) func(*handler, http.ResponseWriter, *http.Request) {
 	return func(h *handler, w http.ResponseWriter, r *http.Request) {
 		out, err := call(h.d.Sessions, r.Context(), r.PathValue("id"))
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/daemon"
+	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
@@ -45,7 +46,7 @@ func (h *handler) terminal(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr) // before the upgrade: a plain error answer
 		return
 	}
-	serveTerminal(w, r, nil, func(ctx context.Context, tty daemon.TTY) (*api.RunResult, *api.Error) {
+	serveTerminal(w, r, nil, func(ctx context.Context, tty daemon.TTY) (*api.RunResult, error) {
 		return h.d.Terminal(ctx, id, r.URL.Query()["cmd"], tty)
 	})
 }
@@ -54,7 +55,7 @@ func (h *handler) terminal(w http.ResponseWriter, r *http.Request) {
 // terminal: the client's first frame is {"type":"run","run":{...}}.
 func (h *handler) runTerminal(w http.ResponseWriter, r *http.Request) {
 	var req api.RunRequest
-	first := func(ctx context.Context, conn *websocket.Conn) *api.Error {
+	first := func(ctx context.Context, conn *websocket.Conn) error {
 		conn.SetReadLimit(maxRunFrame)
 		typ, data, err := conn.Read(ctx)
 		if err != nil {
@@ -69,7 +70,7 @@ func (h *handler) runTerminal(w http.ResponseWriter, r *http.Request) {
 		req = *c.Run
 		return nil
 	}
-	serveTerminal(w, r, first, func(ctx context.Context, tty daemon.TTY) (*api.RunResult, *api.Error) {
+	serveTerminal(w, r, first, func(ctx context.Context, tty daemon.TTY) (*api.RunResult, error) {
 		return h.d.RunTerminal(ctx, req, tty)
 	})
 }
@@ -77,8 +78,8 @@ func (h *handler) runTerminal(w http.ResponseWriter, r *http.Request) {
 // serveTerminal carries a terminal over a WebSocket: binary frames are
 // its bytes both ways, text frames JSON control messages. first, if not
 // nil, reads what the client sends before the keys; run runs the program.
-func serveTerminal(w http.ResponseWriter, r *http.Request, first func(context.Context, *websocket.Conn) *api.Error,
-	run func(context.Context, daemon.TTY) (*api.RunResult, *api.Error)) {
+func serveTerminal(w http.ResponseWriter, r *http.Request, first func(context.Context, *websocket.Conn) error,
+	run func(context.Context, daemon.TTY) (*api.RunResult, error)) {
 	q := r.URL.Query()
 	size := supervisor.WinSize{Rows: 24, Cols: 80}
 	if n, err := strconv.ParseUint(q.Get("rows"), 10, 16); err == nil && n > 0 {
@@ -94,10 +95,10 @@ func serveTerminal(w http.ResponseWriter, r *http.Request, first func(context.Co
 	defer conn.CloseNow()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	end := func(res *api.RunResult, aerr *api.Error) {
+	end := func(res *api.RunResult, aerr error) {
 		msg := TerminalControl{Type: "exit"}
 		if aerr != nil {
-			msg = TerminalControl{Type: "error", Error: aerr}
+			msg = TerminalControl{Type: "error", Error: request.ErrorOf(aerr)}
 		} else {
 			msg.ExitCode, msg.TimedOut = &res.ExitCode, res.TimedOut
 		}

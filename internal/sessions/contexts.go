@@ -6,19 +6,18 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/api"
-	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
 // Contexts lists a session's running contexts (the interpreters that keep
 // state from exec to exec; an exec with a context starts its own).
-func (m *Sessions) Contexts(ctx context.Context, id string) (*api.ContextList, *api.Error) {
+func (m *Sessions) Contexts(ctx context.Context, id string) (*api.ContextList, error) {
 	out := &api.ContextList{Contexts: []api.Context{}}
-	aerr := m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) *api.Error {
+	aerr := m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) error {
 		res, err := sb.File(ctx, supervisor.OpContexts, supervisor.FileRequest{}, nil, nil)
 		if err != nil {
-			return request.ErrorOf(fmt.Errorf("listing contexts: %w", err))
+			return fmt.Errorf("listing contexts: %w", err)
 		}
 		for _, c := range res.Contexts {
 			out.Contexts = append(out.Contexts, api.Context{Name: c.Name, PID: c.PID, StartedAt: time.Unix(0, c.StartedAt).UTC(),
@@ -31,11 +30,11 @@ func (m *Sessions) Contexts(ctx context.Context, id string) (*api.ContextList, *
 
 // EndContext ends a session's context: its interpreter and its state. Its
 // next exec starts it afresh.
-func (m *Sessions) EndContext(ctx context.Context, id, name string) *api.Error {
-	return m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) *api.Error {
+func (m *Sessions) EndContext(ctx context.Context, id, name string) error {
+	return m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) error {
 		res, err := sb.File(ctx, supervisor.OpContextEnd, supervisor.FileRequest{Path: name}, nil, nil)
 		if err != nil {
-			return request.ErrorOf(fmt.Errorf("ending context %s: %w", name, err))
+			return fmt.Errorf("ending context %s: %w", name, err)
 		}
 		if res.Error != "" {
 			return sessionErr("context "+name, res)

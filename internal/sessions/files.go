@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
@@ -22,47 +23,47 @@ import (
 
 // Path checks a path from a request: relative to /workspace, inside
 // it. "" and "." are the workspace itself.
-func Path(p string) (string, *api.Error) {
+func Path(p string) (string, error) {
 	p = strings.TrimPrefix(p, runtime.Workspace+"/")
 	if p == "" || p == "." || p == runtime.Workspace {
 		return ".", nil
 	}
 	clean, err := request.CleanPath(p)
 	if err != nil {
-		return "", api.Errorf(api.CodeInvalidRequest, "path: %v", err)
+		return "", errdefs.Errorf(errdefs.Invalid, "path: %v", err)
 	}
 	return clean, nil
 }
 
 // writablePath is Path for uploads and removals.
-func writablePath(p string) (string, *api.Error) {
+func writablePath(p string) (string, error) {
 	clean, aerr := Path(p)
 	if aerr != nil {
 		return "", aerr
 	}
 	if clean == "." || clean == "project_files" || strings.HasPrefix(clean, "project_files/") {
-		return "", api.Errorf(api.CodeInvalidRequest, "%s: the workspace root and project_files/ are not writable; upload to another path, e.g. outputs/", p)
+		return "", errdefs.Errorf(errdefs.Invalid, "%s: the workspace root and project_files/ are not writable; upload to another path, e.g. outputs/", p)
 	}
 	return clean, nil
 }
 
 // PutFile writes body to a path of the session's workspace, creating the
 // directories on the way; at most sessions.max_transfer bytes.
-func (m *Sessions) PutFile(ctx context.Context, id, p string, mode uint32, body io.Reader) (*api.FileWritten, *api.Error) {
+func (m *Sessions) PutFile(ctx context.Context, id, p string, mode uint32, body io.Reader) (*api.FileWritten, error) {
 	name, aerr := writablePath(p)
 	if aerr != nil {
 		return nil, aerr
 	}
 	if mode > 0o777 {
-		return nil, api.Errorf(api.CodeInvalidRequest, "mode %o: only permission bits (at most 0777)", mode)
+		return nil, errdefs.Errorf(errdefs.Invalid, "mode %o: only permission bits (at most 0777)", mode)
 	}
 	var out *api.FileWritten
-	aerr = m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) *api.Error {
+	aerr = m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) error {
 		max := m.cfg.MaxTransfer
 		// One byte over the limit is enough for the supervisor to refuse.
 		res, err := sb.File(ctx, supervisor.OpPut, supervisor.FileRequest{Path: name, Mode: mode, Max: max}, io.LimitReader(body, max+1), nil)
 		if err != nil {
-			return request.ErrorOf(fmt.Errorf("uploading %s: %w", name, err))
+			return fmt.Errorf("uploading %s: %w", name, err)
 		}
 		if res.Error != "" {
 			return sessionErr(name, res)
@@ -74,13 +75,13 @@ func (m *Sessions) PutFile(ctx context.Context, id, p string, mode uint32, body 
 }
 
 // ListFiles lists a directory of the workspace (or describes one file).
-func (m *Sessions) ListFiles(ctx context.Context, id, p string, recursive bool) (*api.FileList, *api.Error) {
+func (m *Sessions) ListFiles(ctx context.Context, id, p string, recursive bool) (*api.FileList, error) {
 	name, aerr := Path(p)
 	if aerr != nil {
 		return nil, aerr
 	}
 	var out *api.FileList
-	aerr = m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) *api.Error {
+	aerr = m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) error {
 		entries, aerr := stat(ctx, sb, name, recursive)
 		if aerr != nil {
 			return aerr
@@ -95,13 +96,13 @@ func (m *Sessions) ListFiles(ctx context.Context, id, p string, recursive bool) 
 }
 
 // Stat describes one path of the workspace.
-func (m *Sessions) Stat(ctx context.Context, id, p string) (*api.FileEntry, *api.Error) {
+func (m *Sessions) Stat(ctx context.Context, id, p string) (*api.FileEntry, error) {
 	name, aerr := Path(p)
 	if aerr != nil {
 		return nil, aerr
 	}
 	var out *api.FileEntry
-	aerr = m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) *api.Error {
+	aerr = m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) error {
 		entries, aerr := stat(ctx, sb, name, false)
 		if aerr == nil {
 			out = &entries[0]
@@ -113,7 +114,7 @@ func (m *Sessions) Stat(ctx context.Context, id, p string) (*api.FileEntry, *api
 
 // MakeDir makes a directory of the workspace and its parents; conflict
 // when the path is there already.
-func (m *Sessions) MakeDir(ctx context.Context, id, p string) (*api.FileEntry, *api.Error) {
+func (m *Sessions) MakeDir(ctx context.Context, id, p string) (*api.FileEntry, error) {
 	name, aerr := writablePath(p)
 	if aerr != nil {
 		return nil, aerr
@@ -123,7 +124,7 @@ func (m *Sessions) MakeDir(ctx context.Context, id, p string) (*api.FileEntry, *
 
 // Move renames a path of the workspace to another, replacing what that
 // holds as rename(2) does.
-func (m *Sessions) Move(ctx context.Context, id, from, to string) (*api.FileEntry, *api.Error) {
+func (m *Sessions) Move(ctx context.Context, id, from, to string) (*api.FileEntry, error) {
 	src, aerr := writablePath(from)
 	if aerr != nil {
 		return nil, aerr
@@ -136,17 +137,17 @@ func (m *Sessions) Move(ctx context.Context, id, from, to string) (*api.FileEntr
 }
 
 // entryOp runs a workspace operation whose answer is one entry.
-func (m *Sessions) entryOp(ctx context.Context, id, op string, req supervisor.FileRequest) (*api.FileEntry, *api.Error) {
+func (m *Sessions) entryOp(ctx context.Context, id, op string, req supervisor.FileRequest) (*api.FileEntry, error) {
 	var out *api.FileEntry
-	aerr := m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) *api.Error {
+	aerr := m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) error {
 		res, err := sb.File(ctx, op, req, nil, nil)
 		switch {
 		case err != nil:
-			return request.ErrorOf(fmt.Errorf("%s %s: %w", op, req.Path, err))
+			return fmt.Errorf("%s %s: %w", op, req.Path, err)
 		case res.Error != "":
 			return sessionErr(req.Path, res)
 		case len(res.Entries) != 1:
-			return request.ErrorOf(fmt.Errorf("%s %s: %w: the answer is not one entry", op, req.Path, supervisor.ErrDead))
+			return fmt.Errorf("%s %s: %w: the answer is not one entry", op, req.Path, supervisor.ErrDead)
 		}
 		e := fileEntry(res.Entries[0])
 		out = &e
@@ -156,16 +157,16 @@ func (m *Sessions) entryOp(ctx context.Context, id, op string, req supervisor.Fi
 }
 
 // stat lists name itself first, then what is under it.
-func stat(ctx context.Context, sb *runtime.Sandbox, name string, recursive bool) ([]api.FileEntry, *api.Error) {
+func stat(ctx context.Context, sb *runtime.Sandbox, name string, recursive bool) ([]api.FileEntry, error) {
 	res, err := sb.File(ctx, supervisor.OpList, supervisor.FileRequest{Path: name, Recursive: recursive}, nil, nil)
 	if err != nil {
-		return nil, request.ErrorOf(fmt.Errorf("listing %s: %w", name, err))
+		return nil, fmt.Errorf("listing %s: %w", name, err)
 	}
 	if res.Error != "" {
 		return nil, sessionErr(name, res)
 	}
 	if len(res.Entries) == 0 || path.Clean(res.Entries[0].Path) != name {
-		return nil, request.ErrorOf(fmt.Errorf("listing %s: %w: the answer does not start with the path", name, supervisor.ErrDead))
+		return nil, fmt.Errorf("listing %s: %w: the answer does not start with the path", name, supervisor.ErrDead)
 	}
 	out := make([]api.FileEntry, len(res.Entries))
 	for i, e := range res.Entries {
@@ -184,12 +185,12 @@ func fileEntry(e supervisor.Entry) api.FileEntry {
 // Download sends a file's bytes, or a directory as a tar archive. start is
 // called once the kind is known and returns where the bytes go; nothing is
 // written to it when the download is refused (a FIFO, a link, too large).
-func (m *Sessions) Download(ctx context.Context, id, p string, start func(dir bool, name string) io.Writer) *api.Error {
+func (m *Sessions) Download(ctx context.Context, id, p string, start func(dir bool, name string) io.Writer) error {
 	name, aerr := Path(p)
 	if aerr != nil {
 		return aerr
 	}
-	return m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) *api.Error {
+	return m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) error {
 		entries, aerr := stat(ctx, sb, name, false)
 		if aerr != nil {
 			return aerr
@@ -199,10 +200,10 @@ func (m *Sessions) Download(ctx context.Context, id, p string, start func(dir bo
 		case "dir":
 			op = supervisor.OpTar
 		case "symlink":
-			return api.Errorf(api.CodeConflict, "%s is a symbolic link to %s: links are never followed; download its directory to get the link itself", name, entries[0].Target)
+			return errdefs.Errorf(errdefs.Conflict, "%s is a symbolic link to %s: links are never followed; download its directory to get the link itself", name, entries[0].Target)
 		case "file":
 		default:
-			return api.Errorf(api.CodeConflict, "%s is a %s, not a regular file: refused, not read", name, entries[0].Type)
+			return errdefs.Errorf(errdefs.Conflict, "%s is a %s, not a regular file: refused, not read", name, entries[0].Type)
 		}
 		w := start(op == supervisor.OpTar, path.Base(name))
 		var werr error
@@ -213,11 +214,11 @@ func (m *Sessions) Download(ctx context.Context, id, p string, start func(dir bo
 		})
 		switch {
 		case err != nil:
-			return request.ErrorOf(fmt.Errorf("downloading %s: %w", name, err))
+			return fmt.Errorf("downloading %s: %w", name, err)
 		case res.Error != "":
 			return sessionErr(name, res)
 		case werr != nil:
-			return api.Errorf(api.CodeInvalidRequest, "client went away: %v", werr)
+			return errdefs.Errorf(errdefs.Invalid, "client went away: %v", werr)
 		}
 		return nil
 	})
@@ -227,7 +228,7 @@ func (m *Sessions) Download(ctx context.Context, id, p string, start func(dir bo
 // too, recursive) to emit, a batch at a time, the first empty once the
 // watch is set, until ctx ends (nil) or the directory goes; beside the
 // session's other operations.
-func (m *Sessions) Watch(ctx context.Context, id, p string, recursive bool, emit func([]api.FileEvent)) *api.Error {
+func (m *Sessions) Watch(ctx context.Context, id, p string, recursive bool, emit func([]api.FileEvent)) error {
 	name, aerr := Path(p)
 	if aerr != nil {
 		return aerr
@@ -247,7 +248,7 @@ func (m *Sessions) Watch(ctx context.Context, id, p string, recursive bool, emit
 		}
 	}()
 	defer func() { close(queue); <-delivered }()
-	return m.Alongside(ctx, id, func(_ *Session, sb *runtime.Sandbox) *api.Error {
+	return m.Alongside(ctx, id, func(_ *Session, sb *runtime.Sandbox) error {
 		res, err := sb.Watch(ctx, supervisor.FileRequest{Path: name, Recursive: recursive}, func(evs []supervisor.FileEvent) {
 			out := make([]api.FileEvent, len(evs))
 			for i, e := range evs {
@@ -263,7 +264,7 @@ func (m *Sessions) Watch(ctx context.Context, id, p string, recursive bool, emit
 		case err != nil && ctx.Err() != nil:
 			return nil
 		case err != nil:
-			return request.ErrorOf(fmt.Errorf("watching %s: %w", name, err))
+			return fmt.Errorf("watching %s: %w", name, err)
 		case res.Error != "":
 			return sessionErr(name, res)
 		}
@@ -275,15 +276,15 @@ func (m *Sessions) Watch(ctx context.Context, id, p string, recursive bool, emit
 const watchQueue = 256
 
 // DeleteFile removes a file or a directory tree from the workspace.
-func (m *Sessions) DeleteFile(ctx context.Context, id, p string) *api.Error {
+func (m *Sessions) DeleteFile(ctx context.Context, id, p string) error {
 	name, aerr := writablePath(p)
 	if aerr != nil {
 		return aerr
 	}
-	return m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) *api.Error {
+	return m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) error {
 		res, err := sb.File(ctx, supervisor.OpRemove, supervisor.FileRequest{Path: name}, nil, nil)
 		if err != nil {
-			return request.ErrorOf(fmt.Errorf("removing %s: %w", name, err))
+			return fmt.Errorf("removing %s: %w", name, err)
 		}
 		if res.Error != "" {
 			return sessionErr(name, res)
@@ -293,20 +294,20 @@ func (m *Sessions) DeleteFile(ctx context.Context, id, p string) *api.Error {
 }
 
 // sessionErr maps a failed workspace operation to an API error.
-func sessionErr(p string, res supervisor.FileResult) *api.Error {
+func sessionErr(p string, res supervisor.FileResult) error {
 	msg := res.Error
 	if !strings.HasPrefix(msg, p) {
 		msg = p + ": " + msg
 	}
 	switch res.ErrorKind {
 	case supervisor.ErrNotFound:
-		return api.Errorf(api.CodeNotFound, "%s", msg)
+		return errdefs.Errorf(errdefs.NotFound, "%s", msg)
 	case supervisor.ErrTooLarge:
-		return api.Errorf(api.CodeTooLarge, "%s", msg)
+		return errdefs.Errorf(errdefs.TooLarge, "%s", msg)
 	case supervisor.ErrNoSpace:
-		return api.Errorf(api.CodeNoSpace, "%s: the workspace is full (its size is the disk limit)", msg)
+		return errdefs.Errorf(errdefs.NoSpace, "%s: the workspace is full (its size is the disk limit)", msg)
 	case supervisor.ErrNotRegular, supervisor.ErrReadOnly, supervisor.ErrExists:
-		return api.Errorf(api.CodeConflict, "%s", msg)
+		return errdefs.Errorf(errdefs.Conflict, "%s", msg)
 	}
-	return api.Errorf(api.CodeInvalidRequest, "%s", msg)
+	return errdefs.Errorf(errdefs.Invalid, "%s", msg)
 }

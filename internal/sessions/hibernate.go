@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/languages"
 	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/internal/snapshots"
@@ -52,7 +53,7 @@ func (m *Sessions) dropArchive(id string) {
 
 // Pause hibernates a session now: its workspace goes to disk, its
 // container away. Pausing a hibernated session changes nothing.
-func (m *Sessions) Pause(ctx context.Context, id string) (*api.Session, *api.Error) {
+func (m *Sessions) Pause(ctx context.Context, id string) (*api.Session, error) {
 	if aerr := m.gate.Enter(); aerr != nil {
 		return nil, aerr
 	}
@@ -75,8 +76,8 @@ func (m *Sessions) Pause(ctx context.Context, id string) (*api.Session, *api.Err
 
 // Resume wakes a hibernated session now, as any call that needs its
 // sandbox would. Resuming an active session changes nothing.
-func (m *Sessions) Resume(ctx context.Context, id string) (*api.Session, *api.Error) {
-	if aerr := m.Use(ctx, id, func(*Session, *runtime.Sandbox) *api.Error { return nil }); aerr != nil {
+func (m *Sessions) Resume(ctx context.Context, id string) (*api.Session, error) {
+	if aerr := m.Use(ctx, id, func(*Session, *runtime.Sandbox) error { return nil }); aerr != nil {
 		return nil, aerr
 	}
 	return m.Get(id)
@@ -95,7 +96,7 @@ func (m *Sessions) hibernateIdle(ss *Session) {
 		ss.mu.Lock()
 		ss.idleFrom = time.Now()
 		ss.mu.Unlock()
-		m.log.Warn("an idle session could not hibernate; it stays active", "session", ss.Record().ID, "error", aerr.Message)
+		m.log.Warn("an idle session could not hibernate; it stays active", "session", ss.Record().ID, "error", aerr)
 	}
 }
 
@@ -106,7 +107,7 @@ const hibernateTimeout = 10 * time.Minute
 // and removes its container; where the runtime can, it checkpoints the
 // container instead, memory and all, and keeps it stopped (the archive
 // stays as the fallback). On any failure the session stays active.
-func (m *Sessions) hibernate(ctx context.Context, ss *Session) *api.Error {
+func (m *Sessions) hibernate(ctx context.Context, ss *Session) error {
 	ss.mu.Lock()
 	sb, rec, users := ss.sb, ss.rec, ss.users
 	ss.mu.Unlock()
@@ -114,9 +115,9 @@ func (m *Sessions) hibernate(ctx context.Context, ss *Session) *api.Error {
 	case sb == nil:
 		return noSession(rec.ID) // closed meanwhile
 	case users > 0:
-		return api.Errorf(api.CodeConflict, "session %s has a terminal or another operation open; close it, then pause", rec.ID)
+		return errdefs.Errorf(errdefs.Conflict, "session %s has a terminal or another operation open; close it, then pause", rec.ID)
 	case !sb.Alive():
-		return api.Errorf(api.CodeRuntimeUnavailable, "session %s's sandbox does not answer now (%v); it stays active", rec.ID, sb.Err())
+		return errdefs.Errorf(errdefs.RuntimeUnavailable, "session %s's sandbox does not answer now (%v); it stays active", rec.ID, sb.Err())
 	}
 	room, aerr := m.hibernationRoom()
 	if aerr != nil {
@@ -124,7 +125,7 @@ func (m *Sessions) hibernate(ctx context.Context, ss *Session) *api.Error {
 	}
 	started := time.Now()
 	contexts := m.runningContexts(ctx, sb)
-	a, aerr := snapshots.WriteArchive(m.dir, func(w io.Writer) (int, *api.Error) {
+	a, aerr := snapshots.WriteArchive(m.dir, func(w io.Writer) (int, error) {
 		return archiveWorkspace(ctx, sb, rec.ID, "hibernate", room, "sessions.max_hibernated_bytes", w)
 	})
 	if aerr != nil {
@@ -132,7 +133,7 @@ func (m *Sessions) hibernate(ctx context.Context, ss *Session) *api.Error {
 	}
 	if err := os.Rename(a.Temp, m.archivePath(rec.ID)); err != nil {
 		os.Remove(a.Temp)
-		return api.Errorf(api.CodeInternal, "keeping session %s's archive: %v", rec.ID, err)
+		return errdefs.Errorf(errdefs.Internal, "keeping session %s's archive: %v", rec.ID, err)
 	}
 	syncDir(m.dir)
 
@@ -140,7 +141,7 @@ func (m *Sessions) hibernate(ctx context.Context, ss *Session) *api.Error {
 	if ss.users > 0 { // an operation began meanwhile, without the turn
 		ss.mu.Unlock()
 		m.dropArchive(rec.ID)
-		return api.Errorf(api.CodeConflict, "session %s began another operation (a terminal?) while it was being paused; it stays active", rec.ID)
+		return errdefs.Errorf(errdefs.Conflict, "session %s began another operation (a terminal?) while it was being paused; it stays active", rec.ID)
 	}
 	before := ss.rec
 	memory := m.cfg.KeepMemory && m.langs.CanCheckpoint(ctx, ss.Lang)
@@ -161,7 +162,7 @@ func (m *Sessions) hibernate(ctx context.Context, ss *Session) *api.Error {
 		ss.rec, ss.sb = before, sb
 		ss.mu.Unlock()
 		m.dropArchive(rec.ID)
-		return api.Errorf(api.CodeInternal, "storing session %s as hibernated: %v; it stays active", rec.ID, err)
+		return errdefs.Errorf(errdefs.Internal, "storing session %s as hibernated: %v; it stays active", rec.ID, err)
 	}
 	if memory {
 		if err := m.langs.Checkpoint(ctx, sb); err != nil {
@@ -206,16 +207,16 @@ func (ss *Session) forgetContexts(contexts []string) {
 
 // hibernationRoom is how many archive bytes one more hibernated session
 // may take, or why there is no room for one.
-func (m *Sessions) hibernationRoom() (int64, *api.Error) {
+func (m *Sessions) hibernationRoom() (int64, error) {
 	m.mu.Lock()
 	_, n, bytes := m.census()
 	m.mu.Unlock()
 	if n >= m.cfg.MaxHibernated {
-		return 0, api.Errorf(api.CodeTooLarge, "%d sessions are hibernated, the most sandboxd.hcl allows (sessions.max_hibernated); delete one (sandboxctl session rm)", n)
+		return 0, errdefs.Errorf(errdefs.TooLarge, "%d sessions are hibernated, the most sandboxd.hcl allows (sessions.max_hibernated); delete one (sandboxctl session rm)", n)
 	}
 	room := m.cfg.MaxHibernatedBytes - bytes
 	if room <= 0 {
-		return 0, api.Errorf(api.CodeTooLarge, "hibernated sessions hold %s, all sessions.max_hibernated_bytes allows; delete one (sandboxctl session rm)", api.ByteSize(bytes))
+		return 0, errdefs.Errorf(errdefs.TooLarge, "hibernated sessions hold %s, all sessions.max_hibernated_bytes allows; delete one (sandboxctl session rm)", api.ByteSize(bytes))
 	}
 	return room, nil
 }
@@ -239,7 +240,7 @@ func (m *Sessions) runningContexts(ctx context.Context, sb *runtime.Sandbox) []s
 // back from the archive. A session whose archive is missing or does not
 // match its digest is lost; one that cannot get a container now stays
 // hibernated.
-func (m *Sessions) resume(ctx context.Context, ss *Session) *api.Error {
+func (m *Sessions) resume(ctx context.Context, ss *Session) error {
 	started := time.Now()
 	rec := ss.Record()
 	if rec.Hibernation == nil {
@@ -269,14 +270,14 @@ func (m *Sessions) resume(ctx context.Context, ss *Session) *api.Error {
 	defer f.Close()
 	sb, err := m.langs.Take(ctx, ss.Lang, ss.Limits, m.mounts(rec.Project))
 	if err != nil {
-		return request.ErrorOf(err)
+		return err
 	}
 	m.rearm(sb, rec, ss.Lang)
 	digest := snapshots.NewDigest()
 	archive := io.TeeReader(f, digest)
 	aerr := restore(ctx, sb, archive)
 	if _, err := io.Copy(io.Discard, archive); err != nil && aerr == nil {
-		aerr = api.Errorf(api.CodeInternal, "reading %s: %v", path, err)
+		aerr = errdefs.Errorf(errdefs.Internal, "reading %s: %v", path, err)
 	}
 	sum, size := digest.Sum()
 	if sum != rec.Hibernation.SHA256 || size != rec.Hibernation.Bytes {
@@ -286,8 +287,7 @@ func (m *Sessions) resume(ctx context.Context, ss *Session) *api.Error {
 	}
 	if aerr != nil {
 		m.langs.Remove(sb)
-		aerr.Message = "resuming session " + rec.ID + " (it stays hibernated): " + aerr.Message
-		return aerr
+		return errdefs.Errorf(errdefs.KindOf(aerr), "resuming session %s (it stays hibernated): %w", rec.ID, aerr)
 	}
 
 	m.woke(ctx, ss, sb, started)
@@ -318,10 +318,10 @@ func (m *Sessions) woke(ctx context.Context, ss *Session, sb *runtime.Sandbox, s
 }
 
 // lose makes a hibernated session lost for why, and says so.
-func (m *Sessions) lose(ss *Session, why string) *api.Error {
+func (m *Sessions) lose(ss *Session, why string) error {
 	rec := ss.Record()
 	m.MarkLost(ss, why)
-	return api.Errorf(api.CodeSessionLost, "session %s is lost: %s; delete it and create a new one", rec.ID, why)
+	return errdefs.Errorf(errdefs.SessionLost, "session %s is lost: %s; delete it and create a new one", rec.ID, why)
 }
 
 // reserveEvicting reserves a place for one more active session of
@@ -329,12 +329,12 @@ func (m *Sessions) lose(ss *Session, why string) *api.Error {
 // has all its containers out, it hibernates the least recently used idle
 // session (of that language, for the pool; never except) to make room, or,
 // when every one is busy, waits for one to be idle, up to resumeWait.
-func (m *Sessions) reserveEvicting(ctx context.Context, except *Session) *api.Error {
+func (m *Sessions) reserveEvicting(ctx context.Context, except *Session) error {
 	deadline := time.Now().Add(resumeWait)
 	failed := map[*Session]bool{} // could not hibernate: not tried again
 	for {
 		aerr := m.reserve()
-		if aerr != nil && aerr.Code != api.CodeTooManySessions {
+		if aerr != nil && !errdefs.Is(aerr, errdefs.TooManySessions) {
 			return aerr
 		}
 		var only *languages.Language // whose sessions free what is short
@@ -350,7 +350,7 @@ func (m *Sessions) reserveEvicting(ctx context.Context, except *Session) *api.Er
 			victim.turn <- struct{}{}
 			if herr != nil {
 				failed[victim] = true
-				m.log.Warn("making room for a resume: a session could not hibernate", "session", victim.Record().ID, "error", herr.Message)
+				m.log.Warn("making room for a resume: a session could not hibernate", "session", victim.Record().ID, "error", herr)
 			} else {
 				m.log.Info("hibernated the least recently used session to make room for a resume", "session", victim.Record().ID, "for", except.Record().ID)
 			}
@@ -360,12 +360,11 @@ func (m *Sessions) reserveEvicting(ctx context.Context, except *Session) *api.Er
 			if aerr == nil { // the pool's own queue takes it from here
 				return m.reserve()
 			}
-			aerr.Message = fmt.Sprintf("waited %s for one of them to be idle: %s", resumeWait, aerr.Message)
-			return aerr
+			return errdefs.Errorf(errdefs.KindOf(aerr), "waited %s for one of them to be idle: %w", resumeWait, aerr)
 		}
 		select {
 		case <-ctx.Done():
-			return api.Errorf(api.CodeInvalidRequest, "gave up waiting for room to resume the session: %v", ctx.Err())
+			return errdefs.Errorf(errdefs.Invalid, "gave up waiting for room to resume the session: %v", ctx.Err())
 		case <-time.After(resumePoll):
 		}
 	}

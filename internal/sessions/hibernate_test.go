@@ -13,6 +13,7 @@ import (
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/daemon/daemontest"
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/sessions"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/fake"
@@ -120,7 +121,7 @@ func TestIdleSessionEnds(t *testing.T) {
 	d, _, id := hibernating(t, "sessions {\n  idle_timeout = \"1s\"\n  on_idle = \"end\"\n}")
 	waitFor(t, "the idle session to end", func() bool {
 		_, aerr := d.Sessions.Get(id)
-		return aerr != nil && aerr.Code == api.CodeNotFound
+		return aerr != nil && errdefs.Is(aerr, errdefs.NotFound)
 	})
 }
 
@@ -142,7 +143,7 @@ func TestCorruptArchive(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, aerr := d.Exec(ctx, id, api.ExecRequest{Argv: []string{"true"}}, nil)
-	if aerr == nil || aerr.Code != api.CodeSessionLost || !strings.Contains(aerr.Message, archive) {
+	if aerr == nil || !errdefs.Is(aerr, errdefs.SessionLost) || !strings.Contains(aerr.Error(), archive) {
 		t.Fatalf("resuming from a damaged archive: %v", aerr)
 	}
 	if s, _ := d.Sessions.Get(id); s.State != api.SessionLost {
@@ -166,7 +167,7 @@ func TestMissingArchive(t *testing.T) {
 	if err := os.Remove(hibernationPath(t, d, id)); err != nil {
 		t.Fatal(err)
 	}
-	if _, aerr := d.Sessions.Resume(ctx, id); aerr == nil || aerr.Code != api.CodeSessionLost {
+	if _, aerr := d.Sessions.Resume(ctx, id); aerr == nil || !errdefs.Is(aerr, errdefs.SessionLost) {
 		t.Fatalf("resuming without an archive: %v", aerr)
 	}
 }
@@ -179,7 +180,7 @@ func TestPauseTooLarge(t *testing.T) {
 	if _, aerr := d.Exec(ctx, id, api.ExecRequest{Argv: []string{"truncate", "-s", "1T", "sparse"}}, nil); aerr != nil {
 		t.Fatal(aerr)
 	}
-	if _, aerr := d.Sessions.Pause(ctx, id); aerr == nil || aerr.Code != api.CodeTooLarge {
+	if _, aerr := d.Sessions.Pause(ctx, id); aerr == nil || !errdefs.Is(aerr, errdefs.TooLarge) {
 		t.Fatalf("pausing a 1 TiB sparse file: %v", aerr)
 	}
 	if s, _ := d.Sessions.Get(id); s.State != api.SessionActive {
@@ -232,7 +233,7 @@ func TestResumeEvictsLeastRecentlyUsed(t *testing.T) {
 // refused and the session stays active.
 func TestMaxHibernated(t *testing.T) {
 	d, _, id := hibernating(t, "sessions {\n  max_hibernated = 0\n}")
-	if _, aerr := d.Sessions.Pause(context.Background(), id); aerr == nil || aerr.Code != api.CodeTooLarge {
+	if _, aerr := d.Sessions.Pause(context.Background(), id); aerr == nil || !errdefs.Is(aerr, errdefs.TooLarge) {
 		t.Fatalf("a pause past max_hibernated: %v", aerr)
 	}
 }

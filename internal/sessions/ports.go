@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/sandboxd/sandboxd/api"
-	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
@@ -13,12 +12,12 @@ import (
 // Ports lists the TCP ports listening in a session's sandbox, as its
 // supervisor finds them; an execution running meanwhile does not hold it
 // up.
-func (m *Sessions) Ports(ctx context.Context, id string) (*api.PortList, *api.Error) {
+func (m *Sessions) Ports(ctx context.Context, id string) (*api.PortList, error) {
 	out := &api.PortList{Ports: []api.Port{}}
-	aerr := m.Alongside(ctx, id, func(ss *Session, sb *runtime.Sandbox) *api.Error {
+	aerr := m.Alongside(ctx, id, func(ss *Session, sb *runtime.Sandbox) error {
 		res, err := sb.File(ctx, supervisor.OpPorts, supervisor.FileRequest{}, nil, nil)
 		if err != nil {
-			return request.ErrorOf(fmt.Errorf("listing the ports of session %s: %w", id, err))
+			return fmt.Errorf("listing the ports of session %s: %w", id, err)
 		}
 		if res.Error != "" {
 			return sessionErr("listing the ports", res)

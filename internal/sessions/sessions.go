@@ -31,6 +31,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/config"
 	"github.com/sandboxd/sandboxd/internal/drain"
 	"github.com/sandboxd/sandboxd/internal/egress"
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/languages"
 	"github.com/sandboxd/sandboxd/internal/projects"
 	"github.com/sandboxd/sandboxd/internal/request"
@@ -113,7 +114,7 @@ func New(cfg config.Sessions, stateDir string, langs *languages.Registry, projec
 }
 
 // Create takes a warm container for a new session.
-func (m *Sessions) Create(ctx context.Context, req api.SessionRequest) (*api.Session, *api.Error) {
+func (m *Sessions) Create(ctx context.Context, req api.SessionRequest) (*api.Session, error) {
 	if aerr := m.gate.Enter(); aerr != nil {
 		return nil, aerr
 	}
@@ -168,7 +169,7 @@ func (m *Sessions) Create(ctx context.Context, req api.SessionRequest) (*api.Ses
 		idle = m.cfg.IdleTimeout
 	}
 	if ttl < time.Second || ttl > m.cfg.MaxTTL || idle < time.Second || idle > m.cfg.MaxTTL {
-		return nil, api.Errorf(api.CodeInvalidRequest, "ttl %s and idle_timeout %s must be from 1s to max_ttl %s", ttl, idle, m.cfg.MaxTTL)
+		return nil, errdefs.Errorf(errdefs.Invalid, "ttl %s and idle_timeout %s must be from 1s to max_ttl %s", ttl, idle, m.cfg.MaxTTL)
 	}
 	var project *api.Project
 	var mounts []runtime.Mount
@@ -187,7 +188,7 @@ func (m *Sessions) Create(ctx context.Context, req api.SessionRequest) (*api.Ses
 
 	sb, err := m.langs.Take(ctx, l, limits, mounts)
 	if err != nil {
-		return nil, request.ErrorOf(err)
+		return nil, err
 	}
 	m.arm(sb, allow, secrets)
 	if snapshot != nil {
@@ -208,7 +209,7 @@ func (m *Sessions) Create(ctx context.Context, req api.SessionRequest) (*api.Ses
 	}
 	if err := m.store.PutSession(rec); err != nil {
 		m.langs.Remove(sb)
-		return nil, request.ErrorOf(fmt.Errorf("storing the session: %w", err))
+		return nil, fmt.Errorf("storing the session: %w", err)
 	}
 	m.mu.Lock()
 	m.live[rec.ID] = newSession(l, limits, rec, sb)
@@ -233,7 +234,7 @@ func (m *Sessions) List() []api.Session {
 }
 
 // Get returns one session.
-func (m *Sessions) Get(id string) (*api.Session, *api.Error) {
+func (m *Sessions) Get(id string) (*api.Session, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if ss, ok := m.live[id]; ok {
@@ -274,12 +275,12 @@ func (m *Sessions) census() (active, hibernated int, bytes int64) {
 // or says why there is none. Lost sessions count too: they hold state
 // until deleted or expired, so create-and-kill loops cannot grow it
 // without bound.
-func (m *Sessions) reserve() *api.Error {
+func (m *Sessions) reserve() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	active, _, _ := m.census()
 	if active+len(m.lost)+m.pending >= m.cfg.Max {
-		return api.Errorf(api.CodeTooManySessions, "%d sessions are active or lost (%d lost), the most sandboxd.hcl allows (sessions.max); pause one (sandboxctl session pause), delete one, or wait for one to go idle", m.cfg.Max, len(m.lost))
+		return errdefs.Errorf(errdefs.TooManySessions, "%d sessions are active or lost (%d lost), the most sandboxd.hcl allows (sessions.max); pause one (sandboxctl session pause), delete one, or wait for one to go idle", m.cfg.Max, len(m.lost))
 	}
 	m.pending++
 	return nil
@@ -305,13 +306,13 @@ func (m *Sessions) projectUsers(project string) []string {
 	return out
 }
 
-func noSession(id string) *api.Error {
-	return api.Errorf(api.CodeNotFound, "no session %q: it was deleted, expired, or never existed (sandboxctl session ls)", id)
+func noSession(id string) error {
+	return errdefs.Errorf(errdefs.NotFound, "no session %q: it was deleted, expired, or never existed (sandboxctl session ls)", id)
 }
 
 // Delete ends a session and removes its container at once. A running exec
 // in it is killed with the container.
-func (m *Sessions) Delete(id string) *api.Error {
+func (m *Sessions) Delete(id string) error {
 	m.mu.Lock()
 	ss, ok := m.live[id]
 	delete(m.live, id)
@@ -353,18 +354,18 @@ func (m *Sessions) close(ss *Session, why string) {
 
 // Use runs fn with the session's sandbox, after the operations ahead of
 // it. A supervisor that dies meanwhile makes the session lost.
-func (m *Sessions) Use(ctx context.Context, id string, fn func(ss *Session, sb *runtime.Sandbox) *api.Error) *api.Error {
+func (m *Sessions) Use(ctx context.Context, id string, fn func(ss *Session, sb *runtime.Sandbox) error) error {
 	return m.use(ctx, id, true, fn)
 }
 
 // Alongside is Use without the session's turn: for an operation that may
 // last (an interactive terminal) and must not hold up the others, which
 // the supervisor runs side by side.
-func (m *Sessions) Alongside(ctx context.Context, id string, fn func(ss *Session, sb *runtime.Sandbox) *api.Error) *api.Error {
+func (m *Sessions) Alongside(ctx context.Context, id string, fn func(ss *Session, sb *runtime.Sandbox) error) error {
 	return m.use(ctx, id, false, fn)
 }
 
-func (m *Sessions) use(ctx context.Context, id string, turn bool, fn func(ss *Session, sb *runtime.Sandbox) *api.Error) *api.Error {
+func (m *Sessions) use(ctx context.Context, id string, turn bool, fn func(ss *Session, sb *runtime.Sandbox) error) error {
 	if aerr := m.gate.Enter(); aerr != nil {
 		return aerr
 	}
@@ -393,7 +394,7 @@ func (m *Sessions) use(ctx context.Context, id string, turn bool, fn func(ss *Se
 		// anything else fails, and the session is lost below.
 		again, err := m.reconnect(ss, sb)
 		if errors.Is(err, runtime.ErrUnavailable) {
-			return api.Errorf(api.CodeRuntimeUnavailable, "session %s's sandbox cannot be reached now (%v); it is kept, retry later", id, err)
+			return errdefs.Errorf(errdefs.RuntimeUnavailable, "session %s's sandbox cannot be reached now (%v); it is kept, retry later", id, err)
 		}
 		if again != nil {
 			sb = again
@@ -410,20 +411,20 @@ func (m *Sessions) use(ctx context.Context, id string, turn bool, fn func(ss *Se
 		ss.mu.Lock()
 		lost, why := ss.rec.State == api.SessionLost, ss.rec.Error
 		ss.mu.Unlock()
-		if lost && aerr != nil && aerr.Code == api.CodeInternal {
+		if lost && aerr != nil && errdefs.KindOf(aerr) == errdefs.Internal {
 			// The operation failed because the sandbox went: say so.
-			return api.Errorf(api.CodeSessionLost, "session %s was lost during the operation: %s; delete it and create a new one", id, why)
+			return errdefs.Errorf(errdefs.SessionLost, "session %s was lost during the operation: %s; delete it and create a new one", id, why)
 		}
 	}
 	return aerr
 }
 
 // find returns a live session, or why there is none.
-func (m *Sessions) find(id string) (*Session, *api.Error) {
+func (m *Sessions) find(id string) (*Session, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if rec, lost := m.lost[id]; lost {
-		return nil, api.Errorf(api.CodeSessionLost, "session %s was lost: %s; delete it and create a new one", id, rec.Error)
+		return nil, errdefs.Errorf(errdefs.SessionLost, "session %s was lost: %s; delete it and create a new one", id, rec.Error)
 	}
 	if ss, ok := m.live[id]; ok {
 		return ss, nil
@@ -432,19 +433,19 @@ func (m *Sessions) find(id string) (*Session, *api.Error) {
 }
 
 // take waits for the session's turn.
-func (m *Sessions) take(ctx context.Context, ss *Session) *api.Error {
+func (m *Sessions) take(ctx context.Context, ss *Session) error {
 	select {
 	case <-ss.turn:
 		return nil
 	case <-ctx.Done():
-		return api.Errorf(api.CodeInvalidRequest, "gave up waiting for the session's previous operation: %v", ctx.Err())
+		return errdefs.Errorf(errdefs.Invalid, "gave up waiting for the session's previous operation: %v", ctx.Err())
 	}
 }
 
 // awake returns the session's sandbox, counted as in use (the caller
 // ends that), resuming the session first when it is hibernated, in its
 // turn: taken here unless the caller has it.
-func (m *Sessions) awake(ctx context.Context, ss *Session, haveTurn bool) (*runtime.Sandbox, *api.Error) {
+func (m *Sessions) awake(ctx context.Context, ss *Session, haveTurn bool) (*runtime.Sandbox, error) {
 	for {
 		ss.mu.Lock()
 		sb, id, hibernated := ss.sb, ss.rec.ID, ss.rec.Hibernation != nil
@@ -570,8 +571,8 @@ func (m *Sessions) mounts(project string) []runtime.Mount {
 // project_files), leaving it usable. When the sandbox cannot do it (what
 // the program left behind defeats it, or the sandbox is gone), the session
 // gets a new container instead.
-func (m *Sessions) Reset(ctx context.Context, id string) (*api.Session, *api.Error) {
-	aerr := m.Use(ctx, id, func(ss *Session, sb *runtime.Sandbox) *api.Error {
+func (m *Sessions) Reset(ctx context.Context, id string) (*api.Session, error) {
+	aerr := m.Use(ctx, id, func(ss *Session, sb *runtime.Sandbox) error {
 		res, err := sb.File(ctx, supervisor.OpReset, supervisor.FileRequest{Path: "."}, nil, nil)
 		if err == nil && res.Error == "" {
 			return nil
@@ -589,12 +590,12 @@ func (m *Sessions) Reset(ctx context.Context, id string) (*api.Session, *api.Err
 
 // renew gives a session a new container in place of sb, which failed to
 // reset for why; the session is lost when none can be made.
-func (m *Sessions) renew(ctx context.Context, ss *Session, sb *runtime.Sandbox, why error) *api.Error {
+func (m *Sessions) renew(ctx context.Context, ss *Session, sb *runtime.Sandbox, why error) error {
 	rec := ss.Record()
 	fresh, err := m.langs.Renew(ctx, ss.Lang, ss.Limits, m.mounts(rec.Project), rec.ID)
 	if err != nil {
 		m.MarkLost(ss, fmt.Sprintf("reset failed (%v), and no new container could be made: %v", why, err))
-		return api.Errorf(api.CodeSessionLost, "reset failed, the session is lost: %v; %v", why, err)
+		return errdefs.Errorf(errdefs.SessionLost, "reset failed, the session is lost: %v; %v", why, err)
 	}
 	m.rearm(fresh, rec, ss.Lang)
 	ss.mu.Lock()
@@ -612,9 +613,9 @@ func (m *Sessions) renew(ctx context.Context, ss *Session, sb *runtime.Sandbox, 
 
 // Expire sets a session to end ttl from now (at most max_ttl), whether it
 // is used meanwhile or not: it does not hibernate before.
-func (m *Sessions) Expire(id string, ttl time.Duration) (*api.Session, *api.Error) {
+func (m *Sessions) Expire(id string, ttl time.Duration) (*api.Session, error) {
 	if ttl < time.Second || ttl > m.cfg.MaxTTL {
-		return nil, api.Errorf(api.CodeInvalidRequest, "a session's time left must be from 1s to max_ttl %s, not %s", m.cfg.MaxTTL, ttl)
+		return nil, errdefs.Errorf(errdefs.Invalid, "a session's time left must be from 1s to max_ttl %s, not %s", m.cfg.MaxTTL, ttl)
 	}
 	ss, aerr := m.find(id)
 	if aerr != nil {
@@ -626,7 +627,7 @@ func (m *Sessions) Expire(id string, ttl time.Duration) (*api.Session, *api.Erro
 	rec := ss.rec
 	ss.mu.Unlock()
 	if err := m.store.PutSession(rec); err != nil {
-		return nil, request.ErrorOf(fmt.Errorf("storing the session: %w", err))
+		return nil, fmt.Errorf("storing the session: %w", err)
 	}
 	return &rec, nil
 }
@@ -634,8 +635,8 @@ func (m *Sessions) Expire(id string, ttl time.Duration) (*api.Session, *api.Erro
 // SetNetwork changes what a session's sandbox may reach, within its
 // language's ceiling, from the next connection on (an execution running
 // meanwhile included); the record keeps it, across restarts too.
-func (m *Sessions) SetNetwork(ctx context.Context, id string, req api.Network) (*api.Session, *api.Error) {
-	aerr := m.Alongside(ctx, id, func(ss *Session, sb *runtime.Sandbox) *api.Error {
+func (m *Sessions) SetNetwork(ctx context.Context, id string, req api.Network) (*api.Session, error) {
+	aerr := m.Alongside(ctx, id, func(ss *Session, sb *runtime.Sandbox) error {
 		list, aerr := ss.Lang.Narrow(&req)
 		if aerr != nil {
 			return aerr

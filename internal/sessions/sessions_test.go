@@ -9,6 +9,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/daemon/daemontest"
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/runtime"
 )
 
@@ -23,7 +24,7 @@ func TestMaxSessions(t *testing.T) {
 	if aerr != nil {
 		t.Fatal(aerr)
 	}
-	if _, aerr := d.Sessions.Create(ctx, api.SessionRequest{Language: "bash"}); aerr == nil || aerr.Code != api.CodeTooManySessions {
+	if _, aerr := d.Sessions.Create(ctx, api.SessionRequest{Language: "bash"}); aerr == nil || !errdefs.Is(aerr, errdefs.TooManySessions) {
 		t.Fatalf("a session past sessions.max: %v", aerr)
 	}
 	if aerr := d.Sessions.Delete(s.ID); aerr != nil {
@@ -51,7 +52,7 @@ func TestSessionsExpire(t *testing.T) {
 	gone := func() bool { // the record first, then the container
 		list, _ := rt.List(ctx)
 		_, aerr := d.Sessions.Get(s.ID)
-		return aerr != nil && aerr.Code == api.CodeNotFound && !slices.ContainsFunc(list, func(c runtime.Container) bool { return c.ID == s.ContainerID })
+		return aerr != nil && errdefs.Is(aerr, errdefs.NotFound) && !slices.ContainsFunc(list, func(c runtime.Container) bool { return c.ID == s.ContainerID })
 	}
 	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		if gone() {
@@ -81,13 +82,13 @@ language "bash" {
 	if aerr != nil || len(got.Network.Allow) != 1 || got.Network.Allow[0] != "pypi.org:443" {
 		t.Fatalf("within the ceiling: %+v %v", got, aerr)
 	}
-	if _, aerr := d.Sessions.SetNetwork(ctx, s.ID, api.Network{Allow: []string{"files.example.net"}}); aerr == nil || aerr.Code != api.CodeInvalidRequest {
+	if _, aerr := d.Sessions.SetNetwork(ctx, s.ID, api.Network{Allow: []string{"files.example.net"}}); aerr == nil || !errdefs.Is(aerr, errdefs.Invalid) {
 		t.Fatalf("beyond the ceiling: %v", aerr)
 	}
 	if got, _ := d.Sessions.Get(s.ID); len(got.Network.Allow) != 1 {
 		t.Fatalf("a refused change changed the record: %+v", got.Network)
 	}
-	if _, aerr := d.Sessions.SetNetwork(ctx, "s-none", api.Network{}); aerr == nil || aerr.Code != api.CodeNotFound {
+	if _, aerr := d.Sessions.SetNetwork(ctx, "s-none", api.Network{}); aerr == nil || !errdefs.Is(aerr, errdefs.NotFound) {
 		t.Fatalf("no such session: %v", aerr)
 	}
 }
@@ -115,7 +116,7 @@ func TestPorts(t *testing.T) {
 	if !slices.Contains(list.Ports, want) {
 		t.Errorf("%+v not among %+v", want, list.Ports)
 	}
-	if _, aerr := d.Sessions.Ports(ctx, "s-none"); aerr == nil || aerr.Code != api.CodeNotFound {
+	if _, aerr := d.Sessions.Ports(ctx, "s-none"); aerr == nil || !errdefs.Is(aerr, errdefs.NotFound) {
 		t.Errorf("no such session: %v", aerr)
 	}
 }
@@ -153,7 +154,7 @@ func TestSessionMetrics(t *testing.T) {
 	if got, _ := d.Sessions.Get(s.ID); got.State != api.SessionHibernated {
 		t.Fatalf("asking for its metrics woke the session: %s", got.State)
 	}
-	if _, aerr := d.Sessions.Metrics(ctx, "nosuchsession"); aerr == nil || aerr.Code != api.CodeNotFound {
+	if _, aerr := d.Sessions.Metrics(ctx, "nosuchsession"); aerr == nil || !errdefs.Is(aerr, errdefs.NotFound) {
 		t.Fatalf("an unknown session's metrics: %v", aerr)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/sandboxd/sandboxd/api"
-	"github.com/sandboxd/sandboxd/internal/request"
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/snapshots"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
@@ -19,7 +19,7 @@ const maxForks = 16
 // Snapshot saves a session's workspace (its files, directories and links;
 // project_files, processes and contexts' interpreter state are not part
 // of it) under name.
-func (m *Sessions) Snapshot(ctx context.Context, id, name string) (*api.Snapshot, *api.Error) {
+func (m *Sessions) Snapshot(ctx context.Context, id, name string) (*api.Snapshot, error) {
 	if aerr := m.snapshots.CheckName(name); aerr != nil {
 		return nil, aerr
 	}
@@ -28,8 +28,8 @@ func (m *Sessions) Snapshot(ctx context.Context, id, name string) (*api.Snapshot
 		return nil, aerr
 	}
 	var sn *api.Snapshot
-	aerr = m.Use(ctx, id, func(ss *Session, sb *runtime.Sandbox) *api.Error {
-		sn, aerr = m.snapshots.Save(api.Snapshot{Name: name, Language: ss.Lang.Name(), Session: id}, func(w io.Writer) (int, *api.Error) {
+	aerr = m.Use(ctx, id, func(ss *Session, sb *runtime.Sandbox) error {
+		sn, aerr = m.snapshots.Save(api.Snapshot{Name: name, Language: ss.Lang.Name(), Session: id}, func(w io.Writer) (int, error) {
 			return archiveWorkspace(ctx, sb, id, "snapshot", room, "snapshots.max_bytes", w)
 		})
 		return aerr
@@ -41,7 +41,7 @@ func (m *Sessions) Snapshot(ctx context.Context, id, name string) (*api.Snapshot
 // own files, not project_files) to w, to purpose it: refused whole
 // (too_large) when it would be over room, which is what limit leaves. It
 // returns how many entries it left out (FIFOs, sockets, devices).
-func archiveWorkspace(ctx context.Context, sb *runtime.Sandbox, id, purpose string, room int64, limit string, w io.Writer) (int, *api.Error) {
+func archiveWorkspace(ctx context.Context, sb *runtime.Sandbox, id, purpose string, room int64, limit string, w io.Writer) (int, error) {
 	var werr error
 	res, err := sb.File(ctx, supervisor.OpTar, supervisor.FileRequest{Path: ".", Max: room, Snapshot: true}, nil, func(b []byte) {
 		if werr == nil {
@@ -50,23 +50,23 @@ func archiveWorkspace(ctx context.Context, sb *runtime.Sandbox, id, purpose stri
 	})
 	switch {
 	case err != nil:
-		return 0, request.ErrorOf(fmt.Errorf("archiving session %s's workspace: %w", id, err))
+		return 0, fmt.Errorf("archiving session %s's workspace: %w", id, err)
 	case res.Error != "":
 		if res.ErrorKind == supervisor.ErrTooLarge {
-			return 0, api.Errorf(api.CodeTooLarge, "the workspace is too large to %s: %s (room left under %s: %s)", purpose, res.Error, limit, api.ByteSize(room))
+			return 0, errdefs.Errorf(errdefs.TooLarge, "the workspace is too large to %s: %s (room left under %s: %s)", purpose, res.Error, limit, api.ByteSize(room))
 		}
 		return 0, sessionErr("the workspace", res)
 	case werr != nil:
-		return 0, api.Errorf(api.CodeNoSpace, "writing the archive: %v", werr)
+		return 0, errdefs.Errorf(errdefs.NoSpace, "writing the archive: %v", werr)
 	}
 	return res.Skipped, nil
 }
 
 // restore extracts a snapshot's archive into a new session's workspace.
-func restore(ctx context.Context, sb *runtime.Sandbox, archive io.Reader) *api.Error {
+func restore(ctx context.Context, sb *runtime.Sandbox, archive io.Reader) error {
 	res, err := sb.File(ctx, supervisor.OpUntar, supervisor.FileRequest{Path: "."}, archive, nil)
 	if err != nil {
-		return request.ErrorOf(fmt.Errorf("restoring the snapshot: %w", err))
+		return fmt.Errorf("restoring the snapshot: %w", err)
 	}
 	if res.Error != "" {
 		return sessionErr("restoring the snapshot", res)
@@ -77,12 +77,12 @@ func restore(ctx context.Context, sb *runtime.Sandbox, archive io.Reader) *api.E
 // Fork snapshots a session's workspace and starts req.Count sessions from
 // it, each with the session's language, limits, environment, project and
 // network: parallel attempts that diverge without touching each other.
-func (m *Sessions) Fork(ctx context.Context, id string, req api.ForkRequest) (*api.ForkResult, *api.Error) {
+func (m *Sessions) Fork(ctx context.Context, id string, req api.ForkRequest) (*api.ForkResult, error) {
 	if req.Count == 0 {
 		req.Count = 1
 	}
 	if req.Count < 1 || req.Count > maxForks {
-		return nil, api.Errorf(api.CodeInvalidRequest, "count %d: from 1 to %d sessions per fork", req.Count, maxForks)
+		return nil, errdefs.Errorf(errdefs.Invalid, "count %d: from 1 to %d sessions per fork", req.Count, maxForks)
 	}
 	src, aerr := m.Get(id)
 	if aerr != nil {
@@ -97,7 +97,7 @@ func (m *Sessions) Fork(ctx context.Context, id string, req api.ForkRequest) (*a
 	}
 	limits, network := src.Limits, src.Network
 	made := make([]*api.Session, req.Count)
-	errs := make([]*api.Error, req.Count)
+	errs := make([]error, req.Count)
 	var wg sync.WaitGroup
 	for i := range req.Count {
 		wg.Add(1)
@@ -109,7 +109,7 @@ func (m *Sessions) Fork(ctx context.Context, id string, req api.ForkRequest) (*a
 	}
 	wg.Wait()
 	out := &api.ForkResult{Snapshot: *sn}
-	var failed *api.Error
+	var failed error
 	for i, s := range made {
 		if s != nil {
 			out.Sessions = append(out.Sessions, *s)

@@ -27,7 +27,7 @@ const (
 // Metrics is what a session's sandbox uses now and did over the last
 // minutes. Asking neither wakes a hibernated session nor keeps one from
 // idling.
-func (m *Sessions) Metrics(ctx context.Context, id string) (*api.SessionMetrics, *api.Error) {
+func (m *Sessions) Metrics(ctx context.Context, id string) (*api.SessionMetrics, error) {
 	ss, aerr := m.find(id)
 	if aerr != nil {
 		return nil, aerr
@@ -36,7 +36,7 @@ func (m *Sessions) Metrics(ctx context.Context, id string) (*api.SessionMetrics,
 	if sb := ss.running(); sb != nil {
 		now, err := m.sample(ctx, ss, sb)
 		if err != nil {
-			return nil, request.ErrorOf(fmt.Errorf("reading what session %s uses: %w", id, err))
+			return nil, fmt.Errorf("reading what session %s uses: %w", id, err)
 		}
 		out.Now = &now
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/config"
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/state"
 )
 
@@ -57,25 +58,25 @@ func New(stateDir string, store *state.Store, quota config.Snapshots) *Snapshots
 func (s *Snapshots) path(sum string) string { return filepath.Join(s.dir, sum+".tar") }
 
 // CheckName refuses a name that is malformed or taken.
-func (s *Snapshots) CheckName(name string) *api.Error {
+func (s *Snapshots) CheckName(name string) error {
 	if !snapshotName.MatchString(name) {
-		return api.Errorf(api.CodeInvalidRequest, "snapshot name %q: 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", name)
+		return errdefs.Errorf(errdefs.Invalid, "snapshot name %q: 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", name)
 	}
 	if _, aerr := s.Get(name); aerr == nil {
-		return api.Errorf(api.CodeConflict, "a snapshot named %q exists already (sandboxctl snapshot rm %s)", name, name)
+		return errdefs.Errorf(errdefs.Conflict, "a snapshot named %q exists already (sandboxctl snapshot rm %s)", name, name)
 	}
 	return nil
 }
 
 // Room is how many more archive bytes the quota allows, or an error when
 // it allows no more snapshots.
-func (s *Snapshots) Room() (int64, *api.Error) {
+func (s *Snapshots) Room() (int64, error) {
 	list, aerr := s.List()
 	if aerr != nil {
 		return 0, aerr
 	}
 	if len(list) >= s.quota.Max {
-		return 0, api.Errorf(api.CodeTooLarge, "%d snapshots are kept, the most sandboxd.hcl allows (snapshots.max): delete one (sandboxctl snapshot rm)", len(list))
+		return 0, errdefs.Errorf(errdefs.TooLarge, "%d snapshots are kept, the most sandboxd.hcl allows (snapshots.max): delete one (sandboxctl snapshot rm)", len(list))
 	}
 	var used int64
 	for _, sn := range list {
@@ -84,12 +85,12 @@ func (s *Snapshots) Room() (int64, *api.Error) {
 	if room := s.quota.MaxBytes - used; room > 0 {
 		return room, nil
 	}
-	return 0, api.Errorf(api.CodeTooLarge, "snapshots hold %s, all snapshots.max_bytes allows: delete one (sandboxctl snapshot rm)", api.ByteSize(used))
+	return 0, errdefs.Errorf(errdefs.TooLarge, "snapshots hold %s, all snapshots.max_bytes allows: delete one (sandboxctl snapshot rm)", api.ByteSize(used))
 }
 
 // Save stores what write writes (a tar archive of at most max bytes) as
 // the snapshot meta describes, named name.
-func (s *Snapshots) Save(meta api.Snapshot, write func(w io.Writer) (skipped int, aerr *api.Error)) (*api.Snapshot, *api.Error) {
+func (s *Snapshots) Save(meta api.Snapshot, write func(w io.Writer) (skipped int, aerr error)) (*api.Snapshot, error) {
 	a, aerr := WriteArchive(s.dir, write)
 	if aerr != nil {
 		return nil, aerr
@@ -101,11 +102,11 @@ func (s *Snapshots) Save(meta api.Snapshot, write func(w io.Writer) (skipped int
 	defer s.mu.Unlock()
 	if _, err := os.Stat(s.path(meta.SHA256)); err != nil {
 		if err := os.Rename(a.Temp, s.path(meta.SHA256)); err != nil {
-			return nil, api.Errorf(api.CodeInternal, "%v", err)
+			return nil, errdefs.Errorf(errdefs.Internal, "%v", err)
 		}
 	}
 	if err := s.store.PutSnapshot(meta); err != nil {
-		return nil, api.Errorf(api.CodeInternal, "storing the snapshot: %v", err)
+		return nil, errdefs.Errorf(errdefs.Internal, "storing the snapshot: %v", err)
 	}
 	return &meta, nil
 }
@@ -121,20 +122,20 @@ type Archive struct {
 
 // WriteArchive writes what write writes to a new file in dir (made if
 // need be), on disk (fsynced) before it returns, digested as it goes.
-func WriteArchive(dir string, write func(w io.Writer) (skipped int, aerr *api.Error)) (*Archive, *api.Error) {
+func WriteArchive(dir string, write func(w io.Writer) (skipped int, aerr error)) (*Archive, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, api.Errorf(api.CodeInternal, "%v", err)
+		return nil, errdefs.Errorf(errdefs.Internal, "%v", err)
 	}
 	tmp, err := os.CreateTemp(dir, TempPrefix+"*")
 	if err != nil {
-		return nil, api.Errorf(api.CodeInternal, "%v", err)
+		return nil, errdefs.Errorf(errdefs.Internal, "%v", err)
 	}
 	defer tmp.Close()
 	d := NewDigest()
 	skipped, aerr := write(io.MultiWriter(tmp, d))
 	if aerr == nil {
 		if err := tmp.Sync(); err != nil {
-			aerr = api.Errorf(api.CodeNoSpace, "writing the archive: %v", err)
+			aerr = errdefs.Errorf(errdefs.NoSpace, "writing the archive: %v", err)
 		}
 	}
 	if aerr != nil {
@@ -164,17 +165,17 @@ func (d *Digest) Write(b []byte) (int, error) { d.n += int64(len(b)); return d.h
 func (d *Digest) Sum() (string, int64) { return hex.EncodeToString(d.h.Sum(nil)), d.n }
 
 // List is every snapshot, oldest first.
-func (s *Snapshots) List() ([]api.Snapshot, *api.Error) {
+func (s *Snapshots) List() ([]api.Snapshot, error) {
 	list, _, err := s.store.Snapshots()
 	if err != nil {
-		return nil, api.Errorf(api.CodeInternal, "%v", err)
+		return nil, errdefs.Errorf(errdefs.Internal, "%v", err)
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].CreatedAt.Before(list[j].CreatedAt) })
 	return list, nil
 }
 
 // Get finds a snapshot by id or name.
-func (s *Snapshots) Get(ref string) (*api.Snapshot, *api.Error) {
+func (s *Snapshots) Get(ref string) (*api.Snapshot, error) {
 	list, aerr := s.List()
 	if aerr != nil {
 		return nil, aerr
@@ -184,24 +185,24 @@ func (s *Snapshots) Get(ref string) (*api.Snapshot, *api.Error) {
 			return &sn, nil
 		}
 	}
-	return nil, api.Errorf(api.CodeNotFound, "no snapshot %q (sandboxctl snapshot ls)", ref)
+	return nil, errdefs.Errorf(errdefs.NotFound, "no snapshot %q (sandboxctl snapshot ls)", ref)
 }
 
 // Open opens a snapshot's archive.
-func (s *Snapshots) Open(ref string) (*os.File, *api.Snapshot, *api.Error) {
+func (s *Snapshots) Open(ref string) (*os.File, *api.Snapshot, error) {
 	sn, aerr := s.Get(ref)
 	if aerr != nil {
 		return nil, nil, aerr
 	}
 	f, err := os.Open(s.path(sn.SHA256))
 	if err != nil {
-		return nil, nil, api.Errorf(api.CodeInternal, "snapshot %s: its archive is gone: %v", sn.Name, err)
+		return nil, nil, errdefs.Errorf(errdefs.Internal, "snapshot %s: its archive is gone: %v", sn.Name, err)
 	}
 	return f, sn, nil
 }
 
 // Delete forgets a snapshot, and its archive unless another names it.
-func (s *Snapshots) Delete(ref string) *api.Error {
+func (s *Snapshots) Delete(ref string) error {
 	sn, aerr := s.Get(ref)
 	if aerr != nil {
 		return aerr
@@ -209,7 +210,7 @@ func (s *Snapshots) Delete(ref string) *api.Error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.store.DeleteSnapshot(sn.ID); err != nil {
-		return api.Errorf(api.CodeInternal, "%v", err)
+		return errdefs.Errorf(errdefs.Internal, "%v", err)
 	}
 	list, _, _ := s.store.Snapshots()
 	for _, other := range list {
@@ -218,7 +219,7 @@ func (s *Snapshots) Delete(ref string) *api.Error {
 		}
 	}
 	if err := os.Remove(s.path(sn.SHA256)); err != nil && !os.IsNotExist(err) {
-		return api.Errorf(api.CodeInternal, "%v", err)
+		return errdefs.Errorf(errdefs.Internal, "%v", err)
 	}
 	return nil
 }
