@@ -309,6 +309,9 @@ func (s *server) spawnHeld(argv0 string, argv []string, dir string, env []string
 	}
 	start, _ := json.Marshal(holdStart{Setpgid: sys.Setpgid, Setsid: sys.Setsid})
 	err = unix.Sendmsg(h.conn, start, unix.UnixRights(append(fds, shimEnd)...), nil, 0)
+	for err == unix.EINTR {
+		err = unix.Sendmsg(h.conn, start, unix.UnixRights(append(fds, shimEnd)...), nil, 0)
+	}
 	unix.Close(shimEnd)
 	if err != nil {
 		h.end()
@@ -334,6 +337,9 @@ func (s *server) spawnHeld(argv0 string, argv []string, dir string, env []string
 		defer close(written)
 		for len(spec) > 0 {
 			n, err := unix.Write(ours, spec)
+			if err == unix.EINTR {
+				continue
+			}
 			if err != nil {
 				break
 			}
@@ -373,6 +379,9 @@ func shimsPID(conn int) (int, error) {
 	buf := make([]byte, 4096)
 	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred))
 	n, oobn, _, _, err := unix.Recvmsg(conn, buf, oob, 0)
+	for err == unix.EINTR { // the Go runtime's signals interrupt a raw call
+		n, oobn, _, _, err = unix.Recvmsg(conn, buf, oob, 0)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("the program's start: %w", err)
 	}
