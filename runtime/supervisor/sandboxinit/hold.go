@@ -105,10 +105,11 @@ func hold() {
 	buf := make([]byte, 4096)
 	oob := make([]byte, unix.CmsgSpace(4*64))
 	for {
-		n, oobn, _, _, err := unix.Recvmsg(holderFD, buf, oob, unix.MSG_CMSG_CLOEXEC)
-		if err == unix.EINTR {
-			continue
-		}
+		var n, oobn int
+		err := ignoringEINTR(func() (err error) {
+			n, oobn, _, _, err = unix.Recvmsg(holderFD, buf, oob, unix.MSG_CMSG_CLOEXEC)
+			return err
+		})
 		if err != nil || n == 0 {
 			os.Exit(0) // the supervisor is gone; the namespace ends with us
 		}
@@ -237,10 +238,11 @@ func (s *server) sessionHolder() (*holder, error) {
 func (s *server) followHolder(h *holder) {
 	buf := make([]byte, 4096)
 	for {
-		n, _, _, _, err := unix.Recvmsg(h.conn, buf, nil, 0)
-		if err == unix.EINTR {
-			continue
-		}
+		var n int
+		err := ignoringEINTR(func() (err error) {
+			n, _, _, _, err = unix.Recvmsg(h.conn, buf, nil, 0)
+			return err
+		})
 		if err != nil || n == 0 {
 			break
 		}
@@ -308,10 +310,9 @@ func (s *server) spawnHeld(argv0 string, argv []string, dir string, env []string
 		fds = append(fds, int(f))
 	}
 	start, _ := json.Marshal(holdStart{Setpgid: sys.Setpgid, Setsid: sys.Setsid})
-	err = unix.Sendmsg(h.conn, start, unix.UnixRights(append(fds, shimEnd)...), nil, 0)
-	for err == unix.EINTR {
-		err = unix.Sendmsg(h.conn, start, unix.UnixRights(append(fds, shimEnd)...), nil, 0)
-	}
+	err = ignoringEINTR(func() error {
+		return unix.Sendmsg(h.conn, start, unix.UnixRights(append(fds, shimEnd)...), nil, 0)
+	})
 	unix.Close(shimEnd)
 	if err != nil {
 		h.end()
@@ -336,10 +337,11 @@ func (s *server) spawnHeld(argv0 string, argv []string, dir string, env []string
 	go func() {
 		defer close(written)
 		for len(spec) > 0 {
-			n, err := unix.Write(ours, spec)
-			if err == unix.EINTR {
-				continue
-			}
+			var n int
+			err := ignoringEINTR(func() (err error) {
+				n, err = unix.Write(ours, spec)
+				return err
+			})
 			if err != nil {
 				break
 			}
@@ -378,10 +380,11 @@ func (s *server) spawnHeld(argv0 string, argv []string, dir string, env []string
 func shimsPID(conn int) (int, error) {
 	buf := make([]byte, 4096)
 	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred))
-	n, oobn, _, _, err := unix.Recvmsg(conn, buf, oob, 0)
-	for err == unix.EINTR { // the Go runtime's signals interrupt a raw call
+	var n, oobn int
+	err := ignoringEINTR(func() (err error) {
 		n, oobn, _, _, err = unix.Recvmsg(conn, buf, oob, 0)
-	}
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("the program's start: %w", err)
 	}
@@ -398,10 +401,11 @@ func shimsPID(conn int) (int, error) {
 	}
 	rest := append([]byte(nil), said...)
 	for {
-		n, err := unix.Read(conn, buf)
-		if err == unix.EINTR {
-			continue
-		}
+		var n int
+		err := ignoringEINTR(func() (err error) {
+			n, err = unix.Read(conn, buf)
+			return err
+		})
 		if err != nil {
 			return 0, fmt.Errorf("the program's start: %w", err)
 		}

@@ -124,11 +124,7 @@ func probe() {
 		os.Exit(0)
 	}
 	var ws unix.WaitStatus
-	for {
-		if _, err := unix.Wait4(pid, &ws, 0, nil); err != unix.EINTR {
-			break
-		}
-	}
+	_ = ignoringEINTR(func() error { _, err := unix.Wait4(pid, &ws, 0, nil); return err })
 	if ws.Signaled() && ws.Signal() == unix.SIGTERM {
 		fmt.Println("isolate")
 	} else {
@@ -186,4 +182,15 @@ func (s *server) spawnIsolated(argv0 string, argv []string, dir string, env []st
 		return 0, errors.New(msg)
 	}
 	return 0, fmt.Errorf("isolating the program: the helper said %q", line)
+}
+
+// ignoringEINTR makes a raw system call again while a signal interrupts
+// it: the Go runtime's own (preemption, SIGCHLD to the reaper) interrupt
+// calls that its wrappers in os and net would have retried.
+func ignoringEINTR(call func() error) error {
+	for {
+		if err := call(); err != unix.EINTR {
+			return err
+		}
+	}
 }

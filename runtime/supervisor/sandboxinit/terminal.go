@@ -1,6 +1,8 @@
 package sandboxinit
 
 import (
+	"errors"
+	"fmt"
 	"os"
 
 	"github.com/creack/pty"
@@ -59,9 +61,16 @@ func (e *execution) resize(size supervisor.WinSize) {
 	if e.pty == nil {
 		return
 	}
-	if rc, err := e.pty.SyscallConn(); err == nil {
-		_ = rc.Control(func(fd uintptr) {
-			_ = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Row: size.Rows, Col: size.Cols})
+	var err error
+	rc, cerr := e.pty.SyscallConn()
+	if cerr == nil {
+		cerr = rc.Control(func(fd uintptr) {
+			err = ignoringEINTR(func() error {
+				return unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Row: size.Rows, Col: size.Cols})
+			})
 		})
+	}
+	if err = errors.Join(cerr, err); err != nil {
+		fmt.Fprintf(os.Stderr, "sandbox-init: a terminal's new size: %v\n", err)
 	}
 }
