@@ -302,6 +302,46 @@ func TestOneCreationAtATimeWhileItemsAreBusy(t *testing.T) {
 	p.Close(context.Background())
 }
 
+// Callers that find the pool empty while its refill is under way wait for
+// the items on their way instead of each making one more: on a loaded
+// machine creations at once slow each other and the runs that wait on
+// them (python at 4 clients from a pool of 2 made 14 at once).
+func TestCallersWaitForItemsOnTheirWay(t *testing.T) {
+	f := &fake{}
+	hooks := f.hooks()
+	slow := make(chan struct{})
+	create := hooks.Create
+	hooks.Create = func(ctx context.Context, waiting func(string)) (int, error) {
+		if f.created.Load() >= 2 {
+			<-slow
+		}
+		return create(ctx, waiting)
+	}
+	p := New(Options{Name: "x", MinIdle: 2, Max: 16, QueueTimeout: 5 * time.Second}, hooks)
+	eventually(t, "two idle", func() bool { return p.Stats().Idle == 2 })
+	ctx := context.Background()
+	a, _ := p.Acquire(ctx)
+	b, _ := p.Acquire(ctx)
+	got := make(chan int, 2)
+	for range 2 {
+		go func() { c, _ := p.Acquire(ctx); got <- c }()
+	}
+	eventually(t, "two callers wait on the refill of two", func() bool { st := p.Stats(); return st.Waiting == 2 && st.Starting == 2 })
+	time.Sleep(100 * time.Millisecond)
+	if st := p.Stats(); st.Misses != 0 || st.Starting != 2 {
+		t.Errorf("%d misses, %d starting: want the refill's two alone", st.Misses, st.Starting)
+	}
+	close(slow)
+	c, d := <-got, <-got
+	if st := p.Stats(); st.Misses != 0 || c == d || c <= b || d <= b {
+		t.Errorf("got %d and %d, %d misses: want the two the refill made", c, d, st.Misses)
+	}
+	for _, it := range []int{a, b, c, d} {
+		p.Release(it)
+	}
+	p.Close(ctx)
+}
+
 // A caller whose creation stalls (a pod the cluster cannot place) takes
 // an item that comes back from a run meanwhile; the stalled one joins the
 // idle items when it is made.
