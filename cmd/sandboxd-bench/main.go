@@ -360,6 +360,7 @@ func waitAllQuiet(c *client.Client) {
 			return
 		}
 	}
+	fmt.Fprintln(os.Stderr, "bench: the pools were not quiet after 2 minutes; measuring anyway")
 }
 
 func waitPool(c *client.Client, name string, ready func(api.PoolStats) bool) {
