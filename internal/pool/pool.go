@@ -84,6 +84,12 @@ type Pool[T any] struct {
 	peak, lastPeak int
 
 	waiting int // callers queued in Acquire for room
+	// Callers waiting for an item, in the order they came: an item goes
+	// to the first of them that can take it, never to a caller that came
+	// later (with 8 clients some waited past the queue timeout while
+	// later ones were served).
+	queue      []waiter
+	lastTicket uint64
 	// What the creations in flight wait on, by creation, as they last said.
 	waits    map[uint64]string
 	lastWait uint64
@@ -96,6 +102,12 @@ type Pool[T any] struct {
 	stats    api.PoolStats
 	wg       sync.WaitGroup
 	retryTmr *time.Timer
+}
+
+// waiter is a caller waiting for an item.
+type waiter struct {
+	ticket uint64
+	fresh  bool
 }
 
 // idleItem is an item waiting in the pool.
@@ -165,13 +177,19 @@ func (p *Pool[T]) acquire(ctx context.Context, fresh bool) (T, error) {
 	defer recycleWaited.Stop()
 	var made chan error // this caller's creation, while in flight
 	missed := false     // the caller found none idle and made one
+	ticket := uint64(0) // its place in the queue, once it waits
+	defer func() {
+		p.mu.Lock()
+		p.leaveLocked(ticket)
+		p.mu.Unlock()
+	}()
 	for {
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
 			return zero, ErrClosed
 		}
-		for i := p.pickLocked(fresh); i >= 0; i = p.pickLocked(fresh) {
+		for i := p.pickLocked(fresh); i >= 0 && p.turnLocked(ticket, fresh); i = p.pickLocked(fresh) {
 			it := p.idle[i]
 			p.idle = append(p.idle[:i], p.idle[i+1:]...)
 			if p.hooks.Alive != nil && !p.hooks.Alive(it.item) {
@@ -191,6 +209,8 @@ func (p *Pool[T]) acquire(ctx context.Context, fresh bool) (T, error) {
 			if len(p.idle) == 0 {
 				p.fillLocked()
 			}
+			p.leaveLocked(ticket)
+			ticket = 0
 			p.mu.Unlock()
 			return it.item, nil
 		}
@@ -205,14 +225,15 @@ func (p *Pool[T]) acquire(ctx context.Context, fresh bool) (T, error) {
 		// An item on its way (back from a recycle, or being made for the
 		// pool or another caller) serves a caller sooner than a creation
 		// of its own, and without its cost: wait for one while there are
-		// more on their way than callers waiting for them, for a while (a
+		// more idle or on their way than callers waiting (the ones queued
+		// first take the idle ones), for a while (a
 		// recycle slowed by a loaded machine). While items are busy, one
 		// caller at a time makes one. On a loaded machine creations compete
 		// for the CPU with the runs and recycles that would free an item
 		// sooner, and callers each creating are a spiral (python at 4
 		// clients from a pool of 2: 14 creations at once, no run served for
 		// 3 s; node at 4 runs/s: runs of 80 ms waiting 5-12 s).
-		coming := p.starting
+		coming := p.idleForLocked(fresh) + p.starting
 		if !fresh {
 			coming += p.recycling
 		}
@@ -233,6 +254,11 @@ func (p *Pool[T]) acquire(ctx context.Context, fresh bool) (T, error) {
 			made = make(chan error, 1)
 			p.wg.Add(1)
 			go p.createForCaller(made)
+		}
+		if ticket == 0 {
+			p.lastTicket++
+			ticket = p.lastTicket
+			p.queue = append(p.queue, waiter{ticket: ticket, fresh: fresh})
 		}
 		changed := p.changed
 		p.waiting++
@@ -261,6 +287,48 @@ func (p *Pool[T]) acquire(ctx context.Context, fresh bool) (T, error) {
 		case <-ctx.Done():
 			p.unwait()
 			return zero, ctx.Err()
+		}
+	}
+}
+
+// turnLocked says whether a caller (ticket 0: one not queued yet) may
+// take an idle item: the callers queued before it for items of its kind
+// take theirs first, as many as there are.
+func (p *Pool[T]) turnLocked(ticket uint64, fresh bool) bool {
+	ahead := 0
+	for _, q := range p.queue {
+		if q.ticket == ticket {
+			break
+		}
+		if q.fresh == fresh {
+			ahead++
+		}
+	}
+	return p.idleForLocked(fresh) > ahead
+}
+
+// idleForLocked counts the idle items a caller may take: fresh ones for a
+// fresh caller, any for another.
+func (p *Pool[T]) idleForLocked(fresh bool) int {
+	n := 0
+	for _, it := range p.idle {
+		if !fresh || !it.used {
+			n++
+		}
+	}
+	return n
+}
+
+// leaveLocked takes a caller out of the queue; those after it may take
+// an item that is idle now.
+func (p *Pool[T]) leaveLocked(ticket uint64) {
+	for i, q := range p.queue {
+		if q.ticket == ticket {
+			p.queue = append(p.queue[:i], p.queue[i+1:]...)
+			if len(p.idle) > 0 {
+				p.notifyLocked()
+			}
+			return
 		}
 	}
 }

@@ -342,6 +342,41 @@ func TestCallersWaitForItemsOnTheirWay(t *testing.T) {
 	p.Close(ctx)
 }
 
+// Callers are served in the order they came: an item back from a run goes
+// to the one that has waited longest, and a caller that comes while others
+// wait takes its place behind them, idle item or not.
+func TestCallersAreServedInTheOrderTheyCame(t *testing.T) {
+	f := &fake{}
+	p := New(Options{Name: "x", MinIdle: 0, Max: 2, QueueTimeout: 5 * time.Second}, f.hooks())
+	ctx := context.Background()
+	a, _ := p.Acquire(ctx)
+	b, _ := p.Acquire(ctx)
+	served := make(chan int, 3)
+	for i := range 3 {
+		go func() {
+			it, _ := p.Acquire(ctx)
+			served <- i
+			p.Recycle(it, func(context.Context, int) bool { return true })
+		}()
+		eventually(t, "the caller queued", func() bool { return p.Stats().Waiting == i+1 })
+	}
+	p.mu.Lock()
+	p.idle = append(p.idle, idleItem[int]{item: 99, used: true}) // as a recycle would
+	if p.turnLocked(0, false) {
+		t.Error("a caller that came after three others may take the one idle item")
+	}
+	p.idle = p.idle[:len(p.idle)-1]
+	p.mu.Unlock()
+	p.Recycle(a, func(context.Context, int) bool { return true }) // each caller passes it on
+	for want := range 3 {
+		if got := <-served; got != want {
+			t.Fatalf("caller %d served before caller %d", got, want)
+		}
+	}
+	p.Release(b)
+	p.Close(ctx)
+}
+
 // A caller whose creation stalls (a pod the cluster cannot place) takes
 // an item that comes back from a run meanwhile; the stalled one joins the
 // idle items when it is made.
