@@ -15,7 +15,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -412,6 +414,10 @@ func ratio(x, base float64) string {
 
 // checkOut tells a command that failed or printed other than want.
 func checkOut(out []byte, err error, want string) error {
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && len(exit.Stderr) > 0 {
+		return fmt.Errorf("%w: %s", err, bytes.TrimSpace(exit.Stderr))
+	}
 	if err != nil {
 		return err
 	}

@@ -53,7 +53,9 @@ func paced(c *client.Client, bin string, d *daemon, n int) error {
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
-					failed++
+					if failed++; failed == 1 {
+						fmt.Fprintf(os.Stderr, "bench: %s at %d runs/s: %v\n", h.name, pacedRate, err)
+					}
 					return
 				}
 				samples = append(samples, float64(time.Since(began).Microseconds())/1000)
