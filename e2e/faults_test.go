@@ -112,7 +112,8 @@ func healthTurns(t *testing.T, c *client.Client, status string) {
 // An engine that stops answering (frozen, as one stuck removing a container
 // is) while sandboxd shuts down: the shutdown still ends within the bound a
 // service manager gives it (testutil's Stop fails the test past 90s), and
-// the containers it could not remove go at the next start.
+// the containers it could not remove go at the next start (or, for the
+// removals it asked for, when the engine answers again).
 func TestShutdownWithAnEngineThatHangs(t *testing.T) {
 	e := testutil.StartEngine(t, "sandboxd/python:latest")
 	d := testutil.StartDaemon(t, testutil.Options{DockerHost: e.Host, Languages: `
@@ -131,10 +132,11 @@ language "python" {
 		t.Fatalf("the shutdown should end, saying what it could not remove:\n%s", logs)
 	}
 	e.Thaw()
+	// The removals sandboxd asked for while the engine was frozen wait in
+	// its socket, and a thawed engine may still carry some out: what is
+	// left now is what the next start must remove.
 	left := e.Containers(label)
-	if len(left) < 2 {
-		t.Fatalf("the frozen engine should have kept the warm containers, has %v", left)
-	}
+	t.Logf("left after the shutdown: %v", left)
 	d.Restart()
 	waitFor(t, "the leftovers removed by the next start", func() bool {
 		now := e.Containers(label)
