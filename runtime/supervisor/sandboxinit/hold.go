@@ -110,6 +110,9 @@ func hold() {
 			n, oobn, _, _, err = unix.Recvmsg(holderFD, buf, oob, unix.MSG_CMSG_CLOEXEC)
 			return err
 		})
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "sandbox-init: the holder's channel: %v\n", err)
+		}
 		if err != nil || n == 0 {
 			os.Exit(0) // the supervisor is gone; the namespace ends with us
 		}
