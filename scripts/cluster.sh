@@ -511,7 +511,7 @@ down() {
 	stop registry
 	# What the kubelets and containerds mounted under the cluster's dirs.
 	if [[ -d $DIR ]]; then
-		grep -E " ($DIR|$RUN)/" /proc/mounts | cut -d' ' -f2 | sort -r | while read -r m; do
+		{ grep -E " ($DIR|$RUN)/" /proc/mounts || true; } | cut -d' ' -f2 | sort -r | while read -r m; do
 			umount -l "$m" 2>/dev/null || true
 		done
 	fi
