@@ -119,6 +119,9 @@ func TestSupervisorSurvivesEverySignal(t *testing.T) {
 func testSupervisorSurvivesEverySignal(t *testing.T, runtime string) {
 	d := testutil.StartDaemon(t, testutil.Options{Runtime: runtime, Languages: reusePool})
 	c := d.Client()
+	if ignored := run(t, c, api.RunRequest{Language: "python", Code: ignoredRealtimeSignals}); ignored.Stdout != "[]\n" {
+		t.Fatalf("a program must find no realtime signal ignored: %+v", ignored)
+	}
 	res := run(t, c, api.RunRequest{Language: "python", Code: everySignal})
 	if res.ExitCode != 0 || res.Stdout != "sent\n" {
 		t.Fatalf("one-shot: %+v", res)
@@ -144,6 +147,11 @@ func testSupervisorSurvivesEverySignal(t *testing.T, runtime string) {
 	if res := sh(t, c, id, "kill -0 "+strings.TrimSpace(background.Stdout)+" && echo there"); res.Stdout != "there\n" {
 		t.Fatalf("a background process, the exec after: %+v (started: %+v)", res, background)
 	}
+	// The holder ignores the realtime signals, and the engine may have
+	// ignored one: a program finds them at their default.
+	if ignored, err := c.Exec(ctx(t), id, api.ExecRequest{Argv: []string{"python3", "-c", ignoredRealtimeSignals}}); err != nil || ignored.Stdout != "[]\n" {
+		t.Fatalf("a session's program must find no realtime signal ignored: %+v %v", ignored, err)
+	}
 	for sig := 1; sig <= 64; sig++ {
 		res := sh(t, c, id, fmt.Sprintf("kill -%d 1; echo $?", sig))
 		if res.Stdout == "0\n" || res.Stdout == "1\n" || runtime != "runc" && sig == 9 && res.Signal == "SIGKILL" {
@@ -163,6 +171,10 @@ func testSupervisorSurvivesEverySignal(t *testing.T, runtime string) {
 		t.Fatalf("session after every signal: %+v %v", s, err)
 	}
 }
+
+// ignoredRealtimeSignals lists the realtime signals the program starts
+// with ignored.
+const ignoredRealtimeSignals = "import signal; print([s for s in range(32, 65) if signal.getsignal(s) == signal.SIG_IGN])"
 
 // everySignal sends every signal to every process it can name but itself,
 // PID 1 included, then SIGKILL to all it may signal at once.

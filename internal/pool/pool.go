@@ -359,8 +359,14 @@ func (p *Pool[T]) oldestLocked() int {
 	return -1
 }
 
+// exhausted says what held the pool's containers when a caller gave up:
+// runs (raise max), or creations and cleanups the engine is slow to finish
+// (a loaded host; raise queue_timeout).
 func (p *Pool[T]) exhausted() error {
-	return fmt.Errorf("%w: all %d %s containers busy for %s; retry later or raise pool max", ErrExhausted, p.opts.Max, p.opts.Name, p.opts.QueueTimeout)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return fmt.Errorf("%w: no %s container free for %s: of at most %d, %d running programs, %d being started, %d being cleaned, %d being removed; retry later, or raise the pool's max or queue_timeout",
+		ErrExhausted, p.opts.Name, p.opts.QueueTimeout, p.opts.Max, p.busy, p.starting, p.recycling, p.removing)
 }
 
 func (p *Pool[T]) unwait() {

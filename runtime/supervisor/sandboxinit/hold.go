@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -79,6 +80,13 @@ func hold() {
 	// them), except SIGKILL, which ends the namespace.
 	drop := make(chan os.Signal, 64)
 	signal.Notify(drop)
+	// The realtime signals but the runtime's own are ignored where the
+	// kernel sends them: under gVisor a namespace's first process
+	// sometimes died of signals 32 (one the Go runtime keeps from
+	// os/signal, at its default) and 34 (one it handles).
+	if err := setDisposition(sigIgnore, realtimeSignals...); err != nil {
+		fmt.Fprintf(os.Stderr, "sandbox-init: the holder cannot ignore realtime signals: %v\n", err)
+	}
 	var mu sync.Mutex // a shim's Started goes out before its Exited
 	send := func(r holdReport) {
 		b, _ := json.Marshal(r)
@@ -169,7 +177,44 @@ func shim(args []string) {
 	if err := os.Chdir(spec.Dir); err != nil {
 		fail(err)
 	}
+	if err := setDisposition(sigDefault, realtimeSignals...); err != nil { // the holder's, inherited
+		fail(err)
+	}
 	fail(syscall.Exec(spec.Path, spec.Argv, spec.Env))
+}
+
+// Signal dispositions, as rt_sigaction takes them.
+const (
+	sigDefault = 0 // SIG_DFL
+	sigIgnore  = 1 // SIG_IGN
+)
+
+// sigCancel is glibc's SIGCANCEL, the realtime signal the Go runtime
+// never hands to os/signal nor, without cgo, handles.
+const sigCancel = 32
+
+// realtimeSignals are the realtime signals but 33, the one the Go runtime
+// uses for itself.
+var realtimeSignals = func() []int {
+	sigs := []int{sigCancel}
+	for sig := 34; sig <= 64; sig++ {
+		sigs = append(sigs, sig)
+	}
+	return sigs
+}()
+
+// setDisposition sets the disposition of sigs to SIG_DFL or SIG_IGN,
+// which exec keeps, where the kernel sends them: under the Go runtime's
+// handlers, if it has them.
+func setDisposition(disposition uint64, sigs ...int) error {
+	act := struct{ handler, flags, restorer, mask uint64 }{handler: disposition} // the kernel's struct sigaction
+	for _, sig := range sigs {
+		_, _, errno := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&act)), 0, 8, 0, 0)
+		if errno != 0 {
+			return fmt.Errorf("signal %d's disposition: %w", sig, errno)
+		}
+	}
+	return nil
 }
 
 // holder is the supervisor's end of a session namespace's holder.
@@ -222,7 +267,7 @@ func (s *server) sessionHolder() (*holder, error) {
 	}
 	null := devnull.Fd()
 	pid, err := s.spawnIsolated(s.self, []string{"sandbox-init", holdArg}, "/", nil,
-		[]uintptr{null, null, null, uintptr(pair[1])}, &syscall.SysProcAttr{Setpgid: true})
+		[]uintptr{null, null, os.Stderr.Fd(), uintptr(pair[1])}, &syscall.SysProcAttr{Setpgid: true})
 	devnull.Close()
 	unix.Close(pair[1])
 	if err != nil {

@@ -63,6 +63,12 @@ func Main() {
 		for range drop {
 		}
 	}()
+	// Signal 32, which Go keeps from os/signal, is as the engine left it:
+	// ignored, where dockerd was started so, and then in every program.
+	// As PID 1 the kernel keeps it from us at its default.
+	if err := setDisposition(sigDefault, sigCancel); err != nil {
+		fmt.Fprintf(os.Stderr, "sandbox-init: %v\n", err)
+	}
 
 	// Read before any program starts, and kept from all of them.
 	listen, token, nproc := os.Getenv(supervisor.EnvListen), os.Getenv(supervisor.EnvToken), os.Getenv(supervisor.EnvNproc)

@@ -3,6 +3,7 @@ package sandboxinit
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -250,6 +251,9 @@ func (s *server) reaped(pid int, ws unix.WaitStatus, ru *unix.Rusage) {
 	if s.holders[pid] {
 		// Its usage is its namespace's, which it reported process by process.
 		delete(s.holders, pid)
+		if !ws.Signaled() || ws.Signal() != unix.SIGKILL { // not ended by us, nor by a program's SIGKILL
+			fmt.Fprintf(os.Stderr, "sandbox-init: a session's holder ended: exit %d, signal %d\n", ws.ExitStatus(), ws.Signal())
+		}
 		return
 	}
 	// Every process's usage counts toward the executions running now: in a
