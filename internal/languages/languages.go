@@ -431,8 +431,7 @@ func (r *Registry) List(ctx context.Context) []api.Language {
 			Network: api.Network{Allow: l.allow.Strings()}, Contexts: len(l.Info.ContextCommand) > 0,
 			Hibernation: r.hibernation(ctx, l), Instructions: l.instructions(),
 		}
-		entry.Pool = l.pool.Stats()
-		l.warmStats(&entry.Pool)
+		entry.Pool = l.poolStats()
 		if entry.Building = l.img.buildingNow(); entry.Building == nil && st.err != nil {
 			entry.Error = st.err.Error()
 		}
@@ -445,9 +444,7 @@ func (r *Registry) List(ctx context.Context) []api.Language {
 func (r *Registry) Pools() map[string]api.PoolStats {
 	out := make(map[string]api.PoolStats, len(r.langs))
 	for _, l := range r.langs {
-		p := l.pool.Stats()
-		l.warmStats(&p)
-		out[l.Config.Name] = p
+		out[l.Config.Name] = l.poolStats()
 	}
 	return out
 }

@@ -157,8 +157,16 @@ func (r *Registry) Warmed(l *Language, warm bool, missed string) {
 	r.metrics.WarmRun(l.Name(), warm, missed)
 }
 
-// warmStats fills in a pool's warm-runtime figures.
-func (l *Language) warmStats(p *api.PoolStats) {
-	p.Warm = l.Warm()
-	p.WarmHits, p.WarmMisses, p.WarmFailures = l.warm.hits.Load(), l.warm.misses.Load(), l.warm.failures.Load()
+// poolStats are l's pool figures as the API shows them, with its warm
+// runtime's.
+func (l *Language) poolStats() api.PoolStats {
+	s := l.pool.Stats()
+	return api.PoolStats{
+		Idle: s.Idle, IdleUsed: s.IdleUsed, Busy: s.Busy, Recycling: s.Recycling, Starting: s.Starting,
+		Removing: s.Removing, Waiting: s.Waiting, StartingFor: s.StartingFor,
+		Target: s.Target, MinIdle: s.MinIdle, Max: s.Max,
+		Hits: s.Hits, Reused: s.Reused, Misses: s.Misses, Created: s.Created, Recycled: s.Recycled,
+		Retired: s.Retired, Trimmed: s.Trimmed, Destroyed: s.Destroyed, Failures: s.Failures, LastError: s.LastError,
+		Warm: l.Warm(), WarmHits: l.warm.hits.Load(), WarmMisses: l.warm.misses.Load(), WarmFailures: l.warm.failures.Load(),
+	}
 }

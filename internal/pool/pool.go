@@ -24,8 +24,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-
-	"github.com/sandboxd/sandboxd/api"
 )
 
 // ErrExhausted means every container is busy and none freed up within the
@@ -99,7 +97,7 @@ type Pool[T any] struct {
 	cancel   context.CancelFunc
 	failures int // consecutive create failures, for backoff
 	retryAt  time.Time
-	stats    api.PoolStats
+	stats    Stats
 	wg       sync.WaitGroup
 	retryTmr *time.Timer
 }
@@ -641,8 +639,20 @@ func (p *Pool[T]) destroyDeadLocked() {
 	p.idle = live
 }
 
+// Stats are a pool's figures: its items by state now (StartingFor: what
+// the ones being made wait on outside sandboxd, when they said), the
+// targets it keeps, and counts since it began.
+type Stats struct {
+	Idle, IdleUsed, Busy, Recycling, Starting, Removing, Waiting int
+	StartingFor                                                  string
+	Target, MinIdle, Max                                         int
+	Hits, Reused, Misses, Created, Recycled                      uint64
+	Retired, Trimmed, Destroyed, Failures                        uint64
+	LastError                                                    string
+}
+
 // Stats reports the pool's figures.
-func (p *Pool[T]) Stats() api.PoolStats {
+func (p *Pool[T]) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := p.stats
