@@ -42,7 +42,9 @@ func mimes(res *api.RunResult) string {
 // exec to exec, show final values, and are restarted (saying so) when a
 // deadline, a crash or memory ends them.
 func TestContexts(t *testing.T) {
-	d := testutil.StartDaemon(t, testutil.Options{Languages: testutil.DefaultLanguages + `
+	// A minute per cell: a kernel's start and pandas' import took over
+	// 10 s beside the other e2e tests on a 2-core machine.
+	d := testutil.StartDaemon(t, testutil.Options{Defaults: `timeout = "1m"`, Languages: testutil.DefaultLanguages + `
 language "bash" {
   image = "sandboxd/bash:latest"
   pool {
