@@ -158,16 +158,22 @@ EOF
 # --- processes ------------------------------------------------------------
 
 # start NAME CMD... : starts CMD in the background, logging to
-# $LOGS/NAME.log, its pid and CMD's path in $RUN/NAME.pid; nothing if it
-# runs already.
+# $LOGS/NAME.log, its pid and the path of the program it runs in
+# $RUN/NAME.pid (past an `env VAR=...` in front, which execs it); nothing
+# if it runs already.
 start() {
-	local name=$1
+	local name=$1 prog=$2
 	shift
 	if running "$name"; then
 		return
 	fi
+	if [[ $prog == env ]]; then
+		for prog in "${@:2}"; do
+			[[ $prog == *=* ]] || break
+		done
+	fi
 	"$@" >>"$LOGS/$name.log" 2>&1 &
-	echo "$! $1" >"$RUN/$name.pid"
+	echo "$! $prog" >"$RUN/$name.pid"
 }
 
 # ours NAME : prints the pid $RUN/NAME.pid records if that process runs
