@@ -54,6 +54,9 @@ func exportImage(name string) (*imageRoot, error) {
 		r.remove()
 		return nil, fmt.Errorf("docker export %s: %w: %s", image, err, stderr.String())
 	}
+	// Written out now: the image's gigabyte of new pages would otherwise be
+	// written back while the first stream runs, slowing it alone.
+	syscall.Sync()
 	for _, m := range []struct{ source, target, fstype string }{{"/dev", "dev", ""}, {"proc", "proc", "proc"}} {
 		flags := uintptr(0)
 		if m.fstype == "" {

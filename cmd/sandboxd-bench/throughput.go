@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -22,15 +23,15 @@ const throughputClients = 4
 const dockerSample = 16
 
 // throughput runs each language's corpus (corpus.go) at 4 clients as bare
-// processes on the host, through sandboxd's API and, for a sample,
-// through `docker run --rm`, checking every verdict; then sandboxd's
+// processes on the host and through sandboxd's API, in turns (interleave),
+// and a sample through `docker run --rm`, checking every verdict; then sandboxd's
 // latency at 1, 4 and 8 clients. The pools are what the daemon's
 // configuration makes them, so a run that finds none idle waits for one.
 func throughput(c *client.Client, langs []string) error {
 	fmt.Printf("\n## Throughput: %d small programs with their tests per language, %d clients\n\n", corpusSize, throughputClients)
-	fmt.Println("Programs/s over the whole corpus; every program's verdict checked in every mode. Bare, image's toolchain: the same programs as plain processes on the host, chrooted into the language image's files (its interpreter or compiler, no namespaces, cgroups, seccomp or container): the sandbox's cost alone, and the ratio the goal is stated on. Bare, host's toolchain: as processes of the host with its own toolchains (another version may be faster or slower). Latency: sandboxd's `POST /v1/run`, ms.")
+	fmt.Println("Programs/s over the whole corpus; every program's verdict checked in every mode. Bare, image's toolchain: the same programs as plain processes on the host, chrooted into the language image's files (its interpreter or compiler, no namespaces, cgroups, seccomp or container): the sandbox's cost alone, and the ratio the goal is stated on. Bare, host's toolchain: as processes of the host with its own toolchains (another version may be faster or slower). The modes take turns, a quarter of the corpus each, in an order reversed each round, so the host's noise falls on them alike; beside the ratio, each round's. Latency: sandboxd's `POST /v1/run`, ms.")
 	fmt.Println()
-	fmt.Println("| language | bare, image's toolchain /s | sandboxd /s | ratio | bare, host's toolchain /s | ratio | `docker run --rm` /s | sandboxd vs docker | p50/p95 at 1 client | at 4 | at 8 | runs in a recycled container | containers created |")
+	fmt.Println("| language | bare, image's toolchain /s | sandboxd /s | ratio (rounds) | bare, host's toolchain /s | ratio | `docker run --rm` /s | sandboxd vs docker | p50/p95 at 1 client | at 4 | at 8 | runs in a recycled container | containers created |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, l := range corpus {
 		if len(langs) > 0 && !contains(langs, l.name) {
@@ -40,23 +41,10 @@ func throughput(c *client.Client, langs []string) error {
 		if err != nil {
 			return err
 		}
-		// Both streams start once every pool is quiet: a pool still filling
-		// takes the cores from the bare host's programs as from sandboxd's.
 		root, err := exportImage(l.image)
 		if err != nil {
 			return fmt.Errorf("%s image's files: %w", l.name, err)
 		}
-		waitAllQuiet(c)
-		chrooted, _, err := load(throughputClients, progs, func(p string) error { return root.run(l, p) })
-		root.remove()
-		if err != nil {
-			return fmt.Errorf("%s bare in the image's files: %w", l.name, err)
-		}
-		bare, _, err := load(throughputClients, progs, func(p string) error { return runBare(l, p) })
-		if err != nil {
-			return fmt.Errorf("%s bare: %w", l.name, err)
-		}
-		waitAllQuiet(c)
 		before := poolOf(c, l.name)
 		viaAPI := func(p string) error {
 			res, err := c.Run(context.Background(), api.RunRequest{Language: l.name, Code: p})
@@ -65,27 +53,35 @@ func throughput(c *client.Client, langs []string) error {
 			}
 			return err
 		}
-		rate, at4, err := load(throughputClients, progs, viaAPI)
-		if err != nil {
-			return fmt.Errorf("%s via sandboxd: %w", l.name, err)
+		modes := []mode{
+			{"bare in the image's files", func(p string) error { return root.run(l, p) }},
+			{"via sandboxd", viaAPI},
+			{"bare", func(p string) error { return runBare(l, p) }},
 		}
+		streams, perRound, err := interleave(c, progs, modes)
+		root.remove()
+		if err != nil {
+			return fmt.Errorf("%s %w", l.name, err)
+		}
+		chrooted, sandboxd, bare := streams[0].rate(), streams[1].rate(), streams[2].rate()
 		after := poolOf(c, l.name)
-		_, at1, err := load(1, progs[:20], viaAPI)
+		one, err := load(1, progs[:20], viaAPI)
 		if err != nil {
 			return err
 		}
 		// Eight clients on these cores may outwait a pool's queue_timeout:
 		// what failed is counted in the latencies and said.
-		_, at8, err := load(8, progs[:48], viaAPI)
+		eight, err := load(8, progs[:48], viaAPI)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "bench: %s at 8 clients: %v\n", l.name, err)
 		}
-		docker, _, err := load(throughputClients, progs[:dockerSample], func(p string) error { return runDocker(l, p) })
+		docker, err := load(throughputClients, progs[:dockerSample], func(p string) error { return runDocker(l, p) })
 		if err != nil {
 			return fmt.Errorf("%s docker run: %w", l.name, err)
 		}
-		fmt.Printf("| %s | %.1f | %.1f | %.2fx | %.1f | %.2fx | %.2f | %.1fx | %.0f/%.0f | %.0f/%.0f | %.0f/%.0f | %d of %d | %d |\n",
-			l.name, chrooted, rate, rate/chrooted, bare, rate/bare, docker, rate/docker, at1.p50, at1.p95, at4.p50, at4.p95, at8.p50, at8.p95,
+		at1, at4, at8 := one.stats(), streams[1].stats(), eight.stats()
+		fmt.Printf("| %s | %.1f | %.1f | %.2fx (%s) | %.1f | %.2fx | %.2f | %.1fx | %.0f/%.0f | %.0f/%.0f | %.0f/%.0f | %d of %d | %d |\n",
+			l.name, chrooted, sandboxd, sandboxd/chrooted, roundRatios(perRound), bare, sandboxd/bare, docker.rate(), sandboxd/docker.rate(), at1.p50, at1.p95, at4.p50, at4.p95, at8.p50, at8.p95,
 			after.Reused-before.Reused, after.Hits+after.Misses-before.Hits-before.Misses, after.Created-before.Created)
 	}
 	return nil
@@ -100,9 +96,78 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// load runs every program once on workers goroutines and returns the
-// programs per second and the latencies; the first failure is its error.
-func load(workers int, progs []string, run func(prog string) error) (float64, stats, error) {
+// throughputRounds: the corpus is measured in this many parts, every mode
+// on each part in turn.
+const throughputRounds = 4
+
+// mode is one way of running the corpus's programs.
+type mode struct {
+	name string
+	run  func(prog string) error
+}
+
+// interleave runs progs through every mode in rounds, a part of the
+// corpus per round and the modes' order reversed each round, each mode's
+// stream once the pools are quiet (a pool still filling takes the cores
+// from the bare programs as from sandboxd's). This machine's host takes
+// its share of the cores at will, for minutes at a time: in turns, the
+// modes share that noise, where a stream each would not. It returns each
+// mode's streams summed, and per round the ratio of the second mode's
+// rate to the first's.
+func interleave(c *client.Client, progs []string, modes []mode) ([]stream, []float64, error) {
+	total := make([]stream, len(modes))
+	var perRound []float64
+	for r := range throughputRounds {
+		part := progs[r*len(progs)/throughputRounds : (r+1)*len(progs)/throughputRounds]
+		round := make([]stream, len(modes))
+		for k := range modes {
+			i := k
+			if r%2 == 1 {
+				i = len(modes) - 1 - k
+			}
+			waitAllQuiet(c)
+			s, err := load(throughputClients, part, modes[i].run)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", modes[i].name, err)
+			}
+			round[i] = s
+			total[i].add(s)
+		}
+		perRound = append(perRound, round[1].rate()/round[0].rate())
+	}
+	return total, perRound, nil
+}
+
+// roundRatios lists the ratios of the rounds, in their order.
+func roundRatios(ratios []float64) string {
+	parts := make([]string, len(ratios))
+	for i, r := range ratios {
+		parts[i] = fmt.Sprintf("%.2f", r)
+	}
+	return strings.Join(parts, " ")
+}
+
+// stream is what a load of programs measured.
+type stream struct {
+	programs  int
+	elapsed   time.Duration
+	latencies []float64 // ms
+}
+
+func (s stream) rate() float64 { return float64(s.programs) / s.elapsed.Seconds() }
+
+func (s stream) stats() stats { return summarize(slices.Clone(s.latencies)) }
+
+// add counts o, a stream of the same mode, in s.
+func (s *stream) add(o stream) {
+	s.programs += o.programs
+	s.elapsed += o.elapsed
+	s.latencies = append(s.latencies, o.latencies...)
+}
+
+// load runs every program once on workers goroutines; the first failure
+// is its error.
+func load(workers int, progs []string, run func(prog string) error) (stream, error) {
 	jobs := make(chan string, len(progs))
 	for _, p := range progs {
 		jobs <- p
@@ -130,7 +195,7 @@ func load(workers int, progs []string, run func(prog string) error) (float64, st
 		}()
 	}
 	wg.Wait()
-	return float64(len(progs)) / time.Since(start).Seconds(), summarize(latencies), first
+	return stream{programs: len(progs), elapsed: time.Since(start), latencies: latencies}, first
 }
 
 // runBare builds and runs a program as the host's own process, in a
