@@ -18,6 +18,7 @@ import (
 // engine; a CA that did not sign the engine's certificate, or no client
 // certificate, stops sandboxd at start with what to fix.
 func TestEngineOverTLS(t *testing.T) {
+	t.Parallel() // on an engine of its own
 	e := testutil.StartTLSEngine(t, "sandboxd/bash:latest")
 	bash := `
 language "bash" {

@@ -19,20 +19,21 @@ import (
 // degraded, sessions whose containers died are lost, and when the engine
 // is back runs work again with no restart of sandboxd.
 func TestEngineStoppedAndBack(t *testing.T) {
-	e := testutil.StartEngine(t, "sandboxd/python:latest")
+	t.Parallel() // on an engine of its own, mostly waiting for it
+	e := testutil.StartEngine(t, "sandboxd/bash:latest")
 	d := testutil.StartDaemon(t, testutil.Options{DockerHost: e.Host, Defaults: `timeout = "60s"`, Languages: `
-language "python" {
-  image = "sandboxd/python:latest"
+language "bash" {
+  image = "sandboxd/bash:latest"
   pool {
     min_idle = 1
     max      = 4
   }
 }`})
 	c := d.Client()
-	id := newSession(t, c, api.SessionRequest{})
+	id := newSession(t, c, api.SessionRequest{Language: "bash"})
 	inflight := make(chan error, 1)
 	go func() {
-		_, err := c.Run(context.Background(), api.RunRequest{Language: "python", Code: "import time\ntime.sleep(50)"})
+		_, err := c.Run(context.Background(), api.RunRequest{Language: "bash", Code: "sleep 50"})
 		inflight <- err
 	}()
 	waitFor(t, "the run in flight", func() bool {
@@ -51,7 +52,7 @@ language "python" {
 		t.Fatal("the run in flight did not end within 30s of the engine stopping")
 	}
 	start := time.Now()
-	if _, err := c.Run(context.Background(), api.RunRequest{Language: "python", Code: "print(1)"}); apiCode(err) != api.CodeRuntimeUnavailable {
+	if _, err := c.Run(context.Background(), api.RunRequest{Language: "bash", Code: "echo 1"}); apiCode(err) != api.CodeRuntimeUnavailable {
 		t.Fatalf("a run while the engine is down: %v", err)
 	}
 	if took := time.Since(start); took > 40*time.Second {
@@ -76,7 +77,7 @@ language "python" {
 	e.Start()
 	healthTurns(t, c, "ok")
 	waitFor(t, "runs working again", func() bool {
-		res, err := c.Run(context.Background(), api.RunRequest{Language: "python", Code: "print('back')"})
+		res, err := c.Run(context.Background(), api.RunRequest{Language: "bash", Code: "echo back"})
 		return err == nil && res.Stdout == "back\n"
 	})
 	// Kept while the engine could not say, lost once it says the
@@ -87,7 +88,7 @@ language "python" {
 	})
 	waitFor(t, "the pool refilled", func() bool {
 		pools, err := c.Pools(context.Background())
-		return err == nil && pools["python"].Idle >= 1
+		return err == nil && pools["bash"].Idle >= 1
 	})
 }
 
@@ -115,10 +116,11 @@ func healthTurns(t *testing.T, c *client.Client, status string) {
 // the containers it could not remove go at the next start (or, for the
 // removals it asked for, when the engine answers again).
 func TestShutdownWithAnEngineThatHangs(t *testing.T) {
-	e := testutil.StartEngine(t, "sandboxd/python:latest")
+	t.Parallel() // on an engine of its own, mostly waiting for it
+	e := testutil.StartEngine(t, "sandboxd/bash:latest")
 	d := testutil.StartDaemon(t, testutil.Options{DockerHost: e.Host, Languages: `
-language "python" {
-  image = "sandboxd/python:latest"
+language "bash" {
+  image = "sandboxd/bash:latest"
   pool {
     min_idle = 2
     max      = 4

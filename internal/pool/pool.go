@@ -225,8 +225,9 @@ func (p *Pool[T]) acquire(ctx context.Context, fresh bool) (T, error) {
 		// of its own, and without its cost: wait for one while there are
 		// more idle or on their way than callers waiting (the ones queued
 		// first take the idle ones), for a while (a
-		// recycle slowed by a loaded machine). While items are busy, one
-		// caller at a time makes one. On a loaded machine creations compete
+		// recycle slowed by a loaded machine). While the pool has items
+		// (busy, being recycled, or idle and taken by the callers queued
+		// first), one caller at a time makes one. On a loaded machine creations compete
 		// for the CPU with the runs and recycles that would free an item
 		// sooner, and callers each creating are a spiral (python at 4
 		// clients from a pool of 2: 14 creations at once, no run served for
@@ -235,7 +236,8 @@ func (p *Pool[T]) acquire(ctx context.Context, fresh bool) (T, error) {
 		if !fresh {
 			coming += p.recycling
 		}
-		wait := time.Since(began) < recycleWait && (coming > p.waiting || (p.busy > 0 && p.creating > 0))
+		held := p.busy + p.recycling + len(p.idle)
+		wait := time.Since(began) < recycleWait && (coming > p.waiting || (held > 0 && p.creating > 0))
 		if !wait && made == nil && p.totalLocked() < p.opts.Max {
 			// A miss: make one for this caller, outside the start limit
 			// (the caller is waiting; refills are not). It joins the idle
