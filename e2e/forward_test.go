@@ -127,7 +127,8 @@ func testPortForward(t *testing.T, runtime string) {
 	}
 	// As many clients as a session carries at once: past that a client
 	// waits 2 s for one to end, and 16 requests to a python server under
-	// gVisor beside the other e2e tests took longer than that.
+	// gVisor beside the other e2e tests took longer than that (the wait
+	// is internal/daemon's TestForwardsWaitForRoomThenRefuse).
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
 	for range 16 {
