@@ -124,6 +124,9 @@ func (e *Engine) Start() {
 		"-H", e.Host, "--pidfile", filepath.Join(e.dir, "d.pid"), "--bridge=none", "--iptables=false", "--ip-masq=false")
 	cmd.Args = append(cmd.Args, e.args...)
 	cmd.Stdout, cmd.Stderr = log, log
+	// Stopped, with its containers, when the test process ends without
+	// its cleanup (go test's timeout).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
 		e.t.Fatal(err)
 	}

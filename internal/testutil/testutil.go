@@ -402,6 +402,9 @@ func (d *Daemon) start() {
 	d.cmd = exec.Command(filepath.Join(d.Bin, "sandboxd"), "--config", d.Config, "--log-level", "debug")
 	d.cmd.Stdout, d.cmd.Stderr = d.Log, d.Log
 	d.cmd.Env = append(os.Environ(), d.env...)
+	// A test that go test's timeout ends cannot stop its daemon: the
+	// kernel does (its plugins follow it; .ci/run removes its containers).
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := d.cmd.Start(); err != nil {
 		d.t.Fatal(err)
 	}
