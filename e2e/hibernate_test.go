@@ -41,11 +41,33 @@ func listingOf(t *testing.T, c *client.Client, id string) map[string]api.FileEnt
 	return out
 }
 
+// heldByContainerd is those of ids (short or full) that the engine's
+// containerd still holds: a container dockerd removed but whose task it
+// could not delete keeps its shim running for good.
+func heldByContainerd(t *testing.T, ids []string) []string {
+	t.Helper()
+	out, err := exec.Command("ctr", "--address", "/var/run/docker/containerd/containerd.sock", "-n", "moby", "containers", "ls", "-q").CombinedOutput()
+	if err != nil {
+		t.Fatalf("listing the engine's containerd containers: %v %s", err, out)
+	}
+	var held []string
+	for _, full := range strings.Fields(string(out)) {
+		for _, id := range ids {
+			if strings.HasPrefix(full, id) {
+				held = append(held, id)
+			}
+		}
+	}
+	return held
+}
+
 // A session paused by hand loses its container (under runsc, keeps it
 // stopped, checkpointed), survives a restart of sandboxd, and wakes on the
 // next call with its workspace exactly as it was (the FIFO aside, unless
-// its memory was kept) and its context's state kept under runsc, reported
-// lost under runc; one left idle hibernates by itself.
+// its memory was kept) and its context's state kept under runsc (through a
+// second hibernation too, and the engine keeps nothing of the container
+// once it is removed), reported lost under runc; one left idle hibernates
+// by itself.
 func TestHibernation(t *testing.T) {
 	for _, v := range []struct{ name, rt, extra string }{
 		{"runc", "runc", ""},
@@ -116,17 +138,32 @@ func TestHibernation(t *testing.T) {
 			}
 
 			if memory {
-				// Its checkpointed container gone, the session resumes from
-				// its archive, without its memory.
+				// Hibernated again, the container restored from the first
+				// checkpoint keeps its memory a second time.
 				if _, err := c.PauseSession(ctx(t), id); err != nil {
 					t.Fatal(err)
 				}
-				for _, cid := range testutil.Containers(t, "io.sandboxd.session="+id) {
+				res, err := c.Exec(ctx(t), id, api.ExecRequest{Code: "print(x + 2)", Context: "main"})
+				if err != nil || !res.Resumed || res.Stdout != "43\n" || res.Context == nil || res.Context.Lost != "" {
+					t.Fatalf("the context after a second hibernation: %+v %v", res, err)
+				}
+
+				// Its checkpointed container gone, the session resumes from
+				// its archive, without its memory; the engine keeps nothing
+				// of the removed container.
+				if _, err := c.PauseSession(ctx(t), id); err != nil {
+					t.Fatal(err)
+				}
+				removed := testutil.Containers(t, "io.sandboxd.session="+id)
+				for _, cid := range removed {
 					if out, err := exec.Command("docker", "rm", "-f", cid).CombinedOutput(); err != nil {
 						t.Fatalf("docker rm: %v %s", err, out)
 					}
 				}
-				res, err := c.Exec(ctx(t), id, api.ExecRequest{Code: "print(open('a/b/f').read())", Context: "main"})
+				if held := heldByContainerd(t, removed); len(held) != 0 {
+					t.Errorf("containerd still holds the removed containers %v", held)
+				}
+				res, err = c.Exec(ctx(t), id, api.ExecRequest{Code: "print(open('a/b/f').read())", Context: "main"})
 				if err != nil || !res.Resumed || res.Stdout != "data\n" || res.Context == nil || res.Context.Lost != api.ContextsLostByHibernation {
 					t.Fatalf("resuming without the checkpointed container: %+v %v", res, err)
 				}

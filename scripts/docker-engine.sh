@@ -21,11 +21,35 @@ say() { printf 'docker-engine: %s\n' "$*" >&2; }
 # answers EPERM where the profile says ENOSYS (clone3), which breaks every
 # thread start. Experimental features give the checkpoint API, with which a
 # hibernating gVisor session keeps its memory (runsc checkpoint/restore).
+#
+# dockerd runs runsc through a wrapper of ours. containerd pauses a task
+# before it checkpoints it, and Debian's runsc (0.0~20221219) cannot end a
+# paused sandbox: "invalid state transition: paused => stopped". A sandbox
+# restored from a checkpoint and checkpointed again is left "paused" with
+# nothing behind it, its task can never be deleted, its shim runs for good,
+# and the next restore fails ("id already in use"), so a session kept its
+# memory through one hibernation only. The wrapper resumes a paused sandbox
+# before runsc checkpoints it; runsc stops the sandbox's world itself while
+# it saves, and the sandbox exits after the save, so nothing runs between.
 conf=/etc/sandboxd/dockerd.json
+wrapper=/usr/local/libexec/sandboxd/runsc
 write_settings() {
-	want="{\"experimental\": true, \"runtimes\": {\"runsc\": {\"path\": \"$(command -v runsc)\", \"runtimeArgs\": [\"--network=none\", \"--host-uds=open\"]}}}"
-	[ "$(cat "$conf" 2>/dev/null)" != "$want" ] || return 1
-	mkdir -p "$(dirname "$conf")"
+	runsc=$(command -v runsc)
+	script="#!/bin/bash
+# Written by sandboxd's scripts/docker-engine.sh: runsc, resumed before a checkpoint.
+for ((i = 1; i <= \$#; i++)); do
+	if [ \"\${!i}\" = checkpoint ]; then
+		if $runsc \"\${@:1:i-1}\" state \"\${!#}\" 2>/dev/null | grep -q '\"status\": \"paused\"'; then
+			$runsc \"\${@:1:i-1}\" resume \"\${!#}\"
+		fi
+		break
+	fi
+done
+exec $runsc \"\$@\""
+	want="{\"experimental\": true, \"runtimes\": {\"runsc\": {\"path\": \"$wrapper\", \"runtimeArgs\": [\"--network=none\", \"--host-uds=open\"]}}}"
+	[ "$(cat "$conf" 2>/dev/null)" != "$want" ] || [ "$(cat "$wrapper" 2>/dev/null)" != "$script" ] || return 1
+	mkdir -p "$(dirname "$conf")" "$(dirname "$wrapper")"
+	printf '%s\n' "$script" >"$wrapper.new" && chmod 755 "$wrapper.new" && mv "$wrapper.new" "$wrapper"
 	printf '%s\n' "$want" >"$conf"
 }
 
