@@ -16,6 +16,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/client"
+	"github.com/sandboxd/sandboxd/internal/units"
 )
 
 // maxInput bounds what sandboxctl reads from a file or stdin.
@@ -148,7 +149,7 @@ func memoryLimit(memory string) (*api.Limits, error) {
 	if memory == "" {
 		return nil, nil
 	}
-	n, err := api.ParseByteSize(memory)
+	n, err := units.ParseByteSize(memory)
 	if err != nil {
 		return nil, fail("--memory: %v", err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/client"
+	"github.com/sandboxd/sandboxd/internal/units"
 )
 
 func newSessionCmd(g *globals) *cobra.Command {
@@ -142,7 +143,7 @@ func newSessionCreateCmd(g *globals) *cobra.Command {
 				Network: network.request(), Secrets: network.secrets, FromSnapshot: fromSnapshot}
 			limits := &api.Limits{CPUs: cpus, Pids: pids}
 			if memory != "" {
-				n, err := api.ParseByteSize(memory)
+				n, err := units.ParseByteSize(memory)
 				if err != nil {
 					return fail("--memory: %v", err)
 				}

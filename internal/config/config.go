@@ -23,8 +23,8 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/egress"
+	"github.com/sandboxd/sandboxd/internal/units"
 	"github.com/sandboxd/sandboxd/runtime"
 )
 
@@ -990,9 +990,9 @@ func (v *validator) duration(body hcl.Body, name, s string, lo, hi time.Duration
 }
 
 func (v *validator) size(body hcl.Body, name, s string, lo int64) int64 {
-	n, err := api.ParseByteSize(s)
+	n, err := units.ParseByteSize(s)
 	if err != nil || n < lo {
-		v.fail(body, name, fmt.Sprintf("is %q", s), fmt.Sprintf("a size such as \"256MiB\" or \"1g\", at least %s", api.ByteSize(lo)))
+		v.fail(body, name, fmt.Sprintf("is %q", s), fmt.Sprintf("a size such as \"256MiB\" or \"1g\", at least %s", units.ByteSize(lo)))
 	}
 	return n
 }

@@ -164,7 +164,11 @@ func execute(ctx context.Context, sb *runtime.Sandbox, gate *egress.Gate, j job,
 		r.Stage = stage
 	}
 	if gate != nil {
-		r.Egress, r.EgressUnrecorded = gate.Records()
+		var conns []egress.Connection
+		conns, r.EgressUnrecorded = gate.Records()
+		for _, c := range conns {
+			r.Egress = append(r.Egress, api.Egress{Host: c.Host, Port: c.Port, Allowed: c.Allowed, BytesSent: c.BytesSent, BytesReceived: c.BytesReceived, Error: c.Error})
+		}
 		r.Usage.NetworkSentBytes, r.Usage.NetworkReceivedBytes = gate.ExecutionTransferred()
 	}
 	if j.cell != nil {

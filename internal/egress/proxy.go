@@ -24,7 +24,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/net/http/httpproxy"
 
-	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/units"
 )
 
 // Socket is the proxy socket's name in a sandbox's egress directory.
@@ -261,12 +261,21 @@ func (g *Gate) ExecutionTransferred() (sent, received int64) {
 	return g.sent.Load() - g.sentAt.Load(), g.received.Load() - g.receivedAt.Load()
 }
 
+// Connection is what one connection of an execution did.
+type Connection struct {
+	Host                     string
+	Port                     int
+	Allowed                  bool
+	BytesSent, BytesReceived int64
+	Error                    string // why it was refused or ended
+}
+
 // Records is what the execution's connections did so far, and how many
 // more there were than a result lists.
-func (g *Gate) Records() ([]api.Egress, int) {
+func (g *Gate) Records() ([]Connection, int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	out := make([]api.Egress, len(g.records))
+	out := make([]Connection, len(g.records))
 	for i, r := range g.records {
 		out[i] = r.snapshot()
 	}
@@ -298,10 +307,10 @@ type record struct {
 	received atomic.Int64
 }
 
-func (r *record) snapshot() api.Egress {
+func (r *record) snapshot() Connection {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return api.Egress{Host: r.host, Port: int(r.port), Allowed: r.allowed, BytesSent: r.sent.Load(), BytesReceived: r.received.Load(), Error: r.err}
+	return Connection{Host: r.host, Port: int(r.port), Allowed: r.allowed, BytesSent: r.sent.Load(), BytesReceived: r.received.Load(), Error: r.err}
 }
 
 // fail notes why the connection ended, keeping the first reason.
@@ -696,7 +705,7 @@ func (c *meteredConn) Write(b []byte) (int, error) {
 
 func (c *meteredConn) spend(n int, err error) error {
 	if c.g.spent.Add(int64(n)) > c.g.limits.MaxBytes {
-		c.rec.fail(fmt.Sprintf("closed: over the execution's limit of %s", api.ByteSize(c.g.limits.MaxBytes)))
+		c.rec.fail(fmt.Sprintf("closed: over the execution's limit of %s", units.ByteSize(c.g.limits.MaxBytes)))
 		c.Close()
 		return errBudget
 	}

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/units"
 	"github.com/sandboxd/sandboxd/plugins"
 	"github.com/sandboxd/sandboxd/plugins/policy"
 )
@@ -32,7 +32,7 @@ func (limits) Check(_ context.Context, req policy.Request) (policy.Verdict, erro
 	}
 	size := func(name string, def int64) int64 {
 		if v, ok := req.Options[name]; ok {
-			n, err := api.ParseByteSize(v)
+			n, err := units.ParseByteSize(v)
 			if err == nil && n > 0 {
 				return n
 			}
@@ -60,18 +60,18 @@ func (limits) Check(_ context.Context, req policy.Request) (policy.Verdict, erro
 	for _, f := range files {
 		total += int64(len(f.Content))
 		if n := int64(len(f.Content)); n > maxFile {
-			bad("limits.file_size", f.Path, "%s is %s: at most %s per file", f.Path, api.ByteSize(n), api.ByteSize(maxFile))
+			bad("limits.file_size", f.Path, "%s is %s: at most %s per file", f.Path, units.ByteSize(n), units.ByteSize(maxFile))
 		}
 	}
 	if total > maxCode {
-		bad("limits.code_size", "", "the program is %s: at most %s", api.ByteSize(total), api.ByteSize(maxCode))
+		bad("limits.code_size", "", "the program is %s: at most %s", units.ByteSize(total), units.ByteSize(maxCode))
 	}
 	asked, ceil := req.Limits, req.Ceilings
 	if asked.TimeoutMS > ceil.TimeoutMS && ceil.TimeoutMS > 0 {
 		bad("limits.timeout", "", "asks for a timeout of %s: the ceiling is %s", time.Duration(asked.TimeoutMS)*time.Millisecond, time.Duration(ceil.TimeoutMS)*time.Millisecond)
 	}
 	if asked.Memory > ceil.Memory && ceil.Memory > 0 {
-		bad("limits.memory", "", "asks for %s of memory: the ceiling is %s", api.ByteSize(asked.Memory), api.ByteSize(ceil.Memory))
+		bad("limits.memory", "", "asks for %s of memory: the ceiling is %s", units.ByteSize(asked.Memory), units.ByteSize(ceil.Memory))
 	}
 	if asked.CPUs > ceil.CPUs && ceil.CPUs > 0 {
 		bad("limits.cpus", "", "asks for %g cpus: the ceiling is %g", asked.CPUs, ceil.CPUs)
