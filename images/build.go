@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/runtime"
 )
 
@@ -91,6 +90,19 @@ func Resolve(ctx context.Context, rt runtime.Runtime, dir string, t Target) (ref
 	return b.Tag, derived.ID, nil
 }
 
+// Built is what became of one image a build made, or would have.
+type Built struct {
+	Language string
+	Image    string   // a registry's name: built and pushed
+	Packages []string // set for an image derived with packages
+	Took     time.Duration
+	Note     string // e.g. an image sandboxd does not build
+	// PulledBy are the cluster nodes that pulled the image once it was
+	// pushed (a language in pods).
+	PulledBy []string
+	Error    string
+}
+
 // Build builds the targets' images: each base from its Dockerfile in dir
 // (from the engine's layer cache when nothing changed), then the image
 // derived from it with the target's packages, trusting the CA bundle ca
@@ -98,8 +110,8 @@ func Resolve(ctx context.Context, rt runtime.Runtime, dir string, t Target) (ref
 // it has one. Targets sharing an image build it once. progress
 // receives the builds' output lines; a failed image is reported in its
 // entry, and the others are still built.
-func Build(ctx context.Context, rt runtime.Runtime, dir string, ca []byte, targets []Target, progress func(api.ImageBuildEvent)) *api.ImageBuildResult {
-	res := &api.ImageBuildResult{Images: []api.ImageBuilt{}}
+func Build(ctx context.Context, rt runtime.Runtime, dir string, ca []byte, targets []Target, progress func(image, line string)) []Built {
+	res := []Built{}
 	done := map[string]bool{}
 	build := func(t Target, b runtime.ImageBuild, packages []string) error {
 		if done[b.Tag] {
@@ -110,16 +122,16 @@ func Build(ctx context.Context, rt runtime.Runtime, dir string, ca []byte, targe
 		ctx, cancel := context.WithTimeout(ctx, buildTimeout)
 		defer cancel()
 		err := rt.BuildImage(ctx, b, func(line string) {
-			progress(api.ImageBuildEvent{Type: "progress", Image: b.Tag, Line: line})
+			progress(b.Tag, line)
 		})
-		entry := api.ImageBuilt{Language: t.Language, Image: b.Tag, Packages: packages, DurationMS: float64(time.Since(started).Microseconds()) / 1000}
+		entry := Built{Language: t.Language, Image: b.Tag, Packages: packages, Took: time.Since(started)}
 		if err != nil {
 			entry.Error = err.Error()
 			if len(packages) == 0 {
 				entry.Error += " (a missing sandboxd/base image is made by `make images`, which needs debootstrap)"
 			}
 		}
-		res.Images = append(res.Images, entry)
+		res = append(res, entry)
 		return err
 	}
 	for _, t := range targets {
@@ -129,16 +141,16 @@ func Build(ctx context.Context, rt runtime.Runtime, dir string, ca []byte, targe
 			}
 		} else if len(t.Packages) == 0 && !done[t.Base] {
 			done[t.Base] = true
-			entry := api.ImageBuilt{Language: t.Language, Image: t.Base, Note: "not built by sandboxd (no Dockerfile for it in " + dir + ")"}
+			entry := Built{Language: t.Language, Image: t.Base, Note: "not built by sandboxd (no Dockerfile for it in " + dir + ")"}
 			if _, _, err := Resolve(ctx, rt, dir, t); err != nil {
 				entry.Error = err.Error()
 			}
-			res.Images = append(res.Images, entry)
+			res = append(res, entry)
 		}
 		if len(t.Packages) > 0 {
 			base, err := rt.Image(ctx, t.Base)
 			if err != nil {
-				res.Images = append(res.Images, api.ImageBuilt{Language: t.Language, Image: t.Base, Packages: t.Packages,
+				res = append(res, Built{Language: t.Language, Image: t.Base, Packages: t.Packages,
 					Error: fmt.Sprintf("the image to add packages to: %v", err)})
 				continue
 			}
@@ -149,7 +161,7 @@ func Build(ctx context.Context, rt runtime.Runtime, dir string, ca []byte, targe
 		if t.Registry != "" {
 			ref, id, err := Resolve(ctx, rt, dir, t)
 			if err != nil {
-				res.Images = append(res.Images, api.ImageBuilt{Language: t.Language, Image: t.Registry + "/" + ref, Packages: t.Packages,
+				res = append(res, Built{Language: t.Language, Image: t.Registry + "/" + ref, Packages: t.Packages,
 					Error: fmt.Sprintf("the image to push: %v", err)})
 				continue
 			}

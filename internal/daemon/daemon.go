@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/images"
 	"github.com/sandboxd/sandboxd/internal/approvals"
 	"github.com/sandboxd/sandboxd/internal/config"
 	"github.com/sandboxd/sandboxd/internal/drain"
@@ -273,10 +274,10 @@ func (d *Daemon) Executions(limit int, filter api.ExecutionFilter, before string
 
 // BuildImages builds the images of the named languages (every language
 // when none is named); progress receives the builds' output.
-func (d *Daemon) BuildImages(ctx context.Context, req api.ImageBuildRequest, progress func(api.ImageBuildEvent)) (*api.ImageBuildResult, error) {
+func (d *Daemon) BuildImages(ctx context.Context, languages []string, progress func(image, line string)) ([]images.Built, error) {
 	if aerr := d.gate.Enter(); aerr != nil {
 		return nil, aerr
 	}
 	defer d.gate.Leave()
-	return d.Languages.Build(ctx, req.Languages, progress)
+	return d.Languages.Build(ctx, languages, progress)
 }

@@ -125,7 +125,7 @@ func (r *Registry) resolveImage(ctx context.Context, l *Language) imageState {
 // Build builds the images of the named languages (every language when
 // none is named) and moves their pools to what was built. Version probes
 // follow.
-func (r *Registry) Build(ctx context.Context, names []string, progress func(api.ImageBuildEvent)) (*api.ImageBuildResult, error) {
+func (r *Registry) Build(ctx context.Context, names []string, progress func(image, line string)) ([]images.Built, error) {
 	langs := r.langs
 	if len(names) > 0 {
 		langs = nil
@@ -159,23 +159,23 @@ func (r *Registry) Build(ctx context.Context, names []string, progress func(api.
 // pull the images just pushed for them, so that no first run waits for a
 // pull. Each node's word comes as progress; a failure is the error of the
 // language's entry (its image was pushed all the same).
-func (r *Registry) pullOnNodes(ctx context.Context, langs []*Language, res *api.ImageBuildResult, progress func(api.ImageBuildEvent)) {
+func (r *Registry) pullOnNodes(ctx context.Context, langs []*Language, res []images.Built, progress func(image, line string)) {
 	puller := runtime.Pulls(r.rt)
 	for _, l := range langs {
 		last := -1
-		for i, e := range res.Images {
+		for i, e := range res {
 			if e.Language == l.Config.Name {
 				last = i
 			}
 		}
 		st := l.img.get()
-		if l.Config.Runtime != config.KubernetesRuntime || last < 0 || res.Images[last].Error != "" || st.err != nil {
+		if l.Config.Runtime != config.KubernetesRuntime || last < 0 || res[last].Error != "" || st.err != nil {
 			continue
 		}
-		e := &res.Images[last]
+		e := &res[last]
 		var err error
 		e.PulledBy, err = puller.Pull(ctx, l.Config.Runtime, l.Config.Name, st.ref, func(line string) {
-			progress(api.ImageBuildEvent{Type: "progress", Image: e.Image, Line: line})
+			progress(e.Image, line)
 		})
 		if err != nil {
 			e.Error = "pushed, but the nodes did not all pull it: " + err.Error()
@@ -294,14 +294,14 @@ func (r *Registry) buildInBackground(langs []*Language) {
 		r.log.Error("building a missing image failed", "language", langs[0].Config.Name, "error", err)
 		return
 	}
-	res := images.Build(r.closing, r.rt, r.cfg.ImagesDir, ca, targets, func(ev api.ImageBuildEvent) {
-		if step, ok := images.Step(ev.Line); ok {
+	res := images.Build(r.closing, r.rt, r.cfg.ImagesDir, ca, targets, func(_, line string) {
+		if step, ok := images.Step(line); ok {
 			for _, l := range langs {
 				l.img.buildStep(step)
 			}
 		}
 	})
-	for _, b := range res.Images {
+	for _, b := range res {
 		if b.Error != "" {
 			r.log.Error("building a missing image failed", "language", b.Language, "image", b.Image, "error", b.Error)
 		}

@@ -169,21 +169,33 @@ func (h *handler) buildImages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !wantsStream(r) {
-		res, err := h.d.BuildImages(r.Context(), req, func(api.ImageBuildEvent) {})
+		built, err := h.d.BuildImages(r.Context(), req.Languages, func(_, _ string) {})
 		if err != nil {
 			writeError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, res)
+		writeJSON(w, http.StatusOK, imageBuildResult(built))
 		return
 	}
 	st := newStream(w)
-	res, err := h.d.BuildImages(r.Context(), req, func(ev api.ImageBuildEvent) { st.event(ev) })
+	built, err := h.d.BuildImages(r.Context(), req.Languages, func(image, line string) {
+		st.event(api.ImageBuildEvent{Type: "progress", Image: image, Line: line})
+	})
 	if err != nil {
 		st.finish(api.ImageBuildEvent{Type: api.EventError, Error: request.ErrorOf(err)})
 		return
 	}
-	st.finish(api.ImageBuildEvent{Type: api.EventResult, Result: res})
+	st.finish(api.ImageBuildEvent{Type: api.EventResult, Result: imageBuildResult(built)})
+}
+
+// imageBuildResult is a build's outcome on the wire.
+func imageBuildResult(built []images.Built) *api.ImageBuildResult {
+	res := &api.ImageBuildResult{Images: make([]api.ImageBuilt, len(built))}
+	for i, b := range built {
+		res.Images[i] = api.ImageBuilt{Language: b.Language, Image: b.Image, Packages: b.Packages, Note: b.Note, PulledBy: b.PulledBy, Error: b.Error,
+			DurationMS: float64(b.Took.Microseconds()) / 1000}
+	}
+	return res
 }
 
 // respondExecution answers with the result as one JSON body, or streams

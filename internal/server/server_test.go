@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -24,7 +26,13 @@ func TestMain(m *testing.M) { daemontest.Main(m) }
 // newServer is the API on a daemon on the fake runtime (no Docker).
 func newServer(t *testing.T) (*httptest.Server, *fake.Runtime) {
 	t.Helper()
-	d, rt := daemontest.New(t, daemontest.Bash)
+	return newServerWith(t, daemontest.Options{Languages: daemontest.Bash})
+}
+
+// newServerWith is newServer with the daemon's options.
+func newServerWith(t *testing.T, o daemontest.Options) (*httptest.Server, *fake.Runtime) {
+	t.Helper()
+	d, rt := daemontest.NewWith(t, o)
 	dash, err := dashboard.New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -197,5 +205,33 @@ func TestWatchStreamsChanges(t *testing.T) {
 	}
 	if seen[0] != "ready " || !slices.Contains(seen, "create d") || !slices.Contains(seen, "write d/f") {
 		t.Fatalf("seen %v (%v)", seen, sc.Err())
+	}
+}
+
+// An image build streamed: the builds' lines as progress events, then
+// the result, each image's entry in the wire's form.
+func TestImageBuildStreams(t *testing.T) {
+	images := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(images, "bash"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(images, "bash", "Dockerfile"), []byte("FROM fake\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv, _ := newServerWith(t, daemontest.Options{Languages: daemontest.Bash, ImagesDir: images})
+	resp, body := post(t, srv.URL+"/v1/images/build", `{"languages":["bash"]}`, "Accept", "application/x-ndjson")
+	lines := strings.Split(strings.TrimSpace(body), "\n")
+	var first, last api.ImageBuildEvent
+	if resp.StatusCode != 200 || json.Unmarshal([]byte(lines[0]), &first) != nil || json.Unmarshal([]byte(lines[len(lines)-1]), &last) != nil {
+		t.Fatalf("%d: %s", resp.StatusCode, body)
+	}
+	if first.Type != "progress" || first.Image != "sandboxd/bash:latest" || first.Line != "Step 1/1 : FROM fake" {
+		t.Errorf("the first event: %+v", first)
+	}
+	if last.Type != api.EventResult || last.Result == nil || len(last.Result.Images) != 1 {
+		t.Fatalf("the last event: %s", body)
+	}
+	if b := last.Result.Images[0]; b.Language != "bash" || b.Image != "sandboxd/bash:latest" || b.Error != "" || b.Note != "" || b.DurationMS <= 0 {
+		t.Errorf("the image's entry: %+v", b)
 	}
 }
