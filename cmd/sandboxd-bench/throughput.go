@@ -29,7 +29,7 @@ const dockerSample = 16
 // configuration makes them, so a run that finds none idle waits for one.
 func throughput(c *client.Client, langs []string) error {
 	fmt.Printf("\n## Throughput: %d small programs with their tests per language, %d clients\n\n", corpusSize, throughputClients)
-	fmt.Printf("Programs/s over the whole corpus; every program's verdict checked in every mode. Bare, image's toolchain: the same programs as plain processes on the host, chrooted into the language image's files (its interpreter or compiler, no namespaces, cgroups, seccomp or container): the sandbox's cost alone, and the ratio the goal is stated on. Bare, host's toolchain: as processes of the host with its own toolchains (another version may be faster or slower). The modes take turns, a quarter of the corpus each (and again from its start until the stream has lasted %s), in an order reversed each round, so the host's noise falls on them alike; the bare modes run 8 programs first, unmeasured, sandboxd none; beside the ratio, each round's. Latency: sandboxd's `POST /v1/run`, ms.\n", sustainedStream)
+	fmt.Printf("Programs/s over the whole corpus; every program's verdict checked in every mode. Bare, image's toolchain: the same programs as plain processes on the host, chrooted into the language image's files (its interpreter or compiler, no namespaces, cgroups, seccomp or container): the sandbox's cost alone, and the ratio the goal is stated on. Bare, host's toolchain: as processes of the host with its own toolchains (another version may be faster or slower). The modes take turns, a quarter of the corpus each (and again from its start until the stream has lasted %[1]s), in an order reversed each round, so the host's noise falls on them alike; the bare modes run a stream of %[1]s first, unmeasured, sandboxd none; beside the ratio, each round's. Latency: sandboxd's `POST /v1/run`, ms.\n", sustainedStream)
 	fmt.Println()
 	fmt.Println("| language | bare, image's toolchain /s | sandboxd /s | ratio (rounds) | bare, host's toolchain /s | ratio | `docker run --rm` /s | sandboxd vs docker | p50/p95 at 1 client | at 4 | at 8 | runs in a recycled container | containers created |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -112,9 +112,10 @@ const sustainedStream = 10 * time.Second
 type mode struct {
 	name string
 	run  func(prog string) error
-	// bare modes run a few programs before they are measured: a toolchain
-	// just unpacked is slow at first (the image's python ran 14 programs/s
-	// in its first 10 s, 24 after).
+	// bare modes run a stream of sustainedStream before they are
+	// measured: a toolchain just unpacked is slow at first (the image's
+	// python ran 14-18 programs/s in its first 10 s, 22-24 after, and 8
+	// programs first did not change that).
 	// sandboxd's are measured from its first: a pool's growth is part of
 	// its figure.
 	bare bool
@@ -131,7 +132,7 @@ type mode struct {
 func interleave(c *client.Client, progs []string, modes []mode) ([]stream, []float64, error) {
 	for _, m := range modes {
 		if m.bare {
-			if _, err := load(throughputClients, progs[:2*throughputClients], 0, m.run); err != nil {
+			if _, err := load(throughputClients, progs[:2*throughputClients], sustainedStream, m.run); err != nil {
 				return nil, nil, fmt.Errorf("%s: %w", m.name, err)
 			}
 		}
