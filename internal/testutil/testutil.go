@@ -263,20 +263,25 @@ type Options struct {
 	Cluster *Cluster
 }
 
-// DefaultLanguages is the language HCL of Options.
+// DefaultLanguages is the language HCL of Options. Their queue_timeout
+// is a minute, not 5 s: tests make several containers at once on a
+// machine other tests load (4 node sessions at once took over 5 s in
+// CI), and a test of the pool's own timing sets its own.
 const DefaultLanguages = `
 language "python" {
   image = "sandboxd/python:latest"
   pool {
-    min_idle = 1
-    max      = 6
+    min_idle      = 1
+    max           = 6
+    queue_timeout = "1m"
   }
 }
 language "node" {
   image = "sandboxd/node:latest"
   pool {
-    min_idle = 1
-    max      = 4
+    min_idle      = 1
+    max           = 4
+    queue_timeout = "1m"
   }
 }
 `
