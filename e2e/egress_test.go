@@ -190,6 +190,15 @@ func testEgress(t *testing.T, runtime string) {
 	if !strings.HasPrefix(got[hostWeb], "200 hello from the outside") || !strings.HasPrefix(got[hostHidden], "HTTP 403") {
 		t.Errorf("host services: %q", res.Stdout)
 	}
+	// The supervisor's own egress listener is part of a fresh sandbox:
+	// runs with egress leave their containers fit for the next.
+	waitFor(t, "both runs' containers recycled", func() bool {
+		pools, err := c.Pools(ctx(t))
+		return err == nil && pools["python"].Recycled+pools["python"].Retired == 2
+	})
+	if pools, _ := c.Pools(ctx(t)); pools["python"].Retired != 0 {
+		t.Errorf("runs with egress retired their containers: %+v", pools["python"])
+	}
 
 	// Code that ignores the proxy has no way out: no route, no DNS.
 	res = run(t, c, api.RunRequest{Language: "python", Code: `

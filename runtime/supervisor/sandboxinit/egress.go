@@ -14,20 +14,26 @@ import (
 // supervisor's file descriptors. sandboxd's proxy has its own, lower limit.
 const maxRelays = 256
 
-// relayEgress carries the programs' proxy connections, made to
-// supervisor.EgressListen on the container's loopback, to sandboxd's egress
-// proxy over the socket mounted from the host: the container has no other
-// way out. Without the socket, the sandbox has no egress and nothing
-// listens.
-func relayEgress() {
+// listenEgress listens where the programs' proxy connections go,
+// supervisor.EgressListen on the container's loopback, and returns nil
+// when the sandbox has no egress (no socket to sandboxd's proxy is
+// mounted): then nothing listens.
+func listenEgress() net.Listener {
 	if _, err := os.Stat(supervisor.EgressSocket); err != nil {
-		return
+		return nil
 	}
 	ln, err := net.Listen("tcp", supervisor.EgressListen)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sandbox-init: egress: %v\n", err)
-		return
+		return nil
 	}
+	return ln
+}
+
+// relayEgress carries the connections ln accepts to sandboxd's egress
+// proxy over the socket mounted from the host: the container has no other
+// way out.
+func relayEgress(ln net.Listener) {
 	slots := make(chan struct{}, maxRelays)
 	for {
 		c, err := ln.Accept()

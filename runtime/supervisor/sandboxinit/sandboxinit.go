@@ -94,9 +94,12 @@ func Main() {
 		s.listenAndServe(out, ln, token)
 	}
 	s := newServer(os.Stdout, containerPaths, realContainer)
-	s.begin()
+	egress := listenEgress()
+	s.begin() // the egress listener is part of the sandbox as new
 	go s.reap(nil)
-	go relayEgress()
+	if egress != nil {
+		go relayEgress(egress)
+	}
 	if err := s.serve(os.Stdin); err != nil {
 		fmt.Fprintf(os.Stderr, "sandbox-init: reading stdin: %v\n", err)
 	}
