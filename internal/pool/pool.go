@@ -212,6 +212,12 @@ func (p *Pool[T]) acquire(ctx context.Context, fresh bool) (T, error) {
 			p.mu.Unlock()
 			return it.item, nil
 		}
+		if expired && made == nil {
+			// Past the timeout, the caller waited only for its own
+			// creation, and it went to another caller.
+			p.mu.Unlock()
+			return zero, p.exhausted()
+		}
 		if fresh && p.totalLocked() >= p.opts.Max {
 			// Room for a fresh item is taken by used ones waiting idle.
 			if i := p.oldestLocked(); i >= 0 {
@@ -273,10 +279,7 @@ func (p *Pool[T]) acquire(ctx context.Context, fresh bool) (T, error) {
 			if err != nil {
 				return zero, err
 			}
-			made = nil // taken by another caller first: make another
-			if expired {
-				return zero, p.exhausted()
-			}
+			made = nil // take it, unless another caller did first
 		case <-queued:
 			p.unwait()
 			if made == nil {

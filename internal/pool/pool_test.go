@@ -409,6 +409,29 @@ func TestAStalledCreationHoldsUpNoCaller(t *testing.T) {
 	p.Close(context.Background())
 }
 
+// A caller's own creation that outlasts its queue timeout (a loaded
+// engine) is still its: it gets the item rather than an error beside an
+// idle one.
+func TestASlowCreationServesItsCallerPastTheTimeout(t *testing.T) {
+	f := &fake{}
+	hooks := f.hooks()
+	create := hooks.Create
+	hooks.Create = func(ctx context.Context, waiting func(string)) (int, error) {
+		time.Sleep(100 * time.Millisecond)
+		return create(ctx, waiting)
+	}
+	p := New(Options{Name: "x", MinIdle: 0, Max: 2, QueueTimeout: 20 * time.Millisecond}, hooks)
+	a, err := p.Acquire(context.Background())
+	if err != nil {
+		t.Fatalf("a caller whose creation took longer than its timeout: %v", err)
+	}
+	if _, err := p.Take(context.Background()); err != nil {
+		t.Fatalf("a session's caller whose creation took longer than its timeout: %v", err)
+	}
+	p.Release(a)
+	p.Close(context.Background())
+}
+
 // An idle item that dies is destroyed and replaced without a request
 // finding it dead.
 func TestDeadIdleItemsAreReplaced(t *testing.T) {
