@@ -207,18 +207,7 @@ func (e *execution) follow() {
 			survivors = n
 		}
 	}
-	// With everything dead the pipes reach EOF at once. Processes left
-	// running on purpose (a session's background server) may hold them
-	// open: stop waiting for those after a moment.
-	pumped := make(chan struct{})
-	go func() { pumps.Wait(); close(pumped) }()
-	select {
-	case <-pumped:
-	case <-time.After(100 * time.Millisecond):
-		e.outR.Close()
-		e.errR.Close()
-		<-pumped
-	}
+	e.awaitPumps(&pumps)
 
 	res := &supervisor.ExecResult{
 		ExitCode:   ws.ExitStatus(),
@@ -234,6 +223,43 @@ func (e *execution) follow() {
 	res.UserUS, res.SysUS, res.MaxRSSBytes = e.userUS, e.sysUS, e.maxRSS
 	e.usageMu.Unlock()
 	e.s.finish(e, res)
+}
+
+// awaitPumps waits for the pumps to read the output pipes to their end.
+// With everything dead that is at once. Processes left running on purpose
+// (a session's background server) may hold the pipes open: once the pipes
+// hold nothing unread, after a moment, stop waiting and close them. A
+// loaded machine can keep a pump from running for that moment with the
+// program's last output in its pipe, so that is read first, for up to a
+// second more.
+func (e *execution) awaitPumps(pumps *sync.WaitGroup) {
+	pumped := make(chan struct{})
+	go func() { pumps.Wait(); close(pumped) }()
+	giveUp := time.Now().Add(time.Second)
+	for wait := 100 * time.Millisecond; ; wait = 10 * time.Millisecond {
+		select {
+		case <-pumped:
+			return
+		case <-time.After(wait):
+		}
+		if unread(e.outR)+unread(e.errR) == 0 || time.Now().After(giveUp) {
+			break
+		}
+	}
+	e.outR.Close()
+	e.errR.Close()
+	<-pumped
+}
+
+// unread is how many bytes the pipe r holds that no one has read yet.
+func unread(r *os.File) int {
+	raw, err := r.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	n := 0
+	_ = raw.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.TIOCINQ) }) // TIOCINQ is FIONREAD
+	return n
 }
 
 // timeout is the execution's deadline from its start.

@@ -229,6 +229,30 @@ func TestDeadlineKillsAndTruncates(t *testing.T) {
 	}
 }
 
+// A process left running with the output pipes open (a session's
+// background server) does not hold up the result, nor lose what the
+// program wrote before it ended; what a pipe holds unread is counted.
+func TestBackgroundHolderOfTheOutput(t *testing.T) {
+	p := newPeer(t)
+	out, _, res := p.exec(1, supervisor.ExecRequest{Argv: []string{"sh", "-c", "sleep 30 & echo $!"},
+		Env: []string{"PATH=/usr/bin:/bin"}, TimeoutMS: 20000, OutputLimit: 1000})
+	if pid, err := strconv.Atoi(strings.TrimSpace(out)); err == nil {
+		_ = unix.Kill(pid, unix.SIGKILL)
+	}
+	if !strings.HasSuffix(out, "\n") || res.ExitCode != 0 || res.TimedOut {
+		t.Fatalf("stdout %q result %+v", out, res)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if _, err := w.WriteString("unread"); err != nil || unread(r) != len("unread") {
+		t.Fatalf("unread: %d, %v", unread(r), err)
+	}
+}
+
 func TestKillEndsAnExecution(t *testing.T) {
 	p := newPeer(t)
 	p.send(supervisor.Message{Op: supervisor.OpExec, ID: 7, Exec: &supervisor.ExecRequest{
