@@ -54,6 +54,18 @@ print('ws_opts', 'nosuid' in mounts['/workspace'] and 'nodev' in mounts['/worksp
 print('docker_sock', os.path.exists('/var/run/docker.sock'))
 print('nice', os.nice(0), 'oom_score_adj', open('/proc/self/oom_score_adj').read().strip())
 print('env', sorted(k for k in os.environ if k.startswith(('SANDBOXD', 'DOCKER', 'CI'))))
+try:
+    print('pid1_environ', len(open('/proc/1/environ').read()))
+except OSError as e:
+    print('pid1_environ errno', e.errno)
+chan = '/.sandboxd/channel/supervisor.sock'
+if os.path.exists(chan):  # the supervisor's channel to sandboxd (runc)
+    print('channel_ro', 'ro' in mounts['/.sandboxd/channel'].split(','))
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(10)
+    s.connect(chan)
+    s.sendall(b'0123456789abcdef0123456789abcdef\n{"op":"hello","hello":{"nonce":"x","version":1}}\n')
+    print('channel_guess', s.recv(100))
 `})
 	want := []string{
 		"uid True", // its own, from the test daemon's sandbox_uids; the workspace is its
@@ -68,7 +80,10 @@ print('env', sorted(k for k in os.environ if k.startswith(('SANDBOXD', 'DOCKER',
 	}
 	switch runtime {
 	case "runc":
-		want = append(want, "kernel host", "capbnd 0000000000000000", "nonewprivs 1 seccomp 2", "io_uring -1 1" /* EPERM */, "ws_opts True")
+		want = append(want, "kernel host", "capbnd 0000000000000000", "nonewprivs 1 seccomp 2", "io_uring -1 1" /* EPERM */, "ws_opts True",
+			// The channel's socket: read-only, and closed to a guessed
+			// token; the supervisor's own token is not in reach.
+			"pid1_environ errno 13", "channel_ro True", "channel_guess b''")
 	case "runsc":
 		// The program's system calls reach gVisor's kernel, which
 		// implements them itself (io_uring too) and shows neither

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -213,7 +214,8 @@ func engines(cfg *config.Config, instance string, log hclog.Logger) (runtime.Run
 	}
 	local, err := docker.New(docker.Options{
 		Host: cfg.Docker.Host, TLS: tls, Runtime: cfg.Docker.Runtime, Supervisor: cfg.Supervisor,
-		Instance: instance, Labels: cfg.Docker.Labels, UIDs: uids, Logger: log,
+		ChannelDir: filepath.Join(cfg.StateDir, "channel"),
+		Instance:   instance, Labels: cfg.Docker.Labels, UIDs: uids, Logger: log,
 	})
 	if err != nil || cfg.Kubernetes == nil {
 		return local, err

@@ -9,8 +9,10 @@
 //
 // The supervisor is mounted from the host rather than baked into images so
 // that it always speaks the protocol of the daemon that started it, and a
-// daemon upgrade needs no image rebuild. The channel to it is the
-// container's attached stdio (see runtime/supervisor for why).
+// daemon upgrade needs no image rebuild. The channel to it is a Unix
+// socket of sandboxd's, mounted read-only (channel.go), for runc sandboxes
+// when Options.ChannelDir is set, and the container's attached stdio
+// otherwise (see runtime/supervisor).
 package docker
 
 import (
@@ -21,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +38,7 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 	"github.com/docker/go-units"
 	"github.com/hashicorp/go-hclog"
+	"golang.org/x/sys/unix"
 
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
@@ -42,10 +46,13 @@ import (
 
 // Options configure the Docker runtime.
 type Options struct {
-	Host       string            // e.g. unix:///var/run/docker.sock; empty: environment
-	TLS        *TLS              // for a tcp:// Host; nil: none
-	Runtime    string            // OCI runtime, e.g. runc or runsc
-	Supervisor string            // host path of the sandbox-init binary
+	Host       string // e.g. unix:///var/run/docker.sock; empty: environment
+	TLS        *TLS   // for a tcp:// Host; nil: none
+	Runtime    string // OCI runtime, e.g. runc or runsc
+	Supervisor string // host path of the sandbox-init binary
+	// ChannelDir is the host directory of the supervisors' socket (an
+	// engine on this host); empty: each channel is an attach stream.
+	ChannelDir string
 	Instance   string            // value of io.sandboxd.instance
 	Labels     map[string]string // operator labels, set first
 	UIDs       *runtime.UIDs     // each sandbox runs as its own uid from here
@@ -71,9 +78,11 @@ type Docker struct {
 
 	uids *runtime.UIDs
 
-	mu      sync.Mutex
-	attachs map[string]io.Closer // open attach streams by container id
-	owners  map[string]uint32    // the uid each known container runs as
+	channels *channels // nil without Options.ChannelDir
+
+	mu     sync.Mutex
+	conns  map[string]io.Closer // open channels (socket or attach stream) by container id
+	owners map[string]uint32    // the uid each known container runs as
 }
 
 var _ runtime.Runtime = (*Docker)(nil)
@@ -100,9 +109,32 @@ func New(opts Options) (*Docker, error) {
 	}
 	d := &Docker{
 		cli: cli, opts: opts, seccomp: profile, logger: opts.Logger.Named("docker"), uids: opts.UIDs,
-		attachs: map[string]io.Closer{}, owners: map[string]uint32{},
+		conns: map[string]io.Closer{}, owners: map[string]uint32{},
+	}
+	if opts.ChannelDir != "" {
+		if err := d.listenChannels(); err != nil {
+			return nil, err
+		}
 	}
 	return d, nil
+}
+
+// listenChannels opens the supervisors' socket in Options.ChannelDir
+// where sandboxes can have it mounted: an engine on this host, and a path
+// short enough for a socket's address. Elsewhere channels are attached.
+func (d *Docker) listenChannels() error {
+	path := filepath.Join(d.opts.ChannelDir, filepath.Base(supervisor.ChannelSocket))
+	switch {
+	case !strings.HasPrefix(d.cli.DaemonHost(), "unix://"):
+		d.logger.Info("the engine is not on this host: supervisors speak through attach streams", "host", d.cli.DaemonHost())
+		return nil
+	case len(path) >= len(unix.RawSockaddrUnix{}.Path):
+		d.logger.Warn("the state directory's path is too long for a socket's: supervisors speak through attach streams, which cost more", "socket", path)
+		return nil
+	}
+	var err error
+	d.channels, err = listenChannels(d.opts.ChannelDir)
+	return err
 }
 
 // Ping implements runtime.Runtime.
@@ -145,10 +177,21 @@ func (d *Docker) Create(ctx context.Context, spec runtime.Spec) (sb *runtime.San
 	if err != nil {
 		return nil, err
 	}
-	cfg, hostCfg := d.containerConfig(spec, uid)
+	token := "" // the channel's, when it is the socket
+	var admitted chan dialed
+	if d.channels != nil && d.ociRuntime(spec) != "runsc" {
+		// gVisor checkpoints a hibernating session, which a connection
+		// to a host socket would keep it from: its channel is attached.
+		token = supervisor.NewToken()
+		admitted = d.channels.expect(token)
+	}
+	cfg, hostCfg := d.containerConfig(spec, uid, token)
 	created, err := d.cli.ContainerCreate(ctx, cfg, hostCfg, nil, nil, "")
 	if err != nil {
 		d.uids.Release(uid)
+		if token != "" {
+			d.channels.forget(token)
+		}
 		if cerrdefs.IsNotFound(err) {
 			return nil, fmt.Errorf("%w: %s (build it with `make images` or `images/build.sh %s`)", runtime.ErrImageMissing, spec.Image, spec.Language)
 		}
@@ -160,13 +203,23 @@ func (d *Docker) Create(ctx context.Context, spec runtime.Spec) (sb *runtime.San
 	id := created.ID
 	d.own(id, uid)
 	defer runtime.RemoveOnFailure(&err, id, d.Remove)
-	// Attach before start, so that the supervisor's first words are heard.
-	conn, err := d.attach(id)
-	if err != nil {
-		return nil, err
+	var conn *supervisor.Conn
+	if token == "" {
+		// Attach before start, so that the supervisor's first words are heard.
+		if conn, err = d.attach(id); err != nil {
+			return nil, err
+		}
 	}
 	if err := d.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		if token != "" {
+			d.channels.forget(token)
+		}
 		return nil, d.engineError("starting a container", err)
+	}
+	if token != "" {
+		if conn, err = d.connect(ctx, id, token, admitted); err != nil {
+			return nil, err
+		}
 	}
 	sb = &runtime.Sandbox{ID: id, Language: spec.Language, Labels: cfg.Labels, Created: time.Now(), Conn: conn, OOMKilled: d.oomKilled(id)}
 	if err := sb.Hello(ctx); err != nil {
@@ -238,7 +291,15 @@ func (d *Docker) Attach(ctx context.Context, c runtime.Container) (*runtime.Sand
 	if info.State == nil || !info.State.Running {
 		return nil, fmt.Errorf("container %s is not running", runtime.ShortID(c.ID))
 	}
-	conn, err := d.attach(c.ID)
+	var conn *supervisor.Conn
+	if token := channelToken(info); token != "" && d.channels != nil {
+		// Its supervisor dials again once its last connection is closed.
+		admitted := d.channels.expect(token)
+		d.detach(c.ID)
+		conn, err = d.connect(ctx, c.ID, token, admitted)
+	} else {
+		conn, err = d.attach(c.ID)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -248,6 +309,41 @@ func (d *Docker) Attach(ctx context.Context, c runtime.Container) (*runtime.Sand
 		return nil, fmt.Errorf("sandbox supervisor did not answer: %w", err)
 	}
 	return sb, nil
+}
+
+// connect waits for the supervisor of container id to dial the channels'
+// socket with token.
+func (d *Docker) connect(ctx context.Context, id, token string, admitted chan dialed) (*supervisor.Conn, error) {
+	conn, closer, err := d.channels.wait(ctx, token, admitted)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	d.conns[id] = closer
+	d.mu.Unlock()
+	return conn, nil
+}
+
+// channelToken is the token of a container whose supervisor dials the
+// channels' socket, "" for one whose channel is its stdio.
+func channelToken(info container.InspectResponse) string {
+	if info.Config == nil {
+		return ""
+	}
+	dials, token := false, ""
+	for _, e := range info.Config.Env {
+		k, v, _ := strings.Cut(e, "=")
+		switch k {
+		case supervisor.EnvDial:
+			dials = true
+		case supervisor.EnvToken:
+			token = v
+		}
+	}
+	if !dials {
+		return ""
+	}
+	return token
 }
 
 // attach opens the container's stdio, on a context that outlives the
@@ -260,7 +356,7 @@ func (d *Docker) attach(id string) (*supervisor.Conn, error) {
 		return nil, d.engineError("attaching to a container", err)
 	}
 	d.mu.Lock()
-	d.attachs[id] = att.Conn
+	d.conns[id] = att.Conn
 	d.mu.Unlock()
 	stdout, stdoutW := io.Pipe()
 	go func() {
@@ -271,14 +367,14 @@ func (d *Docker) attach(id string) (*supervisor.Conn, error) {
 	return supervisor.NewConn(stdout, att.Conn), nil
 }
 
-// detach closes the attach stream of a container, which goes on running.
+// detach closes the channel of a container, which goes on running.
 func (d *Docker) detach(id string) {
 	d.mu.Lock()
-	att := d.attachs[id]
-	delete(d.attachs, id)
+	conn := d.conns[id]
+	delete(d.conns, id)
 	d.mu.Unlock()
-	if att != nil {
-		att.Close()
+	if conn != nil {
+		conn.Close()
 	}
 }
 
@@ -302,7 +398,9 @@ func (d *Docker) disown(id string) {
 	}
 }
 
-func (d *Docker) containerConfig(spec runtime.Spec, uid uint32) (*container.Config, *container.HostConfig) {
+// containerConfig is the container of spec, run as uid. With a token its
+// supervisor dials the channels' socket; without, it speaks on its stdio.
+func (d *Docker) containerConfig(spec runtime.Spec, uid uint32, token string) (*container.Config, *container.HostConfig) {
 	labels := map[string]string{}
 	for k, v := range d.opts.Labels {
 		labels[k] = v
@@ -385,6 +483,13 @@ func (d *Docker) containerConfig(spec runtime.Spec, uid uint32) (*container.Conf
 			},
 		},
 	}
+	if token != "" {
+		cfg.Env = append(cfg.Env, supervisor.EnvDial+"="+supervisor.ChannelSocket, supervisor.EnvToken+"="+token)
+		cfg.AttachStdin, cfg.AttachStdout, cfg.AttachStderr, cfg.OpenStdin = false, false, false, false
+		hostCfg.Mounts = append(hostCfg.Mounts, mount.Mount{
+			Type: mount.TypeBind, Source: d.opts.ChannelDir, Target: supervisor.ChannelDir, ReadOnly: true,
+		})
+	}
 	for _, m := range spec.Mounts {
 		hostCfg.Mounts = append(hostCfg.Mounts, mount.Mount{
 			Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly,
@@ -451,6 +556,9 @@ func (d *Docker) List(ctx context.Context) ([]runtime.Container, error) {
 
 // Close implements runtime.Runtime.
 func (d *Docker) Close() error {
+	if d.channels != nil {
+		_ = d.channels.Close()
+	}
 	return d.cli.Close()
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/sandboxd/sandboxd/runtime"
@@ -22,7 +23,7 @@ func TestContainerConfigIsHardened(t *testing.T) {
 		Labels: map[string]string{runtime.LabelManaged: "false", runtime.LabelSession: "s1"},
 		Mounts: []runtime.Mount{{Source: "/state/projects/p1", Target: "/workspace/project_files", ReadOnly: true}},
 	}
-	cfg, host := d.containerConfig(spec, 1000000007)
+	cfg, host := d.containerConfig(spec, 1000000007, "")
 
 	if cfg.User != "1000000007:1000000007" || cfg.Labels[runtime.LabelUID] != "1000000007" {
 		t.Errorf("user %q", cfg.User)
@@ -82,5 +83,25 @@ func TestContainerConfigIsHardened(t *testing.T) {
 	}
 	if m := host.Mounts[1]; m.Source != "/state/projects/p1" || !m.ReadOnly || m.BindOptions == nil || !m.BindOptions.NonRecursive {
 		t.Errorf("project mount %+v", m)
+	}
+}
+
+// A supervisor that dials sandboxd's socket has the socket's directory
+// read-only, its token in its environment, and no stdio attached.
+func TestTheChannelSocketIsMountedReadOnly(t *testing.T) {
+	d := &Docker{opts: Options{Supervisor: "/opt/sandbox-init", ChannelDir: "/state/channel", Runtime: "runc"}, logger: hclog.NewNullLogger()}
+	cfg, host := d.containerConfig(runtime.Spec{Language: "python", Image: "img"}, 1000000007, "t0k")
+	if cfg.OpenStdin || cfg.AttachStdin || cfg.AttachStdout || cfg.AttachStderr {
+		t.Errorf("stdio attached: %+v", cfg)
+	}
+	if m := host.Mounts[len(host.Mounts)-1]; m.Source != "/state/channel" || m.Target != supervisor.ChannelDir || !m.ReadOnly {
+		t.Errorf("channel mount %+v", m)
+	}
+	if got := channelToken(container.InspectResponse{Config: cfg}); got != "t0k" {
+		t.Errorf("token read back: %q", got)
+	}
+	cfg, _ = d.containerConfig(runtime.Spec{Language: "python", Image: "img"}, 1000000007, "")
+	if got := channelToken(container.InspectResponse{Config: cfg}); got != "" {
+		t.Errorf("an attached container's token: %q", got)
 	}
 }

@@ -136,7 +136,7 @@ func (k *Kubernetes) Create(ctx context.Context, spec runtime.Spec) (sb *runtime
 	if err != nil {
 		return nil, err
 	}
-	name, token := "sbx-"+randomHex(8), randomHex(16)
+	name, token := "sbx-"+randomHex(8), supervisor.NewToken()
 	pod := k.podFor(spec, name, token, uid)
 	if _, err := k.client.CoreV1().Pods(k.opts.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		k.uids.Release(uid)

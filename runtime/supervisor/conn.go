@@ -64,6 +64,13 @@ func NewConn(r io.Reader, w io.Writer) *Conn {
 	return c
 }
 
+// NewToken is a fresh token for a supervisor's channel (EnvToken).
+func NewToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
 // Done is closed when the supervisor is gone; Err says why.
 func (c *Conn) Done() <-chan struct{} { return c.done }
 

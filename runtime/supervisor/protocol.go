@@ -3,18 +3,19 @@
 //
 // # Channel
 //
-// sandboxd talks to the supervisor over the container's own stdio, attached
-// once through the Docker API when the container is created: newline-framed
-// JSON messages on the supervisor's stdin and stdout. No `docker exec` is
-// paid per execution, nothing is mounted from the host but the supervisor
-// binary itself, and the same channel works with a remote Docker engine
-// (DOCKER_HOST=tcp:// or ssh://), where a Unix socket in a host directory
-// would not. The costs: bytes travel through dockerd and the container shim
-// (a few hundred microseconds per message here), the attach stream is one
-// per container, and binary data is base64 inside JSON (a third bigger, but
-// output is capped). A host directory with a Unix socket would be slightly
-// faster locally, but it puts a sandbox-writable path on the host and does
-// not work remotely.
+// Newline-framed JSON messages, over one of three connections. On
+// sandboxd's host, a runc sandbox's supervisor dials a Unix socket of
+// sandboxd's, whose directory is mounted read-only into every sandbox
+// (runtime/docker's channel.go), and opens with a token only it was given:
+// messages pass between the two processes alone. A gVisor sandbox (which
+// must checkpoint with no host connection open) and one on a remote
+// engine speak on the container's stdio, attached once through the Docker
+// API when the container is created; that works anywhere, but every
+// message also travels through dockerd and the container's shim (about
+// 5 ms of CPU per one-shot run), and binary data is base64 inside JSON
+// either way (a third bigger, but output is capped). A Kubernetes pod's
+// supervisor listens on its loopback, reached by port forwarding.
+// No `docker exec` is paid per execution.
 //
 // # Trust
 //
@@ -39,9 +40,10 @@ package supervisor
 // Version is the protocol version; hello exchanges it.
 const Version = 1
 
-// The environment of a supervisor that listens rather than speaking on
-// its stdio (runtime/supervisor/sandboxinit/listen.go): the TCP address on the
-// sandbox's loopback, and the token a connection opens with.
+// The environment of a supervisor that does not speak on its stdio
+// (runtime/supervisor/sandboxinit/listen.go): the TCP address on the
+// sandbox's loopback it listens on, or the Unix socket it dials, and the
+// token a connection opens with.
 //
 // EnvNproc is the RLIMIT_NPROC the supervisor sets on itself, and so on
 // everything it starts, where the runtime has no per-sandbox pids limit
@@ -49,8 +51,17 @@ const Version = 1
 // the sandbox's alone, so the limit is the sandbox's.
 const (
 	EnvListen = "SANDBOXD_SUPERVISOR_LISTEN"
+	EnvDial   = "SANDBOXD_SUPERVISOR_DIAL"
 	EnvToken  = "SANDBOXD_SUPERVISOR_TOKEN"
 	EnvNproc  = "SANDBOXD_SUPERVISOR_NPROC"
+)
+
+// ChannelDir is where a Docker sandbox on sandboxd's host has sandboxd's
+// directory of ChannelSocket mounted, read-only: its supervisor dials the
+// socket (EnvDial) rather than speaking on its stdio.
+const (
+	ChannelDir    = "/.sandboxd/channel"
+	ChannelSocket = ChannelDir + "/supervisor.sock"
 )
 
 // ReservedThreads is how many OS threads the supervisor starts up front so

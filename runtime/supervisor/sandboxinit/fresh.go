@@ -198,9 +198,13 @@ func boundSockets() []string {
 		})...)
 	}
 	// Num RefCount Protocol Flags Type St Inode Path: a bound one has a
-	// path ("@..." for an abstract name).
+	// path ("@..." for an abstract name). A connected one (St 03) shows
+	// its listener's path: a listener outside the sandbox may accept
+	// here (sandboxd's supervisor channel and egress proxy, whose ends
+	// are made in the connecting socket's namespace). What a program
+	// could leave for the next is a listener, or a bound datagram socket.
 	out = append(out, tableRows("/proc/net/unix", "unix", func(f []string) (string, bool) {
-		return strings.Join(f[7:], " "), len(f) > 7
+		return strings.Join(f[7:], " "), len(f) > 7 && f[5] != "03"
 	})...)
 	return out
 }

@@ -12,13 +12,17 @@ import (
 	"time"
 )
 
-// Where a runtime with no attach to PID 1's stdio (Kubernetes: a pod's
-// stdout goes to the node's logs) reaches the supervisor instead: a TCP
-// port on the sandbox's own loopback, which the runtime reaches by port
-// forwarding, with a token the runtime sets in the environment. The
-// environment of a non-dumpable PID 1 is readable by root alone, and the
-// token is gone from it before any program starts, so code in the sandbox,
-// which can connect to the port, cannot take the channel over.
+// Where a runtime does not speak to the supervisor on PID 1's stdio, a
+// connection is the channel, opened with a token the runtime sets in the
+// environment. The environment of a non-dumpable PID 1 is readable by
+// root alone, and the token is gone from it before any program starts, so
+// code in the sandbox, which can reach the same socket, cannot take the
+// channel over. Either the supervisor listens (Kubernetes: a pod's stdout
+// goes to the node's logs, so the runtime reaches a TCP port on the
+// sandbox's loopback by port forwarding), or it dials (Docker on this
+// host: sandboxd's socket, mounted read-only, is a shorter way than the
+// attach stream through dockerd and the container's shim).
+
 // channel is the supervisor's current connection to sandboxd: the
 // writer of its messages, replaced when sandboxd connects again (after a
 // restart), dropping what is sent while nobody is connected.
@@ -102,4 +106,42 @@ func authenticate(conn net.Conn, token string) (io.Reader, bool) {
 		return nil, false
 	}
 	return in, true
+}
+
+// dialAndServe serves sandboxd over connections to the Unix socket at
+// path, each opened with the token: one at a time, and a new one when it
+// ends, which is how a restarted sandboxd takes over. One refused or
+// closed at once (sandboxd is away, or does not know the token yet) is
+// tried again soon, then less often, twice a second at most. It never
+// returns: the sandbox ends when the runtime removes it.
+func (s *server) dialAndServe(out *channel, path, token string) {
+	const first, most = 10 * time.Millisecond, 500 * time.Millisecond
+	wait := first
+	for {
+		if s.serveDialed(out, path, token) > most {
+			wait = first // sandboxd's own connection ended: it will be back
+		} else {
+			wait = min(2*wait, most)
+		}
+		time.Sleep(wait)
+	}
+}
+
+// serveDialed serves one connection to path, and says how long it lasted.
+func (s *server) serveDialed(out *channel, path, token string) time.Duration {
+	conn, err := net.Dial("unix", path)
+	if err != nil {
+		return 0
+	}
+	defer conn.Close()
+	started := time.Now()
+	if _, err := io.WriteString(conn, token+"\n"); err != nil {
+		return 0
+	}
+	out.set(conn)
+	defer out.set(nil)
+	if err := s.serve(conn); err != nil {
+		fmt.Fprintf(os.Stderr, "sandbox-init: the connection to sandboxd ended: %v\n", err)
+	}
+	return time.Since(started)
 }

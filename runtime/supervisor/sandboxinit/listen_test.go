@@ -1,9 +1,11 @@
 package sandboxinit
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"net"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -14,14 +16,7 @@ import (
 // token, and a newer such connection (a restarted sandboxd) replaces the
 // one before.
 func TestListenTakesTheTokenAndTheNewestConnection(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	dirs := paths{workspace: t.TempDir(), tmp: t.TempDir()}
-	out := &channel{}
-	s := newServer(out, dirs, container{endAll: func() int { return 0 }, clearIPC: func() {}})
+	ln, s, out := channelServer(t, "tcp", "127.0.0.1:0")
 	go s.listenAndServe(out, ln, "s3cret")
 
 	dial := func(token string) (net.Conn, *supervisor.Conn) {
@@ -63,4 +58,43 @@ func TestListenTakesTheTokenAndTheNewestConnection(t *testing.T) {
 	if _, err := first.Read(make([]byte, 1)); err == nil {
 		t.Fatal("the older connection stayed open beside the newer one")
 	}
+}
+
+// A dialing supervisor opens each connection with its token, and dials
+// again when sandboxd's connection ends (a restart).
+func TestDialOpensWithTheTokenAndComesBack(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.sock")
+	ln, s, out := channelServer(t, "unix", path)
+	go s.dialAndServe(out, path, "s3cret")
+
+	for i := range 2 {
+		c, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := bufio.NewReader(c)
+		if line, err := in.ReadString('\n'); err != nil || line != "s3cret\n" {
+			t.Fatalf("connection %d opened with %q, %v", i, line, err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		err = supervisor.NewConn(in, c).Hello(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		c.Close() // sandboxd goes away; the supervisor dials again
+	}
+}
+
+// channelServer is a supervisor that speaks on a channel, and a listener
+// on address for a test's end of it.
+func channelServer(t *testing.T, network, address string) (net.Listener, *server, *channel) {
+	ln, err := net.Listen(network, address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	out := &channel{}
+	dirs := paths{workspace: t.TempDir(), tmp: t.TempDir()}
+	return ln, newServer(out, dirs, container{endAll: func() int { return 0 }, clearIPC: func() {}}), out
 }

@@ -4,10 +4,11 @@
 // request, streams their output, enforces their deadlines, reports what
 // they used, and makes a one-shot container fresh between runs (fresh.go).
 //
-// It speaks on its stdin and stdout, which sandboxd attaches to through
-// the Docker API, or, where attaching would put what programs print in
-// the node's logs (Kubernetes), on a loopback port the runtime forwards to
-// (listen.go). cmd/sandbox-init is its static binary, bind-mounted
+// It speaks on a Unix socket of sandboxd's, mounted into the container
+// (Docker on sandboxd's host), on its stdin and stdout, which sandboxd
+// attaches to through the Docker API (a remote engine), or, where
+// attaching would put what programs print in the node's logs
+// (Kubernetes), on a loopback port the runtime forwards to (listen.go). cmd/sandbox-init is its static binary, bind-mounted
 // read-only from the host (see runtime/docker), so it always matches the
 // daemon that speaks to it and needs no image rebuild. Serve runs the
 // same server outside a container, in a test's process (runtime/fake).
@@ -71,8 +72,8 @@ func Main() {
 	}
 
 	// Read before any program starts, and kept from all of them.
-	listen, token, nproc := os.Getenv(supervisor.EnvListen), os.Getenv(supervisor.EnvToken), os.Getenv(supervisor.EnvNproc)
-	for _, name := range []string{supervisor.EnvListen, supervisor.EnvToken, supervisor.EnvNproc} {
+	listen, dial, token, nproc := os.Getenv(supervisor.EnvListen), os.Getenv(supervisor.EnvDial), os.Getenv(supervisor.EnvToken), os.Getenv(supervisor.EnvNproc)
+	for _, name := range []string{supervisor.EnvListen, supervisor.EnvDial, supervisor.EnvToken, supervisor.EnvNproc} {
 		_ = os.Unsetenv(name)
 	}
 	if err := limitProcesses(nproc); err != nil {
@@ -81,24 +82,30 @@ func Main() {
 	}
 
 	reserveThreads(supervisor.ReservedThreads)
+	var out io.Writer = os.Stdout
+	var ln net.Listener
+	if listen != "" || dial != "" {
+		out = &channel{}
+	}
 	if listen != "" {
-		out := &channel{}
-		s := newServer(out, containerPaths, realContainer)
-		ln, err := net.Listen("tcp", listen)
-		if err != nil {
+		var err error
+		if ln, err = net.Listen("tcp", listen); err != nil {
 			fmt.Fprintf(os.Stderr, "sandbox-init: %v\n", err)
 			os.Exit(1)
 		}
-		s.begin() // its own listener is part of the sandbox as new
-		go s.reap(nil)
-		s.listenAndServe(out, ln, token)
 	}
-	s := newServer(os.Stdout, containerPaths, realContainer)
+	s := newServer(out, containerPaths, realContainer)
 	egress := listenEgress()
-	s.begin() // the egress listener is part of the sandbox as new
+	s.begin() // our own listeners are part of the sandbox as new
 	go s.reap(nil)
 	if egress != nil {
 		go relayEgress(egress)
+	}
+	switch {
+	case listen != "":
+		s.listenAndServe(out.(*channel), ln, token)
+	case dial != "":
+		s.dialAndServe(out.(*channel), dial, token)
 	}
 	if err := s.serve(os.Stdin); err != nil {
 		fmt.Fprintf(os.Stderr, "sandbox-init: reading stdin: %v\n", err)

@@ -1,0 +1,136 @@
+package docker
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sandboxd/sandboxd/runtime/supervisor"
+)
+
+// channels is sandboxd's end of the supervisors' Unix socket: one socket
+// in a host directory that every runc sandbox has mounted read-only at
+// supervisor.ChannelDir. Each supervisor dials it and opens with its
+// container's token; the connection goes to whoever expects that token
+// (a Create or an Attach), and any other is closed. Code in a sandbox can
+// dial it too, but knows no token, and cannot replace the socket.
+//
+// Messages then pass between two processes, where the attach stream
+// carries them through dockerd and the container's shim (about 5 ms of
+// CPU per one-shot run between the two).
+type channels struct {
+	ln net.Listener
+
+	mu       sync.Mutex
+	expected map[string]chan dialed // by token
+}
+
+// dialed is a supervisor's admitted connection: in holds what it sent
+// after its token.
+type dialed struct {
+	conn net.Conn
+	in   io.Reader
+}
+
+// listenChannels listens at supervisor.ChannelSocket's name in dir, in
+// place of a socket a sandboxd before this one left.
+func listenChannels(dir string) (*channels, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("the supervisors' channel directory: %w", err)
+	}
+	path := filepath.Join(dir, filepath.Base(supervisor.ChannelSocket))
+	_ = os.Remove(path)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("the supervisors' channel: %w", err)
+	}
+	// Each sandbox runs as a uid of its own, which must be able to connect.
+	if err := os.Chmod(path, 0o666); err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("the supervisors' channel: %w", err)
+	}
+	c := &channels{ln: ln, expected: map[string]chan dialed{}}
+	go c.accept()
+	return c, nil
+}
+
+func (c *channels) accept() {
+	for {
+		conn, err := c.ln.Accept()
+		if errors.Is(err, net.ErrClosed) {
+			return
+		}
+		if err != nil {
+			time.Sleep(10 * time.Millisecond) // out of descriptors, for a moment
+			continue
+		}
+		go c.admit(conn)
+	}
+}
+
+// admit gives conn to whoever expects the token it opens with, within a
+// few seconds, or closes it.
+func (c *channels) admit(conn net.Conn) {
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	in := bufio.NewReaderSize(conn, 64<<10)
+	line, err := in.ReadSlice('\n') // no longer than the buffer
+	_ = conn.SetReadDeadline(time.Time{})
+	if err != nil {
+		_ = conn.Close()
+		return
+	}
+	token := strings.TrimSuffix(string(line), "\n")
+	c.mu.Lock()
+	ch, ok := c.expected[token]
+	delete(c.expected, token)
+	c.mu.Unlock()
+	if !ok {
+		_ = conn.Close()
+		return
+	}
+	ch <- dialed{conn, in}
+}
+
+// expect readies c for the supervisor that opens with token, before it
+// can dial; wait takes its connection.
+func (c *channels) expect(token string) chan dialed {
+	ch := make(chan dialed, 1)
+	c.mu.Lock()
+	c.expected[token] = ch
+	c.mu.Unlock()
+	return ch
+}
+
+// wait returns the connection of the supervisor ch expects, or gives up
+// on it when ctx ends.
+func (c *channels) wait(ctx context.Context, token string, ch chan dialed) (*supervisor.Conn, io.Closer, error) {
+	select {
+	case d := <-ch:
+		return supervisor.NewConn(d.in, d.conn), d.conn, nil
+	case <-ctx.Done():
+		c.forget(token)
+		select {
+		case d := <-ch: // admitted meanwhile
+			_ = d.conn.Close()
+		default:
+		}
+		return nil, nil, fmt.Errorf("the supervisor did not connect to sandboxd's channel: %w", ctx.Err())
+	}
+}
+
+// forget stops expecting the supervisor that opens with token.
+func (c *channels) forget(token string) {
+	c.mu.Lock()
+	delete(c.expected, token)
+	c.mu.Unlock()
+}
+
+func (c *channels) Close() error { return c.ln.Close() }
