@@ -425,6 +425,11 @@ func (d *Docker) containerConfig(spec runtime.Spec, uid uint32, token string) (*
 		Env:        env,
 		Labels:     labels,
 		Hostname:   "sandbox",
+		// The supervisor drops every signal it can (code in the sandbox
+		// may send them): the engine's stop, and its own shutdown, would
+		// wait 10 s for a SIGTERM to do nothing. A container outliving
+		// its engine would go on answering sandboxd on its own channel.
+		StopSignal: "SIGKILL",
 		// A network namespace of its own with loopback alone, as
 		// NetworkMode none makes, without libnetwork's sandbox: dockerd
 		// then adds no prestart hook that starts its own binary again

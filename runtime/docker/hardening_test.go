@@ -28,6 +28,9 @@ func TestContainerConfigIsHardened(t *testing.T) {
 	if cfg.User != "1000000007:1000000007" || cfg.Labels[runtime.LabelUID] != "1000000007" {
 		t.Errorf("user %q", cfg.User)
 	}
+	if cfg.StopSignal != "SIGKILL" {
+		t.Errorf("stop signal %q: the supervisor ignores the engine's SIGTERM", cfg.StopSignal)
+	}
 	if cfg.Entrypoint[0] != runtime.SupervisorPath || !cfg.OpenStdin || cfg.StdinOnce || cfg.Tty {
 		t.Errorf("supervisor channel: entrypoint %v stdin %v once %v tty %v", cfg.Entrypoint, cfg.OpenStdin, cfg.StdinOnce, cfg.Tty)
 	}
