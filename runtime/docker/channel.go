@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
@@ -20,8 +22,10 @@ import (
 // in a host directory that every runc sandbox has mounted read-only at
 // supervisor.ChannelDir. Each supervisor dials it and opens with its
 // container's token; the connection goes to whoever expects that token
-// (a Create or an Attach), and any other is closed. Code in a sandbox can
-// dial it too, but knows no token, and cannot replace the socket.
+// from the container's uid (a Create or an Attach), and any other is
+// closed. Code in a sandbox can dial it too, but knows no token, cannot
+// replace the socket, and holds at most a few connections open: the
+// kernel says which uid dialed, and every sandbox has its own.
 //
 // Messages then pass between two processes, where the attach stream
 // carries them through dockerd and the container's shim (about 5 ms of
@@ -30,8 +34,19 @@ type channels struct {
 	ln net.Listener
 
 	mu       sync.Mutex
-	expected map[string]chan dialed // by token
+	expected map[string]expected // by token
+	opening  map[uint32]int      // connections yet to send their token, by uid
 }
+
+// expected is a supervisor a Create or an Attach waits for.
+type expected struct {
+	uid      uint32
+	admitted chan dialed
+}
+
+// maxOpening bounds the connections of one uid that have not sent their
+// token yet: a sandbox's programs cannot use up sandboxd's descriptors.
+const maxOpening = 4
 
 // dialed is a supervisor's admitted connection: in holds what it sent
 // after its token.
@@ -57,7 +72,7 @@ func listenChannels(dir string) (*channels, error) {
 		_ = ln.Close()
 		return nil, fmt.Errorf("the supervisors' channel: %w", err)
 	}
-	c := &channels{ln: ln, expected: map[string]chan dialed{}}
+	c := &channels{ln: ln, expected: map[string]expected{}, opening: map[uint32]int{}}
 	go c.accept()
 	return c, nil
 }
@@ -76,35 +91,69 @@ func (c *channels) accept() {
 	}
 }
 
-// admit gives conn to whoever expects the token it opens with, within a
-// few seconds, or closes it.
+// admit gives conn to whoever expects the token it opens with, from its
+// uid, within a few seconds, or closes it.
 func (c *channels) admit(conn net.Conn) {
+	uid, err := peerUID(conn)
+	c.mu.Lock()
+	full := c.opening[uid] >= maxOpening
+	if err == nil && !full {
+		c.opening[uid]++
+	}
+	c.mu.Unlock()
+	if err != nil || full {
+		_ = conn.Close()
+		return
+	}
 	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	in := bufio.NewReaderSize(conn, 64<<10)
 	line, err := in.ReadSlice('\n') // no longer than the buffer
 	_ = conn.SetReadDeadline(time.Time{})
-	if err != nil {
-		_ = conn.Close()
-		return
-	}
 	token := strings.TrimSuffix(string(line), "\n")
 	c.mu.Lock()
-	ch, ok := c.expected[token]
-	delete(c.expected, token)
+	if c.opening[uid]--; c.opening[uid] == 0 {
+		delete(c.opening, uid)
+	}
+	e, ok := c.expected[token]
+	ok = ok && err == nil && e.uid == uid
+	if ok {
+		delete(c.expected, token)
+	}
 	c.mu.Unlock()
 	if !ok {
 		_ = conn.Close()
 		return
 	}
-	ch <- dialed{conn, in}
+	e.admitted <- dialed{conn, in}
 }
 
-// expect readies c for the supervisor that opens with token, before it
-// can dial; wait takes its connection.
-func (c *channels) expect(token string) chan dialed {
+// peerUID is the uid of the process that dialed conn, as the kernel saw it.
+func peerUID(conn net.Conn) (uint32, error) {
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		return 0, errors.New("not a Unix socket")
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var cred *unix.Ucred
+	cerr := raw.Control(func(fd uintptr) { cred, err = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) })
+	if cerr != nil {
+		return 0, cerr
+	}
+	if err != nil {
+		return 0, err
+	}
+	return cred.Uid, nil
+}
+
+// expect readies c for the supervisor of the sandbox that runs as uid and
+// opens with token, before it can dial; wait takes its connection.
+func (c *channels) expect(token string, uid uint32) chan dialed {
 	ch := make(chan dialed, 1)
 	c.mu.Lock()
-	c.expected[token] = ch
+	c.expected[token] = expected{uid: uid, admitted: ch}
 	c.mu.Unlock()
 	return ch
 }

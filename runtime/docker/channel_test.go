@@ -28,18 +28,24 @@ func TestChannelsAdmitOnlyAnExpectedToken(t *testing.T) {
 	if fi, err := os.Stat(stale); err != nil || fi.Mode().Perm() != 0o666 || fi.Mode()&os.ModeSocket == 0 {
 		t.Fatalf("the socket: %v %v", fi, err)
 	}
-	dial := func(token string) net.Conn {
+	open := func() net.Conn {
 		t.Helper()
 		conn, err := net.Dial("unix", stale)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { conn.Close() })
+		return conn
+	}
+	dial := func(token string) net.Conn {
+		t.Helper()
+		conn := open()
 		if _, err := io.WriteString(conn, token+"\nhello"); err != nil {
 			t.Fatal(err)
 		}
 		return conn
 	}
+	me := uint32(os.Getuid())
 	closed := func(conn net.Conn) bool {
 		_ = conn.SetReadDeadline(time.Now().Add(3 * time.Second))
 		_, err := conn.Read(make([]byte, 1))
@@ -49,7 +55,7 @@ func TestChannelsAdmitOnlyAnExpectedToken(t *testing.T) {
 	if !closed(dial("unexpected")) {
 		t.Error("a connection with a token no one expects stayed open")
 	}
-	admitted := c.expect("t0k")
+	admitted := c.expect("t0k", me)
 	if !closed(dial("guess")) {
 		t.Error("a connection with the wrong token stayed open")
 	}
@@ -63,7 +69,7 @@ func TestChannelsAdmitOnlyAnExpectedToken(t *testing.T) {
 		t.Error("a token was admitted twice")
 	}
 
-	admitted = c.expect("late")
+	admitted = c.expect("late", me)
 	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if _, _, err := c.wait(short, "late", admitted); err == nil {
@@ -71,5 +77,20 @@ func TestChannelsAdmitOnlyAnExpectedToken(t *testing.T) {
 	}
 	if !closed(dial("late")) {
 		t.Error("a token given up on was admitted")
+	}
+
+	c.expect("other's", me+1)
+	if !closed(dial("other's")) {
+		t.Error("a token was admitted from another sandbox's uid")
+	}
+
+	// Connections that send nothing hold a few places of their uid's,
+	// no more, and only for a while.
+	for range maxOpening {
+		open()
+	}
+	time.Sleep(100 * time.Millisecond) // accepted and counted
+	if !closed(open()) {
+		t.Errorf("more than %d connections of one uid waited for their token", maxOpening)
 	}
 }

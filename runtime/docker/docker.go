@@ -183,7 +183,7 @@ func (d *Docker) Create(ctx context.Context, spec runtime.Spec) (sb *runtime.San
 		// gVisor checkpoints a hibernating session, which a connection
 		// to a host socket would keep it from: its channel is attached.
 		token = supervisor.NewToken()
-		admitted = d.channels.expect(token)
+		admitted = d.channels.expect(token, uid)
 	}
 	cfg, hostCfg := d.containerConfig(spec, uid, token)
 	created, err := d.cli.ContainerCreate(ctx, cfg, hostCfg, nil, nil, "")
@@ -292,9 +292,9 @@ func (d *Docker) Attach(ctx context.Context, c runtime.Container) (*runtime.Sand
 		return nil, fmt.Errorf("container %s is not running", runtime.ShortID(c.ID))
 	}
 	var conn *supervisor.Conn
-	if token := channelToken(info); token != "" && d.channels != nil {
+	if token, uid := channelOf(info); token != "" && d.channels != nil {
 		// Its supervisor dials again once its last connection is closed.
-		admitted := d.channels.expect(token)
+		admitted := d.channels.expect(token, uid)
 		d.detach(c.ID)
 		conn, err = d.connect(ctx, c.ID, token, admitted)
 	} else {
@@ -324,13 +324,13 @@ func (d *Docker) connect(ctx context.Context, id, token string, admitted chan di
 	return conn, nil
 }
 
-// channelToken is the token of a container whose supervisor dials the
-// channels' socket, "" for one whose channel is its stdio.
-func channelToken(info container.InspectResponse) string {
+// channelOf is the token and uid of a container whose supervisor dials
+// the channels' socket; "" for one whose channel is its stdio.
+func channelOf(info container.InspectResponse) (token string, uid uint32) {
 	if info.Config == nil {
-		return ""
+		return "", 0
 	}
-	dials, token := false, ""
+	dials := false
 	for _, e := range info.Config.Env {
 		k, v, _ := strings.Cut(e, "=")
 		switch k {
@@ -340,10 +340,12 @@ func channelToken(info container.InspectResponse) string {
 			token = v
 		}
 	}
-	if !dials {
-		return ""
+	id, _, _ := strings.Cut(info.Config.User, ":")
+	n, err := strconv.ParseUint(id, 10, 32)
+	if !dials || err != nil {
+		return "", 0
 	}
-	return token
+	return token, uint32(n)
 }
 
 // attach opens the container's stdio, on a context that outlives the

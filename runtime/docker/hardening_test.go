@@ -100,11 +100,11 @@ func TestTheChannelSocketIsMountedReadOnly(t *testing.T) {
 	if m := host.Mounts[len(host.Mounts)-1]; m.Source != "/state/channel" || m.Target != supervisor.ChannelDir || !m.ReadOnly {
 		t.Errorf("channel mount %+v", m)
 	}
-	if got := channelToken(container.InspectResponse{Config: cfg}); got != "t0k" {
-		t.Errorf("token read back: %q", got)
+	if token, uid := channelOf(container.InspectResponse{Config: cfg}); token != "t0k" || uid != 1000000007 {
+		t.Errorf("token and uid read back: %q %d", token, uid)
 	}
 	cfg, _ = d.containerConfig(runtime.Spec{Language: "python", Image: "img"}, 1000000007, "")
-	if got := channelToken(container.InspectResponse{Config: cfg}); got != "" {
-		t.Errorf("an attached container's token: %q", got)
+	if token, _ := channelOf(container.InspectResponse{Config: cfg}); token != "" {
+		t.Errorf("an attached container's token: %q", token)
 	}
 }
