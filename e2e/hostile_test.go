@@ -30,7 +30,7 @@ func TestHardening(t *testing.T) { ociRuntimes(t, testHardening) }
 func testHardening(t *testing.T, runtime string) {
 	d := testutil.StartDaemon(t, testutil.Options{Runtime: runtime})
 	res := run(t, d.Client(), api.RunRequest{Language: "python", Code: `
-import os, ctypes, socket
+import os, ctypes, socket, time
 def status(key):
     for line in open('/proc/self/status'):
         if line.startswith(key + ':'):
@@ -66,6 +66,22 @@ if os.path.exists(chan):  # the supervisor's channel to sandboxd (runc)
     s.connect(chan)
     s.sendall(b'0123456789abcdef0123456789abcdef\n{"op":"hello","hello":{"nonce":"x","version":1}}\n')
     print('channel_guess', s.recv(100))
+    # Connections that never send a token: sandboxd keeps a few per
+    # sandbox and closes the rest at once.
+    held = []
+    for _ in range(50):
+        c = socket.socket(socket.AF_UNIX)
+        c.connect(chan)
+        held.append(c)
+    time.sleep(0.5)
+    closed = 0
+    for c in held:
+        c.settimeout(0.05)
+        try:
+            closed += c.recv(1) == b''
+        except socket.timeout:
+            pass
+    print('channel_flood_held', 50 - closed)
 `})
 	want := []string{
 		"uid True", // its own, from the test daemon's sandbox_uids; the workspace is its
@@ -83,7 +99,7 @@ if os.path.exists(chan):  # the supervisor's channel to sandboxd (runc)
 		want = append(want, "kernel host", "capbnd 0000000000000000", "nonewprivs 1 seccomp 2", "io_uring -1 1" /* EPERM */, "ws_opts True",
 			// The channel's socket: read-only, and closed to a guessed
 			// token; the supervisor's own token is not in reach.
-			"pid1_environ errno 13", "channel_ro True", "channel_guess b''")
+			"pid1_environ errno 13", "channel_ro True", "channel_guess b''", "channel_flood_held 4")
 	case "runsc":
 		// The program's system calls reach gVisor's kernel, which
 		// implements them itself (io_uring too) and shows neither
