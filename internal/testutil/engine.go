@@ -1,10 +1,13 @@
 package testutil
 
 import (
+	"bytes"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -58,6 +61,7 @@ func startEngine(t T, withTLS bool, images []string) *Engine {
 			_, _ = e.docker(append([]string{"rm", "-f"}, strings.Fields(ids)...)...)
 		}
 		e.Stop()
+		e.endShims()
 		_ = os.RemoveAll(dir)
 	})
 	e.Start()
@@ -158,6 +162,43 @@ func (e *Engine) Stop() {
 		e.exited = nil
 	case <-time.After(60 * time.Second):
 		e.t.Errorf("the test engine (pid %d) did not stop in 60s", e.pid)
+	}
+}
+
+// endShims ends, by PID, the container shims of this engine's containerd
+// that outlived it, and what still runs under them: a shim whose task
+// the engine's shutdown killed waits, with parent 1, for a containerd that
+// is gone to delete it. They are found by the engine's own exec root in
+// their arguments.
+func (e *Engine) endShims() {
+	root := filepath.Join(e.dir, "exec") + "/"
+	parents := map[int]int{}
+	var shims []int
+	entries, _ := os.ReadDir("/proc")
+	for _, entry := range entries {
+		pid, err := strconv.Atoi(entry.Name())
+		if err != nil {
+			continue
+		}
+		if stat, err := os.ReadFile(filepath.Join("/proc", entry.Name(), "stat")); err == nil {
+			if f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:])); len(f) > 1 {
+				parents[pid], _ = strconv.Atoi(f[1])
+			}
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", entry.Name(), "cmdline"))
+		args := strings.Split(string(cmdline), "\x00")
+		if strings.HasPrefix(filepath.Base(args[0]), "containerd-shim") && slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, root) }) {
+			shims = append(shims, pid)
+		}
+	}
+	for _, shim := range shims {
+		for pid, parent := range parents {
+			if parent == shim {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		_ = syscall.Kill(shim, syscall.SIGKILL)
+		e.t.Logf("ended container shim %d, which outlived the test engine", shim)
 	}
 }
 

@@ -571,7 +571,10 @@ func (d *Docker) Close() error {
 
 func (d *Docker) engineError(what string, err error) error {
 	var dial *net.OpError // a hijacked stream (attach) dials on its own
-	if client.IsErrConnectionFailed(err) || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &dial) && dial.Op == "dial") {
+	// An engine shutting down answers a while after its containerd has
+	// gone: "grpc: the client connection is closing".
+	shuttingDown := strings.Contains(err.Error(), "client connection is closing")
+	if client.IsErrConnectionFailed(err) || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &dial) && dial.Op == "dial") || shuttingDown {
 		return fmt.Errorf("%w: %s: %v", runtime.ErrUnavailable, what, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)

@@ -1,6 +1,8 @@
 package docker
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -106,5 +108,21 @@ func TestTheChannelSocketIsMountedReadOnly(t *testing.T) {
 	cfg, _ = d.containerConfig(runtime.Spec{Language: "python", Image: "img"}, 1000000007, "")
 	if token, _ := channelOf(container.InspectResponse{Config: cfg}); token != "" {
 		t.Errorf("an attached container's token: %q", token)
+	}
+}
+
+// An engine that is down, or shutting down, is unavailable, not broken.
+func TestEngineErrorsSayUnavailable(t *testing.T) {
+	d := &Docker{}
+	for _, err := range []error{
+		errors.New("Error response from daemon: grpc: the client connection is closing: context canceled"),
+		context.DeadlineExceeded,
+	} {
+		if got := d.engineError("starting a container", err); !errors.Is(got, runtime.ErrUnavailable) {
+			t.Errorf("%v: %v", err, got)
+		}
+	}
+	if got := d.engineError("starting a container", errors.New("No such image")); errors.Is(got, runtime.ErrUnavailable) {
+		t.Errorf("an engine's refusal: %v", got)
 	}
 }
