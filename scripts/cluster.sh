@@ -508,6 +508,15 @@ down() {
 			"${ctr[@]}" tasks delete -f "$task" >/dev/null 2>&1 || true
 		done
 		stop "containerd$NODE_SUFFIX"
+		# A shim whose task went before it did waits, with parent 1, for
+		# a containerd that is gone: found by the node's socket in its
+		# arguments, ended by PID.
+		local proc
+		for proc in /proc/[0-9]*; do
+			if tr '\0' ' ' <"$proc/cmdline" 2>/dev/null | grep -qF -- "-address $NODE_SOCK "; then
+				kill -9 "${proc#/proc/}" 2>/dev/null || true
+			fi
+		done
 		if ((n > 1)); then
 			for hierarchy in /sys/fs/cgroup/*/; do
 				[[ -L ${hierarchy%/} ]] || find "$hierarchy$NODE_NAME" -depth -type d -exec rmdir {} + 2>/dev/null || true
