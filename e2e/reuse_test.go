@@ -94,6 +94,8 @@ view['env'] = sorted(os.environ.items())
 umask = os.umask(0o22)
 view['ids'] = [owner(os.getuid(), os.getgid()), [owner(g, g) for g in os.getgroups()], oct(umask), os.getcwd(), os.nice(0), open('/proc/self/oom_score_adj').read().strip()]
 view['limits'] = [resource.getrlimit(r) for r in (resource.RLIMIT_NOFILE, resource.RLIMIT_NPROC, resource.RLIMIT_CORE, resource.RLIMIT_STACK)]
+status = dict(l.split(':', 1) for l in open('/proc/self/status').read().splitlines() if ':' in l)
+view['sched'] = [sorted(os.sched_getaffinity(0)), os.sched_getscheduler(0)] + [status[k].strip() for k in ('SigPnd', 'ShdPnd', 'SigBlk', 'SigIgn')]
 print(json.dumps(view, sort_keys=True))
 `
 
@@ -184,6 +186,25 @@ for root, dirs, files in os.walk('/tmp/.sandboxd'):
         except OSError:
             pass
 open('/tmp/.sandboxd/sitecustomize.py', 'w').write('print("IMPLANTED")\n')
+print('planted')`},
+	{"every process in reach stopped, reniced, limited, pinned and signalled", `
+import os, resource, signal
+me = os.getpid()
+for p in os.listdir('/proc'):
+    if not p.isdigit() or int(p) in (1, me):
+        continue
+    pid = int(p)  # the warm runtime's zygote among them, under runc
+    for act in (lambda: resource.prlimit(pid, resource.RLIMIT_NOFILE, (64, 64)),
+                lambda: os.setpriority(os.PRIO_PROCESS, pid, 19),
+                lambda: os.sched_setaffinity(pid, {0}),
+                lambda: os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0)),
+                lambda: os.kill(pid, signal.SIGRTMIN),
+                lambda: os.kill(pid, signal.SIGUSR1),
+                lambda: os.kill(pid, signal.SIGSTOP)):
+        try:
+            act()
+        except OSError:
+            pass
 print('planted')`},
 	{"an extended attribute on the workspace", `
 import os

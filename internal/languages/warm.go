@@ -118,7 +118,7 @@ func (r *Registry) warmOne(ctx context.Context, l *Language, sb *runtime.Sandbox
 	}
 	res, err := sb.Warm(ctx, supervisor.WarmRequest{
 		Argv: w.Command, Stands: w.Stands, Env: request.EnvList(w.Env, env), Hook: request.EnvList(w.HookEnv),
-		Files: files, Exact: w.Exact, Isolate: iso, TimeoutMS: warmReadyTimeout.Milliseconds(),
+		Files: files, Exact: w.Exact, Forks: w.Forks, Isolate: iso, TimeoutMS: warmReadyTimeout.Milliseconds(),
 	})
 	if err == nil && res.Error != "" {
 		err = errdefs.New(errdefs.Internal, res.Error)

@@ -74,7 +74,7 @@ func warmFromProto(ws []*pb.Warm) []Warm {
 	}
 	out := make([]Warm, len(ws))
 	for i, w := range ws {
-		out[i] = Warm{Command: w.Command, Stands: w.Stands, Env: w.Env, HookEnv: w.HookEnv, Files: w.Files, Exact: w.Exact}
+		out[i] = Warm{Command: w.Command, Stands: w.Stands, Env: w.Env, HookEnv: w.HookEnv, Files: w.Files, Exact: w.Exact, Forks: w.Forks}
 	}
 	return out
 }

@@ -72,6 +72,17 @@ type Info struct {
 // A runtime that takes its argv when it starts, and cannot change it
 // later (php's), is Exact: Command is then the run step's own argv, and it
 // stands in only for a run step whose argv is Stands, no argument more.
+//
+// A runtime that Forks can also be a zygote: started with
+// SANDBOXD_WARM_FORK=1 on top of HookEnv, with a Unix socket on fd 3, it
+// loads, writes "ready\n" on fd 4 and closes it, makes itself
+// non-dumpable and blocks its signals; then, for each byte the supervisor
+// sends on fd 3 with five descriptors (stdin, stdout, stderr, fd 3 and fd
+// 4 of a warm process), it forks twice, answers "pid N\n" with the
+// grandchild's pid, and the grandchild takes those descriptors as its fds
+// 0 to 4, makes itself dumpable, unblocks its signals and goes on as a
+// warm process started with them would. The supervisor keeps the zygote
+// across runs where it can (see the supervisor's zygote.go).
 type Warm struct {
 	Command []string
 	Stands  []string
@@ -79,6 +90,7 @@ type Warm struct {
 	HookEnv map[string]string
 	Files   map[string]string // base name -> content
 	Exact   bool
+	Forks   bool
 }
 
 // File is a file of a program (see plugins/program).

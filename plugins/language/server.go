@@ -79,7 +79,7 @@ func filesFromProto(files []*pb.File) []File {
 func warmToProto(ws []Warm) []*pb.Warm {
 	out := make([]*pb.Warm, len(ws))
 	for i, w := range ws {
-		out[i] = &pb.Warm{Command: w.Command, Stands: w.Stands, Env: w.Env, HookEnv: w.HookEnv, Files: w.Files, Exact: w.Exact}
+		out[i] = &pb.Warm{Command: w.Command, Stands: w.Stands, Env: w.Env, HookEnv: w.HookEnv, Files: w.Files, Exact: w.Exact, Forks: w.Forks}
 	}
 	return out
 }

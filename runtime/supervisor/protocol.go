@@ -197,6 +197,9 @@ type WarmRequest struct {
 	Files  []File   `json:"files,omitempty"` // its hook: absolute paths under WarmDir
 	// Exact: it stands in only for an argv that is Stands, no more.
 	Exact bool `json:"exact,omitempty"`
+	// Forks: its runtime can be a zygote (language.Warm's Forks), kept
+	// across runs to fork warm processes, where the supervisor may.
+	Forks bool `json:"forks,omitempty"`
 	// Isolate starts it as ExecRequest.Isolate does; it stands in only
 	// for execs that ask the same.
 	Isolate Isolation `json:"isolate,omitempty"`

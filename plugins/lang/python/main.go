@@ -40,6 +40,7 @@ func main() {
 				Env:     env,
 				HookEnv: map[string]string{"PYTHONPATH": language.WarmDir},
 				Files:   map[string]string{"sitecustomize.py": warmHook},
+				Forks:   true,
 			}},
 		},
 		MainFile: "main.py",

@@ -5,6 +5,75 @@
 # directory), puts back what a fresh start has (sys.path, the image's own
 # sitecustomize) and returns; the interpreter then runs main.py as usual,
 # so __main__, tracebacks and the exit are the interpreter's own.
+#
+# Started with SANDBOXD_WARM_FORK=1, it is a zygote instead (see the
+# supervisor's zygote.go): loaded once and kept across runs, it forks
+# each warm process, which then goes on as above. The zygote runs as the
+# programs' uid, so it keeps out of their reach: it is not dumpable (no
+# ptrace, no /proc/PID/mem or fd of it) and blocks the signals it may
+# (SIGCHLD aside, which it ignores). The supervisor checks, before each
+# fork, that no program changed what a fork would inherit from it
+# (limits, nice, affinity, pending signals).
+
+
+def _sandboxd_zygote():
+    import sys
+
+    # What a fresh start has loaded, and the import system's cache of it.
+    fresh, fresh_paths = set(sys.modules), set(sys.path_importer_cache)
+    import ctypes
+    import fcntl
+    import os
+    import signal
+    import socket
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    PR_SET_DUMPABLE = 4
+    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE)")
+    # SIGCHLD stays unblocked (and ignored, as by default): blocked, each
+    # fork's would stay pending, and the zygote would look changed.
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals() - {signal.SIGCHLD})
+    control = socket.socket(fileno=3)
+    os.write(4, b"ready\n")
+    os.close(4)
+    while True:
+        try:
+            _, fds, _, _ = socket.recv_fds(control, 1, 5)
+        except OSError:
+            os._exit(0)
+        if len(fds) != 5:
+            os._exit(0)  # the supervisor is gone, or not speaking to us
+        first = os.fork()
+        if first == 0:
+            # Forked twice, so that the warm process is the supervisor's
+            # child (PID 1 takes the orphan) and it reaps it, as any.
+            try:
+                pid = os.fork()
+            except OSError as e:
+                control.sendall(b"error %s\n" % str(e).encode())
+                os._exit(1)
+            if pid:
+                control.sendall(b"pid %d\n" % pid)
+                os._exit(0)
+            control.close()
+            high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 16) for fd in fds]
+            for fd in fds:
+                os.close(fd)
+            for i, fd in enumerate(high):
+                os.dup2(fd, i)
+                os.close(fd)
+            os.setpgid(0, 0)
+            libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            for name in set(sys.modules) - fresh:
+                del sys.modules[name]
+            for path in set(sys.path_importer_cache) - fresh_paths:
+                del sys.path_importer_cache[path]
+            return
+        for fd in fds:
+            os.close(fd)
+        os.waitpid(first, 0)
 
 
 def _sandboxd_warm():
@@ -51,4 +120,6 @@ def _sandboxd_warm():
     spec.loader.exec_module(module)
 
 
+if __import__("os").environ.get("SANDBOXD_WARM_FORK") == "1":
+    _sandboxd_zygote()
 _sandboxd_warm()

@@ -185,6 +185,7 @@ type Warm struct {
 	HookEnv       map[string]string      `protobuf:"bytes,4,rep,name=hook_env,json=hookEnv,proto3" json:"hook_env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	Files         map[string]string      `protobuf:"bytes,5,rep,name=files,proto3" json:"files,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	Exact         bool                   `protobuf:"varint,6,opt,name=exact,proto3" json:"exact,omitempty"`
+	Forks         bool                   `protobuf:"varint,7,opt,name=forks,proto3" json:"forks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -257,6 +258,13 @@ func (x *Warm) GetFiles() map[string]string {
 func (x *Warm) GetExact() bool {
 	if x != nil {
 		return x.Exact
+	}
+	return false
+}
+
+func (x *Warm) GetForks() bool {
+	if x != nil {
+		return x.Forks
 	}
 	return false
 }
@@ -530,14 +538,15 @@ const file_language_proto_rawDesc = "" +
 	"\x0finstall_command\x18\b \x03(\tR\x0einstallCommand\x12'\n" +
 	"\x0fcontext_command\x18\t \x03(\tR\x0econtextCommand\x12.\n" +
 	"\x04warm\x18\n" +
-	" \x03(\v2\x1a.sandboxd.language.v1.WarmR\x04warm\"\xb4\x03\n" +
+	" \x03(\v2\x1a.sandboxd.language.v1.WarmR\x04warm\"\xca\x03\n" +
 	"\x04Warm\x12\x18\n" +
 	"\acommand\x18\x01 \x03(\tR\acommand\x12\x16\n" +
 	"\x06stands\x18\x02 \x03(\tR\x06stands\x125\n" +
 	"\x03env\x18\x03 \x03(\v2#.sandboxd.language.v1.Warm.EnvEntryR\x03env\x12B\n" +
 	"\bhook_env\x18\x04 \x03(\v2'.sandboxd.language.v1.Warm.HookEnvEntryR\ahookEnv\x12;\n" +
 	"\x05files\x18\x05 \x03(\v2%.sandboxd.language.v1.Warm.FilesEntryR\x05files\x12\x14\n" +
-	"\x05exact\x18\x06 \x01(\bR\x05exact\x1a6\n" +
+	"\x05exact\x18\x06 \x01(\bR\x05exact\x12\x14\n" +
+	"\x05forks\x18\a \x01(\bR\x05forks\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a:\n" +

@@ -96,5 +96,5 @@ func channelServer(t *testing.T, network, address string) (net.Listener, *server
 	t.Cleanup(func() { ln.Close() })
 	out := &channel{}
 	dirs := paths{workspace: t.TempDir(), tmp: t.TempDir()}
-	return ln, newServer(out, dirs, container{endAll: func() int { return 0 }, clearIPC: func() {}}), out
+	return ln, newServer(out, dirs, container{killAll: func(int) int { return 0 }, clearIPC: func() {}}), out
 }

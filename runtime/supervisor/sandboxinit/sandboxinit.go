@@ -111,7 +111,7 @@ func Main() {
 		fmt.Fprintf(os.Stderr, "sandbox-init: reading stdin: %v\n", err)
 	}
 	// stdin closed: nobody can talk to us again.
-	killContainer()
+	killContainer(0)
 	os.Exit(0)
 }
 
@@ -133,7 +133,7 @@ type Sandbox struct {
 // reap), never isolates a program, and leaves the host's IPC alone.
 func Serve(r io.Reader, w io.Writer, sb Sandbox) error {
 	s := newServer(w, paths{workspace: sb.Workspace, tmp: sb.Tmp, scratch: sb.Scratch},
-		container{endAll: sb.EndAll, clearIPC: func() {}, ownChildrenOnly: true})
+		container{killAll: func(int) int { return sb.EndAll() }, clearIPC: func() {}, ownChildrenOnly: true})
 	s.isolation.Do(func() {}) // isolating stays false: no helper binary here
 	s.begin()
 	stop := make(chan struct{})

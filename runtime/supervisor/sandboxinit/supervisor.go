@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -32,9 +33,9 @@ var containerPaths = paths{workspace: "/workspace", tmp: "/tmp", scratch: []stri
 
 // container is what only PID 1 of a sandbox may do; unit tests stand in.
 type container struct {
-	// endAll ends every process but the supervisor and says how many
-	// survived.
-	endAll func() int
+	// killAll ends every process but the supervisor and keep (0: none),
+	// and says how many survived.
+	killAll func(keep int) int
 	// clearIPC removes the SysV IPC objects of the sandbox's namespace.
 	clearIPC func()
 	// kernelObjects lists what the sandbox's namespaces hold that a
@@ -50,7 +51,7 @@ type container struct {
 	oomFirst bool
 }
 
-var realContainer = container{endAll: killContainer, clearIPC: sysvIPC.clear, kernelObjects: kernelObjects, oomFirst: true}
+var realContainer = container{killAll: killContainer, clearIPC: sysvIPC.clear, kernelObjects: kernelObjects, oomFirst: true}
 
 // buildDir is supervisor.BuildDir under these paths.
 func (p paths) buildDir() string {
@@ -82,6 +83,12 @@ type server struct {
 	lostContexts map[string]string // why a context that ended between cells lost its state
 
 	warms map[string]*warmProcess // runtimes started ahead for the next execs, by what they stand in for
+	// zygote forks the warm processes that may be forked (see zygote.go);
+	// zygoteFailed is the key of one that could not start, not tried
+	// again. zygoteMu serialises starting one and asking it to fork.
+	zygote       *zygote
+	zygoteFailed string
+	zygoteMu     sync.Mutex
 
 	// self is this binary, the helper that puts an isolated program in
 	// its namespaces; isolating says whether the runtime allows them,
@@ -274,6 +281,10 @@ func (s *server) reaped(pid int, ws unix.WaitStatus, ru *unix.Rusage) {
 			delete(s.warms, key)
 		}
 	}
+	if s.zygote != nil && s.zygote.pid == pid {
+		s.zygote.close() // killed: the next warm process starts another
+		s.zygote = nil
+	}
 }
 
 // start writes the files, starts the process and follows it to its end in
@@ -448,32 +459,45 @@ func (s *server) finish(e *execution, res *supervisor.ExecResult) {
 	s.send(supervisor.Message{Op: supervisor.OpExit, ID: e.id, Result: res})
 }
 
-// killContainer ends every process in the container but us, and keeps at
-// it while a fork bomb races the kill. It returns how many processes
-// survived ~1 s. Only PID 1 of a PID namespace may call it.
-func killContainer() int {
-	deadline := time.Now().Add(900 * time.Millisecond)
+// endAll ends every process but the supervisor and the zygote, and says
+// how many survived.
+func (s *server) endAll() int { return s.killAll(s.zygotePID()) }
+
+// killContainer ends every process in the container but us and keep (0:
+// none), and keeps at it while a fork bomb races the kill. It returns how
+// many processes survived ~1 s. Only PID 1 of a PID namespace may call it.
+//
+// Sparing keep, it kills the processes one by one, which a fork bomb may
+// outrun where kill(-1) does not: after half the time it falls back to
+// kill(-1), keep included.
+func killContainer(keep int) int {
+	start := time.Now()
 	for {
-		_ = unix.Kill(-1, unix.SIGKILL)
-		n := countProcesses()
-		if n == 0 || time.Now().After(deadline) {
+		spare := keep > 0 && time.Since(start) < 450*time.Millisecond
+		if !spare {
+			_ = unix.Kill(-1, unix.SIGKILL)
+		}
+		n := 0
+		forEachProcess(func(pid string, stat []byte) {
+			if p, _ := strconv.Atoi(pid); p > 1 && p != keep && live(stat) {
+				n++
+				if spare {
+					_ = unix.Kill(p, unix.SIGKILL)
+				}
+			}
+		})
+		if n == 0 || time.Since(start) > 900*time.Millisecond {
 			return n
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 }
 
-// countProcesses counts live processes other than PID 1 (zombies excluded:
-// they are dead and the reaper collects them).
-func countProcesses() int {
-	n := 0
-	forEachProcess(func(pid string, stat []byte) {
-		// The state follows the parenthesised command name.
-		if f := statFields(stat); pid != "1" && len(f) > 0 && f[0] != "Z" {
-			n++
-		}
-	})
-	return n
+// live says whether a process's /proc stat is not a zombie's: a zombie is
+// dead, and the reaper collects it.
+func live(stat []byte) bool {
+	f := statFields(stat) // the state follows the parenthesised command name
+	return len(f) > 0 && f[0] != "Z"
 }
 
 // oomKills reads the container's count of OOM kills from its memory cgroup

@@ -35,7 +35,7 @@ func newPeer(t *testing.T) *peer {
 	initR, hostW := io.Pipe()
 	p := &peer{t: t, in: hostW, dirs: dirs}
 	p.s = newServer(initW, dirs, container{
-		endAll: func() int {
+		killAll: func(int) int {
 			p.s.mu.Lock()
 			defer p.s.mu.Unlock()
 			for pid := range p.s.byPID {

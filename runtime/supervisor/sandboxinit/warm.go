@@ -88,16 +88,45 @@ func (s *server) warmUp(id uint64, req supervisor.WarmRequest) {
 	child := []*os.File{rs[0], ws[1], ws[2], rs[3], ws[4]}
 	w.stdinW, w.outR, w.errR, w.goW = ws[0], rs[1], rs[2], ws[3]
 	readyR := rs[4]
-	fds := make([]uintptr, len(child))
-	for i, f := range child {
-		fds[i] = f.Fd()
+	start := func() (err error) {
+		fds := make([]uintptr, len(child))
+		for i, f := range child {
+			fds[i] = f.Fd()
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		w.pid, w.isolated, err = s.spawn(argv0, req.Argv, w.dir, mergeEnv(w.env, req.Hook), fds, &syscall.SysProcAttr{Setpgid: true}, req.Isolate)
+		if err == nil {
+			s.warms[warmKey(req.Stands)] = w
+		}
+		return err
 	}
-	s.mu.Lock()
-	w.pid, w.isolated, err = s.spawn(argv0, req.Argv, w.dir, mergeEnv(w.env, req.Hook), fds, &syscall.SysProcAttr{Setpgid: true}, req.Isolate)
-	if err == nil {
-		s.warms[warmKey(req.Stands)] = w
+	if !s.forks(w) || !s.zygoteMu.TryLock() { // TryLock: none is being started
+		s.awaitWarm(w, readyR, child, start(), done)
+		return
 	}
-	s.mu.Unlock()
+	fork := func(z *zygote) {
+		defer s.zygoteMu.Unlock()
+		err := s.forkWarm(z, argv0, w, child)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "sandbox-init: no zygote, the warm process starts as usual: %v\n", err)
+			err = start()
+		}
+		s.awaitWarm(w, readyR, child, err, done)
+	}
+	if z := s.liveZygote(zygoteKey(w)); z != nil {
+		// A fork, now: an exec that follows this message may take it.
+		fork(z)
+		return
+	}
+	// A zygote must be started first: not on the loop that reads the
+	// host's messages.
+	go fork(nil)
+}
+
+// awaitWarm answers a warm request once w, started with the descriptors
+// child (err: or not), is ready or has failed.
+func (s *server) awaitWarm(w *warmProcess, readyR *os.File, child []*os.File, err error, done func(error)) {
 	closeFiles(child...)
 	if err != nil {
 		w.close()
@@ -107,8 +136,8 @@ func (s *server) warmUp(id uint64, req supervisor.WarmRequest) {
 	}
 	go func() {
 		defer readyR.Close()
-		if err := awaitReady(readyR, time.Duration(req.TimeoutMS)*time.Millisecond); err != nil {
-			if s.dropWarm(req.Stands, w) {
+		if err := awaitReady(readyR, time.Duration(w.req.TimeoutMS)*time.Millisecond); err != nil {
+			if s.dropWarm(w.req.Stands, w) {
 				err = fmt.Errorf("%w: %s", err, tail(w.errR))
 				w.close()
 			}
