@@ -11,6 +11,7 @@ package policy
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/sandboxd/sandboxd/api"
@@ -30,6 +31,14 @@ type Policy struct {
 	Mode    string // contract.ModeEnforce, ModeAsk, ModeWarn or ModeOff
 	Options map[string]string
 	Checker Checker
+	// Kinds are the kinds of request the plugin judges (its Info's); it
+	// is not asked about others. None: every kind.
+	Kinds []string
+}
+
+// judges says whether p is asked about a request of kind.
+func (p Policy) judges(kind string) bool {
+	return p.Mode != contract.ModeOff && (len(p.Kinds) == 0 || slices.Contains(p.Kinds, kind))
 }
 
 // Limits on what a plugin may answer; more is garbage.
@@ -79,7 +88,7 @@ func (c *Chain) Evaluate(ctx context.Context, req contract.Request) Decision {
 	verdicts := make([]contract.Verdict, len(c.policies))
 	var wg sync.WaitGroup
 	for i, p := range c.policies {
-		if p.Mode == contract.ModeOff {
+		if !p.judges(req.Kind) {
 			continue
 		}
 		wg.Add(1)
@@ -93,7 +102,7 @@ func (c *Chain) Evaluate(ctx context.Context, req contract.Request) Decision {
 	wg.Wait()
 	d := Decision{Allowed: true, Findings: []api.Finding{}}
 	for i, p := range c.policies {
-		if p.Mode == contract.ModeOff {
+		if !p.judges(req.Kind) {
 			continue
 		}
 		v := verdicts[i]

@@ -50,6 +50,18 @@ func TestModes(t *testing.T) {
 	}
 }
 
+// A policy that judges some kinds of request is asked about those alone.
+func TestPoliciesAreAskedAboutTheirKinds(t *testing.T) {
+	ctx := context.Background()
+	c := chain(Policy{Mode: "enforce", Checker: denies, Kinds: []string{contract.KindExec}}, Policy{Mode: "warn", Checker: warns})
+	if d := c.Evaluate(ctx, contract.Request{Kind: contract.KindRun}); !d.Allowed || len(d.Findings) != 1 {
+		t.Errorf("a run: %+v", d)
+	}
+	if d := c.Evaluate(ctx, contract.Request{Kind: contract.KindExec}); d.Allowed || len(d.Findings) != 2 {
+		t.Errorf("an exec: %+v", d)
+	}
+}
+
 // A plugin that fails (crashes: an error; hangs; answers garbage) denies
 // in enforce mode, naming it, and warns in warn mode.
 func TestFailuresCloseWhenEnforcingAndOpenWhenWarning(t *testing.T) {

@@ -46,7 +46,7 @@ func Load(ctx context.Context, blocks []config.Policy, pluginDir string, log hcl
 			mode = contract.ModeEnforce
 		}
 		procs = append(procs, Plugin{Process: proc, Version: info.Version})
-		chain = append(chain, Policy{Name: pc.Name, Mode: mode, Options: pc.Options, Checker: plugin})
+		chain = append(chain, Policy{Name: pc.Name, Mode: mode, Options: pc.Options, Checker: plugin, Kinds: info.Kinds})
 		log.Info("policy loaded", "policy", pc.Name, "mode", mode)
 	}
 	c := New(chain)

@@ -39,7 +39,7 @@ func (c *client) Info(ctx context.Context) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	return Info{Name: r.Name, Version: r.Version, Description: r.Description, DefaultMode: r.DefaultMode, Rules: r.Rules}, nil
+	return Info{Name: r.Name, Version: r.Version, Description: r.Description, DefaultMode: r.DefaultMode, Rules: r.Rules, Kinds: r.Kinds}, nil
 }
 
 func (c *client) Check(ctx context.Context, req Request) (Verdict, error) {
@@ -73,7 +73,7 @@ func (s *server) Info(ctx context.Context, _ *pb.InfoRequest) (*pb.InfoResponse,
 	if err != nil {
 		return nil, err
 	}
-	return &pb.InfoResponse{Name: i.Name, Version: i.Version, Description: i.Description, DefaultMode: i.DefaultMode, Rules: i.Rules}, nil
+	return &pb.InfoResponse{Name: i.Name, Version: i.Version, Description: i.Description, DefaultMode: i.DefaultMode, Rules: i.Rules, Kinds: i.Kinds}, nil
 }
 
 func (s *server) Check(ctx context.Context, r *pb.CheckRequest) (*pb.CheckResponse, error) {

@@ -61,6 +61,9 @@ type Info struct {
 	Description string
 	DefaultMode string   // the mode when its block sets none
 	Rules       []string // the rules it may report, e.g. "python.eval"
+	// Kinds are the kinds of request it judges (KindRun, ...); the
+	// daemon asks it about no other. None: every kind.
+	Kinds []string
 }
 
 // File is a file of the program, as the client sent it (see

@@ -40,7 +40,8 @@ type commands struct{}
 func (commands) Info(context.Context) (policy.Info, error) {
 	return policy.Info{Name: "commands", Version: "1.0.0", DefaultMode: policy.ModeEnforce,
 		Description: "session commands: deny-list, optional allow-list, shell rules, paths outside the workspace",
-		Rules:       []string{"commands.denied", "commands.not_allowed", "commands.path_outside_workspace", "shell.rm_rf_root", "shell.curl_pipe_sh", "shell.fork_bomb"}}, nil
+		Rules:       []string{"commands.denied", "commands.not_allowed", "commands.path_outside_workspace", "shell.rm_rf_root", "shell.curl_pipe_sh", "shell.fork_bomb"},
+		Kinds:       []string{policy.KindExec, policy.KindValidate}}, nil
 }
 
 func list(opt string, def []string) []string {

@@ -67,6 +67,7 @@ type InfoResponse struct {
 	Description   string                 `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
 	DefaultMode   string                 `protobuf:"bytes,4,opt,name=default_mode,json=defaultMode,proto3" json:"default_mode,omitempty"`
 	Rules         []string               `protobuf:"bytes,5,rep,name=rules,proto3" json:"rules,omitempty"`
+	Kinds         []string               `protobuf:"bytes,6,rep,name=kinds,proto3" json:"kinds,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -132,6 +133,13 @@ func (x *InfoResponse) GetDefaultMode() string {
 func (x *InfoResponse) GetRules() []string {
 	if x != nil {
 		return x.Rules
+	}
+	return nil
+}
+
+func (x *InfoResponse) GetKinds() []string {
+	if x != nil {
+		return x.Kinds
 	}
 	return nil
 }
@@ -521,13 +529,14 @@ var File_policy_proto protoreflect.FileDescriptor
 const file_policy_proto_rawDesc = "" +
 	"\n" +
 	"\fpolicy.proto\x12\x12sandboxd.policy.v1\"\r\n" +
-	"\vInfoRequest\"\x97\x01\n" +
+	"\vInfoRequest\"\xad\x01\n" +
 	"\fInfoResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12 \n" +
 	"\vdescription\x18\x03 \x01(\tR\vdescription\x12!\n" +
 	"\fdefault_mode\x18\x04 \x01(\tR\vdefaultMode\x12\x14\n" +
-	"\x05rules\x18\x05 \x03(\tR\x05rules\"4\n" +
+	"\x05rules\x18\x05 \x03(\tR\x05rules\x12\x14\n" +
+	"\x05kinds\x18\x06 \x03(\tR\x05kinds\"4\n" +
 	"\x04File\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\fR\acontent\"g\n" +
