@@ -421,7 +421,7 @@ type usage struct{ user, sys, rss, peakRSS int64 }
 // it is gone.
 func processCPU(pid int) usage {
 	var u usage
-	stat, err := os.ReadFile("/proc/" + itoa(pid) + "/stat")
+	stat, err := readProc("/proc/" + itoa(pid) + "/stat")
 	if err != nil {
 		return u
 	}
@@ -432,7 +432,7 @@ func processCPU(pid int) usage {
 			u.user, u.sys = atoi64(f[11])*10000, atoi64(f[12])*10000
 		}
 	}
-	status, _ := os.ReadFile("/proc/" + itoa(pid) + "/status")
+	status, _ := readProc("/proc/" + itoa(pid) + "/status")
 	for _, line := range strings.Split(string(status), "\n") {
 		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
 			u.rss = atoi64(strings.TrimSuffix(strings.TrimSpace(v), " kB")) * 1024

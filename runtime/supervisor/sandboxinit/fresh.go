@@ -212,7 +212,7 @@ func boundSockets() []string {
 // tableRows reads a /proc table (a header line, then a row per object)
 // and names each row that keep picks.
 func tableRows(file, kind string, keep func(fields []string) (string, bool)) []string {
-	data, err := os.ReadFile(file)
+	data, err := readProc(file)
 	if err != nil {
 		return nil
 	}

@@ -2,7 +2,6 @@ package sandboxinit
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -82,7 +81,7 @@ var sysvIPC = &ipcObjects{clean: map[string]int{}}
 // ids are the ids of kind's objects; with /proc/sysvipc absent, those
 // made since it was last found with none.
 func (o *ipcObjects) ids(k ipcKind) []int {
-	if data, err := os.ReadFile("/proc/sysvipc/" + k.name); err == nil {
+	if data, err := readProc("/proc/sysvipc/" + k.name); err == nil {
 		var out []int
 		lines := strings.Split(string(data), "\n")
 		for _, line := range lines[min(1, len(lines)):] { // a header line first

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net/netip"
-	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -31,7 +30,7 @@ func listeningPorts() ([]netip.AddrPort, error) {
 	}
 	out = nil
 	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		data, err := os.ReadFile(file)
+		data, err := readProc(file)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // a kernel without IPv6
 		}

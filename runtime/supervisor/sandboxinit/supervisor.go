@@ -504,7 +504,7 @@ func live(stat []byte) bool {
 // (v2 memory.events, v1 memory.oom_control); -1 when neither is readable.
 func oomKills() int64 {
 	for _, f := range []string{"/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"} {
-		data, err := os.ReadFile(f)
+		data, err := readProc(f)
 		if err != nil {
 			continue
 		}

@@ -246,7 +246,7 @@ func (s *server) zygotePID() int {
 // tracer; and an error if it is stopped or gone.
 func traitsOf(pid int) (string, error) {
 	dir := "/proc/" + strconv.Itoa(pid) + "/"
-	stat, err := os.ReadFile(dir + "stat")
+	stat, err := readProc(dir + "stat")
 	if err != nil {
 		return "", errors.New("it is gone")
 	}
@@ -254,7 +254,7 @@ func traitsOf(pid int) (string, error) {
 		return "", fmt.Errorf("it is in state %v", f[:min(1, len(f))])
 	}
 	var out []string
-	status, err := os.ReadFile(dir + "status")
+	status, err := readProc(dir + "status")
 	if err != nil {
 		return "", err
 	}
@@ -266,7 +266,7 @@ func traitsOf(pid int) (string, error) {
 		}
 	}
 	for _, file := range []string{"limits", "oom_score_adj"} {
-		data, err := os.ReadFile(dir + file)
+		data, err := readProc(dir + file)
 		if err != nil {
 			return "", err
 		}
