@@ -95,7 +95,7 @@ umask = os.umask(0o22)
 view['ids'] = [owner(os.getuid(), os.getgid()), [owner(g, g) for g in os.getgroups()], oct(umask), os.getcwd(), os.nice(0), open('/proc/self/oom_score_adj').read().strip()]
 view['limits'] = [resource.getrlimit(r) for r in (resource.RLIMIT_NOFILE, resource.RLIMIT_NPROC, resource.RLIMIT_CORE, resource.RLIMIT_STACK)]
 status = dict(l.split(':', 1) for l in open('/proc/self/status').read().splitlines() if ':' in l)
-view['sched'] = [sorted(os.sched_getaffinity(0)), os.sched_getscheduler(0)] + [status[k].strip() for k in ('SigPnd', 'ShdPnd', 'SigBlk', 'SigIgn')]
+view['sched'] = [sorted(os.sched_getaffinity(0)), os.sched_getscheduler(0)] + [status.get(k, '').strip() for k in ('SigPnd', 'ShdPnd', 'SigBlk', 'SigIgn')]  # gVisor has none
 print(json.dumps(view, sort_keys=True))
 `
 
