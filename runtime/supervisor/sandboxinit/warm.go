@@ -108,10 +108,12 @@ func (s *server) warmUp(id uint64, req supervisor.WarmRequest) {
 	fork := func(z *zygote) {
 		defer s.zygoteMu.Unlock()
 		err := s.forkWarm(z, argv0, w, child)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "sandbox-init: no zygote, the warm process starts as usual: %v\n", err)
+		if errors.Is(err, errNoZygote) {
+			fmt.Fprintf(os.Stderr, "sandbox-init: the warm process starts as usual: %v\n", err)
 			err = start()
 		}
+		// Any other failure fails this warm process: a fork may have
+		// had child before it failed, which must not serve another.
 		s.awaitWarm(w, readyR, child, err, done)
 	}
 	if z := s.liveZygote(zygoteKey(w)); z != nil {

@@ -87,6 +87,9 @@ func (s *server) liveZygote(key string) *zygote {
 	return z
 }
 
+// errNoZygote: no zygote could be started, and child was handed to none.
+var errNoZygote = errors.New("no zygote")
+
 // forkWarm has z (nil: a zygote it starts) fork w with the descriptors
 // child (stdin, stdout, stderr, go, ready), and adds w to the warm
 // processes. The caller holds zygoteMu.
@@ -98,7 +101,7 @@ func (s *server) forkWarm(z *zygote, argv0 string, w *warmProcess, child []*os.F
 			s.mu.Lock()
 			s.zygoteFailed = key
 			s.mu.Unlock()
-			return err
+			return fmt.Errorf("%w: %w", errNoZygote, err)
 		}
 	}
 	pid, err := z.fork(child)
