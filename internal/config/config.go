@@ -81,7 +81,7 @@ type Config struct {
 // Policy is one policy block.
 type Policy struct {
 	Name    string
-	Plugin  string // binary sandbox-policy-<plugin>; default: the block's name
+	Plugin  string // a built-in policy, or the binary sandbox-policy-<plugin>; default: the block's name
 	Mode    string // enforce, ask, warn or off; empty: the plugin's default
 	Timeout time.Duration
 	Options map[string]string // handed to the plugin with every request

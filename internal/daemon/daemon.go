@@ -196,16 +196,15 @@ func (d *Daemon) Close(ctx context.Context) {
 func (d *Daemon) Plugins() []api.Plugin {
 	var out []api.Plugin
 	for _, l := range d.Languages.All() {
-		out = append(out, report(l.Plugin.Process, l.Info.Version))
+		out = append(out, report(l.Plugin.Process.Health(), l.Info.Version))
 	}
 	for _, p := range d.policies.Plugins() {
-		out = append(out, report(p.Process, p.Version))
+		out = append(out, report(p.Health(), p.Version))
 	}
 	return out
 }
 
-func report(p *plugins.Process, version string) api.Plugin {
-	h := p.Health()
+func report(h plugins.Health, version string) api.Plugin {
 	return api.Plugin{
 		Kind: string(h.Kind), Name: h.Name, Path: h.Path, Version: version,
 		Running: h.Running, Restarts: h.Restarts, LastError: h.LastError, RetryAt: h.RetryAt,

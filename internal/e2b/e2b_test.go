@@ -29,7 +29,7 @@ import (
 // keys, processes, uploads and watches, without Docker. e2e/e2b_test.go
 // runs E2B's SDKs against the real thing.
 
-func TestMain(m *testing.M) { daemontest.Main(m, "bash", "policy/commands") }
+func TestMain(m *testing.M) { daemontest.Main(m, "bash") }
 
 const keyA, keyB = "e2b_unit_test_key_aaaaaaaaaa", "e2b_unit_test_key_bbbbbbbbbb"
 

@@ -306,15 +306,24 @@ func (r *Registry) recycle(ctx context.Context, l *Language, sb *runtime.Sandbox
 			return retire("limits", err)
 		}
 	}
-	res, err := sb.File(ctx, supervisor.OpRecycle, supervisor.FileRequest{Path: "."}, nil, nil)
+	// The warm runtimes start again in the same round trip.
+	var warms []supervisor.WarmRequest
+	if l.Warm() {
+		warms = r.poolWarms(l)
+	}
+	res, err := sb.File(ctx, supervisor.OpRecycle, supervisor.FileRequest{Path: ".", Warm: warms}, nil, nil)
 	switch {
 	case err != nil:
 		return retire("gone", err)
 	case res.Error != "":
 		return retire("not_fresh", errors.New(res.Error))
 	}
-	if l.Warm() {
-		r.warmUp(ctx, l, sb)
+	for i := range warms {
+		warm := supervisor.FileResult{Error: "the supervisor did not say how the warm runtime started"}
+		if len(res.WarmErrors) == len(warms) {
+			warm.Error = res.WarmErrors[i]
+		}
+		r.warmed(l, sb, warm, nil)
 	}
 	r.metrics.Recycled(l.Name(), "kept")
 	return true

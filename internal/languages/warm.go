@@ -104,22 +104,38 @@ func (l *Language) named(i int, w language.Warm) language.Warm {
 // cold. They are isolated as one-shot runs' steps are (a session that
 // takes the container starts its first program cold).
 func (r *Registry) warmUp(ctx context.Context, l *Language, sb *runtime.Sandbox) {
-	for i, w := range l.Info.Warm {
-		r.warmOne(ctx, l, sb, l.named(i, w), nil, supervisor.IsolateProgram)
+	for _, w := range r.poolWarms(l) {
+		res, err := sb.Warm(ctx, w)
+		r.warmed(l, sb, res, err)
 	}
 }
 
-// warmOne starts w in sb for runs with env on top of the plugin's,
-// isolated as the runs it stands in for are (see supervisor.Isolation).
-func (r *Registry) warmOne(ctx context.Context, l *Language, sb *runtime.Sandbox, w language.Warm, env map[string]string, iso supervisor.Isolation) {
+// poolWarms are the requests that start l's warm runtimes in a container
+// of its pool (see warmUp).
+func (r *Registry) poolWarms(l *Language) []supervisor.WarmRequest {
+	out := make([]supervisor.WarmRequest, len(l.Info.Warm))
+	for i, w := range l.Info.Warm {
+		out[i] = warmRequest(l.named(i, w), nil, supervisor.IsolateProgram)
+	}
+	return out
+}
+
+// warmRequest starts w for runs with env on top of the plugin's, isolated
+// as the runs it stands in for are (see supervisor.Isolation).
+func warmRequest(w language.Warm, env map[string]string, iso supervisor.Isolation) supervisor.WarmRequest {
 	files := make([]supervisor.File, 0, len(w.Files))
 	for name, content := range w.Files {
 		files = append(files, supervisor.File{Path: language.WarmDir + "/" + name, Data: []byte(content)})
 	}
-	res, err := sb.Warm(ctx, supervisor.WarmRequest{
+	return supervisor.WarmRequest{
 		Argv: w.Command, Stands: w.Stands, Env: request.EnvList(w.Env, env), Hook: request.EnvList(w.HookEnv),
 		Files: files, Exact: w.Exact, Forks: w.Forks, Isolate: iso, TimeoutMS: warmReadyTimeout.Milliseconds(),
-	})
+	}
+}
+
+// warmed counts and logs how a warm runtime's start in sb went: res and
+// err as Sandbox.Warm gives them.
+func (r *Registry) warmed(l *Language, sb *runtime.Sandbox, res supervisor.FileResult, err error) {
 	if err == nil && res.Error != "" {
 		err = errdefs.New(errdefs.Internal, res.Error)
 	}
@@ -142,7 +158,8 @@ func (r *Registry) Rewarm(l *Language, sb *runtime.Sandbox, env map[string]strin
 	ctx, cancel := context.WithTimeout(context.Background(), warmReadyTimeout+5*time.Second)
 	defer cancel()
 	for _, w := range l.Info.Warm {
-		r.warmOne(ctx, l, sb, w, env, supervisor.IsolateSession)
+		res, err := sb.Warm(ctx, warmRequest(w, env, supervisor.IsolateSession))
+		r.warmed(l, sb, res, err)
 	}
 }
 

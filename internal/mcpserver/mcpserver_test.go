@@ -21,7 +21,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/server"
 )
 
-func TestMain(m *testing.M) { daemontest.Main(m, "bash", "policy/patterns") }
+func TestMain(m *testing.M) { daemontest.Main(m, "bash") }
 
 // connect is an MCP client connected in memory to the tools, which reach
 // a daemon on the fake runtime through its socket, as `sandboxctl mcp`

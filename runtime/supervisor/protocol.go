@@ -98,7 +98,8 @@ const (
 	OpRemove = "remove" // remove a file or a tree
 	OpReset  = "reset"  // kill every process, empty the workspace but project_files
 	// OpRecycle resets a one-shot sandbox for its next run, then checks
-	// that it is as its supervisor found it at start; ErrNotFresh if not.
+	// that it is as its supervisor found it at start (ErrNotFresh if
+	// not), then starts the warm processes it names.
 	OpRecycle = "recycle"
 	OpUntar   = "untar" // extract the tar archive the in chunks carry into the workspace
 	OpPorts   = "ports" // the TCP ports listening in the sandbox
@@ -222,6 +223,10 @@ type FileRequest struct {
 	// Snapshot: tar leaves project_files out (a session's own files only).
 	Snapshot bool   `json:"snapshot,omitempty"`
 	To       string `json:"to,omitempty"` // move: the new path, relative to /workspace
+	// Warm, on a recycle: the warm processes to start once the sandbox
+	// is fresh, in the same round trip; the answer waits until each is
+	// ready or has failed (FileResult.WarmErrors).
+	Warm []WarmRequest `json:"warm,omitempty"`
 }
 
 // Error kinds of a FileResult.
@@ -246,6 +251,9 @@ type FileResult struct {
 	Contexts  []Context `json:"contexts,omitempty"`
 	Ports     []Port    `json:"ports,omitempty"`
 	Usage     *Usage    `json:"usage,omitempty"`
+	// WarmErrors, on a recycle with Warm: why each warm process failed,
+	// "" for one that is ready.
+	WarmErrors []string `json:"warm_errors,omitempty"`
 }
 
 // Usage is what a whole sandbox uses at a moment.

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
@@ -32,9 +31,9 @@ language "bash" {
   }
 }`
 
-// Main is a test package's TestMain: it builds the plugins the tests name
-// (language plugins by name, bash by default; policy plugins as
-// "policy/NAME") into a directory New uses, runs the tests and removes it.
+// Main is a test package's TestMain: it builds the language plugins the
+// tests name (bash by default) into a directory New uses, runs the tests
+// and removes it. The built-in policies need no binary.
 func Main(m *testing.M, plugins ...string) {
 	if len(plugins) == 0 {
 		plugins = []string{"bash"}
@@ -46,9 +45,6 @@ func Main(m *testing.M, plugins ...string) {
 	pluginDir = filepath.Join(dir, "plugins")
 	for _, name := range plugins {
 		bin, pkg := "sandbox-lang-"+name, "github.com/sandboxd/sandboxd/plugins/lang/"+name
-		if policy, ok := strings.CutPrefix(name, "policy/"); ok {
-			bin, pkg = "sandbox-policy-"+policy, "github.com/sandboxd/sandboxd/plugins/policy/"+policy
-		}
 		build := exec.Command("go", "build", "-o", filepath.Join(pluginDir, bin), pkg)
 		if out, err := build.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "building the %s plugin: %v\n%s", name, err, out)

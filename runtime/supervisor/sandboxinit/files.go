@@ -74,7 +74,7 @@ func (s *server) fileOp(m supervisor.Message) {
 	case supervisor.OpReset:
 		go func() { s.done(m.ID, s.reset()) }()
 	case supervisor.OpRecycle:
-		go func() { s.done(m.ID, s.recycle()) }()
+		go func() { s.done(m.ID, s.recycleAndWarm(req.Warm)) }()
 	case supervisor.OpPorts:
 		s.done(m.ID, ports())
 	case supervisor.OpUsage:

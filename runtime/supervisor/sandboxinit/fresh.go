@@ -83,6 +83,26 @@ func (s *server) recycle() *supervisor.FileResult {
 	return refuse(supervisor.ErrNotFresh, "the sandbox is not as it started: %s", strings.Join(diff, "; "))
 }
 
+// recycleAndWarm recycles the sandbox and, once it is fresh, starts the
+// warm processes, one after the other as the host would, answering when
+// each is ready or has failed: a recycle and its warm-ups are one round
+// trip, and one wake of this process instead of one per message.
+func (s *server) recycleAndWarm(warms []supervisor.WarmRequest) *supervisor.FileResult {
+	res := s.recycle()
+	if res.Error != "" || len(warms) == 0 {
+		return res
+	}
+	res.WarmErrors = make([]string, len(warms))
+	for i, w := range warms {
+		failed := make(chan error, 1)
+		s.warmUp(w, func(err error) { failed <- err })
+		if err := <-failed; err != nil {
+			res.WarmErrors[i] = err.Error()
+		}
+	}
+	return res
+}
+
 // differences says what now has more of than fresh had, and the other way.
 func differences(fresh, now []string) []string {
 	count := map[string]int{}

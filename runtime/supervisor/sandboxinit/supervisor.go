@@ -155,7 +155,13 @@ func (s *server) handle(m supervisor.Message) {
 		s.contextOp(m)
 	case supervisor.OpWarm:
 		if m.Warm != nil {
-			s.warmUp(m.ID, *m.Warm)
+			s.warmUp(*m.Warm, func(err error) {
+				res := supervisor.FileResult{}
+				if err != nil {
+					res.Error = err.Error()
+				}
+				s.done(m.ID, &res)
+			})
 		}
 	case supervisor.OpIn, supervisor.OpInClose, supervisor.OpKill:
 		s.mu.Lock()

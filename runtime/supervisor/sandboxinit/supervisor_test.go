@@ -495,10 +495,22 @@ func TestRecycleRestoresTheStartingState(t *testing.T) {
 		t.Fatalf("after recycling: %v", d)
 	}
 
+	// The warm runtimes start in the same round trip, each said ready or
+	// failed.
+	ready := supervisor.WarmRequest{Argv: []string{"sh", "-c", "echo ready >&4; read x <&3"}, Stands: []string{"sh", "main.sh"}, TimeoutMS: 10000}
+	missing := supervisor.WarmRequest{Argv: []string{"no-such-runtime"}, Stands: []string{"no-such-runtime"}, TimeoutMS: 10000}
+	_, res := p.fileOp(2, supervisor.OpRecycle, supervisor.FileRequest{Warm: []supervisor.WarmRequest{ready, missing}})
+	if res.Error != "" || len(res.WarmErrors) != 2 || res.WarmErrors[0] != "" || !strings.Contains(res.WarmErrors[1], "no-such-runtime") {
+		t.Fatalf("recycle with warm runtimes: %+v", res)
+	}
+	if !p.s.dropWarm(ready.Stands, nil) {
+		t.Fatal("the warm runtime is not there")
+	}
+
 	// What cannot be undone is reported, never hidden.
 	p.s.kernelObjects = func() []string { return []string{"ipc shm 0x1234 7"} }
-	_, res := p.fileOp(2, supervisor.OpRecycle, supervisor.FileRequest{})
-	if res.ErrorKind != supervisor.ErrNotFresh || !strings.Contains(res.Error, "left: ipc shm 0x1234 7") {
+	_, res = p.fileOp(3, supervisor.OpRecycle, supervisor.FileRequest{Warm: []supervisor.WarmRequest{ready}})
+	if res.ErrorKind != supervisor.ErrNotFresh || len(res.WarmErrors) > 0 || !strings.Contains(res.Error, "left: ipc shm 0x1234 7") {
 		t.Fatalf("recycle with an object left: %+v", res)
 	}
 }

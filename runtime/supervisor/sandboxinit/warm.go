@@ -46,15 +46,8 @@ func closeFiles(files ...*os.File) {
 }
 
 // warmUp starts a warm process, replacing one not yet used that stands in
-// for the same argv, and answers id once it is ready, or has failed.
-func (s *server) warmUp(id uint64, req supervisor.WarmRequest) {
-	done := func(err error) {
-		res := supervisor.FileResult{}
-		if err != nil {
-			res.Error = err.Error()
-		}
-		s.send(supervisor.Message{Op: supervisor.OpDone, ID: id, Done: &res})
-	}
+// for the same argv, and calls done once it is ready, or has failed.
+func (s *server) warmUp(req supervisor.WarmRequest, done func(error)) {
 	s.dropWarm(req.Stands, nil)
 	if len(req.Argv) == 0 || len(req.Stands) == 0 {
 		done(errors.New("a warm process needs argv and the argv it stands in for"))

@@ -1,18 +1,17 @@
-// Command sandbox-policy-patterns is the patterns policy (warn by
-// default): dangerous constructs per language, with exact lines, never in
-// comments or strings where the language makes that easy to tell (Go is
-// parsed with go/parser). Errors and criticals (rm -rf /, curl | sh, fork
-// bombs) deny when the policy enforces.
-package main
+package builtin
 
 import (
 	"context"
 
-	"github.com/sandboxd/sandboxd/plugins"
 	"github.com/sandboxd/sandboxd/plugins/policy"
 	"github.com/sandboxd/sandboxd/plugins/policy/internal/rules"
 )
 
+// patterns is the patterns policy (warn by default): dangerous constructs
+// per language, with exact lines, never in comments or strings where the
+// language makes that easy to tell (Go is parsed with go/parser). Errors
+// and criticals (rm -rf /, curl | sh, fork bombs) deny when the policy
+// enforces.
 type patterns struct{}
 
 func (patterns) Info(context.Context) (policy.Info, error) {
@@ -31,5 +30,3 @@ func (patterns) Check(_ context.Context, req policy.Request) (policy.Verdict, er
 	}
 	return policy.DenyAtError(out), nil
 }
-
-func main() { plugins.ServePolicy(patterns{}) }

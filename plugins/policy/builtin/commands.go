@@ -1,20 +1,4 @@
-// Command sandbox-policy-commands is the commands policy (enforce by
-// default) for the argv of session commands: a deny-list of destructive
-// commands, an optional allow-list, the shell rules (rm -rf /, curl | sh,
-// fork bombs) over the command line and over `sh -c` scripts, and
-// arguments that point outside the workspace (a warning).
-//
-// The lists apply to every command the argv runs, not only argv[0]: the
-// commands wrappers start (env, timeout, nice, xargs, sudo, ..., read past
-// each wrapper's option values and operands, and through command strings
-// such as env -S and su -c), and each command of a shell's -c script (the
-// MCP exec tool's form), found with a real shell parser (mvdan.cc/sh). A command whose name is computed
-// (`$X args`) cannot be on an allow-list.
-//
-// Options: deny (comma-separated command names, replacing the default
-// list), allow (comma-separated: only these commands may run),
-// allow_paths (comma-separated path prefixes besides /workspace and /tmp).
-package main
+package builtin
 
 import (
 	"context"
@@ -25,7 +9,6 @@ import (
 
 	"mvdan.cc/sh/v3/syntax"
 
-	"github.com/sandboxd/sandboxd/plugins"
 	"github.com/sandboxd/sandboxd/plugins/policy"
 	"github.com/sandboxd/sandboxd/plugins/policy/internal/rules"
 )
@@ -35,6 +18,22 @@ var defaultDeny = []string{"mkfs", "fdisk", "sfdisk", "parted", "shutdown", "reb
 
 var shells = []string{"sh", "bash", "dash", "zsh", "ksh", "ash"}
 
+// commands is the commands policy (enforce by default) for the argv of
+// session commands: a deny-list of destructive commands, an optional
+// allow-list, the shell rules (rm -rf /, curl | sh, fork bombs) over the
+// command line and over `sh -c` scripts, and arguments that point outside
+// the workspace (a warning).
+//
+// The lists apply to every command the argv runs, not only argv[0]: the
+// commands wrappers start (env, timeout, nice, xargs, sudo, ..., read past
+// each wrapper's option values and operands, and through command strings
+// such as env -S and su -c), and each command of a shell's -c script (the
+// MCP exec tool's form), found with a real shell parser (mvdan.cc/sh). A
+// command whose name is computed (`$X args`) cannot be on an allow-list.
+//
+// Options: deny (comma-separated command names, replacing the default
+// list), allow (comma-separated: only these commands may run),
+// allow_paths (comma-separated path prefixes besides /workspace and /tmp).
 type commands struct{}
 
 func (commands) Info(context.Context) (policy.Info, error) {
@@ -228,5 +227,3 @@ func scriptCalls(script string) [][]string {
 	})
 	return calls
 }
-
-func main() { plugins.ServePolicy(commands{}) }

@@ -1,10 +1,4 @@
-// Command sandbox-policy-limits is the limits policy (enforce by
-// default): program size, file count and size, and requested timeout,
-// memory, cpus and pids within the language's ceilings.
-//
-// Options: max_code_size (all files together, default "1MiB"),
-// max_file_size (default "1MiB"), max_files (default "100").
-package main
+package builtin
 
 import (
 	"context"
@@ -13,10 +7,15 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/internal/units"
-	"github.com/sandboxd/sandboxd/plugins"
 	"github.com/sandboxd/sandboxd/plugins/policy"
 )
 
+// limits is the limits policy (enforce by default): program size, file
+// count and size, and requested timeout, memory, cpus and pids within the
+// language's ceilings.
+//
+// Options: max_code_size (all files together, default "1MiB"),
+// max_file_size (default "1MiB"), max_files (default "100").
 type limits struct{}
 
 func (limits) Info(context.Context) (policy.Info, error) {
@@ -81,5 +80,3 @@ func (limits) Check(_ context.Context, req policy.Request) (policy.Verdict, erro
 	}
 	return policy.DenyAtError(out), nil
 }
-
-func main() { plugins.ServePolicy(limits{}) }

@@ -1,10 +1,4 @@
-// Command sandbox-policy-secrets is the secrets policy (warn by default):
-// credentials written into code (AWS keys, GitHub and Slack tokens,
-// private-key blocks, passwords assigned literally). It looks everywhere,
-// strings and comments included, since that is where secrets are, and
-// masks every secret in the messages and snippets it returns, so neither
-// the answer nor sandboxd's records ever hold one.
-package main
+package builtin
 
 import (
 	"context"
@@ -12,7 +6,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/sandboxd/sandboxd/plugins"
 	"github.com/sandboxd/sandboxd/plugins/policy"
 )
 
@@ -33,6 +26,12 @@ var secretRules = []secret{
 // placeholder tells values that are not secrets: templates, references.
 var placeholder = regexp.MustCompile(`^(?:\$|\{|<|%|\*+$|x+$|changeme$|password$|secret$)`)
 
+// secrets is the secrets policy (warn by default): credentials written
+// into code (AWS keys, GitHub and Slack tokens, private-key blocks,
+// passwords assigned literally). It looks everywhere, strings and
+// comments included, since that is where secrets are, and masks every
+// secret in the messages and snippets it returns, so neither the answer
+// nor sandboxd's records ever hold one.
 type secrets struct{}
 
 func (secrets) Info(context.Context) (policy.Info, error) {
@@ -87,5 +86,3 @@ func scan(s *policy.Source) []policy.Finding {
 	}
 	return out
 }
-
-func main() { plugins.ServePolicy(secrets{}) }
