@@ -14,7 +14,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/sandboxd/sandboxd/api"
 	contract "github.com/sandboxd/sandboxd/plugins/policy"
 )
 
@@ -50,20 +49,29 @@ const (
 // RuleFailure is the rule of the finding a failed plugin leaves.
 const RuleFailure = "policy.plugin_failed"
 
+// Finding is a plugin's finding and the policy block that reported it.
+type Finding struct {
+	Policy string
+	contract.Finding
+}
+
+// RuleStats counts one rule's findings, and the requests it denied.
+type RuleStats struct {
+	Findings uint64
+	Denials  uint64
+}
+
 // Decision is the chain's combined answer.
 type Decision struct {
 	Allowed  bool
-	Findings []api.Finding
+	Findings []Finding
 	// Denial is the first finding of the first enforcing policy that
 	// denied: what the error message quotes.
-	Denial *api.Finding
+	Denial *Finding
 	// Question, on a request no enforcing policy denied, is the first
 	// finding of the first asking policy that would have: the request
 	// needs a person's approval.
-	Question *api.Finding
-	// Approval is how the person decided, once one did (the daemon sets
-	// it).
-	Approval *api.ApprovalOutcome
+	Question *Finding
 }
 
 // Chain evaluates policies in order. Safe for concurrent use.
@@ -71,12 +79,12 @@ type Chain struct {
 	policies []Policy
 	plugins  []Plugin // the plugins of the blocks, for health reports
 	mu       sync.Mutex
-	rules    map[string]*api.RuleStats
+	rules    map[string]*RuleStats
 }
 
 // New returns a chain of policies in the order given.
 func New(policies []Policy) *Chain {
-	return &Chain{policies: policies, rules: map[string]*api.RuleStats{}}
+	return &Chain{policies: policies, rules: map[string]*RuleStats{}}
 }
 
 // Evaluate runs every policy that is not off and combines their verdicts
@@ -100,7 +108,7 @@ func (c *Chain) Evaluate(ctx context.Context, req contract.Request) Decision {
 		}()
 	}
 	wg.Wait()
-	d := Decision{Allowed: true, Findings: []api.Finding{}}
+	d := Decision{Allowed: true, Findings: []Finding{}}
 	for i, p := range c.policies {
 		if !p.judges(req.Kind) {
 			continue
@@ -108,12 +116,11 @@ func (c *Chain) Evaluate(ctx context.Context, req contract.Request) Decision {
 		v := verdicts[i]
 		first := len(d.Findings)
 		for _, f := range v.Findings {
-			d.Findings = append(d.Findings, api.Finding{Policy: p.Name, Rule: f.Rule, Severity: f.Severity, Message: f.Message,
-				File: f.File, Line: f.Line, Column: f.Column, Snippet: f.Snippet})
+			d.Findings = append(d.Findings, Finding{Policy: p.Name, Finding: f})
 		}
 		denies := v.Deny && p.Mode == contract.ModeEnforce
-		headline := func() *api.Finding {
-			f := api.Finding{Policy: p.Name, Rule: p.Name, Severity: contract.SeverityError, Message: "denied without a finding"}
+		headline := func() *Finding {
+			f := Finding{Policy: p.Name, Finding: contract.Finding{Rule: p.Name, Severity: contract.SeverityError, Message: "denied without a finding"}}
 			if first < len(d.Findings) {
 				f = d.Findings[first]
 			}
@@ -181,14 +188,14 @@ func garbage(v contract.Verdict) error {
 	return nil
 }
 
-func (c *Chain) count(findings []api.Finding, denied bool) {
+func (c *Chain) count(findings []Finding, denied bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, f := range findings {
 		key := f.Policy + "/" + f.Rule
 		st := c.rules[key]
 		if st == nil {
-			st = &api.RuleStats{}
+			st = &RuleStats{}
 			c.rules[key] = st
 		}
 		st.Findings++
@@ -199,10 +206,10 @@ func (c *Chain) count(findings []api.Finding, denied bool) {
 }
 
 // Stats counts findings and denials per policy/rule since start.
-func (c *Chain) Stats() map[string]api.RuleStats {
+func (c *Chain) Stats() map[string]RuleStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make(map[string]api.RuleStats, len(c.rules))
+	out := make(map[string]RuleStats, len(c.rules))
 	for k, v := range c.rules {
 		out[k] = *v
 	}

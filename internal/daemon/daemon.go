@@ -238,7 +238,10 @@ func (d *Daemon) Health(ctx context.Context) api.Health {
 func (d *Daemon) Stats() api.Stats {
 	st := api.Stats{
 		Uptime: api.Duration(time.Since(d.started)), InFlight: d.gate.InFlight(),
-		Pools: d.Languages.Pools(), Rules: d.policies.Stats(),
+		Pools: d.Languages.Pools(), Rules: map[string]api.RuleStats{},
+	}
+	for rule, n := range d.policies.Stats() {
+		st.Rules[rule] = api.RuleStats{Findings: n.Findings, Denials: n.Denials}
 	}
 	st.Executions, st.Outcomes = d.records.counts()
 	st.Sessions, st.SessionsHibernated, st.SessionsLost = d.Sessions.Counts()

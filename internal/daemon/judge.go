@@ -39,25 +39,34 @@ type judgement struct {
 
 func (j judgement) recorded() string { return cmp.Or(j.recordAs, j.kind) }
 
+// ruling is the policies' decision on a request, as its answer and the
+// history show it.
+type ruling struct {
+	allowed  bool
+	findings []api.Finding
+	// question: an asking policy wants a person's approval (what validate
+	// says; a request waits for it in judge).
+	question bool
+	approval *api.ApprovalOutcome // how the person decided, once one did
+}
+
 // judge runs the policy chain. A denial comes back as the policy_denied
 // error, with every finding, and is recorded like an execution that never
 // ran. A request an asking policy questioned waits for a person's
 // decision (see approve).
-func (d *Daemon) judge(ctx context.Context, j judgement) (policy.Decision, error) {
+func (d *Daemon) judge(ctx context.Context, j judgement) (ruling, error) {
 	dec := d.policies.Evaluate(ctx, contract.Request{
 		Kind: j.kind, Language: j.lang.Name(), Files: j.files, Entry: j.entry, Argv: j.argv, Cwd: j.cwd, Session: j.session,
 		Limits: policyLimits(j.limits), Ceilings: policyLimits(j.lang.Limits()),
 	})
-	if j.kind == contract.KindValidate {
-		return dec, nil
+	r := ruling{allowed: dec.Allowed, findings: wireFindings(dec.Findings), question: dec.Question != nil}
+	switch {
+	case j.kind == contract.KindValidate, dec.Allowed && dec.Question == nil:
+		return r, nil
+	case dec.Allowed:
+		return d.approve(ctx, j, r, wireFinding(*dec.Question))
 	}
-	if dec.Allowed && dec.Question != nil {
-		return d.approve(ctx, j, dec)
-	}
-	if dec.Allowed {
-		return dec, nil
-	}
-	f := dec.Denial
+	f := wireFinding(*dec.Denial)
 	where := ""
 	switch {
 	case f.Line > 0:
@@ -65,8 +74,22 @@ func (d *Daemon) judge(ctx context.Context, j judgement) (policy.Decision, error
 	case f.File != "":
 		where = " in " + f.File
 	}
-	d.records.denied(j.lang.Name(), j.recorded(), j.session, dec.Findings, nil)
-	return dec, &denied{findings: dec.Findings, msg: fmt.Sprintf("denied by policy %s: %s%s: %s", f.Policy, f.Rule, where, f.Message)}
+	d.records.denied(j.lang.Name(), j.recorded(), j.session, r.findings, nil)
+	return r, &denied{findings: r.findings, msg: fmt.Sprintf("denied by policy %s: %s%s: %s", f.Policy, f.Rule, where, f.Message)}
+}
+
+// wireFinding is a policy's finding as the API shows it.
+func wireFinding(f policy.Finding) api.Finding {
+	return api.Finding{Policy: f.Policy, Rule: f.Rule, Severity: f.Severity, Message: f.Message,
+		File: f.File, Line: f.Line, Column: f.Column, Snippet: f.Snippet}
+}
+
+func wireFindings(fs []policy.Finding) []api.Finding {
+	out := make([]api.Finding, len(fs))
+	for i, f := range fs {
+		out[i] = wireFinding(f)
+	}
+	return out
 }
 
 // denied is a policy's denial, whose findings go out with it.
@@ -82,23 +105,23 @@ func (e *denied) Findings() []api.Finding { return e.findings }
 // approve puts a request an asking policy questioned to a person and
 // waits for the decision: approved, it goes on with the decision in its
 // result; denied or expired, it is recorded as denied, with who decided.
-func (d *Daemon) approve(ctx context.Context, j judgement, dec policy.Decision) (policy.Decision, error) {
+func (d *Daemon) approve(ctx context.Context, j judgement, r ruling, question api.Finding) (ruling, error) {
 	q := api.Approval{Kind: j.kind, Language: j.lang.Name(), Session: j.session, Argv: j.argv, Entry: j.entry,
-		Files: approvalFiles(j.files), Question: *dec.Question, Findings: dec.Findings}
+		Files: approvalFiles(j.files), Question: question, Findings: r.findings}
 	a, aerr := d.Approvals.Ask(ctx, q, func(a api.Approval) {
 		if j.told != nil {
 			j.told(fmt.Sprintf("approval %s: policy %s asks a person (%s: %s); sandboxctl approvals show %s", a.ID,
 				a.Question.Policy, a.Question.Rule, a.Question.Message, a.ID))
 		}
 	})
-	dec.Approval = &api.ApprovalOutcome{ID: a.ID, State: a.State, By: a.By, Reason: a.Reason}
+	r.approval = &api.ApprovalOutcome{ID: a.ID, State: a.State, By: a.By, Reason: a.Reason}
 	if aerr != nil {
 		if a.State != api.ApprovalPending { // decided, or expired: the history has it now
-			d.records.denied(j.lang.Name(), j.recorded(), j.session, dec.Findings, dec.Approval)
+			d.records.denied(j.lang.Name(), j.recorded(), j.session, r.findings, r.approval)
 		}
-		return dec, aerr
+		return r, aerr
 	}
-	return dec, nil
+	return r, nil
 }
 
 // Bounds on the program an approval shows a person.
@@ -148,8 +171,8 @@ func (d *Daemon) Validate(ctx context.Context, req api.ValidateRequest) (*api.Va
 		}
 		j.files, j.entry = p.files, prog.Entry
 	}
-	dec, _ := d.judge(ctx, j)
-	return &api.ValidateResult{Allowed: dec.Allowed, Findings: dec.Findings, NeedsApproval: dec.Question != nil}, nil
+	r, _ := d.judge(ctx, j)
+	return &api.ValidateResult{Allowed: r.allowed, Findings: r.findings, NeedsApproval: r.question}, nil
 }
 
 // judgedUpload is how much of an uploaded file the policies see: all of a
@@ -175,13 +198,13 @@ func (d *Daemon) PutFile(ctx context.Context, id, path string, mode uint32, body
 		limits, _ := request.Limits(l.Limits(), 0, &rec.Limits)
 		j := judgement{kind: contract.KindPut, lang: l, session: id, limits: limits,
 			files: []program.File{{Path: name, Content: head, Mode: mode}}, entry: name}
-		dec, aerr := d.judge(ctx, j)
+		r, aerr := d.judge(ctx, j)
 		if aerr != nil {
 			return nil, aerr
 		}
 		res, aerr := d.Sessions.PutFile(ctx, id, path, mode, io.MultiReader(bytes.NewReader(head), body))
 		if res != nil {
-			res.Findings = dec.Findings
+			res.Findings = r.findings
 		}
 		return res, aerr
 	}

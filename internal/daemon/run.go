@@ -15,7 +15,6 @@ import (
 	"github.com/sandboxd/sandboxd/internal/sessions"
 	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/plugins/language"
-	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
@@ -415,10 +414,10 @@ func (d *Daemon) cellJob(l *languages.Language, req api.ExecRequest, dir string)
 }
 
 // finish completes a result that ran and records it.
-func (d *Daemon) finish(res *api.RunResult, kind string, l *languages.Language, session string, decision policy.Decision, limits runtime.Limits, received, started time.Time) {
+func (d *Daemon) finish(res *api.RunResult, kind string, l *languages.Language, session string, decision ruling, limits runtime.Limits, received, started time.Time) {
 	finished := time.Now()
 	res.ID, res.Language = state.NewID(received), l.Name()
-	res.Findings, res.Decision, res.Approval = decision.Findings, api.DecisionAllowed, decision.Approval
+	res.Findings, res.Decision, res.Approval = decision.findings, api.DecisionAllowed, decision.approval
 	res.Timings = api.Timings{QueueMS: ms(started.Sub(received)), RunMS: ms(finished.Sub(started)), TotalMS: ms(finished.Sub(received)),
 		QueueReason: res.Timings.QueueReason} // the caller's, if it waited on something
 	d.records.ran(res, kind, request.APILimits(limits), received)
