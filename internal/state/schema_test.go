@@ -53,9 +53,8 @@ func fixture() (api.Session, api.Execution, api.Project, api.Snapshot) {
 	return sess, exec, proj, snap
 }
 
-// A state file written by today's sandboxd reads back whole: a field
-// renamed or retyped in the api types (which the store keeps as they are)
-// fails here, and needs a migration.
+// A state file written on 2026-11-24 reads back whole: a field renamed or
+// retyped in the store's records fails here, and needs a migration.
 func TestTodaysFileStillReads(t *testing.T) {
 	sess, exec, proj, snap := fixture()
 	if *writeFixture {

@@ -25,11 +25,12 @@
 // Project content lives beside the database, one file per SHA-256 (see
 // internal/projects); the store keeps only the names.
 //
-// Values are wrapped in entry structs so fields can be added later. The
-// entries still hold api types as they are, so the file is pinned by
-// testdata/schema1.db, a file today's sandboxd wrote: a wire field renamed
-// or retyped fails TestTodaysFileStillReads until SchemaVersion moves and
-// a migration reads the old file. The file lock doubles as the "one daemon
+// Values are versioned entry structs holding the store's own records
+// (records.go), not the wire's types: a field renamed on the wire changes
+// no stored byte. The file is pinned by testdata/schema1.db, a file
+// sandboxd wrote on 2026-11-24: a record field renamed or retyped fails
+// TestTodaysFileStillReads until SchemaVersion moves and a migration
+// reads the old file. The file lock doubles as the "one daemon
 // per state dir" guard.
 package state
 
@@ -143,8 +144,8 @@ type Store struct {
 }
 
 type executionEntry struct {
-	V         int           `json:"v"`
-	Execution api.Execution `json:"execution"`
+	V         int             `json:"v"`
+	Execution executionRecord `json:"execution"`
 }
 
 // Open opens (or creates) the store in dir. It fails at once, with a message
@@ -248,18 +249,18 @@ func (s *Store) init(dir string) error {
 }
 
 type sessionEntry struct {
-	V       int         `json:"v"`
-	Session api.Session `json:"session"`
+	V       int           `json:"v"`
+	Session sessionRecord `json:"session"`
 }
 
 type projectEntry struct {
-	V       int         `json:"v"`
-	Project api.Project `json:"project"`
+	V       int           `json:"v"`
+	Project projectRecord `json:"project"`
 }
 
 // PutSession stores (or replaces) a session.
 func (s *Store) PutSession(sess api.Session) error {
-	return s.put(bucketSessions, sess.ID, sessionEntry{V: 1, Session: sess})
+	return s.put(bucketSessions, sess.ID, sessionEntry{V: 1, Session: toSession(sess)})
 }
 
 // DeleteSession forgets a session.
@@ -275,12 +276,12 @@ type Corrupt struct {
 // Sessions returns every stored session that decodes, and the ones that
 // do not.
 func (s *Store) Sessions() ([]api.Session, []Corrupt, error) {
-	return decodeAll(s, bucketSessions, func(e sessionEntry) api.Session { return e.Session })
+	return decodeAll(s, bucketSessions, func(e sessionEntry) api.Session { return e.Session.wire() })
 }
 
 // PutProject stores (or replaces) a project.
 func (s *Store) PutProject(p api.Project) error {
-	return s.put(bucketProjects, p.ID, projectEntry{V: 1, Project: p})
+	return s.put(bucketProjects, p.ID, projectEntry{V: 1, Project: toProject(p)})
 }
 
 // DeleteProject forgets a project.
@@ -288,17 +289,17 @@ func (s *Store) DeleteProject(id string) error { return s.delete(bucketProjects,
 
 // Projects returns every project that decodes, and the ones that do not.
 func (s *Store) Projects() ([]api.Project, []Corrupt, error) {
-	return decodeAll(s, bucketProjects, func(e projectEntry) api.Project { return e.Project })
+	return decodeAll(s, bucketProjects, func(e projectEntry) api.Project { return e.Project.wire() })
 }
 
 type snapshotEntry struct {
-	V        int          `json:"v"`
-	Snapshot api.Snapshot `json:"snapshot"`
+	V        int            `json:"v"`
+	Snapshot snapshotRecord `json:"snapshot"`
 }
 
 // PutSnapshot stores (or replaces) a snapshot's record.
 func (s *Store) PutSnapshot(sn api.Snapshot) error {
-	return s.put(bucketSnapshots, sn.ID, snapshotEntry{V: 1, Snapshot: sn})
+	return s.put(bucketSnapshots, sn.ID, snapshotEntry{V: 1, Snapshot: snapshotRecord(sn)})
 }
 
 // DeleteSnapshot forgets a snapshot.
@@ -306,17 +307,17 @@ func (s *Store) DeleteSnapshot(id string) error { return s.delete(bucketSnapshot
 
 // Snapshots returns every snapshot that decodes, and the ones that do not.
 func (s *Store) Snapshots() ([]api.Snapshot, []Corrupt, error) {
-	return decodeAll(s, bucketSnapshots, func(e snapshotEntry) api.Snapshot { return e.Snapshot })
+	return decodeAll(s, bucketSnapshots, func(e snapshotEntry) api.Snapshot { return api.Snapshot(e.Snapshot) })
 }
 
 type approvalEntry struct {
-	V        int          `json:"v"`
-	Approval api.Approval `json:"approval"`
+	V        int            `json:"v"`
+	Approval approvalRecord `json:"approval"`
 }
 
 // PutApproval stores (or replaces) an approval.
 func (s *Store) PutApproval(a api.Approval) error {
-	return s.put(bucketApprovals, a.ID, approvalEntry{V: 1, Approval: a})
+	return s.put(bucketApprovals, a.ID, approvalEntry{V: 1, Approval: toApproval(a)})
 }
 
 // DeleteApproval forgets an approval.
@@ -325,7 +326,7 @@ func (s *Store) DeleteApproval(id string) error { return s.delete(bucketApproval
 // Approvals returns every approval that decodes, oldest first, and the
 // ones that do not.
 func (s *Store) Approvals() ([]api.Approval, []Corrupt, error) {
-	return decodeAll(s, bucketApprovals, func(e approvalEntry) api.Approval { return e.Approval })
+	return decodeAll(s, bucketApprovals, func(e approvalEntry) api.Approval { return e.Approval.wire() })
 }
 
 // E2BSandbox is a session made through the E2B-compatible API
@@ -450,7 +451,7 @@ func (s *Store) RecordExecution(e api.Execution) error {
 	if err != nil || len(key) != 12 {
 		return fmt.Errorf("execution id %q was not made by NewID", e.ID)
 	}
-	val, err := json.Marshal(executionEntry{V: 1, Execution: bounded(e)})
+	val, err := json.Marshal(executionEntry{V: 1, Execution: toExecution(bounded(e))})
 	if err != nil {
 		return err
 	}
@@ -504,8 +505,8 @@ func (s *Store) Executions(limit int, filter api.ExecutionFilter, before string)
 			if err := json.Unmarshal(v, &e); err != nil {
 				continue // a damaged record is skipped, not fatal
 			}
-			if filter.Match(e.Execution) {
-				out = append(out, e.Execution)
+			if x := e.Execution.wire(); filter.Match(x) {
+				out = append(out, x)
 			}
 		}
 		return nil
