@@ -47,8 +47,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -143,11 +141,6 @@ var ErrLocked = errors.New("state dir in use")
 type Store struct {
 	db       *bolt.DB
 	instance string
-
-	mu sync.Mutex
-	// unwritten are the executions waiting for their batch's commit
-	// (historyBatchDelay): Executions lists them meanwhile.
-	unwritten map[string]api.Execution
 }
 
 type executionEntry struct {
@@ -172,19 +165,13 @@ func Open(dir string) (*Store, error) {
 	if db, err = compactIfSparse(db, path, compactAbove); err != nil {
 		return nil, err
 	}
-	db.MaxBatchDelay = historyBatchDelay
-	s := &Store{db: db, unwritten: map[string]api.Execution{}}
+	s := &Store{db: db}
 	if err := s.init(dir); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return s, nil
 }
-
-// historyBatchDelay is how long a history record waits for others to
-// share its commit (and its fsyncs). Records are written in the
-// background, after their run's answer.
-const historyBatchDelay = 100 * time.Millisecond
 
 // compactAbove: a state file is compacted at open when its free pages (left
 // by the history's dropped records; bbolt reuses them but never gives them
@@ -464,19 +451,10 @@ func (s *Store) RecordExecution(e api.Execution) error {
 	if err != nil || len(key) != 12 {
 		return fmt.Errorf("execution id %q was not made by NewID", e.ID)
 	}
-	e = bounded(e)
-	val, err := json.Marshal(executionEntry{V: 1, Execution: toExecution(e)})
+	val, err := json.Marshal(executionEntry{V: 1, Execution: toExecution(bounded(e))})
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.unwritten[e.ID] = e
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.unwritten, e.ID)
-		s.mu.Unlock()
-	}()
 	return s.db.Batch(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketExecutions)
 		if err := b.Put(key, val); err != nil {
@@ -502,18 +480,7 @@ func (s *Store) RecordExecution(e api.Execution) error {
 
 // Executions lists up to limit executions, newest first, optionally only
 // those of one language, started before the execution id before (paging).
-// Those still waiting for their commit are listed too.
 func (s *Store) Executions(limit int, filter api.ExecutionFilter, before string) ([]api.Execution, error) {
-	// Taken before the database is read: one committed meanwhile is in
-	// both (and listed once), none is in neither.
-	var waiting []api.Execution
-	s.mu.Lock()
-	for id, e := range s.unwritten {
-		if (before == "" || id < before) && filter.Match(e) {
-			waiting = append(waiting, e)
-		}
-	}
-	s.mu.Unlock()
 	out := []api.Execution{}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketExecutions).Cursor()
@@ -544,14 +511,7 @@ func (s *Store) Executions(limit int, filter api.ExecutionFilter, before string)
 		}
 		return nil
 	})
-	if err != nil || len(waiting) == 0 {
-		return out, err
-	}
-	// IDs sort by time: newest first is the largest first.
-	out = append(out, waiting...)
-	slices.SortFunc(out, func(a, b api.Execution) int { return strings.Compare(b.ID, a.ID) })
-	out = slices.CompactFunc(out, func(a, b api.Execution) bool { return a.ID == b.ID })
-	return out[:min(len(out), limit)], nil
+	return out, err
 }
 
 func randomHex(n int) string {
