@@ -124,7 +124,7 @@ func (r *recorder) write(e api.Execution) {
 	go func() {
 		defer r.pending.Done()
 		if err := r.store.RecordExecution(e); err != nil {
-			r.log.Error("recording an execution failed", "id", e.ID, "error", err)
+			r.log.Error("recording an execution failed; the history keeps it in memory and the next record's commit writes it again", "id", e.ID, "error", err)
 		}
 	}()
 }

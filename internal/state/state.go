@@ -43,10 +43,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -141,7 +144,22 @@ var ErrLocked = errors.New("state dir in use")
 type Store struct {
 	db       *bolt.DB
 	instance string
+
+	mu sync.Mutex
+	// unwritten are the executions waiting for their batch's commit
+	// (historyBatchDelay), or refused by a commit that failed (a full
+	// disk): Executions lists them meanwhile.
+	unwritten map[string]api.Execution
+	// refused are those a commit failed for: every later commit takes
+	// them again, at most maxRefused.
+	refused map[string]refusedRecord
 }
+
+type refusedRecord struct{ key, val []byte }
+
+// maxRefused bounds the records kept for a later commit while the state
+// disk refuses them; one beyond is lost (and logged by the caller).
+const maxRefused = 1000
 
 type executionEntry struct {
 	V         int             `json:"v"`
@@ -165,13 +183,19 @@ func Open(dir string) (*Store, error) {
 	if db, err = compactIfSparse(db, path, compactAbove); err != nil {
 		return nil, err
 	}
-	s := &Store{db: db}
+	db.MaxBatchDelay = historyBatchDelay
+	s := &Store{db: db, unwritten: map[string]api.Execution{}, refused: map[string]refusedRecord{}}
 	if err := s.init(dir); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return s, nil
 }
+
+// historyBatchDelay is how long a history record waits for others to
+// share its commit (and its fsyncs). Records are written in the
+// background, after their run's answer.
+const historyBatchDelay = 100 * time.Millisecond
 
 // compactAbove: a state file is compacted at open when its free pages (left
 // by the history's dropped records; bbolt reuses them but never gives them
@@ -445,20 +469,34 @@ func NewID(t time.Time) string {
 }
 
 // RecordExecution stores one execution. Concurrent callers are batched into
-// one transaction (and one fsync).
+// one transaction (and one fsync). One whose commit fails stays listed,
+// and the next commit writes it again.
 func (s *Store) RecordExecution(e api.Execution) error {
 	key, err := hex.DecodeString(e.ID)
 	if err != nil || len(key) != 12 {
 		return fmt.Errorf("execution id %q was not made by NewID", e.ID)
 	}
-	val, err := json.Marshal(executionEntry{V: 1, Execution: toExecution(bounded(e))})
+	e = bounded(e)
+	val, err := json.Marshal(executionEntry{V: 1, Execution: toExecution(e)})
 	if err != nil {
 		return err
 	}
-	return s.db.Batch(func(tx *bolt.Tx) error {
+	s.mu.Lock()
+	s.unwritten[e.ID] = e
+	s.mu.Unlock()
+	var again map[string]refusedRecord
+	err = s.db.Batch(func(tx *bolt.Tx) error {
+		s.mu.Lock()
+		again = maps.Clone(s.refused)
+		s.mu.Unlock()
 		b := tx.Bucket(bucketExecutions)
 		if err := b.Put(key, val); err != nil {
 			return err
+		}
+		for _, r := range again {
+			if err := b.Put(r.key, r.val); err != nil {
+				return err
+			}
 		}
 		// Keep the history bounded, checking every thousandth insert (a
 		// count walks the bucket): drop the oldest beyond the cap.
@@ -476,11 +514,38 @@ func (s *Store) RecordExecution(e api.Execution) error {
 		}
 		return nil
 	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		if len(s.refused) < maxRefused {
+			s.refused[e.ID] = refusedRecord{key: key, val: val}
+		} else {
+			delete(s.unwritten, e.ID)
+		}
+		return err
+	}
+	delete(s.unwritten, e.ID)
+	for id := range again {
+		delete(s.refused, id)
+		delete(s.unwritten, id)
+	}
+	return nil
 }
 
 // Executions lists up to limit executions, newest first, optionally only
 // those of one language, started before the execution id before (paging).
+// Those still waiting for their commit are listed too.
 func (s *Store) Executions(limit int, filter api.ExecutionFilter, before string) ([]api.Execution, error) {
+	// Taken before the database is read: one committed meanwhile is in
+	// both (and listed once), none is in neither.
+	var waiting []api.Execution
+	s.mu.Lock()
+	for id, e := range s.unwritten {
+		if (before == "" || id < before) && filter.Match(e) {
+			waiting = append(waiting, e)
+		}
+	}
+	s.mu.Unlock()
 	out := []api.Execution{}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketExecutions).Cursor()
@@ -511,7 +576,14 @@ func (s *Store) Executions(limit int, filter api.ExecutionFilter, before string)
 		}
 		return nil
 	})
-	return out, err
+	if err != nil || len(waiting) == 0 {
+		return out, err
+	}
+	// IDs sort by time: newest first is the largest first.
+	out = append(out, waiting...)
+	slices.SortFunc(out, func(a, b api.Execution) int { return strings.Compare(b.ID, a.ID) })
+	out = slices.CompactFunc(out, func(a, b api.Execution) bool { return a.ID == b.ID })
+	return out[:min(len(out), limit)], nil
 }
 
 func randomHex(n int) string {

@@ -183,3 +183,53 @@ func TestSparseStateFileIsCompacted(t *testing.T) {
 		return nil
 	})
 }
+
+// A record waits for others to share its commit; the history lists it
+// meanwhile, once, and after the commit, once.
+func TestExecutionsListTheUncommitted(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	old := api.Execution{ID: NewID(time.Now().Add(-time.Minute)), Language: "python"}
+	if err := s.RecordExecution(old); err != nil {
+		t.Fatal(err)
+	}
+	e := api.Execution{ID: NewID(time.Now()), Language: "python"}
+	done := make(chan error)
+	go func() { done <- s.RecordExecution(e) }()
+	for {
+		s.mu.Lock()
+		_, waiting := s.unwritten[e.ID]
+		s.mu.Unlock()
+		if waiting {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	ids := func(before string) string {
+		list, err := s.Executions(10, api.ExecutionFilter{Language: "python"}, before)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, x := range list {
+			out = append(out, x.ID)
+		}
+		return strings.Join(out, ",")
+	}
+	want := e.ID + "," + old.ID
+	if got := ids(""); got != want {
+		t.Errorf("before the commit: %s, want %s", got, want)
+	}
+	if got := ids(e.ID); got != old.ID {
+		t.Errorf("a page before it: %s", got)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(""); got != want {
+		t.Errorf("after the commit: %s, want %s", got, want)
+	}
+}
