@@ -129,7 +129,7 @@ unit:
 # protocol (both ends) and archive extraction. `make test` runs their seed
 # corpora; this runs each for FUZZTIME.
 FUZZTIME ?= 60s
-FUZZ_TARGETS := FuzzDecodeProgram:./internal/request FuzzParse:./internal/config \
+FUZZ_TARGETS := FuzzDecodeProgram:./internal/wire FuzzParse:./internal/config \
 	FuzzConnFromSupervisor:./runtime/supervisor FuzzServe:./runtime/supervisor/sandboxinit FuzzExtract:./cmd/sandboxctl
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \

@@ -15,7 +15,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/state"
 )
@@ -39,7 +38,7 @@ type Manager struct {
 }
 
 type entry struct {
-	a       api.Approval
+	a       state.Approval
 	decided chan struct{} // closed once it is no longer pending
 	expiry  *time.Timer
 }
@@ -62,7 +61,7 @@ func New(store *state.Store, timeout time.Duration, log hclog.Logger) (*Manager,
 		a.Waiting = false
 		e := &entry{a: a, decided: make(chan struct{})}
 		m.all[a.ID] = e
-		if a.State != api.ApprovalPending {
+		if a.State != state.ApprovalPending {
 			close(e.decided)
 			continue
 		}
@@ -76,8 +75,8 @@ func (m *Manager) startExpiryLocked(e *entry) {
 	e.expiry = time.AfterFunc(time.Until(e.a.Deadline), func() {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		if e.a.State == api.ApprovalPending {
-			m.endLocked(e, api.ApprovalExpired, "", fmt.Sprintf("nobody decided within %s", e.a.Deadline.Sub(e.a.Created).Round(time.Second)))
+		if e.a.State == state.ApprovalPending {
+			m.endLocked(e, state.ApprovalExpired, "", fmt.Sprintf("nobody decided within %s", e.a.Deadline.Sub(e.a.Created).Round(time.Second)))
 		}
 	})
 }
@@ -88,9 +87,9 @@ func (m *Manager) startExpiryLocked(e *entry) {
 // back decided; a denied or expired one also as its error. A ctx that ends
 // first (the client went) leaves the approval pending, to be decided and
 // recorded without a client.
-func (m *Manager) Ask(ctx context.Context, q api.Approval, asked func(api.Approval)) (api.Approval, error) {
+func (m *Manager) Ask(ctx context.Context, q state.Approval, asked func(state.Approval)) (state.Approval, error) {
 	now := time.Now()
-	q.ID, q.State, q.Created, q.Deadline, q.Waiting = "ap-"+state.NewID(now), api.ApprovalPending, now.UTC(), now.Add(m.timeout).UTC(), true
+	q.ID, q.State, q.Created, q.Deadline, q.Waiting = "ap-"+state.NewID(now), state.ApprovalPending, now.UTC(), now.Add(m.timeout).UTC(), true
 	e := &entry{a: q, decided: make(chan struct{})}
 	m.mu.Lock()
 	if n := m.pendingLocked(); n >= maxPending {
@@ -107,7 +106,7 @@ func (m *Manager) Ask(ctx context.Context, q api.Approval, asked func(api.Approv
 	asked(q)
 	gone := func() {
 		m.mu.Lock()
-		if e.a.State == api.ApprovalPending {
+		if e.a.State == state.ApprovalPending {
 			e.a.Waiting = false
 			m.saveLocked(e)
 		}
@@ -126,13 +125,13 @@ func (m *Manager) Ask(ctx context.Context, q api.Approval, asked func(api.Approv
 	a := e.a
 	m.mu.Unlock()
 	switch a.State {
-	case api.ApprovalDenied:
+	case state.ApprovalDenied:
 		reason := ""
 		if a.Reason != "" {
 			reason = ": " + a.Reason
 		}
 		return a, errdefs.Errorf(errdefs.ApprovalDenied, "approval %s denied by %s%s", a.ID, a.By, reason)
-	case api.ApprovalExpired:
+	case state.ApprovalExpired:
 		return a, errdefs.Errorf(errdefs.ApprovalTimeout, "approval %s: %s; it is denied", a.ID, a.Reason)
 	}
 	return a, nil
@@ -140,19 +139,19 @@ func (m *Manager) Ask(ctx context.Context, q api.Approval, asked func(api.Approv
 
 // Decide approves or denies a pending approval, as by (who asked sandboxd
 // to), for reason.
-func (m *Manager) Decide(id string, approve bool, by, reason string) (api.Approval, error) {
+func (m *Manager) Decide(id string, approve bool, by, reason string) (state.Approval, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.all[id]
 	if !ok {
-		return api.Approval{}, errdefs.Errorf(errdefs.NotFound, "no approval %q (sandboxctl approvals ls lists them)", id)
+		return state.Approval{}, errdefs.Errorf(errdefs.NotFound, "no approval %q (sandboxctl approvals ls lists them)", id)
 	}
-	if e.a.State != api.ApprovalPending {
+	if e.a.State != state.ApprovalPending {
 		return e.a, errdefs.Errorf(errdefs.Conflict, "approval %s is %s already (by %s)", id, e.a.State, orNobody(e.a.By))
 	}
-	st := api.ApprovalDenied
+	st := state.ApprovalDenied
 	if approve {
-		st = api.ApprovalApproved
+		st = state.ApprovalApproved
 	}
 	m.endLocked(e, st, by, reason)
 	m.log.Info("approval decided", "approval", id, "state", st, "by", by, "reason", reason, "client_waiting", e.a.Waiting)
@@ -187,7 +186,7 @@ func (m *Manager) saveLocked(e *entry) {
 func (m *Manager) pendingLocked() int {
 	n := 0
 	for _, e := range m.all {
-		if e.a.State == api.ApprovalPending {
+		if e.a.State == state.ApprovalPending {
 			n++
 		}
 	}
@@ -198,7 +197,7 @@ func (m *Manager) pendingLocked() int {
 func (m *Manager) pruneLocked() {
 	var decided []string
 	for id, e := range m.all {
-		if e.a.State != api.ApprovalPending {
+		if e.a.State != state.ApprovalPending {
 			decided = append(decided, id)
 		}
 	}
@@ -214,28 +213,29 @@ func (m *Manager) pruneLocked() {
 	}
 }
 
-// List returns the approvals in state (every one when ""), newest first.
-func (m *Manager) List(state string) []api.Approval {
+// List returns the approvals in state which (every one when ""), newest
+// first.
+func (m *Manager) List(which string) []state.Approval {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := []api.Approval{}
+	out := []state.Approval{}
 	for _, e := range m.all {
-		if state == "" || e.a.State == state {
+		if which == "" || e.a.State == which {
 			out = append(out, e.a)
 		}
 	}
-	slices.SortFunc(out, func(a, b api.Approval) int { return strings.Compare(b.ID, a.ID) })
+	slices.SortFunc(out, func(a, b state.Approval) int { return strings.Compare(b.ID, a.ID) })
 	return out
 }
 
 // Get returns one approval.
-func (m *Manager) Get(id string) (api.Approval, error) {
+func (m *Manager) Get(id string) (state.Approval, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if e, ok := m.all[id]; ok {
 		return e.a, nil
 	}
-	return api.Approval{}, errdefs.Errorf(errdefs.NotFound, "no approval %q (sandboxctl approvals ls lists them)", id)
+	return state.Approval{}, errdefs.Errorf(errdefs.NotFound, "no approval %q (sandboxctl approvals ls lists them)", id)
 }
 
 // Close ends the waits (their requests end shutting_down) and the expiry

@@ -7,7 +7,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/state"
 )
@@ -28,7 +27,7 @@ func TestPendingApprovalsSurviveARestart(t *testing.T) {
 	ask := func(m *Manager) string {
 		ctx, cancel := context.WithCancel(context.Background())
 		var id string
-		_, aerr := m.Ask(ctx, api.Approval{Kind: "run", Language: "bash"}, func(a api.Approval) { id = a.ID; cancel() })
+		_, aerr := m.Ask(ctx, state.Approval{Kind: "run", Language: "bash"}, func(a state.Approval) { id = a.ID; cancel() })
 		if aerr == nil || id == "" {
 			t.Fatalf("a client that went: %v", aerr)
 		}
@@ -51,17 +50,17 @@ func TestPendingApprovalsSurviveARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	if a, aerr := m.Get(kept); aerr != nil || a.State != api.ApprovalPending || a.Waiting {
+	if a, aerr := m.Get(kept); aerr != nil || a.State != state.ApprovalPending || a.Waiting {
 		t.Errorf("the kept one: %+v %v", a, aerr)
 	}
 	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if a, _ := m.Get(lapsed); a.State == api.ApprovalExpired {
+		if a, _ := m.Get(lapsed); a.State == state.ApprovalExpired {
 			break
 		} else if time.Now().After(deadline) {
 			t.Fatalf("the lapsed one: %+v", a)
 		}
 	}
-	if a, aerr := m.Decide(kept, true, "alice", ""); aerr != nil || a.State != api.ApprovalApproved || a.By != "alice" {
+	if a, aerr := m.Decide(kept, true, "alice", ""); aerr != nil || a.State != state.ApprovalApproved || a.By != "alice" {
 		t.Errorf("deciding after the restart: %+v %v", a, aerr)
 	}
 }
@@ -81,12 +80,12 @@ func TestPendingApprovalsAreBounded(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // nobody waits: each stays pending
 	for range maxPending {
-		m.Ask(ctx, api.Approval{Kind: "run"}, func(api.Approval) {})
+		m.Ask(ctx, state.Approval{Kind: "run"}, func(state.Approval) {})
 	}
-	if _, aerr := m.Ask(ctx, api.Approval{Kind: "run"}, func(api.Approval) { t.Error("listed past the bound") }); aerr == nil || !errdefs.Is(aerr, errdefs.ApprovalDenied) {
+	if _, aerr := m.Ask(ctx, state.Approval{Kind: "run"}, func(state.Approval) { t.Error("listed past the bound") }); aerr == nil || !errdefs.Is(aerr, errdefs.ApprovalDenied) {
 		t.Errorf("one past the bound: %v", aerr)
 	}
-	if n := len(m.List(api.ApprovalPending)); n != maxPending {
+	if n := len(m.List(state.ApprovalPending)); n != maxPending {
 		t.Errorf("%d pending", n)
 	}
 }

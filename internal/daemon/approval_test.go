@@ -10,6 +10,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/daemon/daemontest"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
+	"github.com/sandboxd/sandboxd/internal/state"
 )
 
 // askingPatterns puts the patterns policy in mode "ask": what it would
@@ -28,15 +29,15 @@ const (
 )
 
 // pendingOne waits until one approval is pending and returns it.
-func pendingOne(t *testing.T, d *daemon.Daemon) api.Approval {
+func pendingOne(t *testing.T, d *daemon.Daemon) state.Approval {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if list := d.Approvals.List(api.ApprovalPending); len(list) == 1 {
+		if list := d.Approvals.List(state.ApprovalPending); len(list) == 1 {
 			return list[0]
 		}
 	}
 	t.Fatalf("no approval pending: %+v", d.Approvals.List(""))
-	return api.Approval{}
+	return state.Approval{}
 }
 
 // A run an asking policy questions waits, told why, until a person
@@ -99,7 +100,7 @@ func TestApprovals(t *testing.T) {
 	if o := <-run(); o.aerr == nil || !errdefs.Is(o.aerr, errdefs.ApprovalTimeout) {
 		t.Errorf("the run nobody decided: %v", o.aerr)
 	}
-	if list := d.Approvals.List(api.ApprovalExpired); len(list) != 1 || list[0].Decided == nil {
+	if list := d.Approvals.List(state.ApprovalExpired); len(list) != 1 || list[0].Decided == nil {
 		t.Errorf("the expired approval: %+v", list)
 	}
 

@@ -32,6 +32,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/snapshots"
 	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/internal/timeline"
+	"github.com/sandboxd/sandboxd/internal/wire"
 	"github.com/sandboxd/sandboxd/plugins"
 	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/runtime"
@@ -267,11 +268,11 @@ func (d *Daemon) Executions(limit int, filter api.ExecutionFilter, before string
 	if limit <= 0 || limit > 1000 {
 		limit = 100
 	}
-	list, err := d.store.Executions(limit, filter, before)
+	list, err := d.store.Executions(limit, state.ExecutionFilter(filter), before)
 	if err != nil {
 		return nil, errdefs.Errorf(errdefs.Invalid, "%v", err)
 	}
-	return list, nil
+	return wire.All(list, wire.Execution), nil
 }
 
 // BuildImages builds the images of the named languages (every language

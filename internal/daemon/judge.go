@@ -11,8 +11,9 @@ import (
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/languages"
-	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/internal/sessions"
+	"github.com/sandboxd/sandboxd/internal/state"
+	"github.com/sandboxd/sandboxd/internal/wire"
 	contract "github.com/sandboxd/sandboxd/plugins/policy"
 	"github.com/sandboxd/sandboxd/plugins/program"
 	"github.com/sandboxd/sandboxd/policy"
@@ -106,9 +107,9 @@ func (e *denied) Findings() []api.Finding { return e.findings }
 // waits for the decision: approved, it goes on with the decision in its
 // result; denied or expired, it is recorded as denied, with who decided.
 func (d *Daemon) approve(ctx context.Context, j judgement, r ruling, question api.Finding) (ruling, error) {
-	q := api.Approval{Kind: j.kind, Language: j.lang.Name(), Session: j.session, Argv: j.argv, Entry: j.entry,
-		Files: approvalFiles(j.files), Question: question, Findings: r.findings}
-	a, aerr := d.Approvals.Ask(ctx, q, func(a api.Approval) {
+	q := state.Approval{Kind: j.kind, Language: j.lang.Name(), Session: j.session, Argv: j.argv, Entry: j.entry,
+		Files: approvalFiles(j.files), Question: wire.FindingRecord(question), Findings: wire.All(r.findings, wire.FindingRecord)}
+	a, aerr := d.Approvals.Ask(ctx, q, func(a state.Approval) {
 		if j.told != nil {
 			j.told(fmt.Sprintf("approval %s: policy %s asks a person (%s: %s); sandboxctl approvals show %s", a.ID,
 				a.Question.Policy, a.Question.Rule, a.Question.Message, a.ID))
@@ -116,7 +117,7 @@ func (d *Daemon) approve(ctx context.Context, j judgement, r ruling, question ap
 	})
 	r.approval = &api.ApprovalOutcome{ID: a.ID, State: a.State, By: a.By, Reason: a.Reason}
 	if aerr != nil {
-		if a.State != api.ApprovalPending { // decided, or expired: the history has it now
+		if a.State != state.ApprovalPending { // decided, or expired: the history has it now
 			d.records.denied(j.lang.Name(), j.recorded(), j.session, r.findings, r.approval)
 		}
 		return r, aerr
@@ -132,10 +133,10 @@ const (
 
 // approvalFiles are files as a person reads them: text, the first few,
 // each cut at approvalFileMax.
-func approvalFiles(files []program.File) []api.ApprovalFile {
-	var out []api.ApprovalFile
+func approvalFiles(files []program.File) []state.ApprovalFile {
+	var out []state.ApprovalFile
 	for _, f := range files[:min(len(files), approvalMaxFiles)] {
-		af := api.ApprovalFile{Path: f.Path, Content: string(f.Content)}
+		af := state.ApprovalFile{Path: f.Path, Content: string(f.Content)}
 		if len(f.Content) > approvalFileMax {
 			af.Content, af.Truncated = strings.ToValidUTF8(string(f.Content[:approvalFileMax]), "\uFFFD"), true
 		}
@@ -155,13 +156,13 @@ func (d *Daemon) Validate(ctx context.Context, req api.ValidateRequest) (*api.Va
 	if aerr != nil {
 		return nil, aerr
 	}
-	limits, aerr := request.Limits(l.Limits(), req.Timeout, req.Limits)
+	limits, aerr := wire.Limits(l.Limits(), req.Timeout, req.Limits)
 	if aerr != nil {
 		return nil, aerr
 	}
 	j := judgement{kind: contract.KindValidate, lang: l, argv: req.Argv, limits: limits}
 	if len(req.Argv) == 0 {
-		prog, aerr := request.DecodeProgram(req.Code, req.Files, req.Entry, request.Input{})
+		prog, aerr := wire.DecodeProgram(req.Code, req.Files, req.Entry, wire.Input{})
 		if aerr != nil {
 			return nil, errdefs.Errorf(errdefs.Invalid, "%w (or send argv to judge a command)", aerr)
 		}
@@ -195,7 +196,7 @@ func (d *Daemon) PutFile(ctx context.Context, id, path string, mode uint32, body
 		if err != nil {
 			return nil, errdefs.Errorf(errdefs.Invalid, "receiving the upload: %v", err)
 		}
-		limits, _ := request.Limits(l.Limits(), 0, &rec.Limits)
+		limits := wire.KeptLimits(l.Limits(), rec.Limits)
 		j := judgement{kind: contract.KindPut, lang: l, session: id, limits: limits,
 			files: []program.File{{Path: name, Content: head, Mode: mode}}, entry: name}
 		r, aerr := d.judge(ctx, j)

@@ -8,8 +8,8 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/metrics"
-	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/internal/state"
+	"github.com/sandboxd/sandboxd/internal/wire"
 )
 
 // recorder counts executions by outcome, for /v1/stats and /metrics, and
@@ -104,7 +104,7 @@ func (r *recorder) failed(language, kind, session string, limits api.Limits, aer
 	now := time.Now()
 	r.count(language, kind, outcomeError, nil, nil)
 	r.write(api.Execution{ID: state.NewID(now), Kind: kind, Language: language, Session: session,
-		StartedAt: now.UTC(), Outcome: outcomeError, ExitCode: -1, Limits: limits, Error: request.ErrorOf(aerr).Error()})
+		StartedAt: now.UTC(), Outcome: outcomeError, ExitCode: -1, Limits: limits, Error: wire.ErrorOf(aerr).Error()})
 	return aerr
 }
 
@@ -123,7 +123,7 @@ func (r *recorder) write(e api.Execution) {
 	r.pending.Add(1)
 	go func() {
 		defer r.pending.Done()
-		if err := r.store.RecordExecution(e); err != nil {
+		if err := r.store.RecordExecution(wire.ExecutionRecord(e)); err != nil {
 			r.log.Error("recording an execution failed; the history keeps it in memory and the next record's commit writes it again", "id", e.ID, "error", err)
 		}
 	}()

@@ -11,9 +11,9 @@ import (
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/languages"
-	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/internal/sessions"
 	"github.com/sandboxd/sandboxd/internal/state"
+	"github.com/sandboxd/sandboxd/internal/wire"
 	"github.com/sandboxd/sandboxd/plugins/language"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
@@ -50,8 +50,8 @@ func (d *Daemon) run(ctx context.Context, req api.RunRequest, out OutputFunc, tt
 	if aerr != nil {
 		return nil, aerr
 	}
-	prog, aerr := request.DecodeProgram(req.Code, req.Files, req.Entry,
-		request.Input{Args: req.Args, Env: req.Env, Stdin: req.Stdin, StdinEncoding: req.StdinEncoding})
+	prog, aerr := wire.DecodeProgram(req.Code, req.Files, req.Entry,
+		wire.Input{Args: req.Args, Env: req.Env, Stdin: req.Stdin, StdinEncoding: req.StdinEncoding})
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -62,11 +62,11 @@ func (d *Daemon) run(ctx context.Context, req api.RunRequest, out OutputFunc, tt
 	if j.warm != nil {
 		j.warm = l.LearnScript // the pool warms for the script names one-shot runs use
 	}
-	j.env, j.killOnExit, j.tty = request.EnvList(j.env0, req.Env), true, tty
+	j.env, j.killOnExit, j.tty = wire.EnvList(j.env0, req.Env), true, tty
 	if tty != nil {
 		j.env = append(j.env, "TERM="+terminalEnv["TERM"])
 	}
-	limits, aerr := request.Limits(l.Limits(), req.Timeout, req.Limits)
+	limits, aerr := wire.Limits(l.Limits(), req.Timeout, req.Limits)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -74,7 +74,7 @@ func (d *Daemon) run(ctx context.Context, req api.RunRequest, out OutputFunc, tt
 	if aerr != nil {
 		return nil, aerr
 	}
-	if aerr := request.Within(limits, l.Limits(), l.Name()); aerr != nil {
+	if aerr := wire.Within(limits, l.Limits(), l.Name()); aerr != nil {
 		return nil, aerr
 	}
 	allow, aerr := l.Narrow(req.Network)
@@ -85,11 +85,11 @@ func (d *Daemon) run(ctx context.Context, req api.RunRequest, out OutputFunc, tt
 	if aerr != nil {
 		return nil, aerr
 	}
-	j.env = append(j.env, request.EnvList(languages.SecretEnv(secrets))...)
+	j.env = append(j.env, wire.EnvList(languages.SecretEnv(secrets))...)
 
 	// From here on a failure is sandboxd's, and recorded as such.
 	failed := func(err error) error {
-		return d.records.failed(l.Name(), "run", "", request.APILimits(limits), err)
+		return d.records.failed(l.Name(), "run", "", wire.APILimits(limits), err)
 	}
 	waited := tellQueue(l, tellQueued(out))
 	sb, release, err := d.Languages.Acquire(ctx, l, limits)
@@ -181,9 +181,9 @@ func (d *Daemon) Exec(ctx context.Context, id string, req api.ExecRequest, out O
 		if aerr != nil {
 			return aerr
 		}
-		j.env = request.EnvList(j.env0, ss.Record().Env, req.Env)
+		j.env = wire.EnvList(j.env0, ss.Record().Env, req.Env)
 		j.outputs = supervisor.OutputsDir
-		limits, aerr := request.Limits(ss.Limits, req.Timeout, req.Limits)
+		limits, aerr := wire.Limits(ss.Limits, req.Timeout, req.Limits)
 		if aerr != nil {
 			return aerr
 		}
@@ -202,7 +202,7 @@ func (d *Daemon) Exec(ctx context.Context, id string, req api.ExecRequest, out O
 		if aerr != nil {
 			return aerr
 		}
-		if aerr := request.Within(limits, ss.Limits, "session "+id); aerr != nil {
+		if aerr := wire.Within(limits, ss.Limits, "session "+id); aerr != nil {
 			return aerr
 		}
 		started := time.Now()
@@ -210,7 +210,7 @@ func (d *Daemon) Exec(ctx context.Context, id string, req api.ExecRequest, out O
 		j.warmed = func(warm bool, missed string) { warmUsed = true; d.Languages.Warmed(l, warm, missed) }
 		r, last, err := execute(ctx, sb, d.Languages.Gate(sb), j.job, limits, out)
 		if err != nil {
-			return d.records.failed(l.Name(), "exec", id, request.APILimits(limits),
+			return d.records.failed(l.Name(), "exec", id, wire.APILimits(limits),
 				d.sandboxFailed("the session's sandbox", err))
 		}
 		switch {
@@ -274,7 +274,7 @@ type planned struct {
 
 // plan asks the language's plugin how to run a program; its files go to
 // dir (relative to the workspace; "" is the workspace itself).
-func (d *Daemon) plan(ctx context.Context, l *languages.Language, prog request.Program, dir string) (planned, error) {
+func (d *Daemon) plan(ctx context.Context, l *languages.Language, prog wire.Program, dir string) (planned, error) {
 	plan, err := l.Plugin.Plan(ctx, language.PlanRequest{Code: prog.Code, Files: prog.Files, Entry: prog.Entry, Args: prog.Args})
 	switch {
 	case err != nil:
@@ -285,7 +285,7 @@ func (d *Daemon) plan(ctx context.Context, l *languages.Language, prog request.P
 		return planned{}, errdefs.Errorf(errdefs.Internal, "language plugin %q did not say where the code goes", l.Config.Plugin)
 	}
 	if prog.Code != "" {
-		if _, err := request.CleanPath(plan.CodeFile); err != nil {
+		if _, err := wire.CleanPath(plan.CodeFile); err != nil {
 			return planned{}, errdefs.Errorf(errdefs.Internal, "language plugin %q put the code at %v", l.Config.Plugin, err)
 		}
 	}
@@ -295,7 +295,7 @@ func (d *Daemon) plan(ctx context.Context, l *languages.Language, prog request.P
 		if !ok {
 			continue
 		}
-		if _, err := request.CleanPath(to); err != nil {
+		if _, err := wire.CleanPath(to); err != nil {
 			return planned{}, errdefs.Errorf(errdefs.Internal, "language plugin %q renamed %s to %v", l.Config.Plugin, f.Path, err)
 		}
 		files[i].Path = to
@@ -325,7 +325,7 @@ func (d *Daemon) execJob(ctx context.Context, l *languages.Language, req api.Exe
 	if aerr != nil {
 		return planned{}, "", aerr
 	}
-	in := request.Input{Args: req.Args, Env: req.Env, Stdin: req.Stdin, StdinEncoding: req.StdinEncoding}
+	in := wire.Input{Args: req.Args, Env: req.Env, Stdin: req.Stdin, StdinEncoding: req.StdinEncoding}
 	if req.Context != "" {
 		return d.cellJob(l, req, dir)
 	}
@@ -334,13 +334,13 @@ func (d *Daemon) execJob(ctx context.Context, l *languages.Language, req api.Exe
 		return planned{}, "", errdefs.Errorf(errdefs.Invalid, "send either argv (a command) or code/files (a program), not both")
 	case len(req.Argv) > 0:
 		in.Args = req.Argv
-		stdin, aerr := request.DecodeInput(in)
+		stdin, aerr := wire.DecodeInput(in)
 		if aerr != nil {
 			return planned{}, "", aerr
 		}
 		return planned{job: job{steps: []language.Step{{Name: "run", Argv: req.Argv}}, stdin: stdin, dir: dir}}, "", nil
 	}
-	prog, aerr := request.DecodeProgram(req.Code, req.Files, req.Entry, in)
+	prog, aerr := wire.DecodeProgram(req.Code, req.Files, req.Entry, in)
 	if aerr != nil {
 		return planned{}, "", errdefs.Errorf(errdefs.Invalid, "%w (or send argv to run a command)", aerr)
 	}
@@ -420,7 +420,7 @@ func (d *Daemon) finish(res *api.RunResult, kind string, l *languages.Language, 
 	res.Findings, res.Decision, res.Approval = decision.findings, api.DecisionAllowed, decision.approval
 	res.Timings = api.Timings{QueueMS: ms(started.Sub(received)), RunMS: ms(finished.Sub(started)), TotalMS: ms(finished.Sub(received)),
 		QueueReason: res.Timings.QueueReason} // the caller's, if it waited on something
-	d.records.ran(res, kind, request.APILimits(limits), received)
+	d.records.ran(res, kind, wire.APILimits(limits), received)
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

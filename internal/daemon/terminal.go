@@ -9,8 +9,8 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
-	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/internal/sessions"
+	"github.com/sandboxd/sandboxd/internal/wire"
 	"github.com/sandboxd/sandboxd/plugins/language"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
@@ -68,14 +68,14 @@ func (d *Daemon) Command(ctx context.Context, id string, c Command) (*api.RunRes
 		if aerr != nil {
 			return aerr
 		}
-		j := job{steps: []language.Step{{Name: "run", Argv: c.Argv}}, env: request.EnvList(ss.Record().Env, c.Env), in: c.Stdin, dir: dir, tty: c.TTY}
+		j := job{steps: []language.Step{{Name: "run", Argv: c.Argv}}, env: wire.EnvList(ss.Record().Env, c.Env), in: c.Stdin, dir: dir, tty: c.TTY}
 		if c.Started != nil {
 			c.Started()
 		}
 		started := time.Now()
 		r, _, err := execute(ctx, sb, d.Languages.Gate(sb), j, limits, c.Out)
 		if err != nil {
-			return d.records.failed(l.Name(), c.Kind, id, request.APILimits(limits),
+			return d.records.failed(l.Name(), c.Kind, id, wire.APILimits(limits),
 				d.sandboxFailed("the session's sandbox", fmt.Errorf("%s: %w", c.Kind, err)))
 		}
 		r.Session = id

@@ -15,8 +15,8 @@ import (
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/e2b/envd"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
-	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/internal/state"
+	"github.com/sandboxd/sandboxd/internal/wire"
 )
 
 // defaultTimeout is a sandbox's life when its creator names none, as
@@ -128,7 +128,7 @@ func (c *controller) create(w http.ResponseWriter, r *http.Request) {
 	maps.Copy(env, req.EnvVars)
 	sreq := api.SessionRequest{Language: tmpl.Language, Env: env, TTL: api.Duration(ttl), IdleTimeout: api.Duration(ttl)}
 	if tmpl.Limits != nil {
-		l := request.APILimits(*tmpl.Limits)
+		l := wire.APILimits(*tmpl.Limits)
 		sreq.Limits = &l
 	}
 	if req.AllowInternetAccess != nil && !*req.AllowInternetAccess {
@@ -170,9 +170,9 @@ func (c *controller) create(w http.ResponseWriter, r *http.Request) {
 const startTag = "start"
 
 // info describes a sandbox; withToken adds what its clients reach it with.
-func (c *controller) info(rec state.E2BSandbox, sess api.Session, withToken bool) sandboxInfo {
+func (c *controller) info(rec state.E2BSandbox, sess state.Session, withToken bool) sandboxInfo {
 	st := "running"
-	if sess.State == api.SessionHibernated {
+	if sess.State == state.SessionHibernated {
 		st = "paused"
 	}
 	in := sandboxInfo{
@@ -287,7 +287,7 @@ func (c *controller) timeout(w http.ResponseWriter, r *http.Request, sb *sandbox
 // pause hibernates the sandbox: its files to disk, its container and
 // processes gone (E2B keeps memory; sandboxd keeps files).
 func (c *controller) pause(w http.ResponseWriter, r *http.Request, sb *sandbox) {
-	if sess, aerr := c.s.d.Sessions.Get(sb.rec.ID); aerr == nil && sess.State == api.SessionHibernated {
+	if sess, aerr := c.s.d.Sessions.Get(sb.rec.ID); aerr == nil && sess.State == state.SessionHibernated {
 		writeError(w, http.StatusConflict, "sandbox "+sb.rec.ID+" is paused already")
 		return
 	}
@@ -322,7 +322,7 @@ func (c *controller) connect(w http.ResponseWriter, r *http.Request, sb *sandbox
 		return
 	}
 	status := http.StatusOK
-	if before.State == api.SessionHibernated {
+	if before.State == state.SessionHibernated {
 		status = http.StatusCreated
 	}
 	writeJSON(w, status, c.info(sb.rec, *sess, true))

@@ -33,9 +33,9 @@ import (
 	"github.com/sandboxd/sandboxd/internal/config"
 	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/dashboard"
-	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/internal/server"
 	"github.com/sandboxd/sandboxd/internal/state"
+	"github.com/sandboxd/sandboxd/internal/wire"
 )
 
 // EnvdVersion is the agent version sandboxes report: the SDKs turn on
@@ -201,7 +201,7 @@ func (s *Server) sandbox(id string) *sandbox {
 	if sb == nil {
 		return nil
 	}
-	if rec, aerr := s.d.Sessions.Get(id); aerr != nil || rec.State == api.SessionLost {
+	if rec, aerr := s.d.Sessions.Get(id); aerr != nil || rec.State == state.SessionLost {
 		s.forget(id)
 		return nil
 	}
@@ -242,7 +242,7 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 
 // writeAPIError answers a daemon error with its HTTP status.
 func writeAPIError(w http.ResponseWriter, err error) {
-	e := request.ErrorOf(err)
+	e := wire.ErrorOf(err)
 	writeError(w, server.Status(e), e.Message)
 }
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
-	"github.com/sandboxd/sandboxd/internal/request"
+	"github.com/sandboxd/sandboxd/internal/wire"
 )
 
 // The Code Interpreter's endpoints. An E2B code context is a context of
@@ -244,7 +244,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 			writeAPIError(w, aerr)
 			return
 		}
-		lines.send(map[string]any{"type": "error", "name": "SandboxdError", "value": request.ErrorOf(aerr).Message, "traceback": ""})
+		lines.send(map[string]any{"type": "error", "name": "SandboxdError", "value": wire.ErrorOf(aerr).Message, "traceback": ""})
 		return
 	}
 	for _, result := range results(res.Display) {

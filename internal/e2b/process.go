@@ -15,7 +15,7 @@ import (
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/e2b/envd"
-	"github.com/sandboxd/sandboxd/internal/request"
+	"github.com/sandboxd/sandboxd/internal/wire"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
@@ -322,7 +322,7 @@ func output(stream string, b []byte) *envd.ProcessEvent {
 func endEvent(res *api.RunResult, aerr error) *envd.ProcessEvent_EndEvent {
 	switch {
 	case aerr != nil:
-		msg := request.ErrorOf(aerr).Message
+		msg := wire.ErrorOf(aerr).Message
 		return &envd.ProcessEvent_EndEvent{ExitCode: -1, Status: "error", Error: &msg}
 	case res.Error != "":
 		return &envd.ProcessEvent_EndEvent{ExitCode: int32(res.ExitCode), Status: "error", Error: &res.Error}
@@ -486,7 +486,7 @@ func (in *inbox) close() {
 
 // connectError is a daemon error as the SDKs' Connect clients read it.
 func connectError(err error) error {
-	e := request.ErrorOf(err)
+	e := wire.ErrorOf(err)
 	code := connect.CodeInternal
 	switch e.Code {
 	case api.CodeInvalidRequest, api.CodeUnknownLanguage:

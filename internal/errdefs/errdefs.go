@@ -1,7 +1,7 @@
 // Package errdefs classifies the errors sandboxd's own packages return:
 // each has a Kind, what went wrong as the caller must act on it, and a
 // message for the person who reads it. The wire's codes and HTTP statuses
-// are the edges' business: request.ErrorOf maps kinds to codes, in one
+// are the edges' business: wire.ErrorOf maps kinds to codes, in one
 // place, and the server codes to statuses.
 package errdefs
 

@@ -28,8 +28,8 @@ import (
 	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/metrics"
 	"github.com/sandboxd/sandboxd/internal/pool"
-	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/internal/state"
+	"github.com/sandboxd/sandboxd/internal/wire"
 	"github.com/sandboxd/sandboxd/plugins"
 	"github.com/sandboxd/sandboxd/plugins/language"
 	"github.com/sandboxd/sandboxd/runtime"
@@ -246,12 +246,12 @@ func (r *Registry) Acquire(ctx context.Context, l *Language, limits runtime.Limi
 	if err := r.ready(ctx, l); err != nil {
 		return nil, nil, err
 	}
-	if request.Lowered(limits, l.Limits()) && l.fixedLimits.Load() {
+	if wire.Lowered(limits, l.Limits()) && l.fixedLimits.Load() {
 		sb, err = r.create(ctx, l, limits, nil, "")
 	} else if sb, err = l.pool.Acquire(ctx); err == nil {
 		warm := sb
 		if sb, err = r.fit(ctx, l, warm, limits, func() { l.pool.Release(warm) }); sb == warm {
-			lowered := request.Lowered(limits, l.Limits())
+			lowered := wire.Lowered(limits, l.Limits())
 			return sb, func(clean bool) {
 				if !clean {
 					r.metrics.Recycled(l.Name(), "run")
@@ -336,7 +336,7 @@ func (r *Registry) Take(ctx context.Context, l *Language, limits runtime.Limits,
 	if err := r.ready(ctx, l); err != nil {
 		return nil, err
 	}
-	if len(mounts) > 0 || (request.Lowered(limits, l.Limits()) && l.fixedLimits.Load()) {
+	if len(mounts) > 0 || (wire.Lowered(limits, l.Limits()) && l.fixedLimits.Load()) {
 		return r.create(ctx, l, limits, mounts, "")
 	}
 	sb, err := l.pool.Take(ctx)
@@ -351,7 +351,7 @@ func (r *Registry) Take(ctx context.Context, l *Language, limits runtime.Limits,
 // container made with them, after which the language's warm containers
 // are never tried again. done gives sb up when it is not the one returned.
 func (r *Registry) fit(ctx context.Context, l *Language, sb *runtime.Sandbox, limits runtime.Limits, done func()) (*runtime.Sandbox, error) {
-	if !request.Lowered(limits, l.Limits()) {
+	if !wire.Lowered(limits, l.Limits()) {
 		return sb, nil
 	}
 	err := r.rt.Update(ctx, sb.ID, limits)
@@ -436,7 +436,7 @@ func (r *Registry) List(ctx context.Context) []api.Language {
 			Name: l.Config.Name, DisplayName: l.Info.DisplayName,
 			Aliases: l.Info.Aliases, Extensions: l.Info.Extensions,
 			Image: st.ref, BaseImage: l.baseImage, Packages: l.Config.Packages, ImagePresent: st.id != "",
-			Version: st.version, Plugin: l.Config.Plugin, Runtime: l.Config.Runtime, Limits: request.APILimits(l.Config.Limits),
+			Version: st.version, Plugin: l.Config.Plugin, Runtime: l.Config.Runtime, Limits: wire.APILimits(l.Config.Limits),
 			Network: api.Network{Allow: l.allow.Strings()}, Contexts: len(l.Info.ContextCommand) > 0,
 			Hibernation: r.hibernation(ctx, l), Instructions: l.instructions(),
 		}

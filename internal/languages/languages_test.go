@@ -9,7 +9,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/daemon/daemontest"
-	"github.com/sandboxd/sandboxd/internal/request"
+	"github.com/sandboxd/sandboxd/internal/wire"
 )
 
 func TestMain(m *testing.M) { daemontest.Main(m) }
@@ -37,7 +37,7 @@ language "bash" {
 	if len(langs) != 1 || langs[0].Building == nil || langs[0].Error != "" {
 		t.Fatalf("while the image builds: %+v", langs)
 	}
-	if _, aerr := d.Run(ctx, api.RunRequest{Language: "bash", Code: "true"}, nil); aerr == nil || request.ErrorOf(aerr).Code != api.CodeImageBuilding {
+	if _, aerr := d.Run(ctx, api.RunRequest{Language: "bash", Code: "true"}, nil); aerr == nil || wire.ErrorOf(aerr).Code != api.CodeImageBuilding {
 		t.Fatalf("a run while the image builds: %v", aerr)
 	}
 	close(rt.Builds)

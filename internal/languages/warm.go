@@ -10,7 +10,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
-	"github.com/sandboxd/sandboxd/internal/request"
+	"github.com/sandboxd/sandboxd/internal/wire"
 	"github.com/sandboxd/sandboxd/plugins/language"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
@@ -128,7 +128,7 @@ func warmRequest(w language.Warm, env map[string]string, iso supervisor.Isolatio
 		files = append(files, supervisor.File{Path: language.WarmDir + "/" + name, Data: []byte(content)})
 	}
 	return supervisor.WarmRequest{
-		Argv: w.Command, Stands: w.Stands, Env: request.EnvList(w.Env, env), Hook: request.EnvList(w.HookEnv),
+		Argv: w.Command, Stands: w.Stands, Env: wire.EnvList(w.Env, env), Hook: wire.EnvList(w.HookEnv),
 		Files: files, Exact: w.Exact, Forks: w.Forks, Isolate: iso, TimeoutMS: warmReadyTimeout.Milliseconds(),
 	}
 }

@@ -20,7 +20,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/client"
-	"github.com/sandboxd/sandboxd/internal/request"
+	"github.com/sandboxd/sandboxd/internal/wire"
 )
 
 // maxRead bounds what read_file returns by default: an agent's context is
@@ -216,7 +216,7 @@ func egress(list []api.Egress) []Egress {
 // failure is the tool error for a daemon error: its message, and for a
 // policy denial every finding, one per line, for the agent to fix.
 func failure(err error) error {
-	ae := request.ErrorOf(err)
+	ae := wire.ErrorOf(err)
 	msg := ae.Message
 	for _, f := range ae.Findings {
 		msg += "\n" + f.String()

@@ -22,10 +22,10 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/config"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/state"
+	"github.com/sandboxd/sandboxd/internal/units"
 )
 
 var projectName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -69,20 +69,20 @@ func noProject(ref string) error {
 	return errdefs.Errorf(errdefs.NotFound, "no project %q (sandboxctl project ls)", ref)
 }
 
-// Create makes an empty project with a unique name.
-func (ps *Projects) Create(req api.ProjectRequest) (*api.Project, error) {
-	if !projectName.MatchString(req.Name) {
-		return nil, errdefs.Errorf(errdefs.Invalid, "project name %q: 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", req.Name)
+// Create makes an empty project, named name (unique).
+func (ps *Projects) Create(name string) (*state.Project, error) {
+	if !projectName.MatchString(name) {
+		return nil, errdefs.Errorf(errdefs.Invalid, "project name %q: 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", name)
 	}
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	if _, aerr := ps.findProjectLocked(req.Name); aerr == nil {
-		return nil, errdefs.Errorf(errdefs.Conflict, "a project named %q exists already", req.Name)
+	if _, aerr := ps.findProjectLocked(name); aerr == nil {
+		return nil, errdefs.Errorf(errdefs.Conflict, "a project named %q exists already", name)
 	}
 	if list, _, err := ps.store.Projects(); err == nil && len(list) >= ps.quota.Max {
 		return nil, errdefs.Errorf(errdefs.TooLarge, "%d projects exist, the most sandboxd.hcl allows (projects.max); delete one first", len(list))
 	}
-	p := api.Project{ID: "p" + state.RandomID(6), Name: req.Name, CreatedAt: time.Now().UTC(), Files: []api.ProjectFile{}}
+	p := state.Project{ID: "p" + state.RandomID(6), Name: name, CreatedAt: time.Now().UTC(), Files: []state.ProjectFile{}}
 	if err := os.MkdirAll(ps.Dir(p.ID), 0o755); err != nil {
 		return nil, errdefs.Errorf(errdefs.Internal, "creating the project directory: %v", err)
 	}
@@ -93,7 +93,7 @@ func (ps *Projects) Create(req api.ProjectRequest) (*api.Project, error) {
 }
 
 // List lists every project with the sessions that mount it.
-func (ps *Projects) List() ([]api.Project, error) {
+func (ps *Projects) List() ([]state.Project, error) {
 	ps.mu.Lock()
 	list, _, err := ps.store.Projects() // undecodable ones are reported at start
 	ps.mu.Unlock()
@@ -108,7 +108,7 @@ func (ps *Projects) List() ([]api.Project, error) {
 }
 
 // Get returns one project by id or name.
-func (ps *Projects) Get(ref string) (*api.Project, error) {
+func (ps *Projects) Get(ref string) (*state.Project, error) {
 	p, aerr := ps.Find(ref)
 	if aerr != nil {
 		return nil, aerr
@@ -117,13 +117,13 @@ func (ps *Projects) Get(ref string) (*api.Project, error) {
 	return p, nil
 }
 
-func (ps *Projects) Find(ref string) (*api.Project, error) {
+func (ps *Projects) Find(ref string) (*state.Project, error) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	return ps.findProjectLocked(ref)
 }
 
-func (ps *Projects) findProjectLocked(ref string) (*api.Project, error) {
+func (ps *Projects) findProjectLocked(ref string) (*state.Project, error) {
 	list, _, err := ps.store.Projects() // undecodable ones are reported at start
 	if err != nil {
 		return nil, errdefs.Errorf(errdefs.Internal, "reading projects: %v", err)
@@ -139,7 +139,7 @@ func (ps *Projects) findProjectLocked(ref string) (*api.Project, error) {
 // AddFile stores body under name. The name is sanitized; a name
 // taken already gets a numbered variant unless overwrite is set. The
 // content is stored once however many files and projects hold it.
-func (ps *Projects) AddFile(ref, name string, body io.Reader, overwrite bool) (*api.ProjectFile, error) {
+func (ps *Projects) AddFile(ref, name string, body io.Reader, overwrite bool) (*state.ProjectFile, error) {
 	clean, err := sanitizeName(name)
 	if err != nil {
 		return nil, errdefs.Errorf(errdefs.Invalid, "file name %q: %v", name, err)
@@ -173,7 +173,7 @@ func (ps *Projects) AddFile(ref, name string, body io.Reader, overwrite bool) (*
 			files = append(files, f)
 		}
 	}
-	pf := api.ProjectFile{Name: clean, Size: size, SHA256: sum, AddedAt: time.Now().UTC()}
+	pf := state.ProjectFile{Name: clean, Size: size, SHA256: sum, AddedAt: time.Now().UTC()}
 	p.Files = append(files, pf)
 	sort.Slice(p.Files, func(i, j int) bool { return p.Files[i].Name < p.Files[j].Name })
 	dst := projectFilePath(ps.Dir(p.ID), clean)
@@ -203,7 +203,7 @@ func (ps *Projects) AddFile(ref, name string, body io.Reader, overwrite bool) (*
 
 // withinBytesLocked refuses a file that would take the project files past
 // projects.max_bytes (counted as uploaded, before deduplication).
-func (ps *Projects) withinBytesLocked(p *api.Project, name string, size int64, overwrite bool) error {
+func (ps *Projects) withinBytesLocked(p *state.Project, name string, size int64, overwrite bool) error {
 	list, _, err := ps.store.Projects()
 	if err != nil {
 		return errdefs.Errorf(errdefs.Internal, "reading projects: %v", err)
@@ -219,7 +219,7 @@ func (ps *Projects) withinBytesLocked(p *api.Project, name string, size int64, o
 	}
 	if total > ps.quota.MaxBytes {
 		return errdefs.Errorf(errdefs.TooLarge, "project files would take %s, over the %s sandboxd.hcl allows (projects.max_bytes); delete some first",
-			api.ByteSize(total), api.ByteSize(ps.quota.MaxBytes))
+			units.ByteSize(total), units.ByteSize(ps.quota.MaxBytes))
 	}
 	return nil
 }
@@ -243,7 +243,7 @@ func (ps *Projects) receiveBlob(body io.Reader) (string, string, int64, error) {
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(body, max+1))
 	if err == nil && n > max {
-		err = fmt.Errorf("over the %s upload limit (sessions.max_transfer)", api.ByteSize(max))
+		err = fmt.Errorf("over the %s upload limit (sessions.max_transfer)", units.ByteSize(max))
 	}
 	if err == nil {
 		err = tmp.Chmod(0o444)
@@ -283,7 +283,7 @@ func (ps *Projects) collectBlobsLocked() {
 }
 
 // OpenFile opens a project file for download.
-func (ps *Projects) OpenFile(ref, name string) (*os.File, *api.ProjectFile, error) {
+func (ps *Projects) OpenFile(ref, name string) (*os.File, *state.ProjectFile, error) {
 	p, aerr := ps.Find(ref)
 	if aerr != nil {
 		return nil, nil, aerr
@@ -381,7 +381,7 @@ func sanitizeName(name string) (string, error) {
 }
 
 // uniqueName returns name, or name-1.ext, name-2.ext, ... when taken.
-func uniqueName(name string, files []api.ProjectFile) string {
+func uniqueName(name string, files []state.ProjectFile) string {
 	taken := map[string]bool{}
 	for _, f := range files {
 		taken[f.Name] = true

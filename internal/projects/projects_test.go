@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/config"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/state"
@@ -22,7 +21,7 @@ func TestStartCollectsAbandonedUploads(t *testing.T) {
 	}
 	defer store.Close()
 	ps := New(dir, store, 1<<20, config.Projects{Max: 2, MaxBytes: 10})
-	p, aerr := ps.Create(api.ProjectRequest{Name: "data"})
+	p, aerr := ps.Create("data")
 	if aerr != nil {
 		t.Fatal(aerr)
 	}
@@ -55,11 +54,11 @@ func TestQuotas(t *testing.T) {
 	}
 	defer store.Close()
 	ps := New(dir, store, 1<<20, config.Projects{Max: 2, MaxBytes: 10})
-	a, _ := ps.Create(api.ProjectRequest{Name: "a"})
-	if _, aerr := ps.Create(api.ProjectRequest{Name: "b"}); aerr != nil {
+	a, _ := ps.Create("a")
+	if _, aerr := ps.Create("b"); aerr != nil {
 		t.Fatal(aerr)
 	}
-	if _, aerr := ps.Create(api.ProjectRequest{Name: "c"}); aerr == nil || !errdefs.Is(aerr, errdefs.TooLarge) {
+	if _, aerr := ps.Create("c"); aerr == nil || !errdefs.Is(aerr, errdefs.TooLarge) {
 		t.Fatalf("a third project: %v", aerr)
 	}
 	if _, aerr := ps.AddFile(a.ID, "f", strings.NewReader("12345678"), false); aerr != nil {

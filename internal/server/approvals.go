@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/wire"
 )
 
 // listApprovals lists the approvals, newest first; ?state= picks one
@@ -22,7 +23,7 @@ func (h *handler) listApprovals(w http.ResponseWriter, r *http.Request) {
 		writeError(w, api.Errorf(api.CodeInvalidRequest, "state %q: one of pending, approved, denied, expired (or none for all)", st))
 		return
 	}
-	writeJSON(w, http.StatusOK, api.ApprovalList{Approvals: h.d.Approvals.List(st)})
+	writeJSON(w, http.StatusOK, api.ApprovalList{Approvals: wire.All(h.d.Approvals.List(st), wire.Approval)})
 }
 
 func (h *handler) getApproval(w http.ResponseWriter, r *http.Request) {
@@ -31,7 +32,7 @@ func (h *handler) getApproval(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
-	writeJSON(w, http.StatusOK, a)
+	writeJSON(w, http.StatusOK, wire.Approval(a))
 }
 
 func (h *handler) approve(w http.ResponseWriter, r *http.Request) { h.decide(w, r, true) }
@@ -56,7 +57,7 @@ func (h *handler) decide(w http.ResponseWriter, r *http.Request, approve bool) {
 		writeError(w, aerr)
 		return
 	}
-	writeJSON(w, http.StatusOK, a)
+	writeJSON(w, http.StatusOK, wire.Approval(a))
 }
 
 type peerKey struct{}

@@ -6,7 +6,7 @@ import (
 	"net/http"
 
 	"github.com/coder/websocket"
-	"github.com/sandboxd/sandboxd/internal/request"
+	"github.com/sandboxd/sandboxd/internal/wire"
 )
 
 // Close codes of a forwarded connection's WebSocket beyond the normal
@@ -59,7 +59,7 @@ func (h *handler) connectPort(w http.ResponseWriter, r *http.Request) {
 	flush()
 	switch {
 	case aerr != nil:
-		conn.Close(StatusForwardFail, closeReason(request.ErrorOf(aerr).Error()))
+		conn.Close(StatusForwardFail, closeReason(wire.ErrorOf(aerr).Error()))
 	case refused != "":
 		conn.Close(StatusPortRefused, closeReason(refused))
 	default:

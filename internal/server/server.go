@@ -20,8 +20,8 @@ import (
 	"github.com/sandboxd/sandboxd/images"
 	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/dashboard"
-	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/internal/sessions"
+	"github.com/sandboxd/sandboxd/internal/wire"
 )
 
 // maxBody bounds a request body: code, files and stdin together (64 MiB of
@@ -182,7 +182,7 @@ func (h *handler) buildImages(w http.ResponseWriter, r *http.Request) {
 		st.event(api.ImageBuildEvent{Type: "progress", Image: image, Line: line})
 	})
 	if err != nil {
-		st.finish(api.ImageBuildEvent{Type: api.EventError, Error: request.ErrorOf(err)})
+		st.finish(api.ImageBuildEvent{Type: api.EventError, Error: wire.ErrorOf(err)})
 		return
 	}
 	st.finish(api.ImageBuildEvent{Type: api.EventResult, Result: imageBuildResult(built)})
@@ -213,7 +213,7 @@ func respondExecution(w http.ResponseWriter, r *http.Request, execute func(daemo
 	st := newStream(w)
 	res, err := execute(st.output)
 	if err != nil {
-		st.finish(api.Event{Type: api.EventError, Error: request.ErrorOf(err)})
+		st.finish(api.Event{Type: api.EventError, Error: wire.ErrorOf(err)})
 		return
 	}
 	st.finish(api.Event{Type: api.EventResult, Result: res})
@@ -275,9 +275,9 @@ func Status(e *api.Error) int {
 	return http.StatusInternalServerError
 }
 
-// writeError answers with err as the wire has it (see request.ErrorOf).
+// writeError answers with err as the wire has it (see wire.ErrorOf).
 func writeError(w http.ResponseWriter, err error) {
-	e := request.ErrorOf(err)
+	e := wire.ErrorOf(err)
 	status := Status(e)
 	if e.Code == api.CodeImageBuilding {
 		w.Header().Set("Retry-After", strconv.Itoa(int(images.RetryAfter.Seconds())))

@@ -12,6 +12,8 @@ import (
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/sessions"
+	"github.com/sandboxd/sandboxd/internal/state"
+	"github.com/sandboxd/sandboxd/internal/wire"
 )
 
 // Session, file and project endpoints. File bodies are raw bytes, not
@@ -29,11 +31,11 @@ func (h *handler) createSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, sess)
+	writeJSON(w, http.StatusCreated, wire.Session(*sess))
 }
 
 func (h *handler) sessions(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, api.SessionList{Sessions: h.d.Sessions.List()})
+	writeJSON(w, http.StatusOK, api.SessionList{Sessions: wire.All(h.d.Sessions.List(), wire.Session)})
 }
 
 func (h *handler) session(w http.ResponseWriter, r *http.Request) {
@@ -42,7 +44,7 @@ func (h *handler) session(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, sess)
+	writeJSON(w, http.StatusOK, wire.Session(*sess))
 }
 
 func (h *handler) deleteSession(w http.ResponseWriter, r *http.Request) {
@@ -77,6 +79,18 @@ func sessionCall[T any](call func(*sessions.Sessions, context.Context, string) (
 	}
 }
 
+// answeredAsSession is a session call whose answer is the session, as
+// the wire shows it.
+func answeredAsSession(call func(*sessions.Sessions, context.Context, string) (*state.Session, error)) func(*sessions.Sessions, context.Context, string) (api.Session, error) {
+	return func(m *sessions.Sessions, ctx context.Context, id string) (api.Session, error) {
+		s, err := call(m, ctx, id)
+		if err != nil {
+			return api.Session{}, err
+		}
+		return wire.Session(*s), nil
+	}
+}
+
 func (h *handler) setNetwork(w http.ResponseWriter, r *http.Request) {
 	var req api.Network
 	if err := decode(w, r, &req); err != nil {
@@ -88,7 +102,7 @@ func (h *handler) setNetwork(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, sess)
+	writeJSON(w, http.StatusOK, wire.Session(*sess))
 }
 
 func (h *handler) listFiles(w http.ResponseWriter, r *http.Request) {
@@ -221,12 +235,12 @@ func (h *handler) createProject(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	p, err := h.d.Projects.Create(req)
+	p, err := h.d.Projects.Create(req.Name)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, p)
+	writeJSON(w, http.StatusCreated, wire.Project(*p))
 }
 
 func (h *handler) projects(w http.ResponseWriter, r *http.Request) {
@@ -235,7 +249,7 @@ func (h *handler) projects(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.ProjectList{Projects: list})
+	writeJSON(w, http.StatusOK, api.ProjectList{Projects: append([]api.Project{}, wire.All(list, wire.Project)...)})
 }
 
 func (h *handler) project(w http.ResponseWriter, r *http.Request) {
@@ -244,7 +258,7 @@ func (h *handler) project(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, p)
+	writeJSON(w, http.StatusOK, wire.Project(*p))
 }
 
 func (h *handler) deleteProject(w http.ResponseWriter, r *http.Request) {
@@ -327,7 +341,7 @@ func (h *handler) snapshot(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, sn)
+	writeJSON(w, http.StatusCreated, wire.Snapshot(*sn))
 }
 
 func (h *handler) fork(w http.ResponseWriter, r *http.Request) {
@@ -350,7 +364,7 @@ func (h *handler) snapshots(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.SnapshotList{Snapshots: append([]api.Snapshot{}, list...)})
+	writeJSON(w, http.StatusOK, api.SnapshotList{Snapshots: append([]api.Snapshot{}, wire.All(list, wire.Snapshot)...)})
 }
 
 func (h *handler) getSnapshot(w http.ResponseWriter, r *http.Request) {
@@ -359,7 +373,7 @@ func (h *handler) getSnapshot(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, sn)
+	writeJSON(w, http.StatusOK, wire.Snapshot(*sn))
 }
 
 func (h *handler) deleteSnapshot(w http.ResponseWriter, r *http.Request) {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/daemon"
-	"github.com/sandboxd/sandboxd/internal/request"
+	"github.com/sandboxd/sandboxd/internal/wire"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
@@ -98,7 +98,7 @@ func serveTerminal(w http.ResponseWriter, r *http.Request, first func(context.Co
 	end := func(res *api.RunResult, aerr error) {
 		msg := TerminalControl{Type: "exit"}
 		if aerr != nil {
-			msg = TerminalControl{Type: "error", Error: request.ErrorOf(aerr)}
+			msg = TerminalControl{Type: "error", Error: wire.ErrorOf(aerr)}
 		} else {
 			msg.ExitCode, msg.TimedOut = &res.ExitCode, res.TimedOut
 		}

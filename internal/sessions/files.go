@@ -11,7 +11,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
-	"github.com/sandboxd/sandboxd/internal/request"
+	"github.com/sandboxd/sandboxd/internal/wire"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
@@ -28,7 +28,7 @@ func Path(p string) (string, error) {
 	if p == "" || p == "." || p == runtime.Workspace {
 		return ".", nil
 	}
-	clean, err := request.CleanPath(p)
+	clean, err := wire.CleanPath(p)
 	if err != nil {
 		return "", errdefs.Errorf(errdefs.Invalid, "path: %v", err)
 	}

@@ -13,8 +13,9 @@ import (
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/languages"
-	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/internal/snapshots"
+	"github.com/sandboxd/sandboxd/internal/state"
+	"github.com/sandboxd/sandboxd/internal/wire"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
@@ -53,7 +54,7 @@ func (m *Sessions) dropArchive(id string) {
 
 // Pause hibernates a session now: its workspace goes to disk, its
 // container away. Pausing a hibernated session changes nothing.
-func (m *Sessions) Pause(ctx context.Context, id string) (*api.Session, error) {
+func (m *Sessions) Pause(ctx context.Context, id string) (*state.Session, error) {
 	if aerr := m.gate.Enter(); aerr != nil {
 		return nil, aerr
 	}
@@ -76,7 +77,7 @@ func (m *Sessions) Pause(ctx context.Context, id string) (*api.Session, error) {
 
 // Resume wakes a hibernated session now, as any call that needs its
 // sandbox would. Resuming an active session changes nothing.
-func (m *Sessions) Resume(ctx context.Context, id string) (*api.Session, error) {
+func (m *Sessions) Resume(ctx context.Context, id string) (*state.Session, error) {
 	if aerr := m.Use(ctx, id, func(*Session, *runtime.Sandbox) error { return nil }); aerr != nil {
 		return nil, aerr
 	}
@@ -145,11 +146,11 @@ func (m *Sessions) hibernate(ctx context.Context, ss *Session) error {
 	}
 	before := ss.rec
 	memory := m.cfg.KeepMemory && m.langs.CanCheckpoint(ctx, ss.Lang)
-	ss.rec.State, ss.rec.ContainerID = api.SessionHibernated, ""
+	ss.rec.State, ss.rec.ContainerID = state.SessionHibernated, ""
 	if memory {
 		ss.rec.ContainerID = sb.ID
 	}
-	ss.rec.Hibernation = &api.Hibernation{At: time.Now().UTC(), Path: m.archivePath(rec.ID), Bytes: a.Size, SHA256: a.SHA256,
+	ss.rec.Hibernation = &state.Hibernation{At: time.Now().UTC(), Path: m.archivePath(rec.ID), Bytes: a.Size, SHA256: a.SHA256,
 		Skipped: a.Skipped, Memory: memory, Contexts: contexts}
 	if !memory {
 		ss.forgetContexts(contexts)
@@ -299,7 +300,7 @@ func (m *Sessions) woke(ctx context.Context, ss *Session, sb *runtime.Sandbox, s
 	took := time.Since(started)
 	ss.mu.Lock()
 	memory := ss.rec.Hibernation.Memory
-	ss.rec.State, ss.rec.ContainerID, ss.rec.Hibernation = api.SessionActive, sb.ID, nil
+	ss.rec.State, ss.rec.ContainerID, ss.rec.Hibernation = state.SessionActive, sb.ID, nil
 	ss.rec.Resumes++
 	ss.rec.ResumeMS = float64(took.Microseconds()) / 1000
 	ss.sb, ss.idleFrom = sb, time.Time{}
@@ -405,17 +406,17 @@ func (m *Sessions) leastRecentlyUsed(except *Session, skip map[*Session]bool, on
 // recoverHibernated keeps a stored hibernated session at start; its
 // archive is checked when it resumes. The caller holds what guards the
 // maps.
-func (m *Sessions) recoverHibernated(rec api.Session) {
+func (m *Sessions) recoverHibernated(rec state.Session) {
 	l, known := m.langs.Lookup(rec.Language)
 	if !known {
-		rec.State, rec.Error = api.SessionLost, "its language "+rec.Language+" is no longer configured"
+		rec.State, rec.Error = state.SessionLost, "its language "+rec.Language+" is no longer configured"
 		m.lost[rec.ID] = rec
 		if err := m.store.PutSession(rec); err != nil {
 			m.log.Error("storing a lost session failed", "session", rec.ID, "error", err)
 		}
 		return
 	}
-	limits, _ := request.Limits(l.Limits(), 0, &rec.Limits)
+	limits := wire.KeptLimits(l.Limits(), rec.Limits)
 	m.live[rec.ID] = newSession(l, limits, rec, nil)
 }
 

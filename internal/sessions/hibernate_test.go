@@ -15,6 +15,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/daemon/daemontest"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/sessions"
+	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/fake"
 )
@@ -65,7 +66,7 @@ func TestPauseAndResume(t *testing.T) {
 	if aerr != nil {
 		t.Fatal(aerr)
 	}
-	if s.State != api.SessionHibernated || s.Hibernation == nil || s.Hibernation.Bytes == 0 || s.ContainerID != "" {
+	if s.State != state.SessionHibernated || s.Hibernation == nil || s.Hibernation.Bytes == 0 || s.ContainerID != "" {
 		t.Fatalf("paused: %+v", s)
 	}
 	if list, _ := rt.List(ctx); slices.ContainsFunc(list, func(c runtime.Container) bool { return c.ID == active.ContainerID }) {
@@ -98,7 +99,7 @@ func TestPauseAndResume(t *testing.T) {
 	if len(after) != len(before) {
 		t.Errorf("%d entries before, %d after", len(before), len(after))
 	}
-	if s, _ := d.Sessions.Get(id); s.State != api.SessionActive || s.Resumes != 1 || s.Hibernation != nil {
+	if s, _ := d.Sessions.Get(id); s.State != state.SessionActive || s.Resumes != 1 || s.Hibernation != nil {
 		t.Errorf("resumed: %+v", s)
 	}
 	if res, _ := d.Exec(ctx, id, api.ExecRequest{Argv: []string{"true"}}, nil); res.Resumed {
@@ -109,7 +110,7 @@ func TestPauseAndResume(t *testing.T) {
 // An idle session hibernates rather than ends, and wakes on the next call.
 func TestIdleSessionHibernates(t *testing.T) {
 	d, _, id := hibernating(t, "sessions {\n  idle_timeout = \"1s\"\n}")
-	waitState(t, d, id, api.SessionHibernated)
+	waitState(t, d, id, state.SessionHibernated)
 	res, aerr := d.Exec(context.Background(), id, api.ExecRequest{Argv: []string{"cat", "src/app/main.sh"}}, nil)
 	if aerr != nil || !res.Resumed || res.Stdout != "echo hi\n" {
 		t.Fatalf("after idling: %+v %v", res, aerr)
@@ -146,7 +147,7 @@ func TestCorruptArchive(t *testing.T) {
 	if aerr == nil || !errdefs.Is(aerr, errdefs.SessionLost) || !strings.Contains(aerr.Error(), archive) {
 		t.Fatalf("resuming from a damaged archive: %v", aerr)
 	}
-	if s, _ := d.Sessions.Get(id); s.State != api.SessionLost {
+	if s, _ := d.Sessions.Get(id); s.State != state.SessionLost {
 		t.Fatalf("after a damaged archive: %+v", s)
 	}
 	if aerr := d.Sessions.Delete(id); aerr != nil {
@@ -183,7 +184,7 @@ func TestPauseTooLarge(t *testing.T) {
 	if _, aerr := d.Sessions.Pause(ctx, id); aerr == nil || !errdefs.Is(aerr, errdefs.TooLarge) {
 		t.Fatalf("pausing a 1 TiB sparse file: %v", aerr)
 	}
-	if s, _ := d.Sessions.Get(id); s.State != api.SessionActive {
+	if s, _ := d.Sessions.Get(id); s.State != state.SessionActive {
 		t.Fatalf("after a refused pause: %+v", s)
 	}
 	if res, aerr := d.Exec(ctx, id, api.ExecRequest{Argv: []string{"cat", "src/app/main.sh"}}, nil); aerr != nil || res.Stdout != "echo hi\n" {
@@ -221,10 +222,10 @@ func TestResumeEvictsLeastRecentlyUsed(t *testing.T) {
 	if _, aerr := d.Sessions.Resume(ctx, first); aerr != nil {
 		t.Fatal(aerr)
 	}
-	if s, _ := d.Sessions.Get(others[0]); s.State != api.SessionHibernated {
+	if s, _ := d.Sessions.Get(others[0]); s.State != state.SessionHibernated {
 		t.Errorf("the least recently used session: %s", s.State)
 	}
-	if s, _ := d.Sessions.Get(others[1]); s.State != api.SessionActive {
+	if s, _ := d.Sessions.Get(others[1]); s.State != state.SessionActive {
 		t.Errorf("the most recently used session: %s", s.State)
 	}
 }

@@ -34,9 +34,9 @@ import (
 	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/languages"
 	"github.com/sandboxd/sandboxd/internal/projects"
-	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/internal/snapshots"
 	"github.com/sandboxd/sandboxd/internal/state"
+	"github.com/sandboxd/sandboxd/internal/wire"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
@@ -51,7 +51,7 @@ type Session struct {
 	turn   chan struct{}  // holds one token: whoever has it may use sb
 
 	mu    sync.Mutex // guards what follows
-	rec   api.Session
+	rec   state.Session
 	sb    *runtime.Sandbox // nil while hibernated, and once lost or closed
 	dirty bool             // rec changed since it was stored
 	users int              // operations using sb now
@@ -61,14 +61,14 @@ type Session struct {
 	usage    []api.SandboxUsage // the last samples, oldest first
 }
 
-func newSession(l *languages.Language, limits runtime.Limits, rec api.Session, sb *runtime.Sandbox) *Session {
+func newSession(l *languages.Language, limits runtime.Limits, rec state.Session, sb *runtime.Sandbox) *Session {
 	ss := &Session{Lang: l, Limits: limits, turn: make(chan struct{}, 1), rec: rec, sb: sb}
 	ss.turn <- struct{}{}
 	return ss
 }
 
 // Record is the session's record as it is now.
-func (ss *Session) Record() api.Session {
+func (ss *Session) Record() state.Session {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return ss.rec
@@ -95,9 +95,9 @@ type Sessions struct {
 	log       hclog.Logger
 
 	mu      sync.Mutex
-	live    map[string]*Session    // by id, active and hibernated
-	lost    map[string]api.Session // lost, kept until deleted or past their TTL
-	pending int                    // sessions being created or resumed
+	live    map[string]*Session      // by id, active and hibernated
+	lost    map[string]state.Session // lost, kept until deleted or past their TTL
+	pending int                      // sessions being created or resumed
 	// idleSlots bounds the idle sessions hibernating at once.
 	idleSlots chan struct{}
 	stop      chan struct{} // ends the janitor and the usage sampler
@@ -108,13 +108,13 @@ type Sessions struct {
 // Hibernated sessions' archives are kept under stateDir/sessions.
 func New(cfg config.Sessions, stateDir string, langs *languages.Registry, projects *projects.Projects, snaps *snapshots.Snapshots, store *state.Store, gate *drain.Gate, log hclog.Logger) *Sessions {
 	m := &Sessions{cfg: cfg, dir: filepath.Join(stateDir, "sessions"), langs: langs, projects: projects, snapshots: snaps, store: store, gate: gate, log: log,
-		live: map[string]*Session{}, lost: map[string]api.Session{}, idleSlots: make(chan struct{}, hibernateParallel), stop: make(chan struct{})}
+		live: map[string]*Session{}, lost: map[string]state.Session{}, idleSlots: make(chan struct{}, hibernateParallel), stop: make(chan struct{})}
 	projects.Users = m.projectUsers
 	return m
 }
 
 // Create takes a warm container for a new session.
-func (m *Sessions) Create(ctx context.Context, req api.SessionRequest) (*api.Session, error) {
+func (m *Sessions) Create(ctx context.Context, req api.SessionRequest) (*state.Session, error) {
 	if aerr := m.gate.Enter(); aerr != nil {
 		return nil, aerr
 	}
@@ -135,14 +135,14 @@ func (m *Sessions) Create(ctx context.Context, req api.SessionRequest) (*api.Ses
 	if aerr != nil {
 		return nil, aerr
 	}
-	limits, aerr := request.Limits(l.Limits(), 0, req.Limits)
+	limits, aerr := wire.Limits(l.Limits(), 0, req.Limits)
 	if aerr == nil {
-		aerr = request.Within(limits, l.Limits(), l.Name())
+		aerr = wire.Within(limits, l.Limits(), l.Name())
 	}
 	if aerr != nil {
 		return nil, aerr
 	}
-	if aerr := request.CheckEnv(req.Env); aerr != nil {
+	if aerr := wire.CheckEnv(req.Env); aerr != nil {
 		return nil, aerr
 	}
 	allow, aerr := l.Narrow(req.Network)
@@ -171,7 +171,7 @@ func (m *Sessions) Create(ctx context.Context, req api.SessionRequest) (*api.Ses
 	if ttl < time.Second || ttl > m.cfg.MaxTTL || idle < time.Second || idle > m.cfg.MaxTTL {
 		return nil, errdefs.Errorf(errdefs.Invalid, "ttl %s and idle_timeout %s must be from 1s to max_ttl %s", ttl, idle, m.cfg.MaxTTL)
 	}
-	var project *api.Project
+	var project *state.Project
 	var mounts []runtime.Mount
 	if req.Project != "" {
 		if project, aerr = m.projects.Find(req.Project); aerr != nil {
@@ -198,10 +198,10 @@ func (m *Sessions) Create(ctx context.Context, req api.SessionRequest) (*api.Ses
 		}
 	}
 	now := time.Now().UTC()
-	rec := api.Session{
-		ID: sb.Session(), Language: l.Name(), State: api.SessionActive,
+	rec := state.Session{
+		ID: sb.Session(), Language: l.Name(), State: state.SessionActive,
 		CreatedAt: now, ExpiresAt: now.Add(ttl), LastUsedAt: now, IdleTimeout: api.Duration(idle),
-		Limits: request.APILimits(limits), Network: api.Network{Allow: allow.Strings()}, Env: env, ContainerID: sb.ID,
+		Limits: wire.LimitsRecord(limits), Network: state.Network{Allow: allow.Strings()}, Env: env, ContainerID: sb.ID,
 		Secrets: req.Secrets,
 	}
 	if project != nil {
@@ -219,9 +219,9 @@ func (m *Sessions) Create(ctx context.Context, req api.SessionRequest) (*api.Ses
 }
 
 // List lists live and lost sessions, oldest first.
-func (m *Sessions) List() []api.Session {
+func (m *Sessions) List() []state.Session {
 	m.mu.Lock()
-	out := make([]api.Session, 0, len(m.live)+len(m.lost))
+	out := make([]state.Session, 0, len(m.live)+len(m.lost))
 	for _, ss := range m.live {
 		out = append(out, ss.Record())
 	}
@@ -234,7 +234,7 @@ func (m *Sessions) List() []api.Session {
 }
 
 // Get returns one session.
-func (m *Sessions) Get(id string) (*api.Session, error) {
+func (m *Sessions) Get(id string) (*state.Session, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if ss, ok := m.live[id]; ok {
@@ -409,7 +409,7 @@ func (m *Sessions) use(ctx context.Context, id string, turn bool, fn func(ss *Se
 	if sb != nil && !sb.Alive() {
 		m.revive(ss, sb) // for the next operation
 		ss.mu.Lock()
-		lost, why := ss.rec.State == api.SessionLost, ss.rec.Error
+		lost, why := ss.rec.State == state.SessionLost, ss.rec.Error
 		ss.mu.Unlock()
 		if lost && aerr != nil && errdefs.KindOf(aerr) == errdefs.Internal {
 			// The operation failed because the sandbox went: say so.
@@ -547,7 +547,7 @@ func (m *Sessions) MarkLost(ss *Session, why string) {
 	}
 	delete(m.live, ss.rec.ID)
 	ss.mu.Lock()
-	ss.rec.State, ss.rec.Error = api.SessionLost, why
+	ss.rec.State, ss.rec.Error = state.SessionLost, why
 	rec := ss.rec
 	ss.mu.Unlock()
 	m.lost[rec.ID] = rec
@@ -571,7 +571,7 @@ func (m *Sessions) mounts(project string) []runtime.Mount {
 // project_files), leaving it usable. When the sandbox cannot do it (what
 // the program left behind defeats it, or the sandbox is gone), the session
 // gets a new container instead.
-func (m *Sessions) Reset(ctx context.Context, id string) (*api.Session, error) {
+func (m *Sessions) Reset(ctx context.Context, id string) (*state.Session, error) {
 	aerr := m.Use(ctx, id, func(ss *Session, sb *runtime.Sandbox) error {
 		res, err := sb.File(ctx, supervisor.OpReset, supervisor.FileRequest{Path: "."}, nil, nil)
 		if err == nil && res.Error == "" {
@@ -613,7 +613,7 @@ func (m *Sessions) renew(ctx context.Context, ss *Session, sb *runtime.Sandbox, 
 
 // Expire sets a session to end ttl from now (at most max_ttl), whether it
 // is used meanwhile or not: it does not hibernate before.
-func (m *Sessions) Expire(id string, ttl time.Duration) (*api.Session, error) {
+func (m *Sessions) Expire(id string, ttl time.Duration) (*state.Session, error) {
 	if ttl < time.Second || ttl > m.cfg.MaxTTL {
 		return nil, errdefs.Errorf(errdefs.Invalid, "a session's time left must be from 1s to max_ttl %s, not %s", m.cfg.MaxTTL, ttl)
 	}
@@ -635,7 +635,7 @@ func (m *Sessions) Expire(id string, ttl time.Duration) (*api.Session, error) {
 // SetNetwork changes what a session's sandbox may reach, within its
 // language's ceiling, from the next connection on (an execution running
 // meanwhile included); the record keeps it, across restarts too.
-func (m *Sessions) SetNetwork(ctx context.Context, id string, req api.Network) (*api.Session, error) {
+func (m *Sessions) SetNetwork(ctx context.Context, id string, req api.Network) (*state.Session, error) {
 	aerr := m.Alongside(ctx, id, func(ss *Session, sb *runtime.Sandbox) error {
 		list, aerr := ss.Lang.Narrow(&req)
 		if aerr != nil {
@@ -644,7 +644,7 @@ func (m *Sessions) SetNetwork(ctx context.Context, id string, req api.Network) (
 		m.allow(sb, list)
 		ss.mu.Lock()
 		before := ss.rec.Network.Allow
-		ss.rec.Network = api.Network{Allow: append([]string{}, list.Strings()...)} // [] rather than null: nothing allowed
+		ss.rec.Network = state.Network{Allow: append([]string{}, list.Strings()...)} // [] rather than null: nothing allowed
 		ss.dirty = true
 		rec := ss.rec
 		ss.mu.Unlock()
@@ -678,13 +678,13 @@ func (m *Sessions) arm(sb *runtime.Sandbox, list egress.List, secrets []egress.S
 
 // rearm is arm for a session's sandbox made or connected again: what its
 // record says.
-func (m *Sessions) rearm(sb *runtime.Sandbox, rec api.Session, l *languages.Language) {
+func (m *Sessions) rearm(sb *runtime.Sandbox, rec state.Session, l *languages.Language) {
 	m.arm(sb, storedAllow(rec, l), m.langs.StoredSecrets(rec.Secrets, rec.Env))
 }
 
 // storedAllow is a session record's allow-list, less what its language
 // no longer allows (the configuration may have changed since).
-func storedAllow(rec api.Session, l *languages.Language) egress.List {
+func storedAllow(rec state.Session, l *languages.Language) egress.List {
 	var list egress.List
 	for _, e := range rec.Network.Allow {
 		if r, err := egress.ParseRule(e); err == nil && (egress.List{r}).Within(l.Egress()) == "" {
@@ -798,7 +798,7 @@ func (m *Sessions) expire(now time.Time) {
 // flush stores the sessions whose usage changed.
 func (m *Sessions) flush() {
 	m.mu.Lock()
-	var dirty []api.Session
+	var dirty []state.Session
 	for _, ss := range m.live {
 		ss.mu.Lock()
 		if ss.dirty {
@@ -843,9 +843,9 @@ func (m *Sessions) Recover(ctx context.Context, containers []runtime.Container) 
 			_ = m.store.DeleteSession(rec.ID)
 			continue
 		}
-		if rec.State != api.SessionActive {
+		if rec.State != state.SessionActive {
 			mu.Lock() // the attaches below write the same maps
-			if rec.State == api.SessionHibernated {
+			if rec.State == state.SessionHibernated {
 				m.recoverHibernated(rec)
 				if rec.ContainerID != "" {
 					keep[rec.ContainerID] = true // checkpointed
@@ -864,7 +864,7 @@ func (m *Sessions) Recover(ctx context.Context, containers []runtime.Container) 
 			mu.Lock()
 			defer mu.Unlock()
 			if why != "" {
-				rec.State, rec.Error = api.SessionLost, why
+				rec.State, rec.Error = state.SessionLost, why
 				m.lost[rec.ID] = rec
 				m.log.Warn("session lost", "session", rec.ID, "why", why)
 				if err := m.store.PutSession(rec); err != nil {
@@ -872,7 +872,7 @@ func (m *Sessions) Recover(ctx context.Context, containers []runtime.Container) 
 				}
 				return
 			}
-			limits, _ := request.Limits(l.Limits(), 0, &rec.Limits)
+			limits := wire.KeptLimits(l.Limits(), rec.Limits)
 			m.live[rec.ID] = newSession(l, limits, rec, sb)
 			keep[sb.ID] = true
 			m.log.Info("session recovered", "session", rec.ID, "container_id", runtime.ShortID(sb.ID))
@@ -887,7 +887,7 @@ func (m *Sessions) Recover(ctx context.Context, containers []runtime.Container) 
 const recoverParallel = 8
 
 // reattach gets a stored session's container back, or says why not.
-func (m *Sessions) reattach(ctx context.Context, rec api.Session, byID map[string]runtime.Container) (*languages.Language, *runtime.Sandbox, string) {
+func (m *Sessions) reattach(ctx context.Context, rec state.Session, byID map[string]runtime.Container) (*languages.Language, *runtime.Sandbox, string) {
 	l, known := m.langs.Lookup(rec.Language)
 	c, found := byID[rec.ContainerID]
 	switch {

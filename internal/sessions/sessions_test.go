@@ -10,6 +10,7 @@ import (
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/daemon/daemontest"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
+	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/runtime"
 )
 
@@ -151,7 +152,7 @@ func TestSessionMetrics(t *testing.T) {
 	if m, aerr = d.Sessions.Metrics(ctx, s.ID); aerr != nil || m.Now != nil || len(m.Series) < 2 {
 		t.Fatalf("a hibernated session's metrics: %+v, %v", m, aerr)
 	}
-	if got, _ := d.Sessions.Get(s.ID); got.State != api.SessionHibernated {
+	if got, _ := d.Sessions.Get(s.ID); got.State != state.SessionHibernated {
 		t.Fatalf("asking for its metrics woke the session: %s", got.State)
 	}
 	if _, aerr := d.Sessions.Metrics(ctx, "nosuchsession"); aerr == nil || !errdefs.Is(aerr, errdefs.NotFound) {

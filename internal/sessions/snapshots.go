@@ -9,6 +9,8 @@ import (
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/snapshots"
+	"github.com/sandboxd/sandboxd/internal/state"
+	"github.com/sandboxd/sandboxd/internal/wire"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
@@ -19,7 +21,7 @@ const maxForks = 16
 // Snapshot saves a session's workspace (its files, directories and links;
 // project_files, processes and contexts' interpreter state are not part
 // of it) under name.
-func (m *Sessions) Snapshot(ctx context.Context, id, name string) (*api.Snapshot, error) {
+func (m *Sessions) Snapshot(ctx context.Context, id, name string) (*state.Snapshot, error) {
 	if aerr := m.snapshots.CheckName(name); aerr != nil {
 		return nil, aerr
 	}
@@ -27,9 +29,9 @@ func (m *Sessions) Snapshot(ctx context.Context, id, name string) (*api.Snapshot
 	if aerr != nil {
 		return nil, aerr
 	}
-	var sn *api.Snapshot
+	var sn *state.Snapshot
 	aerr = m.Use(ctx, id, func(ss *Session, sb *runtime.Sandbox) error {
-		sn, aerr = m.snapshots.Save(api.Snapshot{Name: name, Language: ss.Lang.Name(), Session: id}, func(w io.Writer) (int, error) {
+		sn, aerr = m.snapshots.Save(state.Snapshot{Name: name, Language: ss.Lang.Name(), Session: id}, func(w io.Writer) (int, error) {
 			return archiveWorkspace(ctx, sb, id, "snapshot", room, "snapshots.max_bytes", w)
 		})
 		return aerr
@@ -95,8 +97,8 @@ func (m *Sessions) Fork(ctx context.Context, id string, req api.ForkRequest) (*a
 	if aerr != nil {
 		return nil, aerr
 	}
-	limits, network := src.Limits, src.Network
-	made := make([]*api.Session, req.Count)
+	limits, network := api.Limits(src.Limits), api.Network(src.Network)
+	made := make([]*state.Session, req.Count)
 	errs := make([]error, req.Count)
 	var wg sync.WaitGroup
 	for i := range req.Count {
@@ -108,11 +110,11 @@ func (m *Sessions) Fork(ctx context.Context, id string, req api.ForkRequest) (*a
 		}()
 	}
 	wg.Wait()
-	out := &api.ForkResult{Snapshot: *sn}
+	out := &api.ForkResult{Snapshot: wire.Snapshot(*sn)}
 	var failed error
 	for i, s := range made {
 		if s != nil {
-			out.Sessions = append(out.Sessions, *s)
+			out.Sessions = append(out.Sessions, wire.Session(*s))
 		} else if failed == nil {
 			failed = errs[i]
 		}

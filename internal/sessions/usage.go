@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/api"
-	"github.com/sandboxd/sandboxd/internal/request"
+	"github.com/sandboxd/sandboxd/internal/wire"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
@@ -32,7 +32,7 @@ func (m *Sessions) Metrics(ctx context.Context, id string) (*api.SessionMetrics,
 	if aerr != nil {
 		return nil, aerr
 	}
-	out := &api.SessionMetrics{Session: id, Language: ss.Lang.Name(), Limits: request.APILimits(ss.Limits), Every: api.Duration(usageEvery)}
+	out := &api.SessionMetrics{Session: id, Language: ss.Lang.Name(), Limits: wire.APILimits(ss.Limits), Every: api.Duration(usageEvery)}
 	if sb := ss.running(); sb != nil {
 		now, err := m.sample(ctx, ss, sb)
 		if err != nil {

@@ -19,10 +19,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/config"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/state"
+	"github.com/sandboxd/sandboxd/internal/units"
 )
 
 var snapshotName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -85,12 +85,12 @@ func (s *Snapshots) Room() (int64, error) {
 	if room := s.quota.MaxBytes - used; room > 0 {
 		return room, nil
 	}
-	return 0, errdefs.Errorf(errdefs.TooLarge, "snapshots hold %s, all snapshots.max_bytes allows: delete one (sandboxctl snapshot rm)", api.ByteSize(used))
+	return 0, errdefs.Errorf(errdefs.TooLarge, "snapshots hold %s, all snapshots.max_bytes allows: delete one (sandboxctl snapshot rm)", units.ByteSize(used))
 }
 
 // Save stores what write writes (a tar archive of at most max bytes) as
 // the snapshot meta describes, named name.
-func (s *Snapshots) Save(meta api.Snapshot, write func(w io.Writer) (skipped int, aerr error)) (*api.Snapshot, error) {
+func (s *Snapshots) Save(meta state.Snapshot, write func(w io.Writer) (skipped int, aerr error)) (*state.Snapshot, error) {
 	a, aerr := WriteArchive(s.dir, write)
 	if aerr != nil {
 		return nil, aerr
@@ -165,7 +165,7 @@ func (d *Digest) Write(b []byte) (int, error) { d.n += int64(len(b)); return d.h
 func (d *Digest) Sum() (string, int64) { return hex.EncodeToString(d.h.Sum(nil)), d.n }
 
 // List is every snapshot, oldest first.
-func (s *Snapshots) List() ([]api.Snapshot, error) {
+func (s *Snapshots) List() ([]state.Snapshot, error) {
 	list, _, err := s.store.Snapshots()
 	if err != nil {
 		return nil, errdefs.Errorf(errdefs.Internal, "%v", err)
@@ -175,7 +175,7 @@ func (s *Snapshots) List() ([]api.Snapshot, error) {
 }
 
 // Get finds a snapshot by id or name.
-func (s *Snapshots) Get(ref string) (*api.Snapshot, error) {
+func (s *Snapshots) Get(ref string) (*state.Snapshot, error) {
 	list, aerr := s.List()
 	if aerr != nil {
 		return nil, aerr
@@ -189,7 +189,7 @@ func (s *Snapshots) Get(ref string) (*api.Snapshot, error) {
 }
 
 // Open opens a snapshot's archive.
-func (s *Snapshots) Open(ref string) (*os.File, *api.Snapshot, error) {
+func (s *Snapshots) Open(ref string) (*os.File, *state.Snapshot, error) {
 	sn, aerr := s.Get(ref)
 	if aerr != nil {
 		return nil, nil, aerr

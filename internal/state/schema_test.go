@@ -11,7 +11,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/units"
 )
 
 // writeFixture regenerates testdata/schema1.db: only when the schema
@@ -25,31 +25,31 @@ const fixtureFile = "testdata/schema1.db"
 // every field set, as sandboxd wrote them on 2026-11-24 (schema 1). A
 // field added to the api types since is left unset here: the file has
 // none of it.
-func fixture() (api.Session, api.Execution, api.Project, api.Snapshot) {
+func fixture() (Session, Execution, Project, Snapshot) {
 	at := time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)
-	limits := api.Limits{Timeout: api.Duration(30 * time.Second), Memory: 512 << 20, CPUs: 1, Pids: 256, OutputLimit: 1 << 20}
-	sess := api.Session{
-		ID: "s-0123456789ab", Language: "python", State: api.SessionLost, Error: "its container is gone",
+	limits := Limits{Timeout: units.Duration(30 * time.Second), Memory: 512 << 20, CPUs: 1, Pids: 256, OutputLimit: 1 << 20}
+	sess := Session{
+		ID: "s-0123456789ab", Language: "python", State: SessionLost, Error: "its container is gone",
 		Project: "p-1", CreatedAt: at, ExpiresAt: at.Add(time.Hour), LastUsedAt: at.Add(time.Minute),
-		IdleTimeout: api.Duration(10 * time.Minute), Limits: limits, Network: api.Network{Allow: []string{"pypi.org"}},
+		IdleTimeout: units.Duration(10 * time.Minute), Limits: limits, Network: Network{Allow: []string{"pypi.org"}},
 		Env: map[string]string{"K": "v"}, ContainerID: "c0ffee", Executions: 3,
 	}
-	exec := api.Execution{
+	exec := Execution{
 		ID: "0123456789abcdef01234567", Kind: "run", Language: "python", Session: sess.ID, StartedAt: at,
 		Outcome: "nonzero", ExitCode: 3, Signal: "SIGKILL", TimedOut: true, OOMKilled: true, Truncated: true,
 		StdoutBytes: 10, StderrBytes: 20, Limits: limits,
-		Usage:   api.Usage{CPUUserMS: 1.5, CPUSysMS: 2.5, MaxRSSBytes: 4096},
-		Timings: api.Timings{QueueMS: 0.5, RunMS: 9, TotalMS: 10},
-		Error:   "an error", Decision: api.DecisionDenied,
-		Findings: []api.Finding{{Policy: "patterns", Rule: "eval", Severity: "high", Message: "eval of input",
+		Usage:   Usage{CPUUserMS: 1.5, CPUSysMS: 2.5, MaxRSSBytes: 4096},
+		Timings: Timings{QueueMS: 0.5, RunMS: 9, TotalMS: 10},
+		Error:   "an error", Decision: "denied",
+		Findings: []Finding{{Policy: "patterns", Rule: "eval", Severity: "high", Message: "eval of input",
 			File: "main.py", Line: 1, Column: 2, Snippet: "eval(input())"}},
 		FindingsOmitted: 1,
-		Egress:          []api.Egress{{Host: "pypi.org", Port: 443, Allowed: true, BytesSent: 1, BytesReceived: 2, Error: "reset"}},
+		Egress:          []Egress{{Host: "pypi.org", Port: 443, Allowed: true, BytesSent: 1, BytesReceived: 2, Error: "reset"}},
 		EgressOmitted:   2,
 	}
-	proj := api.Project{ID: "p-1", Name: "refdata", CreatedAt: at, Size: 42, Sessions: []string{sess.ID},
-		Files: []api.ProjectFile{{Name: "a.csv", Size: 42, SHA256: "ab12", AddedAt: at}}}
-	snap := api.Snapshot{ID: "n-1", Name: "before", Language: "python", Session: sess.ID, Size: 1024, SHA256: "cd34", Skipped: 1, CreatedAt: at}
+	proj := Project{ID: "p-1", Name: "refdata", CreatedAt: at, Size: 42, Sessions: []string{sess.ID},
+		Files: []ProjectFile{{Name: "a.csv", Size: 42, SHA256: "ab12", AddedAt: at}}}
+	snap := Snapshot{ID: "n-1", Name: "before", Language: "python", Session: sess.ID, Size: 1024, SHA256: "cd34", Skipped: 1, CreatedAt: at}
 	return sess, exec, proj, snap
 }
 
@@ -71,7 +71,7 @@ func TestTodaysFileStillReads(t *testing.T) {
 	if err != nil || len(corrupt) > 0 || len(sessions) != 1 || !reflect.DeepEqual(sessions[0], sess) {
 		t.Errorf("sessions: %+v (corrupt %v, %v)\nwant %+v", sessions, corrupt, err, sess)
 	}
-	execs, err := s.Executions(10, api.ExecutionFilter{}, "")
+	execs, err := s.Executions(10, ExecutionFilter{}, "")
 	if err != nil || len(execs) != 1 || !reflect.DeepEqual(execs[0], exec) {
 		t.Errorf("executions: %+v (%v)\nwant %+v", execs, err, exec)
 	}
@@ -91,7 +91,7 @@ func TestTodaysFileStillReads(t *testing.T) {
 	}
 }
 
-func writeFixtureFile(t *testing.T, sess api.Session, exec api.Execution, proj api.Project, snap api.Snapshot) {
+func writeFixtureFile(t *testing.T, sess Session, exec Execution, proj Project, snap Snapshot) {
 	dir := t.TempDir()
 	s, err := Open(dir)
 	if err != nil {

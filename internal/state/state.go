@@ -55,8 +55,6 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
-
-	"github.com/sandboxd/sandboxd/api"
 )
 
 // SchemaVersion is the layout this code reads and writes.
@@ -78,12 +76,12 @@ const (
 )
 
 // bounded is e cut to the bounds of a history record.
-func bounded(e api.Execution) api.Execution {
+func bounded(e Execution) Execution {
 	if n := len(e.Findings); n > maxRecordFindings {
 		e.FindingsOmitted += n - maxRecordFindings
 		e.Findings = e.Findings[:maxRecordFindings]
 	}
-	fs := make([]api.Finding, len(e.Findings))
+	fs := make([]Finding, len(e.Findings))
 	for i, f := range e.Findings {
 		f.Message, f.Snippet = cut(f.Message, maxRecordText), cut(f.Snippet, maxRecordText)
 		f.Rule, f.Policy, f.File = cut(f.Rule, maxRecordText), cut(f.Policy, maxRecordText), cut(f.File, maxRecordText)
@@ -93,7 +91,7 @@ func bounded(e api.Execution) api.Execution {
 	e.Error = cut(e.Error, maxRecordError)
 	// Denied connections are what the history is read for: they stay.
 	egress := slices.Clone(e.Egress)
-	slices.SortStableFunc(egress, func(a, b api.Egress) int {
+	slices.SortStableFunc(egress, func(a, b Egress) int {
 		if a.Allowed == b.Allowed {
 			return 0
 		}
@@ -149,7 +147,7 @@ type Store struct {
 	// unwritten are the executions waiting for their batch's commit
 	// (historyBatchDelay), or refused by a commit that failed (a full
 	// disk): Executions lists them meanwhile.
-	unwritten map[string]api.Execution
+	unwritten map[string]Execution
 	// refused are those a commit failed for: every later commit takes
 	// them again, at most maxRefused.
 	refused map[string]refusedRecord
@@ -162,8 +160,8 @@ type refusedRecord struct{ key, val []byte }
 const maxRefused = 1000
 
 type executionEntry struct {
-	V         int             `json:"v"`
-	Execution executionRecord `json:"execution"`
+	V         int       `json:"v"`
+	Execution Execution `json:"execution"`
 }
 
 // Open opens (or creates) the store in dir. It fails at once, with a message
@@ -184,7 +182,7 @@ func Open(dir string) (*Store, error) {
 		return nil, err
 	}
 	db.MaxBatchDelay = historyBatchDelay
-	s := &Store{db: db, unwritten: map[string]api.Execution{}, refused: map[string]refusedRecord{}}
+	s := &Store{db: db, unwritten: map[string]Execution{}, refused: map[string]refusedRecord{}}
 	if err := s.init(dir); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -273,18 +271,18 @@ func (s *Store) init(dir string) error {
 }
 
 type sessionEntry struct {
-	V       int           `json:"v"`
-	Session sessionRecord `json:"session"`
+	V       int     `json:"v"`
+	Session Session `json:"session"`
 }
 
 type projectEntry struct {
-	V       int           `json:"v"`
-	Project projectRecord `json:"project"`
+	V       int     `json:"v"`
+	Project Project `json:"project"`
 }
 
 // PutSession stores (or replaces) a session.
-func (s *Store) PutSession(sess api.Session) error {
-	return s.put(bucketSessions, sess.ID, sessionEntry{V: 1, Session: toSession(sess)})
+func (s *Store) PutSession(sess Session) error {
+	return s.put(bucketSessions, sess.ID, sessionEntry{V: 1, Session: sess})
 }
 
 // DeleteSession forgets a session.
@@ -299,49 +297,49 @@ type Corrupt struct {
 
 // Sessions returns every stored session that decodes, and the ones that
 // do not.
-func (s *Store) Sessions() ([]api.Session, []Corrupt, error) {
-	return decodeAll(s, bucketSessions, func(e sessionEntry) api.Session { return e.Session.wire() })
+func (s *Store) Sessions() ([]Session, []Corrupt, error) {
+	return decodeAll(s, bucketSessions, func(e sessionEntry) Session { return e.Session })
 }
 
 // PutProject stores (or replaces) a project.
-func (s *Store) PutProject(p api.Project) error {
-	return s.put(bucketProjects, p.ID, projectEntry{V: 1, Project: toProject(p)})
+func (s *Store) PutProject(p Project) error {
+	return s.put(bucketProjects, p.ID, projectEntry{V: 1, Project: p})
 }
 
 // DeleteProject forgets a project.
 func (s *Store) DeleteProject(id string) error { return s.delete(bucketProjects, id) }
 
 // Projects returns every project that decodes, and the ones that do not.
-func (s *Store) Projects() ([]api.Project, []Corrupt, error) {
-	return decodeAll(s, bucketProjects, func(e projectEntry) api.Project { return e.Project.wire() })
+func (s *Store) Projects() ([]Project, []Corrupt, error) {
+	return decodeAll(s, bucketProjects, func(e projectEntry) Project { return e.Project })
 }
 
 type snapshotEntry struct {
-	V        int            `json:"v"`
-	Snapshot snapshotRecord `json:"snapshot"`
+	V        int      `json:"v"`
+	Snapshot Snapshot `json:"snapshot"`
 }
 
 // PutSnapshot stores (or replaces) a snapshot's record.
-func (s *Store) PutSnapshot(sn api.Snapshot) error {
-	return s.put(bucketSnapshots, sn.ID, snapshotEntry{V: 1, Snapshot: snapshotRecord(sn)})
+func (s *Store) PutSnapshot(sn Snapshot) error {
+	return s.put(bucketSnapshots, sn.ID, snapshotEntry{V: 1, Snapshot: sn})
 }
 
 // DeleteSnapshot forgets a snapshot.
 func (s *Store) DeleteSnapshot(id string) error { return s.delete(bucketSnapshots, id) }
 
 // Snapshots returns every snapshot that decodes, and the ones that do not.
-func (s *Store) Snapshots() ([]api.Snapshot, []Corrupt, error) {
-	return decodeAll(s, bucketSnapshots, func(e snapshotEntry) api.Snapshot { return api.Snapshot(e.Snapshot) })
+func (s *Store) Snapshots() ([]Snapshot, []Corrupt, error) {
+	return decodeAll(s, bucketSnapshots, func(e snapshotEntry) Snapshot { return e.Snapshot })
 }
 
 type approvalEntry struct {
-	V        int            `json:"v"`
-	Approval approvalRecord `json:"approval"`
+	V        int      `json:"v"`
+	Approval Approval `json:"approval"`
 }
 
 // PutApproval stores (or replaces) an approval.
-func (s *Store) PutApproval(a api.Approval) error {
-	return s.put(bucketApprovals, a.ID, approvalEntry{V: 1, Approval: toApproval(a)})
+func (s *Store) PutApproval(a Approval) error {
+	return s.put(bucketApprovals, a.ID, approvalEntry{V: 1, Approval: a})
 }
 
 // DeleteApproval forgets an approval.
@@ -349,8 +347,8 @@ func (s *Store) DeleteApproval(id string) error { return s.delete(bucketApproval
 
 // Approvals returns every approval that decodes, oldest first, and the
 // ones that do not.
-func (s *Store) Approvals() ([]api.Approval, []Corrupt, error) {
-	return decodeAll(s, bucketApprovals, func(e approvalEntry) api.Approval { return e.Approval.wire() })
+func (s *Store) Approvals() ([]Approval, []Corrupt, error) {
+	return decodeAll(s, bucketApprovals, func(e approvalEntry) Approval { return e.Approval })
 }
 
 // E2BSandbox is a session made through the E2B-compatible API
@@ -471,13 +469,13 @@ func NewID(t time.Time) string {
 // RecordExecution stores one execution. Concurrent callers are batched into
 // one transaction (and one fsync). One whose commit fails stays listed,
 // and the next commit writes it again.
-func (s *Store) RecordExecution(e api.Execution) error {
+func (s *Store) RecordExecution(e Execution) error {
 	key, err := hex.DecodeString(e.ID)
 	if err != nil || len(key) != 12 {
 		return fmt.Errorf("execution id %q was not made by NewID", e.ID)
 	}
 	e = bounded(e)
-	val, err := json.Marshal(executionEntry{V: 1, Execution: toExecution(e)})
+	val, err := json.Marshal(executionEntry{V: 1, Execution: e})
 	if err != nil {
 		return err
 	}
@@ -535,10 +533,10 @@ func (s *Store) RecordExecution(e api.Execution) error {
 // Executions lists up to limit executions, newest first, optionally only
 // those of one language, started before the execution id before (paging).
 // Those still waiting for their commit are listed too.
-func (s *Store) Executions(limit int, filter api.ExecutionFilter, before string) ([]api.Execution, error) {
+func (s *Store) Executions(limit int, filter ExecutionFilter, before string) ([]Execution, error) {
 	// Taken before the database is read: one committed meanwhile is in
 	// both (and listed once), none is in neither.
-	var waiting []api.Execution
+	var waiting []Execution
 	s.mu.Lock()
 	for id, e := range s.unwritten {
 		if (before == "" || id < before) && filter.Match(e) {
@@ -546,7 +544,7 @@ func (s *Store) Executions(limit int, filter api.ExecutionFilter, before string)
 		}
 	}
 	s.mu.Unlock()
-	out := []api.Execution{}
+	out := []Execution{}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketExecutions).Cursor()
 		var k, v []byte
@@ -570,7 +568,7 @@ func (s *Store) Executions(limit int, filter api.ExecutionFilter, before string)
 			if err := json.Unmarshal(v, &e); err != nil {
 				continue // a damaged record is skipped, not fatal
 			}
-			if x := e.Execution.wire(); filter.Match(x) {
+			if x := e.Execution; filter.Match(x) {
 				out = append(out, x)
 			}
 		}
@@ -581,8 +579,8 @@ func (s *Store) Executions(limit int, filter api.ExecutionFilter, before string)
 	}
 	// IDs sort by time: newest first is the largest first.
 	out = append(out, waiting...)
-	slices.SortFunc(out, func(a, b api.Execution) int { return strings.Compare(b.ID, a.ID) })
-	out = slices.CompactFunc(out, func(a, b api.Execution) bool { return a.ID == b.ID })
+	slices.SortFunc(out, func(a, b Execution) int { return strings.Compare(b.ID, a.ID) })
+	out = slices.CompactFunc(out, func(a, b Execution) bool { return a.ID == b.ID })
 	return out[:min(len(out), limit)], nil
 }
 

@@ -12,8 +12,6 @@ import (
 	"unicode/utf8"
 
 	bolt "go.etcd.io/bbolt"
-
-	"github.com/sandboxd/sandboxd/api"
 )
 
 func TestExecutionsNewestFirstAndSurviveReopen(t *testing.T) {
@@ -32,7 +30,7 @@ func TestExecutionsNewestFirstAndSurviveReopen(t *testing.T) {
 		if i%2 == 1 {
 			lang = "node"
 		}
-		if err := s.RecordExecution(api.Execution{ID: id, Language: lang, ExitCode: i}); err != nil {
+		if err := s.RecordExecution(Execution{ID: id, Language: lang, ExitCode: i}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -46,19 +44,19 @@ func TestExecutionsNewestFirstAndSurviveReopen(t *testing.T) {
 	if s.Instance() != instance {
 		t.Fatalf("instance changed across reopen: %s -> %s", instance, s.Instance())
 	}
-	all, _ := s.Executions(10, api.ExecutionFilter{}, "")
+	all, _ := s.Executions(10, ExecutionFilter{}, "")
 	if len(all) != 5 || all[0].ID != ids[4] || all[4].ID != ids[0] {
 		t.Fatalf("order: %+v", all)
 	}
-	node, _ := s.Executions(10, api.ExecutionFilter{Language: "node"}, "")
+	node, _ := s.Executions(10, ExecutionFilter{Language: "node"}, "")
 	if len(node) != 2 || node[0].ExitCode != 3 {
 		t.Fatalf("filter: %+v", node)
 	}
-	page, _ := s.Executions(2, api.ExecutionFilter{}, ids[3])
+	page, _ := s.Executions(2, ExecutionFilter{}, ids[3])
 	if len(page) != 2 || page[0].ID != ids[2] || page[1].ID != ids[1] {
 		t.Fatalf("paging: %+v", page)
 	}
-	if err := s.RecordExecution(api.Execution{ID: "not-hex"}); err == nil {
+	if err := s.RecordExecution(Execution{ID: "not-hex"}); err == nil {
 		t.Fatal("a bad id was accepted")
 	}
 }
@@ -84,14 +82,14 @@ func TestHistoryRecordsAreBounded(t *testing.T) {
 	}
 	defer s.Close()
 	long := strings.Repeat("é", 4000)
-	e := api.Execution{ID: NewID(time.Now()), Error: long}
+	e := Execution{ID: NewID(time.Now()), Error: long}
 	for i := 0; i < 200; i++ {
-		e.Findings = append(e.Findings, api.Finding{Rule: "r", Message: long, Snippet: long})
+		e.Findings = append(e.Findings, Finding{Rule: "r", Message: long, Snippet: long})
 	}
 	if err := s.RecordExecution(e); err != nil {
 		t.Fatal(err)
 	}
-	got, _ := s.Executions(1, api.ExecutionFilter{}, "")
+	got, _ := s.Executions(1, ExecutionFilter{}, "")
 	size, _ := json.Marshal(got[0])
 	if len(got[0].Findings) != maxRecordFindings || got[0].FindingsOmitted != 190 || len(size) > 8<<10 {
 		t.Fatalf("%d findings, %d omitted, %d bytes", len(got[0].Findings), got[0].FindingsOmitted, len(size))
@@ -110,7 +108,7 @@ func TestCorruptRecordsAreSkippedAndTheInstanceSurvivesTheFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	instance := s.Instance()
-	if err := s.PutSession(api.Session{ID: "good"}); err != nil {
+	if err := s.PutSession(Session{ID: "good"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketSessions).Put([]byte("bad"), []byte("{torn")) }); err != nil {
@@ -192,11 +190,11 @@ func TestExecutionsListTheUncommitted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	old := api.Execution{ID: NewID(time.Now().Add(-time.Minute)), Language: "python"}
+	old := Execution{ID: NewID(time.Now().Add(-time.Minute)), Language: "python"}
 	if err := s.RecordExecution(old); err != nil {
 		t.Fatal(err)
 	}
-	e := api.Execution{ID: NewID(time.Now()), Language: "python"}
+	e := Execution{ID: NewID(time.Now()), Language: "python"}
 	done := make(chan error)
 	go func() { done <- s.RecordExecution(e) }()
 	for {
@@ -209,7 +207,7 @@ func TestExecutionsListTheUncommitted(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	ids := func(before string) string {
-		list, err := s.Executions(10, api.ExecutionFilter{Language: "python"}, before)
+		list, err := s.Executions(10, ExecutionFilter{Language: "python"}, before)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package state
+package wire
 
 import (
 	"reflect"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/state"
 )
 
 // fill sets every field of v, however deep, to a value that is not its
@@ -49,24 +50,21 @@ func filled[T any](t *testing.T) T {
 	return x
 }
 
-// Every field of the api types a record stands for goes into the record
-// and comes back: a field added to the wire and not to the store fails
-// here (or, for a flat record, does not compile).
+// Every field of a record reaches the wire, and every field of the wire's
+// type comes from the record: a field added to one and not to the other
+// fails here (or, for a flat record, does not compile). Filled with the
+// same values, the record mapped must be the wire's type filled.
 func TestRecordsKeepEveryField(t *testing.T) {
 	check := func(name string, want, got any) {
 		if !reflect.DeepEqual(want, got) {
-			t.Errorf("%s: the record lost a field:\nwant %+v\ngot  %+v", name, want, got)
+			t.Errorf("%s: the mapping lost a field:\nwant %+v\ngot  %+v", name, want, got)
 		}
 	}
-	e := filled[api.Execution](t)
-	check("execution", e, toExecution(e).wire())
-	s := filled[api.Session](t)
-	check("session", s, toSession(s).wire())
-	p := filled[api.Project](t)
-	check("project", p, toProject(p).wire())
-	a := filled[api.Approval](t)
-	check("approval", a, toApproval(a).wire())
-	n := filled[api.Snapshot](t)
-	check("snapshot", n, api.Snapshot(snapshotRecord(n)))
-	check("an execution without its optional parts", api.Execution{}, toExecution(api.Execution{}).wire())
+	check("execution", filled[api.Execution](t), Execution(filled[state.Execution](t)))
+	check("execution, back", filled[state.Execution](t), ExecutionRecord(filled[api.Execution](t)))
+	check("session", filled[api.Session](t), Session(filled[state.Session](t)))
+	check("project", filled[api.Project](t), Project(filled[state.Project](t)))
+	check("approval", filled[api.Approval](t), Approval(filled[state.Approval](t)))
+	check("snapshot", filled[api.Snapshot](t), Snapshot(filled[state.Snapshot](t)))
+	check("an execution without its optional parts", api.Execution{}, Execution(ExecutionRecord(api.Execution{})))
 }

@@ -1,11 +1,17 @@
-// Package request turns what a client sends into what the daemon runs,
-// checked once: a program (its files, code, entry, args, env and stdin)
-// or a session command, in the one shape the daemon keeps it in
-// (plugins/program files), and the limits and deadline it will run with.
+// Package wire is where the API's types (package api) meet sandboxd's
+// own, both ways:
 //
-// It owns the bounds of a request beyond the operator's ceilings and the
-// rule of which timeout wins. It runs nothing and keeps no state.
-package request
+//   - in: what a client sends becomes what the daemon runs, checked once:
+//     a program (its files, code, entry, args, env and stdin) or a session
+//     command, in the one shape the daemon keeps it in (plugins/program
+//     files), and the limits and deadline it will run with. It owns the
+//     bounds of a request beyond the operator's ceilings and the rule of
+//     which timeout wins;
+//   - out: the records sandboxd keeps (package state) as clients read
+//     them (records.go), and errors as the wire's codes (ErrorOf).
+//
+// It runs nothing and keeps no state.
+package wire
 
 import (
 	"errors"

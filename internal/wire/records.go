@@ -1,0 +1,111 @@
+package wire
+
+import (
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/state"
+	"github.com/sandboxd/sandboxd/runtime"
+)
+
+// The records sandboxd keeps (package state) as the wire shows them, and
+// back where the daemon still builds one from a result. A flat record
+// converts with a plain conversion, which stops compiling the day the two
+// differ; the nested ones are mapped field by field, and
+// TestRecordsKeepEveryField checks that no field is dropped either way.
+
+// Execution is a history record as the wire shows it.
+func Execution(e state.Execution) api.Execution {
+	return api.Execution{
+		ID: e.ID, Kind: e.Kind, Language: e.Language, Session: e.Session, StartedAt: e.StartedAt,
+		Outcome: e.Outcome, ExitCode: e.ExitCode, Signal: e.Signal, TimedOut: e.TimedOut, OOMKilled: e.OOMKilled,
+		Truncated: e.Truncated, StdoutBytes: e.StdoutBytes, StderrBytes: e.StderrBytes,
+		Limits: api.Limits(e.Limits), Usage: api.Usage(e.Usage), Timings: api.Timings(e.Timings),
+		Error: e.Error, Decision: e.Decision,
+		Findings: All(e.Findings, Finding), FindingsOmitted: e.FindingsOmitted,
+		Egress: All(e.Egress, func(g state.Egress) api.Egress { return api.Egress(g) }), EgressOmitted: e.EgressOmitted,
+		Approval: ptr(e.Approval, func(a state.ApprovalOutcome) api.ApprovalOutcome { return api.ApprovalOutcome(a) }),
+	}
+}
+
+// ExecutionRecord is e as the history keeps it.
+func ExecutionRecord(e api.Execution) state.Execution {
+	return state.Execution{
+		ID: e.ID, Kind: e.Kind, Language: e.Language, Session: e.Session, StartedAt: e.StartedAt,
+		Outcome: e.Outcome, ExitCode: e.ExitCode, Signal: e.Signal, TimedOut: e.TimedOut, OOMKilled: e.OOMKilled,
+		Truncated: e.Truncated, StdoutBytes: e.StdoutBytes, StderrBytes: e.StderrBytes,
+		Limits: state.Limits(e.Limits), Usage: state.Usage(e.Usage), Timings: state.Timings(e.Timings),
+		Error: e.Error, Decision: e.Decision,
+		Findings: All(e.Findings, FindingRecord), FindingsOmitted: e.FindingsOmitted,
+		Egress: All(e.Egress, func(g api.Egress) state.Egress { return state.Egress(g) }), EgressOmitted: e.EgressOmitted,
+		Approval: ptr(e.Approval, func(a api.ApprovalOutcome) state.ApprovalOutcome { return state.ApprovalOutcome(a) }),
+	}
+}
+
+// Session is a session as the wire shows it.
+func Session(s state.Session) api.Session {
+	return api.Session{
+		ID: s.ID, Language: s.Language, State: s.State, Error: s.Error, Project: s.Project,
+		CreatedAt: s.CreatedAt, ExpiresAt: s.ExpiresAt, LastUsedAt: s.LastUsedAt, IdleTimeout: s.IdleTimeout,
+		Limits: api.Limits(s.Limits), Network: api.Network(s.Network), Env: s.Env, Secrets: s.Secrets,
+		ContainerID: s.ContainerID, Executions: s.Executions,
+		Hibernation: ptr(s.Hibernation, func(h state.Hibernation) api.Hibernation { return api.Hibernation(h) }),
+		Resumes:     s.Resumes, ResumeMS: s.ResumeMS, ContextsLost: s.ContextsLost,
+	}
+}
+
+// Project is a project as the wire shows it.
+func Project(p state.Project) api.Project {
+	return api.Project{ID: p.ID, Name: p.Name, CreatedAt: p.CreatedAt, Size: p.Size, Sessions: p.Sessions,
+		Files: All(p.Files, func(f state.ProjectFile) api.ProjectFile { return api.ProjectFile(f) })}
+}
+
+// Snapshot is a snapshot as the wire shows it.
+func Snapshot(s state.Snapshot) api.Snapshot { return api.Snapshot(s) }
+
+// Approval is an approval as the wire shows it.
+func Approval(a state.Approval) api.Approval {
+	return api.Approval{
+		ID: a.ID, State: a.State, Kind: a.Kind, Language: a.Language, Session: a.Session, Argv: a.Argv, Entry: a.Entry,
+		Files:    All(a.Files, func(f state.ApprovalFile) api.ApprovalFile { return api.ApprovalFile(f) }),
+		Question: Finding(a.Question), Findings: All(a.Findings, Finding),
+		Created: a.Created, Deadline: a.Deadline, Decided: a.Decided, By: a.By, Reason: a.Reason, Waiting: a.Waiting,
+	}
+}
+
+// Finding is a finding as the wire shows it.
+func Finding(f state.Finding) api.Finding { return api.Finding(f) }
+
+// FindingRecord is f as a record keeps it.
+func FindingRecord(f api.Finding) state.Finding { return state.Finding(f) }
+
+// LimitsRecord is l as a record keeps it.
+func LimitsRecord(l runtime.Limits) state.Limits { return state.Limits(APILimits(l)) }
+
+// All maps every element of in with f (a list of records to the wire's),
+// keeping nil nil.
+func All[T, U any](in []T, f func(T) U) []U {
+	if in == nil {
+		return nil
+	}
+	out := make([]U, len(in))
+	for i, x := range in {
+		out[i] = f(x)
+	}
+	return out
+}
+
+// ptr maps what p points to, keeping nil nil.
+func ptr[T, U any](p *T, f func(T) U) *U {
+	if p == nil {
+		return nil
+	}
+	u := f(*p)
+	return &u
+}
+
+// KeptLimits are the limits a record kept, under ceil: what a request
+// that asked for them would get.
+func KeptLimits(ceil runtime.Limits, kept state.Limits) runtime.Limits {
+	asked := api.Limits(kept)
+	l, _ := Limits(ceil, 0, &asked)
+	return l
+}
