@@ -82,6 +82,23 @@ type Limits struct {
 	OutputLimit int64  // bytes per stream an execution may print
 }
 
+// Resized reports whether a container made with the limits from needs
+// its resources (memory, CPUs, pids) updated to run with l.
+func (l Limits) Resized(from Limits) bool {
+	return l.Memory != from.Memory || l.CPUs != from.CPUs || l.Pids != from.Pids
+}
+
+// EnvList turns environment maps into KEY=VALUE pairs, later maps winning.
+func EnvList(maps ...map[string]string) []string {
+	var env []string
+	for _, m := range maps {
+		for k, v := range m {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
 // ShortID is a container id as people read it: its first 12 characters.
 func ShortID(id string) string { return id[:min(12, len(id))] }
 

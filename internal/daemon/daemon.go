@@ -31,9 +31,9 @@ import (
 	"github.com/sandboxd/sandboxd/internal/sessions"
 	"github.com/sandboxd/sandboxd/internal/snapshots"
 	"github.com/sandboxd/sandboxd/internal/state"
+	"github.com/sandboxd/sandboxd/internal/stats"
 	"github.com/sandboxd/sandboxd/internal/timeline"
 	"github.com/sandboxd/sandboxd/internal/wire"
-	"github.com/sandboxd/sandboxd/plugins"
 	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/runtime"
 )
@@ -194,32 +194,22 @@ func (d *Daemon) Close(ctx context.Context) {
 }
 
 // Plugins reports every plugin's health, language plugins first.
-func (d *Daemon) Plugins() []api.Plugin {
-	var out []api.Plugin
+func (d *Daemon) Plugins() []stats.Plugin {
+	var out []stats.Plugin
 	for _, l := range d.Languages.All() {
-		out = append(out, report(l.Plugin.Process.Health(), l.Info.Version))
+		out = append(out, stats.Plugin{Health: l.Plugin.Process.Health(), Version: l.Info.Version})
 	}
 	for _, p := range d.policies.Plugins() {
-		out = append(out, report(p.Health(), p.Version))
+		out = append(out, stats.Plugin{Health: p.Health(), Version: p.Version})
 	}
 	return out
 }
 
-func report(h plugins.Health, version string) api.Plugin {
-	return api.Plugin{
-		Kind: string(h.Kind), Name: h.Name, Path: h.Path, Version: version,
-		Running: h.Running, Restarts: h.Restarts, LastError: h.LastError, RetryAt: h.RetryAt,
-	}
-}
-
 // Health checks the engine (see engineProbe) and the plugins.
-func (d *Daemon) Health(ctx context.Context) api.Health {
-	h := api.Health{Status: "ok", Version: Version, Uptime: api.Duration(time.Since(d.started)), Plugins: d.Plugins()}
-	if info, err := d.engine.get(ctx); err != nil {
-		h.Docker = api.DockerHealth{Error: err.Error()}
-		h.Problems = append(h.Problems, "docker: "+err.Error())
-	} else {
-		h.Docker = api.DockerHealth{OK: true, Version: info.Version, APIVersion: info.APIVersion, Runtime: info.Runtime}
+func (d *Daemon) Health(ctx context.Context) stats.Health {
+	h := stats.Health{Status: "ok", Version: Version, Uptime: time.Since(d.started), Plugins: d.Plugins()}
+	if h.Engine, h.EngineErr = d.engine.get(ctx); h.EngineErr != nil {
+		h.Problems = append(h.Problems, "docker: "+h.EngineErr.Error())
 	}
 	for _, p := range h.Plugins {
 		if !p.RetryAt.IsZero() {
@@ -236,13 +226,10 @@ func (d *Daemon) Health(ctx context.Context) api.Health {
 }
 
 // Stats reports counters since start.
-func (d *Daemon) Stats() api.Stats {
-	st := api.Stats{
-		Uptime: api.Duration(time.Since(d.started)), InFlight: d.gate.InFlight(),
-		Pools: d.Languages.Pools(), Rules: map[string]api.RuleStats{},
-	}
-	for rule, n := range d.policies.Stats() {
-		st.Rules[rule] = api.RuleStats{Findings: n.Findings, Denials: n.Denials}
+func (d *Daemon) Stats() stats.Figures {
+	st := stats.Figures{
+		Uptime: time.Since(d.started), InFlight: d.gate.InFlight(),
+		Pools: d.Languages.Pools(), Rules: d.policies.Stats(),
 	}
 	st.Executions, st.Outcomes = d.records.counts()
 	st.Sessions, st.SessionsHibernated, st.SessionsLost = d.Sessions.Counts()
@@ -261,7 +248,7 @@ func (d *Daemon) Secrets() api.SecretList {
 }
 
 // SessionUsage implements metrics.Figures.
-func (d *Daemon) SessionUsage() map[string][]api.SandboxUsage { return d.Sessions.Usage() }
+func (d *Daemon) SessionUsage() map[string][]stats.SandboxUsage { return d.Sessions.Usage() }
 
 // Executions lists recorded executions, newest first.
 func (d *Daemon) Executions(limit int, filter api.ExecutionFilter, before string) ([]api.Execution, error) {

@@ -10,6 +10,7 @@ import (
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/daemon/daemontest"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
+	"github.com/sandboxd/sandboxd/internal/stats"
 	"github.com/sandboxd/sandboxd/runtime"
 )
 
@@ -29,7 +30,7 @@ func TestRunsReuseAFreshSandbox(t *testing.T) {
 	// Creations the first run set off (the pool's refill) land before the
 	// count is taken. The pool's count: the runtime's has the version
 	// probe too, which runs when it may.
-	pool := func() api.PoolStats { return d.Stats().Pools["bash"] }
+	pool := func() stats.Pool { return d.Stats().Pools["bash"] }
 	for deadline := time.Now().Add(5 * time.Second); pool().Starting > 0 && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -64,7 +65,7 @@ func TestRunErrors(t *testing.T) {
 		t.Errorf("a run past its deadline: %+v %v", res, aerr)
 	}
 	rt.Stop()
-	if h := d.Health(ctx); h.Status != "degraded" || h.Docker.OK {
+	if h := d.Health(ctx); h.Status != "degraded" || h.EngineErr == nil {
 		t.Errorf("health with the engine stopped: %+v", h)
 	}
 }

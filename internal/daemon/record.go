@@ -52,18 +52,26 @@ func outcome(r *api.RunResult) string {
 	return outcomeOK
 }
 
-// count records an execution's outcome; timings and usage are nil for one
-// that never ran to the end.
-func (r *recorder) count(language, kind, outcome string, timings *api.Timings, usage *api.Usage) {
-	r.metrics.Executed(language, kind, outcome, timings, usage)
+// count records an execution's outcome; res is nil for one that never
+// ran to the end.
+func (r *recorder) count(language, kind, outcome string, res *api.RunResult) {
+	var ran *metrics.Ran
+	if res != nil {
+		t, u := res.Timings, res.Usage
+		ran = &metrics.Ran{Queue: fromMS(t.QueueMS), Run: fromMS(t.RunMS), CPUUser: fromMS(u.CPUUserMS), CPUSys: fromMS(u.CPUSysMS)}
+	}
+	r.metrics.Executed(language, kind, outcome, ran)
 	r.mu.Lock()
 	r.total++
 	r.outcomes[outcome]++
 	r.mu.Unlock()
-	if timings != nil {
-		r.latency(timings.TotalMS)
+	if res != nil {
+		r.latency(res.Timings.TotalMS)
 	}
 }
+
+// fromMS is a duration in milliseconds as a Duration.
+func fromMS(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
 
 func (r *recorder) counts() (uint64, map[string]uint64) {
 	r.mu.Lock()
@@ -78,7 +86,7 @@ func (r *recorder) counts() (uint64, map[string]uint64) {
 // ran counts and stores an execution that ran.
 func (r *recorder) ran(res *api.RunResult, kind string, limits api.Limits, started time.Time) {
 	o := outcome(res)
-	r.count(res.Language, kind, o, &res.Timings, &res.Usage)
+	r.count(res.Language, kind, o, res)
 	r.write(api.Execution{
 		ID: res.ID, Kind: kind, Language: res.Language, Session: res.Session, StartedAt: started.UTC(), Outcome: o,
 		ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut, OOMKilled: res.OOMKilled,
@@ -93,7 +101,7 @@ func (r *recorder) ran(res *api.RunResult, kind string, limits api.Limits, start
 // asked (approval), refused: it never ran.
 func (r *recorder) denied(language, kind, session string, findings []api.Finding, approval *api.ApprovalOutcome) {
 	now := time.Now()
-	r.count(language, kind, outcomeDenied, nil, nil)
+	r.count(language, kind, outcomeDenied, nil)
 	r.write(api.Execution{ID: state.NewID(now), Kind: kind, Language: language, Session: session,
 		StartedAt: now.UTC(), Outcome: outcomeDenied, ExitCode: -1, Decision: api.DecisionDenied, Findings: findings, Approval: approval})
 }
@@ -102,7 +110,7 @@ func (r *recorder) denied(language, kind, session string, findings []api.Finding
 // (no container, a dead sandbox), with why.
 func (r *recorder) failed(language, kind, session string, limits api.Limits, aerr error) error {
 	now := time.Now()
-	r.count(language, kind, outcomeError, nil, nil)
+	r.count(language, kind, outcomeError, nil)
 	r.write(api.Execution{ID: state.NewID(now), Kind: kind, Language: language, Session: session,
 		StartedAt: now.UTC(), Outcome: outcomeError, ExitCode: -1, Limits: limits, Error: wire.ErrorOf(aerr).Error()})
 	return aerr

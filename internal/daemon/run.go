@@ -62,7 +62,7 @@ func (d *Daemon) run(ctx context.Context, req api.RunRequest, out OutputFunc, tt
 	if j.warm != nil {
 		j.warm = l.LearnScript // the pool warms for the script names one-shot runs use
 	}
-	j.env, j.killOnExit, j.tty = wire.EnvList(j.env0, req.Env), true, tty
+	j.env, j.killOnExit, j.tty = runtime.EnvList(j.env0, req.Env), true, tty
 	if tty != nil {
 		j.env = append(j.env, "TERM="+terminalEnv["TERM"])
 	}
@@ -77,7 +77,7 @@ func (d *Daemon) run(ctx context.Context, req api.RunRequest, out OutputFunc, tt
 	if aerr := wire.Within(limits, l.Limits(), l.Name()); aerr != nil {
 		return nil, aerr
 	}
-	allow, aerr := l.Narrow(req.Network)
+	allow, aerr := wire.Allow(l, req.Network)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -85,7 +85,7 @@ func (d *Daemon) run(ctx context.Context, req api.RunRequest, out OutputFunc, tt
 	if aerr != nil {
 		return nil, aerr
 	}
-	j.env = append(j.env, wire.EnvList(languages.SecretEnv(secrets))...)
+	j.env = append(j.env, runtime.EnvList(languages.SecretEnv(secrets))...)
 
 	// From here on a failure is sandboxd's, and recorded as such.
 	failed := func(err error) error {
@@ -181,7 +181,7 @@ func (d *Daemon) Exec(ctx context.Context, id string, req api.ExecRequest, out O
 		if aerr != nil {
 			return aerr
 		}
-		j.env = wire.EnvList(j.env0, ss.Record().Env, req.Env)
+		j.env = runtime.EnvList(j.env0, ss.Record().Env, req.Env)
 		j.outputs = supervisor.OutputsDir
 		limits, aerr := wire.Limits(ss.Limits, req.Timeout, req.Limits)
 		if aerr != nil {

@@ -68,7 +68,7 @@ func (d *Daemon) Command(ctx context.Context, id string, c Command) (*api.RunRes
 		if aerr != nil {
 			return aerr
 		}
-		j := job{steps: []language.Step{{Name: "run", Argv: c.Argv}}, env: wire.EnvList(ss.Record().Env, c.Env), in: c.Stdin, dir: dir, tty: c.TTY}
+		j := job{steps: []language.Step{{Name: "run", Argv: c.Argv}}, env: runtime.EnvList(ss.Record().Env, c.Env), in: c.Stdin, dir: dir, tty: c.TTY}
 		if c.Started != nil {
 			c.Started()
 		}

@@ -15,7 +15,7 @@ func (r *Registry) CanCheckpoint(ctx context.Context, l *Language) bool {
 	return runtime.Checkpoints(r.rt).CanCheckpoint(ctx, l.Config.Runtime)
 }
 
-// hibernation is what l's hibernated sessions keep (api.Language).
+// hibernation is what l's hibernated sessions keep (Entry.Hibernation).
 func (r *Registry) hibernation(ctx context.Context, l *Language) string {
 	if r.cfg.Sessions.KeepMemory && r.CanCheckpoint(ctx, l) {
 		return "memory"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/images"
 	"github.com/sandboxd/sandboxd/internal/egress"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
@@ -17,13 +16,10 @@ import (
 // get no proxy at all.
 func (l *Language) Egress() egress.List { return l.allow }
 
-// Narrow is the allow-list a request asked for (nil: the language's
-// own), refused when it reaches beyond the language's.
-func (l *Language) Narrow(req *api.Network) (egress.List, error) {
-	if req == nil {
-		return l.allow, nil
-	}
-	list, err := egress.Parse(req.Allow)
+// Narrow is the allow-list a request asked for, refused when it reaches
+// beyond the language's.
+func (l *Language) Narrow(asked []string) (egress.List, error) {
+	list, err := egress.Parse(asked)
 	if err != nil {
 		return nil, errdefs.Errorf(errdefs.Invalid, "network.allow: %v; each entry is %s", err, egress.RuleSyntax)
 	}

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/images"
 	"github.com/sandboxd/sandboxd/internal/config"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
@@ -27,6 +26,13 @@ type imageState struct {
 	version string // what the runtime's version command printed
 }
 
+// Building is a language's image build under way: since when, and how
+// far it has got (e.g. "Step 3/9 : RUN apt-get ...").
+type Building struct {
+	Since time.Time
+	Step  string
+}
+
 // imageCell guards a language's imageState: builds and version probes
 // change it while requests read it. While sandboxd builds the image in
 // the background (see buildMissing), building says since when and how
@@ -34,13 +40,13 @@ type imageState struct {
 type imageCell struct {
 	mu       sync.Mutex
 	st       imageState
-	building *api.ImageBuilding
+	building *Building
 }
 
 // startBuilding marks the image as being built from now.
 func (c *imageCell) startBuilding(now time.Time) {
 	c.mu.Lock()
-	c.building = &api.ImageBuilding{Since: now, Step: "waiting for another build to end"}
+	c.building = &Building{Since: now, Step: "waiting for another build to end"}
 	c.mu.Unlock()
 }
 
@@ -63,7 +69,7 @@ func (c *imageCell) doneBuilding() {
 }
 
 // buildingNow is the build under way, if one is.
-func (c *imageCell) buildingNow() *api.ImageBuilding {
+func (c *imageCell) buildingNow() *Building {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.building

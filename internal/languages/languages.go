@@ -21,7 +21,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/images"
 	"github.com/sandboxd/sandboxd/internal/config"
 	"github.com/sandboxd/sandboxd/internal/egress"
@@ -29,7 +28,8 @@ import (
 	"github.com/sandboxd/sandboxd/internal/metrics"
 	"github.com/sandboxd/sandboxd/internal/pool"
 	"github.com/sandboxd/sandboxd/internal/state"
-	"github.com/sandboxd/sandboxd/internal/wire"
+	"github.com/sandboxd/sandboxd/internal/stats"
+	"github.com/sandboxd/sandboxd/internal/units"
 	"github.com/sandboxd/sandboxd/plugins"
 	"github.com/sandboxd/sandboxd/plugins/language"
 	"github.com/sandboxd/sandboxd/runtime"
@@ -154,7 +154,7 @@ func (r *Registry) load(ctx context.Context, lc config.Language) (*Language, err
 	}
 	if lc.Limits.Disk >= lc.Limits.Memory {
 		r.log.Warn("disk is not below memory: workspace files are in RAM and count toward memory, so a full workspace is killed for memory before it sees ENOSPC",
-			"language", lc.Name, "memory", api.ByteSize(lc.Limits.Memory).String(), "disk", api.ByteSize(lc.Limits.Disk).String())
+			"language", lc.Name, "memory", units.ByteSize(lc.Limits.Memory).String(), "disk", units.ByteSize(lc.Limits.Disk).String())
 	}
 	if err := r.resolveImage(ctx, l).err; err != nil && r.buildsMissing(l) {
 		r.log.Info("the image of this language is missing; sandboxd builds it in the background", "language", lc.Name, "image", l.baseImage)
@@ -246,12 +246,12 @@ func (r *Registry) Acquire(ctx context.Context, l *Language, limits runtime.Limi
 	if err := r.ready(ctx, l); err != nil {
 		return nil, nil, err
 	}
-	if wire.Lowered(limits, l.Limits()) && l.fixedLimits.Load() {
+	if limits.Resized(l.Limits()) && l.fixedLimits.Load() {
 		sb, err = r.create(ctx, l, limits, nil, "")
 	} else if sb, err = l.pool.Acquire(ctx); err == nil {
 		warm := sb
 		if sb, err = r.fit(ctx, l, warm, limits, func() { l.pool.Release(warm) }); sb == warm {
-			lowered := wire.Lowered(limits, l.Limits())
+			lowered := limits.Resized(l.Limits())
 			return sb, func(clean bool) {
 				if !clean {
 					r.metrics.Recycled(l.Name(), "run")
@@ -336,7 +336,7 @@ func (r *Registry) Take(ctx context.Context, l *Language, limits runtime.Limits,
 	if err := r.ready(ctx, l); err != nil {
 		return nil, err
 	}
-	if len(mounts) > 0 || (wire.Lowered(limits, l.Limits()) && l.fixedLimits.Load()) {
+	if len(mounts) > 0 || (limits.Resized(l.Limits()) && l.fixedLimits.Load()) {
 		return r.create(ctx, l, limits, mounts, "")
 	}
 	sb, err := l.pool.Take(ctx)
@@ -351,7 +351,7 @@ func (r *Registry) Take(ctx context.Context, l *Language, limits runtime.Limits,
 // container made with them, after which the language's warm containers
 // are never tried again. done gives sb up when it is not the one returned.
 func (r *Registry) fit(ctx context.Context, l *Language, sb *runtime.Sandbox, limits runtime.Limits, done func()) (*runtime.Sandbox, error) {
-	if !wire.Lowered(limits, l.Limits()) {
+	if !limits.Resized(l.Limits()) {
 		return sb, nil
 	}
 	err := r.rt.Update(ctx, sb.ID, limits)
@@ -425,23 +425,42 @@ func (r *Registry) closeGate(labels map[string]string) {
 	}
 }
 
-// List describes the languages with their images, runtime versions and
-// pool figures.
-func (r *Registry) List(ctx context.Context) []api.Language {
-	out := make([]api.Language, 0, len(r.langs))
+// Entry describes a configured language: its plugin's description, its
+// image and runtime version, its ceilings and network, and its pool.
+type Entry struct {
+	Name, DisplayName   string
+	Aliases, Extensions []string
+	Image, BaseImage    string // what its containers run: BaseImage, or BaseImage with Packages
+	Packages            []string
+	ImagePresent        bool
+	Version             string // the runtime's, as the image reports it; empty until known
+	Plugin, Runtime     string
+	Limits              runtime.Limits
+	Allow               []string // the most its sandboxes may reach
+	Contexts            bool     // sessions may keep its interpreters
+	Hibernation         string   // what a hibernated session keeps: "memory" or "workspace"
+	Instructions        string
+	Pool                stats.Pool
+	Building            *Building // set while sandboxd builds its image
+	Error               string    // e.g. the image is missing, and how to build it
+}
+
+// List describes the languages, in config order.
+func (r *Registry) List(ctx context.Context) []Entry {
+	out := make([]Entry, 0, len(r.langs))
 	for _, l := range r.langs {
 		_ = r.ready(ctx, l)
 		st := l.img.get()
-		entry := api.Language{
+		entry := Entry{
 			Name: l.Config.Name, DisplayName: l.Info.DisplayName,
 			Aliases: l.Info.Aliases, Extensions: l.Info.Extensions,
 			Image: st.ref, BaseImage: l.baseImage, Packages: l.Config.Packages, ImagePresent: st.id != "",
-			Version: st.version, Plugin: l.Config.Plugin, Runtime: l.Config.Runtime, Limits: wire.APILimits(l.Config.Limits),
-			Network: api.Network{Allow: l.allow.Strings()}, Contexts: len(l.Info.ContextCommand) > 0,
+			Version: st.version, Plugin: l.Config.Plugin, Runtime: l.Config.Runtime, Limits: l.Config.Limits,
+			Allow: l.allow.Strings(), Contexts: len(l.Info.ContextCommand) > 0,
 			Hibernation: r.hibernation(ctx, l), Instructions: l.instructions(),
+			Pool: l.poolStats(), Building: l.img.buildingNow(),
 		}
-		entry.Pool = l.poolStats()
-		if entry.Building = l.img.buildingNow(); entry.Building == nil && st.err != nil {
+		if entry.Building == nil && st.err != nil {
 			entry.Error = st.err.Error()
 		}
 		out = append(out, entry)
@@ -450,8 +469,8 @@ func (r *Registry) List(ctx context.Context) []api.Language {
 }
 
 // Pools reports every language's pool figures.
-func (r *Registry) Pools() map[string]api.PoolStats {
-	out := make(map[string]api.PoolStats, len(r.langs))
+func (r *Registry) Pools() map[string]stats.Pool {
+	out := make(map[string]stats.Pool, len(r.langs))
 	for _, l := range r.langs {
 		out[l.Config.Name] = l.poolStats()
 	}

@@ -8,9 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
-	"github.com/sandboxd/sandboxd/internal/wire"
+	"github.com/sandboxd/sandboxd/internal/stats"
 	"github.com/sandboxd/sandboxd/plugins/language"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
@@ -128,7 +127,7 @@ func warmRequest(w language.Warm, env map[string]string, iso supervisor.Isolatio
 		files = append(files, supervisor.File{Path: language.WarmDir + "/" + name, Data: []byte(content)})
 	}
 	return supervisor.WarmRequest{
-		Argv: w.Command, Stands: w.Stands, Env: wire.EnvList(w.Env, env), Hook: wire.EnvList(w.HookEnv),
+		Argv: w.Command, Stands: w.Stands, Env: runtime.EnvList(w.Env, env), Hook: runtime.EnvList(w.HookEnv),
 		Files: files, Exact: w.Exact, Forks: w.Forks, Isolate: iso, TimeoutMS: warmReadyTimeout.Milliseconds(),
 	}
 }
@@ -174,16 +173,8 @@ func (r *Registry) Warmed(l *Language, warm bool, missed string) {
 	r.metrics.WarmRun(l.Name(), warm, missed)
 }
 
-// poolStats are l's pool figures as the API shows them, with its warm
-// runtime's.
-func (l *Language) poolStats() api.PoolStats {
-	s := l.pool.Stats()
-	return api.PoolStats{
-		Idle: s.Idle, IdleUsed: s.IdleUsed, Busy: s.Busy, Recycling: s.Recycling, Starting: s.Starting,
-		Removing: s.Removing, Waiting: s.Waiting, StartingFor: s.StartingFor,
-		Target: s.Target, MinIdle: s.MinIdle, Max: s.Max,
-		Hits: s.Hits, Reused: s.Reused, Misses: s.Misses, Created: s.Created, Recycled: s.Recycled,
-		Retired: s.Retired, Trimmed: s.Trimmed, Destroyed: s.Destroyed, Failures: s.Failures, LastError: s.LastError,
-		Warm: l.Warm(), WarmHits: l.warm.hits.Load(), WarmMisses: l.warm.misses.Load(), WarmFailures: l.warm.failures.Load(),
-	}
+// poolStats are l's pool figures.
+func (l *Language) poolStats() stats.Pool {
+	return stats.Pool{Stats: l.pool.Stats(), Warm: l.Warm(),
+		WarmHits: l.warm.hits.Load(), WarmMisses: l.warm.misses.Load(), WarmFailures: l.warm.failures.Load()}
 }

@@ -13,17 +13,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/stats"
 )
 
 // Figures is what the service reports at scrape time.
 type Figures interface {
-	Stats() api.Stats
-	Plugins() []api.Plugin
+	Stats() stats.Figures
+	Plugins() []stats.Plugin
 	// SessionUsage is the latest sample of each awake session's sandbox,
 	// by language.
-	SessionUsage() map[string][]api.SandboxUsage
+	SessionUsage() map[string][]stats.SandboxUsage
 }
 
 // Metrics records events and serves the exposition.
@@ -115,17 +114,21 @@ func New(f Figures, version string) *Metrics {
 // Handler serves the exposition.
 func (m *Metrics) Handler() http.Handler { return m.handler }
 
-// Executed records an execution's outcome; timings and usage are nil for
-// one that never reached a sandbox (denied, or failed before).
-func (m *Metrics) Executed(language, kind, outcome string, timings *api.Timings, usage *api.Usage) {
+// Ran is what an execution that reached a sandbox took: its wait for a
+// container, its time inside, and its processes' CPU time.
+type Ran struct {
+	Queue, Run, CPUUser, CPUSys time.Duration
+}
+
+// Executed records an execution's outcome; ran is nil for one that never
+// reached a sandbox (denied, or failed before).
+func (m *Metrics) Executed(language, kind, outcome string, ran *Ran) {
 	m.executions.WithLabelValues(language, kind, outcome).Inc()
-	if usage != nil {
-		m.cpuSeconds.WithLabelValues(language, "user").Add(usage.CPUUserMS / 1000)
-		m.cpuSeconds.WithLabelValues(language, "system").Add(usage.CPUSysMS / 1000)
-	}
-	if timings != nil {
-		m.queueSeconds.WithLabelValues(language, kind).Observe(timings.QueueMS / 1000)
-		m.runSeconds.WithLabelValues(language, kind).Observe(timings.RunMS / 1000)
+	if ran != nil {
+		m.cpuSeconds.WithLabelValues(language, "user").Add(ran.CPUUser.Seconds())
+		m.cpuSeconds.WithLabelValues(language, "system").Add(ran.CPUSys.Seconds())
+		m.queueSeconds.WithLabelValues(language, kind).Observe(ran.Queue.Seconds())
+		m.runSeconds.WithLabelValues(language, kind).Observe(ran.Run.Seconds())
 	}
 }
 
@@ -282,7 +285,7 @@ func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 		if p.Running {
 			up = 1
 		}
-		gauge(pluginUp, up, p.Kind, p.Name)
-		counter(pluginRestarts, float64(p.Restarts), p.Kind, p.Name)
+		gauge(pluginUp, up, string(p.Kind), p.Name)
+		counter(pluginRestarts, float64(p.Restarts), string(p.Kind), p.Name)
 	}
 }

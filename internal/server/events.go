@@ -6,7 +6,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/timeline"
+	"github.com/sandboxd/sandboxd/internal/wire"
 )
 
 // statsEvery is how often the event stream sends the daemon's figures.
@@ -29,6 +30,10 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	send := func(event string, v any) bool {
+		if err := onWire(v); err != nil {
+			h.log.Error("an event not sent", "event", event, "error", err)
+			return false
+		}
 		data, _ := json.Marshal(v)
 		_, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, data)
 		flusher.Flush()
@@ -36,20 +41,20 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 	}
 	tick := time.NewTicker(statsEvery)
 	defer tick.Stop()
-	timeline := h.d.Timeline()
-	seq := timeline.Seq()
-	for ok := send("stats", h.d.Stats()); ok && !h.d.Draining(); {
+	tl := h.d.Timeline()
+	seq := tl.Seq()
+	for ok := send("stats", wire.Stats(h.d.Stats())); ok && !h.d.Draining(); {
 		select {
 		case <-r.Context().Done():
 			return
 		case e := <-executions:
 			ok = send("execution", e)
 		case <-tick.C:
-			ok = send("stats", h.d.Stats())
-			var samples []api.StatsSample
-			samples, seq = timeline.Since(seq)
+			ok = send("stats", wire.Stats(h.d.Stats()))
+			var samples []timeline.Sample
+			samples, seq = tl.Since(seq)
 			for _, s := range samples {
-				ok = ok && send("sample", s)
+				ok = ok && send("sample", wire.Sample(s))
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/sessions"
+	"github.com/sandboxd/sandboxd/internal/wire"
 )
 
 // route is one endpoint: the mux pattern and handler, and what the
@@ -87,15 +88,15 @@ func routes() []route {
 			summary: "Close a session and remove its sandbox."},
 		{pattern: "POST /v1/sessions/{id}/exec", serve: (*handler).exec, id: "exec", request: jsonOf[api.ExecRequest](), status: 200, result: jsonOf[api.RunResult](), events: executionEvt,
 			summary: "Run a command (argv) or a program in the session's language in a session. Streams like run."},
-		{pattern: "POST /v1/sessions/{id}/reset", serve: sessionCall(answeredAsSession((*sessions.Sessions).Reset)), id: "resetSession", status: 200, result: jsonOf[api.Session](),
+		{pattern: "POST /v1/sessions/{id}/reset", serve: sessionCall(shown((*sessions.Sessions).Reset, wire.Session)), id: "resetSession", status: 200, result: jsonOf[api.Session](),
 			summary: "Give a session a fresh sandbox: files and processes are gone, the id stays."},
-		{pattern: "POST /v1/sessions/{id}/pause", serve: sessionCall(answeredAsSession((*sessions.Sessions).Pause)), id: "pauseSession", status: 200, result: jsonOf[api.Session](),
+		{pattern: "POST /v1/sessions/{id}/pause", serve: sessionCall(shown((*sessions.Sessions).Pause, wire.Session)), id: "pauseSession", status: 200, result: jsonOf[api.Session](),
 			summary: "Hibernate a session now: its workspace goes to disk, its sandbox away; the next call that needs it resumes it."},
-		{pattern: "POST /v1/sessions/{id}/resume", serve: sessionCall(answeredAsSession((*sessions.Sessions).Resume)), id: "resumeSession", status: 200, result: jsonOf[api.Session](),
+		{pattern: "POST /v1/sessions/{id}/resume", serve: sessionCall(shown((*sessions.Sessions).Resume, wire.Session)), id: "resumeSession", status: 200, result: jsonOf[api.Session](),
 			summary: "Wake a hibernated session now (any call that needs its sandbox does so too)."},
 		{pattern: "GET /v1/sessions/{id}/ports", serve: sessionCall((*sessions.Sessions).Ports), id: "listSessionPorts", status: 200, result: jsonOf[api.PortList](),
 			summary: "The TCP ports listening inside the session's sandbox."},
-		{pattern: "GET /v1/sessions/{id}/metrics", serve: sessionCall((*sessions.Sessions).Metrics), id: "sessionMetrics", status: 200, result: jsonOf[api.SessionMetrics](),
+		{pattern: "GET /v1/sessions/{id}/metrics", serve: sessionCall(shown((*sessions.Sessions).Metrics, wire.SessionUsage)), id: "sessionMetrics", status: 200, result: jsonOf[api.SessionMetrics](),
 			summary: "What the session's sandbox uses (CPU, memory, processes, workspace and /tmp bytes, bytes through egress): now, and a sample every few seconds over the last minutes. Asking wakes no hibernated session."},
 		{pattern: "PATCH /v1/sessions/{id}/network", serve: (*handler).setNetwork, id: "setSessionNetwork", request: jsonOf[api.Network](), status: 200, result: jsonOf[api.Session](),
 			summary: "Change what the session's sandbox may reach through the egress proxy (allow: host[:port] entries within its language's network.allow; empty: nothing), from its next connection on."},

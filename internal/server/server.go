@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -78,19 +79,19 @@ func (h *handler) health(w http.ResponseWriter, r *http.Request) {
 	if hl.Status != "ok" {
 		status = http.StatusServiceUnavailable
 	}
-	writeJSON(w, status, hl)
+	writeJSON(w, status, wire.Health(hl))
 }
 
 func (h *handler) languages(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, api.LanguageList{Languages: h.d.Languages.List(r.Context())})
+	writeJSON(w, http.StatusOK, api.LanguageList{Languages: wire.All(h.d.Languages.List(r.Context()), wire.Language)})
 }
 
 func (h *handler) pools(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, h.d.Stats().Pools)
+	writeJSON(w, http.StatusOK, wire.Stats(h.d.Stats()).Pools)
 }
 
 func (h *handler) plugins(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, api.PluginList{Plugins: h.d.Plugins()})
+	writeJSON(w, http.StatusOK, api.PluginList{Plugins: wire.All(h.d.Plugins(), wire.Plugin)})
 }
 
 func (h *handler) dashboardLogin(w http.ResponseWriter, r *http.Request) {
@@ -103,7 +104,7 @@ func (h *handler) dashboardLogin(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) stats(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, h.d.Stats())
+	writeJSON(w, http.StatusOK, wire.Stats(h.d.Stats()))
 }
 
 func (h *handler) secrets(w http.ResponseWriter, r *http.Request) {
@@ -111,7 +112,8 @@ func (h *handler) secrets(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) statsHistory(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, h.d.Timeline().History())
+	tl := h.d.Timeline()
+	writeJSON(w, http.StatusOK, api.StatsHistory{Every: api.Duration(tl.Every()), Samples: wire.All(tl.History(), wire.Sample)})
 }
 
 func (h *handler) executions(w http.ResponseWriter, r *http.Request) {
@@ -276,6 +278,24 @@ func Status(e *api.Error) int {
 }
 
 // writeError answers with err as the wire has it (see wire.ErrorOf).
+// apiPackage is the package that declares every body sandboxd sends.
+var apiPackage = reflect.TypeFor[api.Error]().PkgPath()
+
+// onWire refuses a body that is not one of the API's types (or a
+// pointer, slice or map of them): sandboxd's own types (its records, its
+// figures) go out only as internal/wire maps them, so that nothing
+// renamed inside ever changes what clients read.
+func onWire(v any) error {
+	t := reflect.TypeOf(v)
+	for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map) {
+		t = t.Elem()
+	}
+	if t == nil || t.PkgPath() == "" || t.PkgPath() == apiPackage {
+		return nil
+	}
+	return fmt.Errorf("sandboxd answered with its own type %s, which internal/wire should have mapped: a bug, please report it", t)
+}
+
 func writeError(w http.ResponseWriter, err error) {
 	e := wire.ErrorOf(err)
 	status := Status(e)
@@ -286,6 +306,9 @@ func writeError(w http.ResponseWriter, err error) {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	if err := onWire(v); err != nil {
+		status, v = http.StatusInternalServerError, api.ErrorBody{Error: *api.Errorf(api.CodeInternal, "%v", err)}
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -18,6 +19,8 @@ import (
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/daemon/daemontest"
 	"github.com/sandboxd/sandboxd/internal/dashboard"
+	"github.com/sandboxd/sandboxd/internal/state"
+	"github.com/sandboxd/sandboxd/internal/stats"
 	"github.com/sandboxd/sandboxd/runtime/fake"
 )
 
@@ -233,5 +236,62 @@ func TestImageBuildStreams(t *testing.T) {
 	}
 	if b := last.Result.Images[0]; b.Language != "bash" || b.Image != "sandboxd/bash:latest" || b.Error != "" || b.Note != "" || b.DurationMS <= 0 {
 		t.Errorf("the image's entry: %+v", b)
+	}
+}
+
+// Every GET answers its declared status with a body that decodes, no
+// field unknown, into the API type the route table declares: what the
+// daemon keeps goes out only as internal/wire maps it (onWire refuses
+// anything else with a 500).
+func TestAnswersAreTheDeclaredAPITypes(t *testing.T) {
+	srv, _ := newServer(t)
+	created := func(path, body string) string {
+		t.Helper()
+		resp, out := post(t, srv.URL+path, body, "Content-Type", "application/json")
+		var v struct{ ID string }
+		if resp.StatusCode != 201 || json.Unmarshal([]byte(out), &v) != nil || v.ID == "" {
+			t.Fatalf("POST %s: %d %s", path, resp.StatusCode, out)
+		}
+		return v.ID
+	}
+	session := created("/v1/sessions", `{"language":"bash"}`)
+	ids := map[string]string{
+		"/v1/sessions/":  session,
+		"/v1/projects/":  created("/v1/projects", `{"name":"data"}`),
+		"/v1/snapshots/": created("/v1/sessions/"+session+"/snapshot", `{"name":"before"}`),
+	}
+	checked := 0
+	for _, r := range routes() {
+		method, path, _ := strings.Cut(r.pattern, " ")
+		if method != "GET" || r.result.json == nil {
+			continue
+		}
+		if before, after, ok := strings.Cut(path, "{id}"); ok {
+			if strings.Contains(after, "{") || ids[before] == "" {
+				continue
+			}
+			path = before + ids[before] + after
+		}
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := json.NewDecoder(resp.Body)
+		dec.DisallowUnknownFields()
+		err = dec.Decode(reflect.New(r.result.json).Interface())
+		resp.Body.Close()
+		if resp.StatusCode != r.status || err != nil {
+			t.Errorf("GET %s: %d (want %d), as %s: %v", path, resp.StatusCode, r.status, r.result.json, err)
+		}
+		checked++
+	}
+	if checked < 15 {
+		t.Errorf("only %d routes checked", checked)
+	}
+	if err := onWire(map[string][]*api.Session{}); err != nil {
+		t.Error(err)
+	}
+	if onWire([]state.Session{}) == nil || onWire(stats.Figures{}) == nil {
+		t.Error("onWire let one of sandboxd's own types out")
 	}
 }

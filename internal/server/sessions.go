@@ -12,7 +12,6 @@ import (
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/sessions"
-	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/internal/wire"
 )
 
@@ -79,15 +78,15 @@ func sessionCall[T any](call func(*sessions.Sessions, context.Context, string) (
 	}
 }
 
-// answeredAsSession is a session call whose answer is the session, as
-// the wire shows it.
-func answeredAsSession(call func(*sessions.Sessions, context.Context, string) (*state.Session, error)) func(*sessions.Sessions, context.Context, string) (api.Session, error) {
-	return func(m *sessions.Sessions, ctx context.Context, id string) (api.Session, error) {
-		s, err := call(m, ctx, id)
+// shown is a session call whose answer goes out as show maps it.
+func shown[T, W any](call func(*sessions.Sessions, context.Context, string) (*T, error), show func(T) W) func(*sessions.Sessions, context.Context, string) (W, error) {
+	return func(m *sessions.Sessions, ctx context.Context, id string) (W, error) {
+		v, err := call(m, ctx, id)
 		if err != nil {
-			return api.Session{}, err
+			var none W
+			return none, err
 		}
-		return wire.Session(*s), nil
+		return show(*v), nil
 	}
 }
 

@@ -36,6 +36,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/projects"
 	"github.com/sandboxd/sandboxd/internal/snapshots"
 	"github.com/sandboxd/sandboxd/internal/state"
+	"github.com/sandboxd/sandboxd/internal/stats"
 	"github.com/sandboxd/sandboxd/internal/wire"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
@@ -58,7 +59,7 @@ type Session struct {
 	// idleFrom restarts the idle clock after a hibernation that failed,
 	// so that the janitor tries again an idle_timeout later.
 	idleFrom time.Time
-	usage    []api.SandboxUsage // the last samples, oldest first
+	usage    []stats.SandboxUsage // the last samples, oldest first
 }
 
 func newSession(l *languages.Language, limits runtime.Limits, rec state.Session, sb *runtime.Sandbox) *Session {
@@ -145,7 +146,7 @@ func (m *Sessions) Create(ctx context.Context, req api.SessionRequest) (*state.S
 	if aerr := wire.CheckEnv(req.Env); aerr != nil {
 		return nil, aerr
 	}
-	allow, aerr := l.Narrow(req.Network)
+	allow, aerr := wire.Allow(l, req.Network)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -637,7 +638,7 @@ func (m *Sessions) Expire(id string, ttl time.Duration) (*state.Session, error) 
 // meanwhile included); the record keeps it, across restarts too.
 func (m *Sessions) SetNetwork(ctx context.Context, id string, req api.Network) (*state.Session, error) {
 	aerr := m.Alongside(ctx, id, func(ss *Session, sb *runtime.Sandbox) error {
-		list, aerr := ss.Lang.Narrow(&req)
+		list, aerr := ss.Lang.Narrow(req.Allow)
 		if aerr != nil {
 			return aerr
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/daemon/daemontest"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/state"
+	"github.com/sandboxd/sandboxd/internal/stats"
 	"github.com/sandboxd/sandboxd/runtime"
 )
 
@@ -131,7 +132,7 @@ func TestSessionMetrics(t *testing.T) {
 	if aerr != nil {
 		t.Fatal(aerr)
 	}
-	var m *api.SessionMetrics
+	var m *stats.SessionUsage
 	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		if m, aerr = d.Sessions.Metrics(ctx, s.ID); aerr != nil {
 			t.Fatal(aerr)

@@ -6,8 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sandboxd/sandboxd/api"
-	"github.com/sandboxd/sandboxd/internal/wire"
+	"github.com/sandboxd/sandboxd/internal/stats"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
@@ -27,12 +26,12 @@ const (
 // Metrics is what a session's sandbox uses now and did over the last
 // minutes. Asking neither wakes a hibernated session nor keeps one from
 // idling.
-func (m *Sessions) Metrics(ctx context.Context, id string) (*api.SessionMetrics, error) {
+func (m *Sessions) Metrics(ctx context.Context, id string) (*stats.SessionUsage, error) {
 	ss, aerr := m.find(id)
 	if aerr != nil {
 		return nil, aerr
 	}
-	out := &api.SessionMetrics{Session: id, Language: ss.Lang.Name(), Limits: wire.APILimits(ss.Limits), Every: api.Duration(usageEvery)}
+	out := &stats.SessionUsage{Session: id, Language: ss.Lang.Name(), Limits: ss.Limits, Every: usageEvery}
 	if sb := ss.running(); sb != nil {
 		now, err := m.sample(ctx, ss, sb)
 		if err != nil {
@@ -41,15 +40,15 @@ func (m *Sessions) Metrics(ctx context.Context, id string) (*api.SessionMetrics,
 		out.Now = &now
 	}
 	ss.mu.Lock()
-	out.Series = append([]api.SandboxUsage{}, ss.usage...)
+	out.Series = append([]stats.SandboxUsage{}, ss.usage...)
 	ss.mu.Unlock()
 	return out, nil
 }
 
 // Usage is the latest sample of every awake session, by language: what
 // Prometheus is told, summed, so that its series stay few.
-func (m *Sessions) Usage() map[string][]api.SandboxUsage {
-	out := map[string][]api.SandboxUsage{}
+func (m *Sessions) Usage() map[string][]stats.SandboxUsage {
+	out := map[string][]stats.SandboxUsage{}
 	for _, ss := range m.all() {
 		ss.mu.Lock()
 		if n := len(ss.usage); n > 0 && ss.sb != nil {
@@ -91,7 +90,7 @@ func (m *Sessions) sampleAll(ctx context.Context) {
 // sample asks the session's supervisor what the sandbox uses, and its
 // egress gate what went through it; the CPU share is against the
 // session's last sample.
-func (m *Sessions) sample(ctx context.Context, ss *Session, sb *runtime.Sandbox) (api.SandboxUsage, error) {
+func (m *Sessions) sample(ctx context.Context, ss *Session, sb *runtime.Sandbox) (stats.SandboxUsage, error) {
 	ctx, cancel := context.WithTimeout(ctx, usageTimeout)
 	defer cancel()
 	res, err := sb.File(ctx, supervisor.OpUsage, supervisor.FileRequest{}, nil, nil)
@@ -99,10 +98,10 @@ func (m *Sessions) sample(ctx context.Context, ss *Session, sb *runtime.Sandbox)
 		err = fmt.Errorf("the supervisor did not say (%s)", res.Error)
 	}
 	if err != nil {
-		return api.SandboxUsage{}, err
+		return stats.SandboxUsage{}, err
 	}
 	r := res.Usage
-	u := api.SandboxUsage{
+	u := stats.SandboxUsage{
 		At: time.Now().UTC(), CPUSeconds: float64(r.CPUUS) / 1e6, MemoryBytes: r.MemoryBytes,
 		Processes: r.Processes, WorkspaceBytes: r.WorkspaceBytes, TmpBytes: r.TmpBytes,
 	}

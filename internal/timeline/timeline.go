@@ -10,8 +10,34 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/stats"
 )
+
+// Sample is what the daemon did over one interval: counts are of that
+// interval, levels are at its end.
+type Sample struct {
+	At      time.Time // the interval's end
+	Seconds float64
+	// Outcomes counts the executions that ended in it, by outcome;
+	// LatencyP50MS and LatencyP95MS are of their total times.
+	Outcomes                   map[string]uint64
+	LatencyP50MS, LatencyP95MS float64
+	InFlight                   int64
+	Sessions                   int
+	// Pools are the languages' pools that held or served containers.
+	Pools map[string]PoolSample
+	// WarmRuns ran in a runtime started ahead; ColdRuns could have, but
+	// started as usual.
+	WarmRuns, ColdRuns uint64
+	Egress             stats.Egress
+}
+
+// PoolSample is a pool over one interval: idle and busy at its end, the
+// requests it served warm (hits) and those that waited for a create.
+type PoolSample struct {
+	Idle, Busy   int
+	Hits, Misses uint64
+}
 
 // Timeline is the ring. Safe for concurrent use.
 type Timeline struct {
@@ -19,9 +45,9 @@ type Timeline struct {
 	keep  int
 
 	mu      sync.Mutex
-	samples []api.StatsSample // oldest first, at most keep
-	seq     uint64            // samples taken so far
-	last    api.Stats         // the figures at the last sample
+	samples []Sample      // oldest first, at most keep
+	seq     uint64        // samples taken so far
+	last    stats.Figures // the figures at the last sample
 	lastAt  time.Time
 }
 
@@ -34,7 +60,7 @@ func New(every time.Duration, keep int) *Timeline {
 func (t *Timeline) Every() time.Duration { return t.every }
 
 // Start begins the interval that the first Add ends.
-func (t *Timeline) Start(st api.Stats, now time.Time) {
+func (t *Timeline) Start(st stats.Figures, now time.Time) {
 	t.mu.Lock()
 	t.last, t.lastAt = st, now
 	t.mu.Unlock()
@@ -43,14 +69,14 @@ func (t *Timeline) Start(st api.Stats, now time.Time) {
 // Add ends an interval at now: st are the daemon's figures then (their
 // counters since its start), latencies the total times (ms) of the
 // executions that ended in it.
-func (t *Timeline) Add(st api.Stats, latencies []float64, now time.Time) api.StatsSample {
+func (t *Timeline) Add(st stats.Figures, latencies []float64, now time.Time) Sample {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	prev := t.last
-	s := api.StatsSample{
+	s := Sample{
 		At: now.UTC(), Seconds: now.Sub(t.lastAt).Seconds(), InFlight: st.InFlight, Sessions: st.Sessions,
-		Outcomes: map[string]uint64{}, Pools: map[string]api.PoolSample{},
-		Egress: api.EgressCounts{Allowed: since(st.Egress.Allowed, prev.Egress.Allowed), Denied: since(st.Egress.Denied, prev.Egress.Denied)},
+		Outcomes: map[string]uint64{}, Pools: map[string]PoolSample{},
+		Egress: stats.Egress{Allowed: since(st.Egress.Allowed, prev.Egress.Allowed), Denied: since(st.Egress.Denied, prev.Egress.Denied)},
 	}
 	for o, n := range st.Outcomes {
 		if d := since(n, prev.Outcomes[o]); d > 0 {
@@ -60,10 +86,10 @@ func (t *Timeline) Add(st api.Stats, latencies []float64, now time.Time) api.Sta
 	s.LatencyP50MS, s.LatencyP95MS = percentile(latencies, 0.50), percentile(latencies, 0.95)
 	for lang, p := range st.Pools {
 		was := prev.Pools[lang]
-		ps := api.PoolSample{Idle: p.Idle, Busy: p.Busy, Hits: since(p.Hits, was.Hits), Misses: since(p.Misses, was.Misses)}
+		ps := PoolSample{Idle: p.Idle, Busy: p.Busy, Hits: since(p.Hits, was.Hits), Misses: since(p.Misses, was.Misses)}
 		s.WarmRuns += since(p.WarmHits, was.WarmHits)
 		s.ColdRuns += since(p.WarmMisses, was.WarmMisses)
-		if ps != (api.PoolSample{}) {
+		if ps != (PoolSample{}) {
 			s.Pools[lang] = ps
 		}
 	}
@@ -79,11 +105,11 @@ func (t *Timeline) Add(st api.Stats, latencies []float64, now time.Time) api.Sta
 // Since returns the samples taken after the first seq, and the count to
 // ask with next time; a caller that fell behind the ring gets what it
 // still holds.
-func (t *Timeline) Since(seq uint64) ([]api.StatsSample, uint64) {
+func (t *Timeline) Since(seq uint64) ([]Sample, uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n := int(min(t.seq-min(seq, t.seq), uint64(len(t.samples))))
-	out := make([]api.StatsSample, n) // never nil: [] on the wire
+	out := make([]Sample, n) // never nil: [] on the wire
 	copy(out, t.samples[len(t.samples)-n:])
 	return out, t.seq
 }
@@ -97,9 +123,9 @@ func (t *Timeline) Seq() uint64 {
 }
 
 // History is every sample kept, oldest first.
-func (t *Timeline) History() api.StatsHistory {
+func (t *Timeline) History() []Sample {
 	samples, _ := t.Since(0)
-	return api.StatsHistory{Every: api.Duration(t.every), Samples: samples}
+	return samples
 }
 
 // since is a counter's growth; a counter that went back (a pool made

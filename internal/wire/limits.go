@@ -85,12 +85,6 @@ func cpusError(asked, ceiling float64, what string) error {
 	return errdefs.Errorf(errdefs.Invalid, "cpus %g must be between %g and the ceiling %g for %s", asked, minCPUs, ceiling, what)
 }
 
-// Lowered reports whether a container made for ceil needs its limits
-// updated to run under eff.
-func Lowered(eff, ceil runtime.Limits) bool {
-	return eff.Memory != ceil.Memory || eff.CPUs != ceil.CPUs || eff.Pids != ceil.Pids
-}
-
 // APILimits is l as the wire shows it.
 func APILimits(l runtime.Limits) api.Limits {
 	return api.Limits{

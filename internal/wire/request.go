@@ -160,17 +160,6 @@ func CheckEnv(env map[string]string) error {
 	return nil
 }
 
-// EnvList turns environment maps into KEY=VALUE pairs, later maps winning.
-func EnvList(maps ...map[string]string) []string {
-	var env []string
-	for _, m := range maps {
-		for k, v := range m {
-			env = append(env, k+"="+v)
-		}
-	}
-	return env
-}
-
 // CleanPath accepts a relative path that stays inside the workspace.
 func CleanPath(p string) (string, error) {
 	switch {

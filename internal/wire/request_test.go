@@ -43,8 +43,8 @@ func TestLimitsKeepWhatWasAskedAndWithinRefusesOverCeilings(t *testing.T) {
 	if aerr := Within(eff, ceil, "python"); aerr != nil {
 		t.Fatalf("within: %v", aerr)
 	}
-	if !Lowered(eff, ceil) || Lowered(ceil, ceil) {
-		t.Error("Lowered")
+	if !eff.Resized(ceil) || ceil.Resized(ceil) {
+		t.Error("Resized")
 	}
 	// Over a ceiling: kept for the policies to judge, refused by Within.
 	eff, aerr = Limits(ceil, api.Duration(time.Minute), nil)
