@@ -10,6 +10,7 @@ import (
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/daemon/daemontest"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
+	"github.com/sandboxd/sandboxd/internal/sessions"
 	"github.com/sandboxd/sandboxd/internal/stats"
 	"github.com/sandboxd/sandboxd/runtime"
 )
@@ -79,7 +80,7 @@ func TestSessionLifecycle(t *testing.T) {
 	if _, aerr := d.Run(ctx, api.RunRequest{Language: "bash", Code: "true"}, nil); aerr != nil {
 		t.Fatal(aerr)
 	}
-	s, aerr := d.Sessions.Create(ctx, api.SessionRequest{Language: "bash"})
+	s, aerr := d.Sessions.Create(ctx, sessions.Request{Language: "bash"})
 	if aerr != nil {
 		t.Fatal(aerr)
 	}
@@ -100,9 +101,9 @@ func TestSessionLifecycle(t *testing.T) {
 	if res := exec("cat out.txt"); res.Stdout != "42\n" {
 		t.Fatalf("a later exec sees %q", res.Stdout)
 	}
-	list, aerr := d.Sessions.ListFiles(ctx, s.ID, ".", true)
-	if aerr != nil || len(list.Entries) < 3 {
-		t.Fatalf("files: %+v %v", list, aerr)
+	_, entries, aerr := d.Sessions.ListFiles(ctx, s.ID, ".", true)
+	if aerr != nil || len(entries) < 3 {
+		t.Fatalf("files: %+v %v", entries, aerr)
 	}
 	if _, aerr := d.Sessions.Reset(ctx, s.ID); aerr != nil {
 		t.Fatal(aerr)

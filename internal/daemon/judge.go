@@ -11,6 +11,7 @@ import (
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/languages"
+	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/internal/sessions"
 	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/internal/wire"
@@ -156,7 +157,7 @@ func (d *Daemon) Validate(ctx context.Context, req api.ValidateRequest) (*api.Va
 	if aerr != nil {
 		return nil, aerr
 	}
-	limits, aerr := wire.Limits(l.Limits(), req.Timeout, req.Limits)
+	limits, aerr := request.Limits(l.Limits(), req.Timeout, wire.Limits(req.Limits))
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -189,6 +190,7 @@ func (d *Daemon) PutFile(ctx context.Context, id, path string, mode uint32, body
 	if aerr != nil {
 		return nil, aerr
 	}
+	var findings []api.Finding
 	l, ok := d.Languages.Lookup(rec.Language)
 	name, perr := sessions.Path(path)
 	if ok && perr == nil {
@@ -196,18 +198,18 @@ func (d *Daemon) PutFile(ctx context.Context, id, path string, mode uint32, body
 		if err != nil {
 			return nil, errdefs.Errorf(errdefs.Invalid, "receiving the upload: %v", err)
 		}
-		limits := wire.KeptLimits(l.Limits(), rec.Limits)
+		limits := request.KeptLimits(l.Limits(), rec.Limits)
 		j := judgement{kind: contract.KindPut, lang: l, session: id, limits: limits,
 			files: []program.File{{Path: name, Content: head, Mode: mode}}, entry: name}
 		r, aerr := d.judge(ctx, j)
 		if aerr != nil {
 			return nil, aerr
 		}
-		res, aerr := d.Sessions.PutFile(ctx, id, path, mode, io.MultiReader(bytes.NewReader(head), body))
-		if res != nil {
-			res.Findings = r.findings
-		}
-		return res, aerr
+		body, findings = io.MultiReader(bytes.NewReader(head), body), r.findings
 	}
-	return d.Sessions.PutFile(ctx, id, path, mode, body)
+	name, size, aerr := d.Sessions.PutFile(ctx, id, path, mode, body)
+	if aerr != nil {
+		return nil, aerr
+	}
+	return &api.FileWritten{Path: name, Size: size, Findings: findings}, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/languages"
+	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/internal/sessions"
 	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/internal/wire"
@@ -66,7 +67,7 @@ func (d *Daemon) run(ctx context.Context, req api.RunRequest, out OutputFunc, tt
 	if tty != nil {
 		j.env = append(j.env, "TERM="+terminalEnv["TERM"])
 	}
-	limits, aerr := wire.Limits(l.Limits(), req.Timeout, req.Limits)
+	limits, aerr := request.Limits(l.Limits(), req.Timeout, wire.Limits(req.Limits))
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -74,10 +75,10 @@ func (d *Daemon) run(ctx context.Context, req api.RunRequest, out OutputFunc, tt
 	if aerr != nil {
 		return nil, aerr
 	}
-	if aerr := wire.Within(limits, l.Limits(), l.Name()); aerr != nil {
+	if aerr := request.Within(limits, l.Limits(), l.Name()); aerr != nil {
 		return nil, aerr
 	}
-	allow, aerr := wire.Allow(l, req.Network)
+	allow, aerr := l.Narrow(wire.Network(req.Network))
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -183,7 +184,7 @@ func (d *Daemon) Exec(ctx context.Context, id string, req api.ExecRequest, out O
 		}
 		j.env = runtime.EnvList(j.env0, ss.Record().Env, req.Env)
 		j.outputs = supervisor.OutputsDir
-		limits, aerr := wire.Limits(ss.Limits, req.Timeout, req.Limits)
+		limits, aerr := request.Limits(ss.Limits, req.Timeout, wire.Limits(req.Limits))
 		if aerr != nil {
 			return aerr
 		}
@@ -202,7 +203,7 @@ func (d *Daemon) Exec(ctx context.Context, id string, req api.ExecRequest, out O
 		if aerr != nil {
 			return aerr
 		}
-		if aerr := wire.Within(limits, ss.Limits, "session "+id); aerr != nil {
+		if aerr := request.Within(limits, ss.Limits, "session "+id); aerr != nil {
 			return aerr
 		}
 		started := time.Now()
@@ -285,7 +286,7 @@ func (d *Daemon) plan(ctx context.Context, l *languages.Language, prog wire.Prog
 		return planned{}, errdefs.Errorf(errdefs.Internal, "language plugin %q did not say where the code goes", l.Config.Plugin)
 	}
 	if prog.Code != "" {
-		if _, err := wire.CleanPath(plan.CodeFile); err != nil {
+		if _, err := request.CleanPath(plan.CodeFile); err != nil {
 			return planned{}, errdefs.Errorf(errdefs.Internal, "language plugin %q put the code at %v", l.Config.Plugin, err)
 		}
 	}
@@ -295,7 +296,7 @@ func (d *Daemon) plan(ctx context.Context, l *languages.Language, prog wire.Prog
 		if !ok {
 			continue
 		}
-		if _, err := wire.CleanPath(to); err != nil {
+		if _, err := request.CleanPath(to); err != nil {
 			return planned{}, errdefs.Errorf(errdefs.Internal, "language plugin %q renamed %s to %v", l.Config.Plugin, f.Path, err)
 		}
 		files[i].Path = to
@@ -366,7 +367,7 @@ func workDir(cwd string) (string, error) {
 
 // RestartContext ends a session's context, if it runs, and starts it
 // afresh.
-func (d *Daemon) RestartContext(ctx context.Context, id, name string) (*api.Context, error) {
+func (d *Daemon) RestartContext(ctx context.Context, id, name string) (*supervisor.Context, error) {
 	if aerr := d.Sessions.EndContext(ctx, id, name); aerr != nil && !errdefs.Is(aerr, errdefs.NotFound) {
 		return nil, aerr
 	}
@@ -381,7 +382,7 @@ func (d *Daemon) RestartContext(ctx context.Context, id, name string) (*api.Cont
 	if aerr != nil {
 		return nil, aerr
 	}
-	for _, c := range list.Contexts {
+	for _, c := range list {
 		if c.Name == name {
 			return &c, nil
 		}

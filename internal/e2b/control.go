@@ -134,7 +134,7 @@ func (c *controller) create(w http.ResponseWriter, r *http.Request) {
 	if req.AllowInternetAccess != nil && !*req.AllowInternetAccess {
 		sreq.Network = &api.Network{Allow: []string{}}
 	}
-	sess, aerr := c.s.d.Sessions.Create(r.Context(), sreq)
+	sess, aerr := c.s.d.Sessions.Create(r.Context(), wire.SessionRequest(sreq))
 	if aerr != nil {
 		writeAPIError(w, aerr)
 		return

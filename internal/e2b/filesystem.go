@@ -19,6 +19,7 @@ import (
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/e2b/envd"
 	"github.com/sandboxd/sandboxd/internal/e2b/envd/envdconnect"
+	"github.com/sandboxd/sandboxd/internal/wire"
 )
 
 // envdHandler serves a sandbox's agent: the process and filesystem
@@ -87,7 +88,7 @@ func (f filesystemService) Stat(ctx context.Context, req *connect.Request[envd.S
 	if aerr != nil {
 		return nil, connectError(aerr)
 	}
-	return connect.NewResponse(&envd.StatResponse{Entry: entryInfo(root, *e)}), nil
+	return connect.NewResponse(&envd.StatResponse{Entry: entryInfo(root, wire.FileEntry(*e))}), nil
 }
 
 func (f filesystemService) MakeDir(ctx context.Context, req *connect.Request[envd.MakeDirRequest]) (*connect.Response[envd.MakeDirResponse], error) {
@@ -103,7 +104,7 @@ func (f filesystemService) MakeDir(ctx context.Context, req *connect.Request[env
 	if aerr != nil {
 		return nil, connectError(aerr)
 	}
-	return connect.NewResponse(&envd.MakeDirResponse{Entry: entryInfo(root, *e)}), nil
+	return connect.NewResponse(&envd.MakeDirResponse{Entry: entryInfo(root, wire.FileEntry(*e))}), nil
 }
 
 func (f filesystemService) Move(ctx context.Context, req *connect.Request[envd.MoveRequest]) (*connect.Response[envd.MoveResponse], error) {
@@ -119,7 +120,7 @@ func (f filesystemService) Move(ctx context.Context, req *connect.Request[envd.M
 	if aerr != nil {
 		return nil, connectError(aerr)
 	}
-	return connect.NewResponse(&envd.MoveResponse{Entry: entryInfo(root, *e)}), nil
+	return connect.NewResponse(&envd.MoveResponse{Entry: entryInfo(root, wire.FileEntry(*e))}), nil
 }
 
 // ListDir lists a directory to the depth asked (1: its entries).
@@ -135,18 +136,18 @@ func (f filesystemService) ListDir(ctx context.Context, req *connect.Request[env
 	} else if e.Type != "dir" {
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s is not a directory", req.Msg.GetPath()))
 	}
-	list, aerr := f.s.d.Sessions.ListFiles(ctx, id, rel, depth > 1)
+	listed, entries, aerr := f.s.d.Sessions.ListFiles(ctx, id, rel, depth > 1)
 	if aerr != nil {
 		return nil, connectError(aerr)
 	}
-	base := strings.Count(list.Path, "/") + 1
-	if list.Path == "." {
+	base := strings.Count(listed, "/") + 1
+	if listed == "." {
 		base = 0
 	}
 	out := &envd.ListDirResponse{}
-	for _, e := range list.Entries {
+	for _, e := range entries {
 		if strings.Count(e.Path, "/")+1-base <= depth {
-			out.Entries = append(out.Entries, entryInfo(root, e))
+			out.Entries = append(out.Entries, entryInfo(root, wire.FileEntry(e)))
 		}
 	}
 	return connect.NewResponse(out), nil

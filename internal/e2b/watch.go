@@ -10,8 +10,8 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/e2b/envd"
+	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
 // Watches: a session's watch (inotify in the sandbox, see
@@ -82,7 +82,7 @@ func (s *Server) watch(ctx context.Context, p string, recursive bool, set func()
 		return err
 	}
 	first := true
-	aerr := s.d.Sessions.Watch(ctx, sandboxOf(ctx).rec.ID, rel, recursive, func(evs []api.FileEvent) {
+	aerr := s.d.Sessions.Watch(ctx, sandboxOf(ctx).rec.ID, rel, recursive, func(evs []supervisor.FileEvent) {
 		if first {
 			first = false
 			set()

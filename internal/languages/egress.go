@@ -16,10 +16,13 @@ import (
 // get no proxy at all.
 func (l *Language) Egress() egress.List { return l.allow }
 
-// Narrow is the allow-list a request asked for, refused when it reaches
-// beyond the language's.
-func (l *Language) Narrow(asked []string) (egress.List, error) {
-	list, err := egress.Parse(asked)
+// Narrow is the allow-list a request asked for (nil: the language's
+// own), refused when it reaches beyond the language's.
+func (l *Language) Narrow(asked *state.Network) (egress.List, error) {
+	if asked == nil {
+		return l.allow, nil
+	}
+	list, err := egress.Parse(asked.Allow)
 	if err != nil {
 		return nil, errdefs.Errorf(errdefs.Invalid, "network.allow: %v; each entry is %s", err, egress.RuleSyntax)
 	}

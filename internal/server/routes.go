@@ -94,7 +94,7 @@ func routes() []route {
 			summary: "Hibernate a session now: its workspace goes to disk, its sandbox away; the next call that needs it resumes it."},
 		{pattern: "POST /v1/sessions/{id}/resume", serve: sessionCall(shown((*sessions.Sessions).Resume, wire.Session)), id: "resumeSession", status: 200, result: jsonOf[api.Session](),
 			summary: "Wake a hibernated session now (any call that needs its sandbox does so too)."},
-		{pattern: "GET /v1/sessions/{id}/ports", serve: sessionCall((*sessions.Sessions).Ports), id: "listSessionPorts", status: 200, result: jsonOf[api.PortList](),
+		{pattern: "GET /v1/sessions/{id}/ports", serve: sessionCall(ports), id: "listSessionPorts", status: 200, result: jsonOf[api.PortList](),
 			summary: "The TCP ports listening inside the session's sandbox."},
 		{pattern: "GET /v1/sessions/{id}/metrics", serve: sessionCall(shown((*sessions.Sessions).Metrics, wire.SessionUsage)), id: "sessionMetrics", status: 200, result: jsonOf[api.SessionMetrics](),
 			summary: "What the session's sandbox uses (CPU, memory, processes, workspace and /tmp bytes, bytes through egress): now, and a sample every few seconds over the last minutes. Asking wakes no hibernated session."},

@@ -13,6 +13,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/sessions"
 	"github.com/sandboxd/sandboxd/internal/wire"
+	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
 // Session, file and project endpoints. File bodies are raw bytes, not
@@ -25,7 +26,7 @@ func (h *handler) createSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	sess, err := h.d.Sessions.Create(r.Context(), req)
+	sess, err := h.d.Sessions.Create(r.Context(), wire.SessionRequest(req))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -78,6 +79,12 @@ func sessionCall[T any](call func(*sessions.Sessions, context.Context, string) (
 	}
 }
 
+// ports lists a session's listening ports.
+func ports(m *sessions.Sessions, ctx context.Context, id string) (api.PortList, error) {
+	list, err := m.Ports(ctx, id)
+	return api.PortList{Ports: wire.All(list, wire.Port)}, err
+}
+
 // shown is a session call whose answer goes out as show maps it.
 func shown[T, W any](call func(*sessions.Sessions, context.Context, string) (*T, error), show func(T) W) func(*sessions.Sessions, context.Context, string) (W, error) {
 	return func(m *sessions.Sessions, ctx context.Context, id string) (W, error) {
@@ -96,7 +103,7 @@ func (h *handler) setNetwork(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	sess, err := h.d.Sessions.SetNetwork(r.Context(), r.PathValue("id"), req)
+	sess, err := h.d.Sessions.SetNetwork(r.Context(), r.PathValue("id"), *wire.Network(&req))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -107,12 +114,12 @@ func (h *handler) setNetwork(w http.ResponseWriter, r *http.Request) {
 func (h *handler) listFiles(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	recursive, _ := strconv.ParseBool(q.Get("recursive"))
-	list, err := h.d.Sessions.ListFiles(r.Context(), r.PathValue("id"), q.Get("path"), recursive)
+	name, entries, err := h.d.Sessions.ListFiles(r.Context(), r.PathValue("id"), q.Get("path"), recursive)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, list)
+	writeJSON(w, http.StatusOK, api.FileList{Path: name, Entries: wire.All(entries, wire.FileEntry)})
 }
 
 func (h *handler) putFile(w http.ResponseWriter, r *http.Request) {
@@ -192,7 +199,8 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request) {
 	flusher, _ := w.(http.Flusher)
 	sse := strings.Contains(r.Header.Get("Accept"), "text/event-stream")
 	started := false
-	aerr := h.d.Sessions.Watch(r.Context(), r.PathValue("id"), q.Get("path"), recursive, func(evs []api.FileEvent) {
+	aerr := h.d.Sessions.Watch(r.Context(), r.PathValue("id"), q.Get("path"), recursive, func(changes []supervisor.FileEvent) {
+		evs := wire.All(changes, wire.FileEvent)
 		if !started {
 			started = true
 			w.Header().Set("Cache-Control", "no-store")
@@ -309,7 +317,7 @@ func (h *handler) contexts(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, list)
+	writeJSON(w, http.StatusOK, api.ContextList{Contexts: wire.All(list, wire.Context)})
 }
 
 func (h *handler) endContext(w http.ResponseWriter, r *http.Request) {
@@ -326,7 +334,7 @@ func (h *handler) restartContext(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, c)
+	writeJSON(w, http.StatusOK, wire.Context(*c))
 }
 
 func (h *handler) snapshot(w http.ResponseWriter, r *http.Request) {
@@ -349,12 +357,12 @@ func (h *handler) fork(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	res, err := h.d.Sessions.Fork(r.Context(), r.PathValue("id"), req)
+	res, err := h.d.Sessions.Fork(r.Context(), r.PathValue("id"), wire.ForkRequest(req))
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, res)
+	writeJSON(w, http.StatusCreated, wire.Forked(*res))
 }
 
 func (h *handler) snapshots(w http.ResponseWriter, r *http.Request) {

@@ -3,26 +3,21 @@ package sessions
 import (
 	"context"
 	"fmt"
-	"time"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
 // Contexts lists a session's running contexts (the interpreters that keep
 // state from exec to exec; an exec with a context starts its own).
-func (m *Sessions) Contexts(ctx context.Context, id string) (*api.ContextList, error) {
-	out := &api.ContextList{Contexts: []api.Context{}}
+func (m *Sessions) Contexts(ctx context.Context, id string) ([]supervisor.Context, error) {
+	out := []supervisor.Context{}
 	aerr := m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) error {
 		res, err := sb.File(ctx, supervisor.OpContexts, supervisor.FileRequest{}, nil, nil)
 		if err != nil {
 			return fmt.Errorf("listing contexts: %w", err)
 		}
-		for _, c := range res.Contexts {
-			out.Contexts = append(out.Contexts, api.Context{Name: c.Name, PID: c.PID, StartedAt: time.Unix(0, c.StartedAt).UTC(),
-				Executions: c.Executions, RSSBytes: c.RSSBytes})
-		}
+		out = append(out, res.Contexts...)
 		return nil
 	})
 	return out, aerr

@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"strings"
 	"sync/atomic"
-	"time"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
-	"github.com/sandboxd/sandboxd/internal/wire"
+	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
@@ -28,7 +27,7 @@ func Path(p string) (string, error) {
 	if p == "" || p == "." || p == runtime.Workspace {
 		return ".", nil
 	}
-	clean, err := wire.CleanPath(p)
+	clean, err := request.CleanPath(p)
 	if err != nil {
 		return "", errdefs.Errorf(errdefs.Invalid, "path: %v", err)
 	}
@@ -48,16 +47,15 @@ func writablePath(p string) (string, error) {
 }
 
 // PutFile writes body to a path of the session's workspace, creating the
-// directories on the way; at most sessions.max_transfer bytes.
-func (m *Sessions) PutFile(ctx context.Context, id, p string, mode uint32, body io.Reader) (*api.FileWritten, error) {
-	name, aerr := writablePath(p)
-	if aerr != nil {
-		return nil, aerr
+// directories on the way; at most sessions.max_transfer bytes. It answers
+// the path written (cleaned) and its size.
+func (m *Sessions) PutFile(ctx context.Context, id, p string, mode uint32, body io.Reader) (name string, size int64, aerr error) {
+	if name, aerr = writablePath(p); aerr != nil {
+		return "", 0, aerr
 	}
 	if mode > 0o777 {
-		return nil, errdefs.Errorf(errdefs.Invalid, "mode %o: only permission bits (at most 0777)", mode)
+		return "", 0, errdefs.Errorf(errdefs.Invalid, "mode %o: only permission bits (at most 0777)", mode)
 	}
-	var out *api.FileWritten
 	aerr = m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) error {
 		max := m.cfg.MaxTransfer
 		// One byte over the limit is enough for the supervisor to refuse.
@@ -68,40 +66,37 @@ func (m *Sessions) PutFile(ctx context.Context, id, p string, mode uint32, body 
 		if res.Error != "" {
 			return sessionErr(name, res)
 		}
-		out = &api.FileWritten{Path: name, Size: res.Size}
+		size = res.Size
 		return nil
 	})
-	return out, aerr
+	return name, size, aerr
 }
 
-// ListFiles lists a directory of the workspace (or describes one file).
-func (m *Sessions) ListFiles(ctx context.Context, id, p string, recursive bool) (*api.FileList, error) {
-	name, aerr := Path(p)
-	if aerr != nil {
-		return nil, aerr
+// ListFiles lists a directory of the workspace (or describes one file):
+// the path listed (cleaned) and what is in it.
+func (m *Sessions) ListFiles(ctx context.Context, id, p string, recursive bool) (name string, entries []supervisor.Entry, aerr error) {
+	if name, aerr = Path(p); aerr != nil {
+		return "", nil, aerr
 	}
-	var out *api.FileList
 	aerr = m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) error {
-		entries, aerr := stat(ctx, sb, name, recursive)
-		if aerr != nil {
+		if entries, aerr = stat(ctx, sb, name, recursive); aerr != nil {
 			return aerr
 		}
 		if entries[0].Type == "dir" {
 			entries = entries[1:] // a directory's content, not itself
 		}
-		out = &api.FileList{Path: name, Entries: entries}
 		return nil
 	})
-	return out, aerr
+	return name, entries, aerr
 }
 
 // Stat describes one path of the workspace.
-func (m *Sessions) Stat(ctx context.Context, id, p string) (*api.FileEntry, error) {
+func (m *Sessions) Stat(ctx context.Context, id, p string) (*supervisor.Entry, error) {
 	name, aerr := Path(p)
 	if aerr != nil {
 		return nil, aerr
 	}
-	var out *api.FileEntry
+	var out *supervisor.Entry
 	aerr = m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) error {
 		entries, aerr := stat(ctx, sb, name, false)
 		if aerr == nil {
@@ -114,7 +109,7 @@ func (m *Sessions) Stat(ctx context.Context, id, p string) (*api.FileEntry, erro
 
 // MakeDir makes a directory of the workspace and its parents; conflict
 // when the path is there already.
-func (m *Sessions) MakeDir(ctx context.Context, id, p string) (*api.FileEntry, error) {
+func (m *Sessions) MakeDir(ctx context.Context, id, p string) (*supervisor.Entry, error) {
 	name, aerr := writablePath(p)
 	if aerr != nil {
 		return nil, aerr
@@ -124,7 +119,7 @@ func (m *Sessions) MakeDir(ctx context.Context, id, p string) (*api.FileEntry, e
 
 // Move renames a path of the workspace to another, replacing what that
 // holds as rename(2) does.
-func (m *Sessions) Move(ctx context.Context, id, from, to string) (*api.FileEntry, error) {
+func (m *Sessions) Move(ctx context.Context, id, from, to string) (*supervisor.Entry, error) {
 	src, aerr := writablePath(from)
 	if aerr != nil {
 		return nil, aerr
@@ -137,8 +132,8 @@ func (m *Sessions) Move(ctx context.Context, id, from, to string) (*api.FileEntr
 }
 
 // entryOp runs a workspace operation whose answer is one entry.
-func (m *Sessions) entryOp(ctx context.Context, id, op string, req supervisor.FileRequest) (*api.FileEntry, error) {
-	var out *api.FileEntry
+func (m *Sessions) entryOp(ctx context.Context, id, op string, req supervisor.FileRequest) (*supervisor.Entry, error) {
+	var out *supervisor.Entry
 	aerr := m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) error {
 		res, err := sb.File(ctx, op, req, nil, nil)
 		switch {
@@ -149,15 +144,14 @@ func (m *Sessions) entryOp(ctx context.Context, id, op string, req supervisor.Fi
 		case len(res.Entries) != 1:
 			return fmt.Errorf("%s %s: %w: the answer is not one entry", op, req.Path, supervisor.ErrDead)
 		}
-		e := fileEntry(res.Entries[0])
-		out = &e
+		out = &res.Entries[0]
 		return nil
 	})
 	return out, aerr
 }
 
 // stat lists name itself first, then what is under it.
-func stat(ctx context.Context, sb *runtime.Sandbox, name string, recursive bool) ([]api.FileEntry, error) {
+func stat(ctx context.Context, sb *runtime.Sandbox, name string, recursive bool) ([]supervisor.Entry, error) {
 	res, err := sb.File(ctx, supervisor.OpList, supervisor.FileRequest{Path: name, Recursive: recursive}, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("listing %s: %w", name, err)
@@ -168,18 +162,7 @@ func stat(ctx context.Context, sb *runtime.Sandbox, name string, recursive bool)
 	if len(res.Entries) == 0 || path.Clean(res.Entries[0].Path) != name {
 		return nil, fmt.Errorf("listing %s: %w: the answer does not start with the path", name, supervisor.ErrDead)
 	}
-	out := make([]api.FileEntry, len(res.Entries))
-	for i, e := range res.Entries {
-		out[i] = fileEntry(e)
-	}
-	return out, nil
-}
-
-func fileEntry(e supervisor.Entry) api.FileEntry {
-	return api.FileEntry{
-		Path: e.Path, Type: e.Type, Size: e.Size, Mode: fmt.Sprintf("%04o", e.Mode&0o7777),
-		ModTime: time.Unix(0, e.ModTime).UTC(), Target: e.Target,
-	}
+	return res.Entries, nil
 }
 
 // Download sends a file's bytes, or a directory as a tar archive. start is
@@ -228,21 +211,21 @@ func (m *Sessions) Download(ctx context.Context, id, p string, start func(dir bo
 // too, recursive) to emit, a batch at a time, the first empty once the
 // watch is set, until ctx ends (nil) or the directory goes; beside the
 // session's other operations.
-func (m *Sessions) Watch(ctx context.Context, id, p string, recursive bool, emit func([]api.FileEvent)) error {
+func (m *Sessions) Watch(ctx context.Context, id, p string, recursive bool, emit func([]supervisor.FileEvent)) error {
 	name, aerr := Path(p)
 	if aerr != nil {
 		return aerr
 	}
 	// emit may be slow (a client that reads slowly): the sandbox's reader
 	// never waits for it; what does not fit the queue is counted and said.
-	queue := make(chan []api.FileEvent, watchQueue)
+	queue := make(chan []supervisor.FileEvent, watchQueue)
 	var dropped atomic.Int64
 	delivered := make(chan struct{})
 	go func() {
 		defer close(delivered)
 		for evs := range queue {
 			if n := dropped.Swap(0); n > 0 {
-				evs = append(evs, api.FileEvent{Type: api.FileEventOverflow, Count: int(n)})
+				evs = append(evs, supervisor.FileEvent{Type: supervisor.EventOverflow, Count: int(n)})
 			}
 			emit(evs)
 		}
@@ -250,14 +233,10 @@ func (m *Sessions) Watch(ctx context.Context, id, p string, recursive bool, emit
 	defer func() { close(queue); <-delivered }()
 	return m.Alongside(ctx, id, func(_ *Session, sb *runtime.Sandbox) error {
 		res, err := sb.Watch(ctx, supervisor.FileRequest{Path: name, Recursive: recursive}, func(evs []supervisor.FileEvent) {
-			out := make([]api.FileEvent, len(evs))
-			for i, e := range evs {
-				out[i] = api.FileEvent{Path: e.Path, Type: e.Type, Count: e.Count}
-			}
 			select {
-			case queue <- out:
+			case queue <- slices.Clone(evs):
 			default:
-				dropped.Add(int64(len(out)))
+				dropped.Add(int64(len(evs)))
 			}
 		})
 		switch {

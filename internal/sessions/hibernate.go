@@ -10,12 +10,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/languages"
+	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/internal/snapshots"
 	"github.com/sandboxd/sandboxd/internal/state"
-	"github.com/sandboxd/sandboxd/internal/wire"
+	"github.com/sandboxd/sandboxd/internal/units"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
@@ -217,7 +217,7 @@ func (m *Sessions) hibernationRoom() (int64, error) {
 	}
 	room := m.cfg.MaxHibernatedBytes - bytes
 	if room <= 0 {
-		return 0, errdefs.Errorf(errdefs.TooLarge, "hibernated sessions hold %s, all sessions.max_hibernated_bytes allows; delete one (sandboxctl session rm)", api.ByteSize(bytes))
+		return 0, errdefs.Errorf(errdefs.TooLarge, "hibernated sessions hold %s, all sessions.max_hibernated_bytes allows; delete one (sandboxctl session rm)", units.ByteSize(bytes))
 	}
 	return room, nil
 }
@@ -416,7 +416,7 @@ func (m *Sessions) recoverHibernated(rec state.Session) {
 		}
 		return
 	}
-	limits := wire.KeptLimits(l.Limits(), rec.Limits)
+	limits := request.KeptLimits(l.Limits(), rec.Limits)
 	m.live[rec.ID] = newSession(l, limits, rec, nil)
 }
 

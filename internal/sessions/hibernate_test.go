@@ -18,6 +18,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/fake"
+	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
 // hibernating makes a bash session with a file in a nested directory and
@@ -26,11 +27,11 @@ func hibernating(t *testing.T, extra string) (*daemon.Daemon, *fake.Runtime, str
 	t.Helper()
 	d, rt := daemontest.NewWith(t, daemontest.Options{Languages: daemontest.Bash, Extra: extra})
 	ctx := context.Background()
-	s, aerr := d.Sessions.Create(ctx, api.SessionRequest{Language: "bash"})
+	s, aerr := d.Sessions.Create(ctx, sessions.Request{Language: "bash"})
 	if aerr != nil {
 		t.Fatal(aerr)
 	}
-	if _, aerr := d.Sessions.PutFile(ctx, s.ID, "src/app/main.sh", 0o750, strings.NewReader("echo hi\n")); aerr != nil {
+	if _, _, aerr := d.Sessions.PutFile(ctx, s.ID, "src/app/main.sh", 0o750, strings.NewReader("echo hi\n")); aerr != nil {
 		t.Fatal(aerr)
 	}
 	if _, aerr := d.Exec(ctx, s.ID, api.ExecRequest{Argv: []string{"sh", "-c", "mkdir empty && ln -s src/app/main.sh link && touch -d @1000000000.5 src/app/main.sh"}}, nil); aerr != nil {
@@ -40,14 +41,14 @@ func hibernating(t *testing.T, extra string) (*daemon.Daemon, *fake.Runtime, str
 }
 
 // listing is a session's workspace as the files API lists it.
-func listing(t *testing.T, d *daemon.Daemon, id string) map[string]api.FileEntry {
+func listing(t *testing.T, d *daemon.Daemon, id string) map[string]supervisor.Entry {
 	t.Helper()
-	list, aerr := d.Sessions.ListFiles(context.Background(), id, ".", true)
+	_, entries, aerr := d.Sessions.ListFiles(context.Background(), id, ".", true)
 	if aerr != nil {
 		t.Fatal(aerr)
 	}
-	out := map[string]api.FileEntry{}
-	for _, e := range list.Entries {
+	out := map[string]supervisor.Entry{}
+	for _, e := range entries {
 		out[e.Path] = e
 	}
 	return out
@@ -212,7 +213,7 @@ func TestResumeEvictsLeastRecentlyUsed(t *testing.T) {
 	}
 	var others []string
 	for range 2 {
-		s, aerr := d.Sessions.Create(ctx, api.SessionRequest{Language: "bash"})
+		s, aerr := d.Sessions.Create(ctx, sessions.Request{Language: "bash"})
 		if aerr != nil {
 			t.Fatal(aerr)
 		}
@@ -294,11 +295,11 @@ func resumeStorm(t *testing.T, d *daemon.Daemon) {
 	ctx := context.Background()
 	var ids []string
 	for i := range 8 {
-		s, aerr := d.Sessions.Create(ctx, api.SessionRequest{Language: "bash"})
+		s, aerr := d.Sessions.Create(ctx, sessions.Request{Language: "bash"})
 		if aerr != nil {
 			t.Fatal(aerr)
 		}
-		if _, aerr := d.Sessions.PutFile(ctx, s.ID, "marker", 0o644, strings.NewReader(s.ID)); aerr != nil {
+		if _, _, aerr := d.Sessions.PutFile(ctx, s.ID, "marker", 0o644, strings.NewReader(s.ID)); aerr != nil {
 			t.Fatal(aerr)
 		}
 		if _, aerr := d.Sessions.Pause(ctx, s.ID); aerr != nil {

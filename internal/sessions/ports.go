@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
@@ -12,8 +11,8 @@ import (
 // Ports lists the TCP ports listening in a session's sandbox, as its
 // supervisor finds them; an execution running meanwhile does not hold it
 // up.
-func (m *Sessions) Ports(ctx context.Context, id string) (*api.PortList, error) {
-	out := &api.PortList{Ports: []api.Port{}}
+func (m *Sessions) Ports(ctx context.Context, id string) ([]supervisor.Port, error) {
+	out := []supervisor.Port{}
 	aerr := m.Alongside(ctx, id, func(ss *Session, sb *runtime.Sandbox) error {
 		res, err := sb.File(ctx, supervisor.OpPorts, supervisor.FileRequest{}, nil, nil)
 		if err != nil {
@@ -22,9 +21,7 @@ func (m *Sessions) Ports(ctx context.Context, id string) (*api.PortList, error) 
 		if res.Error != "" {
 			return sessionErr("listing the ports", res)
 		}
-		for _, p := range res.Ports {
-			out.Ports = append(out.Ports, api.Port{Address: p.Address, Port: p.Port})
-		}
+		out = append(out, res.Ports...)
 		return nil
 	})
 	if aerr != nil {

@@ -27,17 +27,17 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/config"
 	"github.com/sandboxd/sandboxd/internal/drain"
 	"github.com/sandboxd/sandboxd/internal/egress"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/languages"
 	"github.com/sandboxd/sandboxd/internal/projects"
+	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/internal/snapshots"
 	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/internal/stats"
-	"github.com/sandboxd/sandboxd/internal/wire"
+	"github.com/sandboxd/sandboxd/internal/units"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
@@ -114,8 +114,20 @@ func New(cfg config.Sessions, stateDir string, langs *languages.Registry, projec
 	return m
 }
 
+// Request is what a new session asks for.
+type Request struct {
+	Language         string // "": a snapshot's
+	Limits           *state.Limits
+	Env              map[string]string
+	TTL, IdleTimeout time.Duration // 0: the configured defaults
+	Project          string        // id or name
+	Network          *state.Network
+	Secrets          []string
+	FromSnapshot     string // id or name: the workspace it starts with
+}
+
 // Create takes a warm container for a new session.
-func (m *Sessions) Create(ctx context.Context, req api.SessionRequest) (*state.Session, error) {
+func (m *Sessions) Create(ctx context.Context, req Request) (*state.Session, error) {
 	if aerr := m.gate.Enter(); aerr != nil {
 		return nil, aerr
 	}
@@ -136,17 +148,17 @@ func (m *Sessions) Create(ctx context.Context, req api.SessionRequest) (*state.S
 	if aerr != nil {
 		return nil, aerr
 	}
-	limits, aerr := wire.Limits(l.Limits(), 0, req.Limits)
+	limits, aerr := request.Limits(l.Limits(), 0, req.Limits)
 	if aerr == nil {
-		aerr = wire.Within(limits, l.Limits(), l.Name())
+		aerr = request.Within(limits, l.Limits(), l.Name())
 	}
 	if aerr != nil {
 		return nil, aerr
 	}
-	if aerr := wire.CheckEnv(req.Env); aerr != nil {
+	if aerr := request.CheckEnv(req.Env); aerr != nil {
 		return nil, aerr
 	}
-	allow, aerr := wire.Allow(l, req.Network)
+	allow, aerr := l.Narrow(req.Network)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -162,7 +174,7 @@ func (m *Sessions) Create(ctx context.Context, req api.SessionRequest) (*state.S
 		}
 		maps.Copy(env, languages.SecretEnv(secrets))
 	}
-	ttl, idle := time.Duration(req.TTL), time.Duration(req.IdleTimeout)
+	ttl, idle := req.TTL, req.IdleTimeout
 	if ttl == 0 {
 		ttl = m.cfg.TTL
 	}
@@ -201,8 +213,8 @@ func (m *Sessions) Create(ctx context.Context, req api.SessionRequest) (*state.S
 	now := time.Now().UTC()
 	rec := state.Session{
 		ID: sb.Session(), Language: l.Name(), State: state.SessionActive,
-		CreatedAt: now, ExpiresAt: now.Add(ttl), LastUsedAt: now, IdleTimeout: api.Duration(idle),
-		Limits: wire.LimitsRecord(limits), Network: state.Network{Allow: allow.Strings()}, Env: env, ContainerID: sb.ID,
+		CreatedAt: now, ExpiresAt: now.Add(ttl), LastUsedAt: now, IdleTimeout: units.Duration(idle),
+		Limits: request.Record(limits), Network: state.Network{Allow: allow.Strings()}, Env: env, ContainerID: sb.ID,
 		Secrets: req.Secrets,
 	}
 	if project != nil {
@@ -624,7 +636,7 @@ func (m *Sessions) Expire(id string, ttl time.Duration) (*state.Session, error) 
 	}
 	ss.mu.Lock()
 	ss.rec.ExpiresAt = time.Now().UTC().Add(ttl)
-	ss.rec.IdleTimeout = api.Duration(m.cfg.MaxTTL)
+	ss.rec.IdleTimeout = units.Duration(m.cfg.MaxTTL)
 	rec := ss.rec
 	ss.mu.Unlock()
 	if err := m.store.PutSession(rec); err != nil {
@@ -636,9 +648,9 @@ func (m *Sessions) Expire(id string, ttl time.Duration) (*state.Session, error) 
 // SetNetwork changes what a session's sandbox may reach, within its
 // language's ceiling, from the next connection on (an execution running
 // meanwhile included); the record keeps it, across restarts too.
-func (m *Sessions) SetNetwork(ctx context.Context, id string, req api.Network) (*state.Session, error) {
+func (m *Sessions) SetNetwork(ctx context.Context, id string, req state.Network) (*state.Session, error) {
 	aerr := m.Alongside(ctx, id, func(ss *Session, sb *runtime.Sandbox) error {
-		list, aerr := ss.Lang.Narrow(req.Allow)
+		list, aerr := ss.Lang.Narrow(&req)
 		if aerr != nil {
 			return aerr
 		}
@@ -873,7 +885,7 @@ func (m *Sessions) Recover(ctx context.Context, containers []runtime.Container) 
 				}
 				return
 			}
-			limits := wire.KeptLimits(l.Limits(), rec.Limits)
+			limits := request.KeptLimits(l.Limits(), rec.Limits)
 			m.live[rec.ID] = newSession(l, limits, rec, sb)
 			keep[sb.ID] = true
 			m.log.Info("session recovered", "session", rec.ID, "container_id", runtime.ShortID(sb.ID))

@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/daemon/daemontest"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
+	"github.com/sandboxd/sandboxd/internal/sessions"
 	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/internal/stats"
 	"github.com/sandboxd/sandboxd/runtime"
+	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
 func TestMain(m *testing.M) { daemontest.Main(m) }
@@ -22,11 +23,11 @@ func TestMain(m *testing.M) { daemontest.Main(m) }
 func TestMaxSessions(t *testing.T) {
 	d, rt := daemontest.NewWith(t, daemontest.Options{Languages: daemontest.Bash, Extra: "sessions {\n  max = 1\n}"})
 	ctx := context.Background()
-	s, aerr := d.Sessions.Create(ctx, api.SessionRequest{Language: "bash"})
+	s, aerr := d.Sessions.Create(ctx, sessions.Request{Language: "bash"})
 	if aerr != nil {
 		t.Fatal(aerr)
 	}
-	if _, aerr := d.Sessions.Create(ctx, api.SessionRequest{Language: "bash"}); aerr == nil || !errdefs.Is(aerr, errdefs.TooManySessions) {
+	if _, aerr := d.Sessions.Create(ctx, sessions.Request{Language: "bash"}); aerr == nil || !errdefs.Is(aerr, errdefs.TooManySessions) {
 		t.Fatalf("a session past sessions.max: %v", aerr)
 	}
 	if aerr := d.Sessions.Delete(s.ID); aerr != nil {
@@ -38,7 +39,7 @@ func TestMaxSessions(t *testing.T) {
 			t.Errorf("the deleted session's container %s is still there", c.ID)
 		}
 	}
-	if _, aerr := d.Sessions.Create(ctx, api.SessionRequest{Language: "bash"}); aerr != nil {
+	if _, aerr := d.Sessions.Create(ctx, sessions.Request{Language: "bash"}); aerr != nil {
 		t.Fatalf("a session after one was deleted: %v", aerr)
 	}
 }
@@ -47,7 +48,7 @@ func TestMaxSessions(t *testing.T) {
 func TestSessionsExpire(t *testing.T) {
 	d, rt := daemontest.New(t, daemontest.Bash)
 	ctx := context.Background()
-	s, aerr := d.Sessions.Create(ctx, api.SessionRequest{Language: "bash", TTL: api.Duration(time.Second)})
+	s, aerr := d.Sessions.Create(ctx, sessions.Request{Language: "bash", TTL: time.Second})
 	if aerr != nil {
 		t.Fatal(aerr)
 	}
@@ -76,21 +77,21 @@ language "bash" {
   network { allow = ["example.org", "pypi.org:443"] }
 }`)
 	ctx := context.Background()
-	s, aerr := d.Sessions.Create(ctx, api.SessionRequest{Language: "bash", Network: &api.Network{Allow: []string{}}})
+	s, aerr := d.Sessions.Create(ctx, sessions.Request{Language: "bash", Network: &state.Network{Allow: []string{}}})
 	if aerr != nil {
 		t.Fatal(aerr)
 	}
-	got, aerr := d.Sessions.SetNetwork(ctx, s.ID, api.Network{Allow: []string{"pypi.org:443"}})
+	got, aerr := d.Sessions.SetNetwork(ctx, s.ID, state.Network{Allow: []string{"pypi.org:443"}})
 	if aerr != nil || len(got.Network.Allow) != 1 || got.Network.Allow[0] != "pypi.org:443" {
 		t.Fatalf("within the ceiling: %+v %v", got, aerr)
 	}
-	if _, aerr := d.Sessions.SetNetwork(ctx, s.ID, api.Network{Allow: []string{"files.example.net"}}); aerr == nil || !errdefs.Is(aerr, errdefs.Invalid) {
+	if _, aerr := d.Sessions.SetNetwork(ctx, s.ID, state.Network{Allow: []string{"files.example.net"}}); aerr == nil || !errdefs.Is(aerr, errdefs.Invalid) {
 		t.Fatalf("beyond the ceiling: %v", aerr)
 	}
 	if got, _ := d.Sessions.Get(s.ID); len(got.Network.Allow) != 1 {
 		t.Fatalf("a refused change changed the record: %+v", got.Network)
 	}
-	if _, aerr := d.Sessions.SetNetwork(ctx, "s-none", api.Network{}); aerr == nil || !errdefs.Is(aerr, errdefs.NotFound) {
+	if _, aerr := d.Sessions.SetNetwork(ctx, "s-none", state.Network{}); aerr == nil || !errdefs.Is(aerr, errdefs.NotFound) {
 		t.Fatalf("no such session: %v", aerr)
 	}
 }
@@ -101,7 +102,7 @@ language "bash" {
 func TestPorts(t *testing.T) {
 	d, _ := daemontest.New(t, daemontest.Bash)
 	ctx := context.Background()
-	s, aerr := d.Sessions.Create(ctx, api.SessionRequest{Language: "bash"})
+	s, aerr := d.Sessions.Create(ctx, sessions.Request{Language: "bash"})
 	if aerr != nil {
 		t.Fatal(aerr)
 	}
@@ -114,9 +115,9 @@ func TestPorts(t *testing.T) {
 	if aerr != nil {
 		t.Fatal(aerr)
 	}
-	want := api.Port{Address: "127.0.0.1", Port: l.Addr().(*net.TCPAddr).Port}
-	if !slices.Contains(list.Ports, want) {
-		t.Errorf("%+v not among %+v", want, list.Ports)
+	want := supervisor.Port{Address: "127.0.0.1", Port: l.Addr().(*net.TCPAddr).Port}
+	if !slices.Contains(list, want) {
+		t.Errorf("%+v not among %+v", want, list)
 	}
 	if _, aerr := d.Sessions.Ports(ctx, "s-none"); aerr == nil || !errdefs.Is(aerr, errdefs.NotFound) {
 		t.Errorf("no such session: %v", aerr)
@@ -128,7 +129,7 @@ func TestPorts(t *testing.T) {
 func TestSessionMetrics(t *testing.T) {
 	d, _ := daemontest.New(t, daemontest.Bash)
 	ctx := context.Background()
-	s, aerr := d.Sessions.Create(ctx, api.SessionRequest{Language: "bash"})
+	s, aerr := d.Sessions.Create(ctx, sessions.Request{Language: "bash"})
 	if aerr != nil {
 		t.Fatal(aerr)
 	}

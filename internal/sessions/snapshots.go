@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/snapshots"
 	"github.com/sandboxd/sandboxd/internal/state"
-	"github.com/sandboxd/sandboxd/internal/wire"
+	"github.com/sandboxd/sandboxd/internal/units"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
@@ -55,7 +55,7 @@ func archiveWorkspace(ctx context.Context, sb *runtime.Sandbox, id, purpose stri
 		return 0, fmt.Errorf("archiving session %s's workspace: %w", id, err)
 	case res.Error != "":
 		if res.ErrorKind == supervisor.ErrTooLarge {
-			return 0, errdefs.Errorf(errdefs.TooLarge, "the workspace is too large to %s: %s (room left under %s: %s)", purpose, res.Error, limit, api.ByteSize(room))
+			return 0, errdefs.Errorf(errdefs.TooLarge, "the workspace is too large to %s: %s (room left under %s: %s)", purpose, res.Error, limit, units.ByteSize(room))
 		}
 		return 0, sessionErr("the workspace", res)
 	case werr != nil:
@@ -76,10 +76,26 @@ func restore(ctx context.Context, sb *runtime.Sandbox, archive io.Reader) error 
 	return nil
 }
 
+// ForkRequest says how many sessions a fork makes (0: one), the name of
+// the snapshot it takes ("": made up) and the new sessions' ttl (0: the
+// default).
+type ForkRequest struct {
+	Count int
+	Name  string
+	TTL   time.Duration
+}
+
+// Forked is what a fork made: the snapshot it took and the sessions
+// started from it.
+type Forked struct {
+	Snapshot state.Snapshot
+	Sessions []state.Session
+}
+
 // Fork snapshots a session's workspace and starts req.Count sessions from
 // it, each with the session's language, limits, environment, project and
 // network: parallel attempts that diverge without touching each other.
-func (m *Sessions) Fork(ctx context.Context, id string, req api.ForkRequest) (*api.ForkResult, error) {
+func (m *Sessions) Fork(ctx context.Context, id string, req ForkRequest) (*Forked, error) {
 	if req.Count == 0 {
 		req.Count = 1
 	}
@@ -97,7 +113,7 @@ func (m *Sessions) Fork(ctx context.Context, id string, req api.ForkRequest) (*a
 	if aerr != nil {
 		return nil, aerr
 	}
-	limits, network := api.Limits(src.Limits), api.Network(src.Network)
+	limits, network := src.Limits, src.Network
 	made := make([]*state.Session, req.Count)
 	errs := make([]error, req.Count)
 	var wg sync.WaitGroup
@@ -105,16 +121,16 @@ func (m *Sessions) Fork(ctx context.Context, id string, req api.ForkRequest) (*a
 		wg.Add(1)
 		go func() { // each restore streams into a sandbox of its own
 			defer wg.Done()
-			made[i], errs[i] = m.Create(ctx, api.SessionRequest{Language: src.Language, Limits: &limits, Env: src.Env, TTL: req.TTL,
-				IdleTimeout: src.IdleTimeout, Project: src.Project, Network: &network, Secrets: src.Secrets, FromSnapshot: sn.ID})
+			made[i], errs[i] = m.Create(ctx, Request{Language: src.Language, Limits: &limits, Env: src.Env, TTL: req.TTL,
+				IdleTimeout: time.Duration(src.IdleTimeout), Project: src.Project, Network: &network, Secrets: src.Secrets, FromSnapshot: sn.ID})
 		}()
 	}
 	wg.Wait()
-	out := &api.ForkResult{Snapshot: wire.Snapshot(*sn)}
+	out := &Forked{Snapshot: *sn}
 	var failed error
 	for i, s := range made {
 		if s != nil {
-			out.Sessions = append(out.Sessions, wire.Session(*s))
+			out.Sessions = append(out.Sessions, *s)
 		} else if failed == nil {
 			failed = errs[i]
 		}

@@ -2,19 +2,9 @@ package wire
 
 import (
 	"github.com/sandboxd/sandboxd/api"
-	"github.com/sandboxd/sandboxd/internal/egress"
 	"github.com/sandboxd/sandboxd/internal/languages"
 	"github.com/sandboxd/sandboxd/internal/stats"
 )
-
-// Allow is the allow-list a request's network block asks for under l:
-// l's own when it has none.
-func Allow(l *languages.Language, n *api.Network) (egress.List, error) {
-	if n == nil {
-		return l.Egress(), nil
-	}
-	return l.Narrow(n.Allow)
-}
 
 // Language is a language as the wire shows it.
 func Language(e languages.Entry) api.Language {

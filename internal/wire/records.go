@@ -3,7 +3,6 @@ package wire
 import (
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/state"
-	"github.com/sandboxd/sandboxd/runtime"
 )
 
 // The records sandboxd keeps (package state) as the wire shows them, and
@@ -77,9 +76,6 @@ func Finding(f state.Finding) api.Finding { return api.Finding(f) }
 // FindingRecord is f as a record keeps it.
 func FindingRecord(f api.Finding) state.Finding { return state.Finding(f) }
 
-// LimitsRecord is l as a record keeps it.
-func LimitsRecord(l runtime.Limits) state.Limits { return state.Limits(APILimits(l)) }
-
 // All maps every element of in with f (a list of records to the wire's),
 // keeping nil nil.
 func All[T, U any](in []T, f func(T) U) []U {
@@ -100,12 +96,4 @@ func ptr[T, U any](p *T, f func(T) U) *U {
 	}
 	u := f(*p)
 	return &u
-}
-
-// KeptLimits are the limits a record kept, under ceil: what a request
-// that asked for them would get.
-func KeptLimits(ceil runtime.Limits, kept state.Limits) runtime.Limits {
-	asked := api.Limits(kept)
-	l, _ := Limits(ceil, 0, &asked)
-	return l
 }

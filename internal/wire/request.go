@@ -14,13 +14,11 @@
 package wire
 
 import (
-	"errors"
-	"fmt"
-	"path"
 	"strings"
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
+	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/plugins/program"
 )
 
@@ -32,11 +30,7 @@ import (
 const (
 	maxFiles        = 1000
 	maxArgs         = 1000
-	maxEnv          = 1000
-	maxPathLen      = 4096
 	maxArgBytes     = 1 << 20
-	maxEnvValue     = 128 << 10
-	maxEnvBytes     = 1 << 20
 	maxProgramBytes = 32 << 20
 )
 
@@ -84,7 +78,7 @@ func DecodeProgram(code string, files []api.File, entry string, in Input) (Progr
 	}
 	size := len(code)
 	for i, f := range files {
-		name, err := CleanPath(f.Path)
+		name, err := request.CleanPath(f.Path)
 		if err != nil {
 			return p, errdefs.Errorf(errdefs.Invalid, "files[%d].path: %v", i, err)
 		}
@@ -104,7 +98,7 @@ func DecodeProgram(code string, files []api.File, entry string, in Input) (Progr
 		return p, errdefs.Errorf(errdefs.TooLarge, "the program's code is %d bytes, over %d: send large data as a session file (PUT) or as stdin", size, maxProgramBytes)
 	}
 	if entry != "" {
-		clean, err := CleanPath(entry)
+		clean, err := request.CleanPath(entry)
 		if err != nil {
 			return p, errdefs.Errorf(errdefs.Invalid, "entry: %v", err)
 		}
@@ -116,7 +110,7 @@ func DecodeProgram(code string, files []api.File, entry string, in Input) (Progr
 // DecodeInput checks what a program or command is given (arguments and
 // environment) and decodes its stdin.
 func DecodeInput(in Input) ([]byte, error) {
-	if aerr := CheckEnv(in.Env); aerr != nil {
+	if aerr := request.CheckEnv(in.Env); aerr != nil {
 		return nil, aerr
 	}
 	if len(in.Args) > maxArgs {
@@ -137,44 +131,4 @@ func DecodeInput(in Input) ([]byte, error) {
 		return nil, errdefs.Errorf(errdefs.Invalid, "stdin: %v", err)
 	}
 	return data, nil
-}
-
-// CheckEnv checks an environment map's names and values.
-func CheckEnv(env map[string]string) error {
-	if len(env) > maxEnv {
-		return errdefs.Errorf(errdefs.Invalid, "%d env entries: at most %d", len(env), maxEnv)
-	}
-	size := 0
-	for k, v := range env {
-		if k == "" || strings.ContainsAny(k, "=\x00") || strings.IndexByte(v, 0) >= 0 {
-			return errdefs.Errorf(errdefs.Invalid, "env %q: names are non-empty without '=' or NUL, values without NUL", k)
-		}
-		if len(k)+1+len(v) > maxEnvValue {
-			return errdefs.Errorf(errdefs.TooLarge, "env %q is %d bytes: at most %d per entry; pass data in a file or on stdin", k, len(k)+1+len(v), maxEnvValue)
-		}
-		size += len(k) + 1 + len(v)
-	}
-	if size > maxEnvBytes {
-		return errdefs.Errorf(errdefs.TooLarge, "env totals %d bytes: at most %d", size, maxEnvBytes)
-	}
-	return nil
-}
-
-// CleanPath accepts a relative path that stays inside the workspace.
-func CleanPath(p string) (string, error) {
-	switch {
-	case p == "":
-		return "", errors.New("empty")
-	case len(p) > maxPathLen:
-		return "", fmt.Errorf("longer than %d bytes", maxPathLen)
-	case strings.IndexByte(p, 0) >= 0:
-		return "", errors.New("contains a NUL byte")
-	case path.IsAbs(p):
-		return "", fmt.Errorf("%q is absolute: paths are relative to /workspace", p)
-	}
-	clean := path.Clean(p)
-	if clean == "." || clean == ".." || strings.HasPrefix(clean, "../") {
-		return "", fmt.Errorf("%q leaves the workspace", p)
-	}
-	return clean, nil
 }

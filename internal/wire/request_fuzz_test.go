@@ -5,6 +5,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
+	"github.com/sandboxd/sandboxd/internal/request"
 )
 
 // Whatever a client sends, decoding gives a program or an error with an
@@ -23,7 +24,7 @@ func FuzzDecodeProgram(f *testing.F) {
 			return
 		}
 		for _, f := range p.Files {
-			if _, err := CleanPath(f.Path); err != nil || f.Path != mustClean(t, f.Path) {
+			if _, err := request.CleanPath(f.Path); err != nil || f.Path != mustClean(t, f.Path) {
 				t.Fatalf("a decoded path %q is not clean: %v", f.Path, err)
 			}
 		}
@@ -31,7 +32,7 @@ func FuzzDecodeProgram(f *testing.F) {
 }
 
 func mustClean(t *testing.T, p string) string {
-	c, err := CleanPath(p)
+	c, err := request.CleanPath(p)
 	if err != nil {
 		t.Fatal(err)
 	}

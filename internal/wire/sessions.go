@@ -1,0 +1,57 @@
+package wire
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/sessions"
+	"github.com/sandboxd/sandboxd/internal/state"
+	"github.com/sandboxd/sandboxd/runtime/supervisor"
+)
+
+// Network is a request's network block as the daemon reads it (nil:
+// none, the language's allow-list).
+func Network(n *api.Network) *state.Network { return (*state.Network)(n) }
+
+// SessionRequest is a request for a session as the daemon reads it.
+func SessionRequest(r api.SessionRequest) sessions.Request {
+	return sessions.Request{
+		Language: r.Language, Limits: (*state.Limits)(r.Limits), Env: r.Env,
+		TTL: time.Duration(r.TTL), IdleTimeout: time.Duration(r.IdleTimeout), Project: r.Project,
+		Network: Network(r.Network), Secrets: r.Secrets, FromSnapshot: r.FromSnapshot,
+	}
+}
+
+// ForkRequest is a fork's request as the daemon reads it.
+func ForkRequest(r api.ForkRequest) sessions.ForkRequest {
+	return sessions.ForkRequest{Count: r.Count, Name: r.Name, TTL: time.Duration(r.TTL)}
+}
+
+// Forked is what a fork made as the wire shows it.
+func Forked(f sessions.Forked) api.ForkResult {
+	return api.ForkResult{Snapshot: Snapshot(f.Snapshot), Sessions: All(f.Sessions, Session)}
+}
+
+// FileEntry is a file of a workspace as the wire shows it.
+func FileEntry(e supervisor.Entry) api.FileEntry {
+	return api.FileEntry{
+		Path: e.Path, Type: e.Type, Size: e.Size, Mode: fmt.Sprintf("%04o", e.Mode&0o7777),
+		ModTime: time.Unix(0, e.ModTime).UTC(), Target: e.Target,
+	}
+}
+
+// FileEvent is a change in a workspace as the wire shows it.
+func FileEvent(e supervisor.FileEvent) api.FileEvent { return api.FileEvent(e) }
+
+// Context is a session's context as the wire shows it.
+func Context(c supervisor.Context) api.Context {
+	return api.Context{Name: c.Name, PID: c.PID, StartedAt: time.Unix(0, c.StartedAt).UTC(), Executions: c.Executions, RSSBytes: c.RSSBytes}
+}
+
+// Port is a listening port as the wire shows it.
+func Port(p supervisor.Port) api.Port { return api.Port(p) }
+
+// Limits are a request's limits as the daemon reads them (nil: none
+// asked, the ceilings').
+func Limits(l *api.Limits) *state.Limits { return (*state.Limits)(l) }
