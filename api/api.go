@@ -473,12 +473,6 @@ type ExecutionFilter struct {
 	Language, Session, Kind, Outcome string
 }
 
-// Match says whether e is selected.
-func (f ExecutionFilter) Match(e Execution) bool {
-	ok := func(want, got string) bool { return want == "" || want == got }
-	return ok(f.Language, e.Language) && ok(f.Session, e.Session) && ok(f.Kind, e.Kind) && ok(f.Outcome, e.Outcome)
-}
-
 // ExecutionList is the body of GET /v1/executions, newest first.
 type ExecutionList struct {
 	Executions []Execution `json:"executions"`

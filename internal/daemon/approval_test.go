@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/daemon/daemontest"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
+	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/internal/state"
 )
 
@@ -47,11 +47,11 @@ func pendingOne(t *testing.T, d *daemon.Daemon) state.Approval {
 func TestApprovals(t *testing.T) {
 	d, _ := daemontest.NewWith(t, daemontest.Options{Languages: daemontest.Bash, Extra: askingPatterns})
 	ctx := context.Background()
-	if res, aerr := d.Run(ctx, api.RunRequest{Language: "bash", Code: clean}, nil); aerr != nil || res.Approval != nil {
+	if res, aerr := d.Run(ctx, daemon.RunRequest{Language: "bash", Program: request.Program{Code: clean}}, nil); aerr != nil || res.Approval != nil {
 		t.Fatalf("a clean run: %+v %v", res, aerr)
 	}
 	type outcome struct {
-		res    *api.RunResult
+		res    *daemon.Result
 		aerr   error
 		queued []string
 	}
@@ -59,8 +59,8 @@ func TestApprovals(t *testing.T) {
 		done := make(chan outcome, 1)
 		go func() {
 			var o outcome
-			o.res, o.aerr = d.Run(ctx, api.RunRequest{Language: "bash", Code: flagged}, func(stream string, data []byte) {
-				if stream == api.EventQueued {
+			o.res, o.aerr = d.Run(ctx, daemon.RunRequest{Language: "bash", Program: request.Program{Code: flagged}}, func(stream string, data []byte) {
+				if stream == daemon.Queued {
 					o.queued = append(o.queued, string(data))
 				}
 			})
@@ -78,7 +78,7 @@ func TestApprovals(t *testing.T) {
 		t.Fatal(aerr)
 	}
 	o := <-done
-	if o.aerr != nil || o.res.Stdout != "ran\n" || o.res.Approval == nil || o.res.Approval.By != "alice" || o.res.Approval.State != api.ApprovalApproved {
+	if o.aerr != nil || string(o.res.Stdout) != "ran\n" || o.res.Approval == nil || o.res.Approval.By != "alice" || o.res.Approval.State != state.ApprovalApproved {
 		t.Fatalf("the approved run: %+v %v", o.res, o.aerr)
 	}
 	if len(o.queued) != 1 || !strings.Contains(o.queued[0], a.ID) {
@@ -107,7 +107,7 @@ func TestApprovals(t *testing.T) {
 	// The history is written in the background.
 	var got string
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		hist, aerr := d.Executions(10, api.ExecutionFilter{}, "")
+		hist, aerr := d.Executions(10, state.ExecutionFilter{}, "")
 		if aerr != nil {
 			t.Fatal(aerr)
 		}
@@ -127,7 +127,7 @@ func TestApprovals(t *testing.T) {
 // Validate says a request would wait for approval, and asks nobody.
 func TestValidateSaysItWouldAsk(t *testing.T) {
 	d, _ := daemontest.NewWith(t, daemontest.Options{Languages: daemontest.Bash, Extra: askingPatterns})
-	res, aerr := d.Validate(context.Background(), api.ValidateRequest{Language: "bash", Code: flagged})
+	res, aerr := d.Validate(context.Background(), daemon.ValidateRequest{Language: "bash", Program: request.Program{Code: flagged}})
 	if aerr != nil || !res.Allowed || !res.NeedsApproval {
 		t.Fatalf("%+v %v", res, aerr)
 	}

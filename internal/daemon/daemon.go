@@ -18,7 +18,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/images"
 	"github.com/sandboxd/sandboxd/internal/approvals"
 	"github.com/sandboxd/sandboxd/internal/config"
@@ -33,7 +32,6 @@ import (
 	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/internal/stats"
 	"github.com/sandboxd/sandboxd/internal/timeline"
-	"github.com/sandboxd/sandboxd/internal/wire"
 	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/runtime"
 )
@@ -238,12 +236,12 @@ func (d *Daemon) Stats() stats.Figures {
 }
 
 // Secrets lists the secret blocks, names and hosts only.
-func (d *Daemon) Secrets() api.SecretList {
-	out := api.SecretList{Secrets: []api.SecretInfo{}}
+func (d *Daemon) Secrets() []Secret {
+	out := []Secret{}
 	for name, s := range d.cfg.Secrets {
-		out.Secrets = append(out.Secrets, api.SecretInfo{Name: name, Hosts: s.Hosts.Strings()})
+		out = append(out, Secret{Name: name, Hosts: s.Hosts.Strings()})
 	}
-	slices.SortFunc(out.Secrets, func(a, b api.SecretInfo) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b Secret) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
@@ -251,15 +249,15 @@ func (d *Daemon) Secrets() api.SecretList {
 func (d *Daemon) SessionUsage() map[string][]stats.SandboxUsage { return d.Sessions.Usage() }
 
 // Executions lists recorded executions, newest first.
-func (d *Daemon) Executions(limit int, filter api.ExecutionFilter, before string) ([]api.Execution, error) {
+func (d *Daemon) Executions(limit int, filter state.ExecutionFilter, before string) ([]state.Execution, error) {
 	if limit <= 0 || limit > 1000 {
 		limit = 100
 	}
-	list, err := d.store.Executions(limit, state.ExecutionFilter(filter), before)
+	list, err := d.store.Executions(limit, filter, before)
 	if err != nil {
 		return nil, errdefs.Errorf(errdefs.Invalid, "%v", err)
 	}
-	return wire.All(list, wire.Execution), nil
+	return list, nil
 }
 
 // BuildImages builds the images of the named languages (every language

@@ -1,15 +1,17 @@
 package daemon_test
 
 import (
+	"bytes"
 	"context"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/daemon/daemontest"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
+	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/internal/sessions"
 	"github.com/sandboxd/sandboxd/internal/stats"
 	"github.com/sandboxd/sandboxd/runtime"
@@ -24,8 +26,8 @@ func TestMain(m *testing.M) { daemontest.Main(m, "bash") }
 func TestRunsReuseAFreshSandbox(t *testing.T) {
 	d, _ := daemontest.New(t, daemontest.Bash)
 	ctx := context.Background()
-	res, aerr := d.Run(ctx, api.RunRequest{Language: "bash", Code: "echo hello; echo left > left.txt; exit 3"}, nil)
-	if aerr != nil || res.ExitCode != 3 || res.Stdout != "hello\n" {
+	res, aerr := d.Run(ctx, daemon.RunRequest{Language: "bash", Program: request.Program{Code: "echo hello; echo left > left.txt; exit 3"}}, nil)
+	if aerr != nil || res.ExitCode != 3 || string(res.Stdout) != "hello\n" {
 		t.Fatalf("first run: %+v %v", res, aerr)
 	}
 	// Creations the first run set off (the pool's refill) land before the
@@ -37,8 +39,8 @@ func TestRunsReuseAFreshSandbox(t *testing.T) {
 	}
 	created := pool().Created
 	for i := range 3 {
-		res, aerr = d.Run(ctx, api.RunRequest{Language: "bash", Code: "ls"}, nil)
-		if aerr != nil || res.ExitCode != 0 || strings.Contains(res.Stdout, "left.txt") {
+		res, aerr = d.Run(ctx, daemon.RunRequest{Language: "bash", Program: request.Program{Code: "ls"}}, nil)
+		if aerr != nil || res.ExitCode != 0 || bytes.Contains(res.Stdout, []byte("left.txt")) {
 			t.Fatalf("run %d after: %+v %v", i, res, aerr)
 		}
 	}
@@ -55,13 +57,10 @@ func TestRunsReuseAFreshSandbox(t *testing.T) {
 func TestRunErrors(t *testing.T) {
 	d, rt := daemontest.New(t, daemontest.Bash)
 	ctx := context.Background()
-	if _, aerr := d.Run(ctx, api.RunRequest{Language: "cobol", Code: "x"}, nil); aerr == nil || !errdefs.Is(aerr, errdefs.UnknownLanguage) {
+	if _, aerr := d.Run(ctx, daemon.RunRequest{Language: "cobol", Program: request.Program{Code: "x"}}, nil); aerr == nil || !errdefs.Is(aerr, errdefs.UnknownLanguage) {
 		t.Errorf("unknown language: %v", aerr)
 	}
-	if _, aerr := d.Run(ctx, api.RunRequest{Language: "bash"}, nil); aerr == nil || !errdefs.Is(aerr, errdefs.Invalid) {
-		t.Errorf("no program: %v", aerr)
-	}
-	res, aerr := d.Run(ctx, api.RunRequest{Language: "bash", Code: "sleep 30", Timeout: api.Duration(300e6)}, nil)
+	res, aerr := d.Run(ctx, daemon.RunRequest{Language: "bash", Program: request.Program{Code: "sleep 30"}, Timeout: 300e6}, nil)
 	if aerr != nil || !res.TimedOut {
 		t.Errorf("a run past its deadline: %+v %v", res, aerr)
 	}
@@ -77,7 +76,7 @@ func TestRunErrors(t *testing.T) {
 func TestSessionLifecycle(t *testing.T) {
 	d, _ := daemontest.New(t, daemontest.Bash)
 	ctx := context.Background()
-	if _, aerr := d.Run(ctx, api.RunRequest{Language: "bash", Code: "true"}, nil); aerr != nil {
+	if _, aerr := d.Run(ctx, daemon.RunRequest{Language: "bash", Program: request.Program{Code: "true"}}, nil); aerr != nil {
 		t.Fatal(aerr)
 	}
 	s, aerr := d.Sessions.Create(ctx, sessions.Request{Language: "bash"})
@@ -87,9 +86,9 @@ func TestSessionLifecycle(t *testing.T) {
 	if _, aerr := d.PutFile(ctx, s.ID, "in/data.txt", 0o644, strings.NewReader("42\n")); aerr != nil {
 		t.Fatal(aerr)
 	}
-	exec := func(script string) *api.RunResult {
+	exec := func(script string) *daemon.Result {
 		t.Helper()
-		res, aerr := d.Exec(ctx, s.ID, api.ExecRequest{Argv: []string{"sh", "-c", script}}, nil)
+		res, aerr := d.Exec(ctx, s.ID, daemon.ExecRequest{Argv: []string{"sh", "-c", script}}, nil)
 		if aerr != nil {
 			t.Fatalf("exec %q: %v", script, aerr)
 		}
@@ -98,7 +97,7 @@ func TestSessionLifecycle(t *testing.T) {
 	if res := exec("cat in/data.txt > out.txt"); res.ExitCode != 0 {
 		t.Fatalf("first exec: %+v", res)
 	}
-	if res := exec("cat out.txt"); res.Stdout != "42\n" {
+	if res := exec("cat out.txt"); string(res.Stdout) != "42\n" {
 		t.Fatalf("a later exec sees %q", res.Stdout)
 	}
 	_, entries, aerr := d.Sessions.ListFiles(ctx, s.ID, ".", true)
@@ -108,13 +107,13 @@ func TestSessionLifecycle(t *testing.T) {
 	if _, aerr := d.Sessions.Reset(ctx, s.ID); aerr != nil {
 		t.Fatal(aerr)
 	}
-	if res := exec("ls"); res.Stdout != "outputs\n" { // as a new session's
+	if res := exec("ls"); string(res.Stdout) != "outputs\n" { // as a new session's
 		t.Fatalf("after a reset the workspace holds %q", res.Stdout)
 	}
 	if aerr := d.Sessions.Delete(s.ID); aerr != nil {
 		t.Fatal(aerr)
 	}
-	if _, aerr := d.Exec(ctx, s.ID, api.ExecRequest{Argv: []string{"true"}}, nil); aerr == nil || !errdefs.Is(aerr, errdefs.NotFound) {
+	if _, aerr := d.Exec(ctx, s.ID, daemon.ExecRequest{Argv: []string{"true"}}, nil); aerr == nil || !errdefs.Is(aerr, errdefs.NotFound) {
 		t.Fatalf("exec in a deleted session: %v", aerr)
 	}
 }
@@ -133,11 +132,11 @@ language "bash" {
 	ctx := context.Background()
 	seen := map[string]int{}
 	for range 6 {
-		res, aerr := d.Run(ctx, api.RunRequest{Language: "bash", Code: "pwd"}, nil)
+		res, aerr := d.Run(ctx, daemon.RunRequest{Language: "bash", Program: request.Program{Code: "pwd"}}, nil)
 		if aerr != nil || res.ExitCode != 0 {
 			t.Fatalf("%+v %v", res, aerr)
 		}
-		seen[filepath.Base(filepath.Dir(strings.TrimSpace(res.Stdout)))]++ // the fake sandbox's id
+		seen[filepath.Base(filepath.Dir(strings.TrimSpace(string(res.Stdout))))]++ // the fake sandbox's id
 	}
 	for id, n := range seen {
 		if n > 2 {
@@ -160,12 +159,12 @@ func TestRunIsToldWhatItWaitsOn(t *testing.T) {
 		}
 	})
 	var queued []string
-	res, aerr := d.Run(context.Background(), api.RunRequest{Language: "bash", Code: "echo ran"}, func(stream string, data []byte) {
-		if stream == api.EventQueued {
+	res, aerr := d.Run(context.Background(), daemon.RunRequest{Language: "bash", Program: request.Program{Code: "echo ran"}}, func(stream string, data []byte) {
+		if stream == daemon.Queued {
 			queued = append(queued, string(data))
 		}
 	})
-	if aerr != nil || res.Stdout != "ran\n" {
+	if aerr != nil || string(res.Stdout) != "ran\n" {
 		t.Fatalf("%+v %v", res, aerr)
 	}
 	if len(queued) != 1 || queued[0] != "node a is pulling image x" || res.Timings.QueueReason != queued[0] {

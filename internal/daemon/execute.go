@@ -11,15 +11,17 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/egress"
+	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/plugins/language"
 	"github.com/sandboxd/sandboxd/plugins/program"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
-// OutputFunc receives a program's output as it is produced.
+// OutputFunc receives a program's output as it is produced: stream is
+// supervisor.Stdout or supervisor.Stderr, or Queued for what a run waits
+// on before it starts.
 type OutputFunc func(stream string, data []byte)
 
 // job is what runs in a sandbox: its files are written, then its steps
@@ -62,7 +64,7 @@ type TTY struct {
 // and connections through gate (nil: sb has no egress) into a result.
 // out, if not nil, also receives the output as it comes. An error means
 // the sandbox failed (its supervisor died), not the program.
-func execute(ctx context.Context, sb *runtime.Sandbox, gate *egress.Gate, j job, limits runtime.Limits, out OutputFunc) (*api.RunResult, *supervisor.ExecResult, error) {
+func execute(ctx context.Context, sb *runtime.Sandbox, gate *egress.Gate, j job, limits runtime.Limits, out OutputFunc) (*Result, *supervisor.ExecResult, error) {
 	col := &collector{out: out}
 	onTTY := false
 	if j.tty != nil {
@@ -150,9 +152,8 @@ func execute(ctx context.Context, sb *runtime.Sandbox, gate *egress.Gate, j job,
 			}
 		}
 		if len(j.steps) > 1 {
-			st := api.Step{Name: step.Name, ExitCode: res.ExitCode, TimedOut: res.TimedOut, DurationMS: float64(res.DurationUS) / 1000}
-			st.Stderr, st.StderrEncoding = api.EncodeBytes(col.bufs[1].Bytes()[mark:])
-			col.steps = append(col.steps, st)
+			col.steps = append(col.steps, Step{Name: step.Name, ExitCode: res.ExitCode, TimedOut: res.TimedOut,
+				Duration: time.Duration(res.DurationUS) * time.Microsecond, Stderr: bytes.Clone(col.bufs[1].Bytes()[mark:])})
 		}
 		if res.ExitCode != 0 || res.TimedOut || res.StartError != "" {
 			break
@@ -167,18 +168,16 @@ func execute(ctx context.Context, sb *runtime.Sandbox, gate *egress.Gate, j job,
 		var conns []egress.Connection
 		conns, r.EgressUnrecorded = gate.Records()
 		for _, c := range conns {
-			r.Egress = append(r.Egress, api.Egress{Host: c.Host, Port: c.Port, Allowed: c.Allowed, BytesSent: c.BytesSent, BytesReceived: c.BytesReceived, Error: c.Error})
+			r.Egress = append(r.Egress, state.Egress{Host: c.Host, Port: c.Port, Allowed: c.Allowed, BytesSent: c.BytesSent, BytesReceived: c.BytesReceived, Error: c.Error})
 		}
 		r.Usage.NetworkSentBytes, r.Usage.NetworkReceivedBytes = gate.ExecutionTransferred()
 	}
 	if j.cell != nil {
-		r.Context = &api.ContextState{Name: j.cell.Name}
+		r.Context = &ContextState{Name: j.cell.Name}
 		if c := res.Context; c != nil {
 			r.Context.Started, r.Context.Lost = c.Started, c.Lost
 		}
-		for _, d := range res.Display {
-			r.Display = append(r.Display, api.Display{MIME: d.MIME, Data: d.Data})
-		}
+		r.Display = res.Display
 	}
 	return r, &res, nil
 }
@@ -196,7 +195,7 @@ type collector struct {
 	bufs       [2]bytes.Buffer
 	totals     [2]int64
 	truncated  bool
-	steps      []api.Step
+	steps      []Step
 	durationUS int64
 	userUS     int64
 	sysUS      int64
@@ -204,7 +203,7 @@ type collector struct {
 	// workspaceBytes is the workspace in use after the last step.
 	workspaceBytes int64
 
-	files        []api.OutputFile
+	files        []OutputFile
 	filesOmitted int
 }
 
@@ -242,8 +241,8 @@ func outputMIME(p string) string {
 // outputs gathers the files each step made or changed.
 func (c *collector) outputs(r supervisor.ExecResult) {
 	for _, o := range r.Outputs {
-		if !slices.ContainsFunc(c.files, func(f api.OutputFile) bool { return f.Path == o.Path }) {
-			c.files = append(c.files, api.OutputFile{Path: o.Path, Size: o.Size, MIME: outputMIME(o.Path)})
+		if !slices.ContainsFunc(c.files, func(f OutputFile) bool { return f.Path == o.Path }) {
+			c.files = append(c.files, OutputFile{Path: o.Path, Size: o.Size, MIME: outputMIME(o.Path)})
 		}
 	}
 	c.filesOmitted += r.OutputsOmitted
@@ -261,16 +260,14 @@ func (c *collector) add(r supervisor.ExecResult) {
 }
 
 // result is what was collected, ending as last did.
-func (c *collector) result(last supervisor.ExecResult) *api.RunResult {
-	res := &api.RunResult{
+func (c *collector) result(last supervisor.ExecResult) *Result {
+	return &Result{
 		ExitCode: last.ExitCode, Signal: last.Signal, TimedOut: last.TimedOut, OOMKilled: last.OOMKilled,
 		Truncated: c.truncated, StdoutBytes: c.totals[0], StderrBytes: c.totals[1],
-		DurationMS: float64(c.durationUS) / 1000, Error: last.StartError, Steps: c.steps,
-		Usage: api.Usage{CPUUserMS: float64(c.userUS) / 1000, CPUSysMS: float64(c.sysUS) / 1000, MaxRSSBytes: c.maxRSS,
+		Stdout: c.bufs[0].Bytes(), Stderr: c.bufs[1].Bytes(),
+		Duration: time.Duration(c.durationUS) * time.Microsecond, Error: last.StartError, Steps: c.steps,
+		Usage: state.Usage{CPUUserMS: float64(c.userUS) / 1000, CPUSysMS: float64(c.sysUS) / 1000, MaxRSSBytes: c.maxRSS,
 			WorkspaceBytes: c.workspaceBytes},
 		Outputs: c.files, OutputsOmitted: c.filesOmitted,
 	}
-	res.Stdout, res.StdoutEncoding = api.EncodeBytes(c.bufs[0].Bytes())
-	res.Stderr, res.StderrEncoding = api.EncodeBytes(c.bufs[1].Bytes())
-	return res
 }

@@ -8,13 +8,12 @@ import (
 	"io"
 	"strings"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/languages"
 	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/internal/sessions"
 	"github.com/sandboxd/sandboxd/internal/state"
-	"github.com/sandboxd/sandboxd/internal/wire"
+	"github.com/sandboxd/sandboxd/internal/units"
 	contract "github.com/sandboxd/sandboxd/plugins/policy"
 	"github.com/sandboxd/sandboxd/plugins/program"
 	"github.com/sandboxd/sandboxd/policy"
@@ -45,11 +44,11 @@ func (j judgement) recorded() string { return cmp.Or(j.recordAs, j.kind) }
 // history show it.
 type ruling struct {
 	allowed  bool
-	findings []api.Finding
+	findings []state.Finding
 	// question: an asking policy wants a person's approval (what validate
 	// says; a request waits for it in judge).
 	question bool
-	approval *api.ApprovalOutcome // how the person decided, once one did
+	approval *state.ApprovalOutcome // how the person decided, once one did
 }
 
 // judge runs the policy chain. A denial comes back as the policy_denied
@@ -61,18 +60,18 @@ func (d *Daemon) judge(ctx context.Context, j judgement) (ruling, error) {
 		Kind: j.kind, Language: j.lang.Name(), Files: j.files, Entry: j.entry, Argv: j.argv, Cwd: j.cwd, Session: j.session,
 		Limits: policyLimits(j.limits), Ceilings: policyLimits(j.lang.Limits()),
 	})
-	r := ruling{allowed: dec.Allowed, findings: wireFindings(dec.Findings), question: dec.Question != nil}
+	r := ruling{allowed: dec.Allowed, findings: findingRecords(dec.Findings), question: dec.Question != nil}
 	switch {
 	case j.kind == contract.KindValidate, dec.Allowed && dec.Question == nil:
 		return r, nil
 	case dec.Allowed:
-		return d.approve(ctx, j, r, wireFinding(*dec.Question))
+		return d.approve(ctx, j, r, findingRecord(*dec.Question))
 	}
-	f := wireFinding(*dec.Denial)
+	f := findingRecord(*dec.Denial)
 	where := ""
 	switch {
 	case f.Line > 0:
-		where = " at " + f.Location()
+		where = fmt.Sprintf(" at %s:%d:%d", f.File, f.Line, f.Column)
 	case f.File != "":
 		where = " in " + f.File
 	}
@@ -80,16 +79,17 @@ func (d *Daemon) judge(ctx context.Context, j judgement) (ruling, error) {
 	return r, &denied{findings: r.findings, msg: fmt.Sprintf("denied by policy %s: %s%s: %s", f.Policy, f.Rule, where, f.Message)}
 }
 
-// wireFinding is a policy's finding as the API shows it.
-func wireFinding(f policy.Finding) api.Finding {
-	return api.Finding{Policy: f.Policy, Rule: f.Rule, Severity: f.Severity, Message: f.Message,
+// findingRecord is a policy's finding as results and records keep it.
+func findingRecord(f policy.Finding) state.Finding {
+	return state.Finding{Policy: f.Policy, Rule: f.Rule, Severity: f.Severity, Message: f.Message,
 		File: f.File, Line: f.Line, Column: f.Column, Snippet: f.Snippet}
 }
 
-func wireFindings(fs []policy.Finding) []api.Finding {
-	out := make([]api.Finding, len(fs))
+// findingRecords are fs as findingRecord makes them, never nil.
+func findingRecords(fs []policy.Finding) []state.Finding {
+	out := make([]state.Finding, len(fs))
 	for i, f := range fs {
-		out[i] = wireFinding(f)
+		out[i] = findingRecord(f)
 	}
 	return out
 }
@@ -97,26 +97,26 @@ func wireFindings(fs []policy.Finding) []api.Finding {
 // denied is a policy's denial, whose findings go out with it.
 type denied struct {
 	msg      string
-	findings []api.Finding
+	findings []state.Finding
 }
 
-func (e *denied) Error() string           { return e.msg }
-func (e *denied) Kind() errdefs.Kind      { return errdefs.PolicyDenied }
-func (e *denied) Findings() []api.Finding { return e.findings }
+func (e *denied) Error() string             { return e.msg }
+func (e *denied) Kind() errdefs.Kind        { return errdefs.PolicyDenied }
+func (e *denied) Findings() []state.Finding { return e.findings }
 
 // approve puts a request an asking policy questioned to a person and
 // waits for the decision: approved, it goes on with the decision in its
 // result; denied or expired, it is recorded as denied, with who decided.
-func (d *Daemon) approve(ctx context.Context, j judgement, r ruling, question api.Finding) (ruling, error) {
+func (d *Daemon) approve(ctx context.Context, j judgement, r ruling, question state.Finding) (ruling, error) {
 	q := state.Approval{Kind: j.kind, Language: j.lang.Name(), Session: j.session, Argv: j.argv, Entry: j.entry,
-		Files: approvalFiles(j.files), Question: wire.FindingRecord(question), Findings: wire.All(r.findings, wire.FindingRecord)}
+		Files: approvalFiles(j.files), Question: question, Findings: r.findings}
 	a, aerr := d.Approvals.Ask(ctx, q, func(a state.Approval) {
 		if j.told != nil {
 			j.told(fmt.Sprintf("approval %s: policy %s asks a person (%s: %s); sandboxctl approvals show %s", a.ID,
 				a.Question.Policy, a.Question.Rule, a.Question.Message, a.ID))
 		}
 	})
-	r.approval = &api.ApprovalOutcome{ID: a.ID, State: a.State, By: a.By, Reason: a.Reason}
+	r.approval = &state.ApprovalOutcome{ID: a.ID, State: a.State, By: a.By, Reason: a.Reason}
 	if aerr != nil {
 		if a.State != state.ApprovalPending { // decided, or expired: the history has it now
 			d.records.denied(j.lang.Name(), j.recorded(), j.session, r.findings, r.approval)
@@ -152,29 +152,25 @@ func policyLimits(l runtime.Limits) contract.Limits {
 
 // Validate runs the policies over a program or a command without running
 // anything.
-func (d *Daemon) Validate(ctx context.Context, req api.ValidateRequest) (*api.ValidateResult, error) {
+func (d *Daemon) Validate(ctx context.Context, req ValidateRequest) (*Validation, error) {
 	l, aerr := d.Languages.Resolve(req.Language)
 	if aerr != nil {
 		return nil, aerr
 	}
-	limits, aerr := request.Limits(l.Limits(), req.Timeout, wire.Limits(req.Limits))
+	limits, aerr := request.Limits(l.Limits(), units.Duration(req.Timeout), req.Limits)
 	if aerr != nil {
 		return nil, aerr
 	}
 	j := judgement{kind: contract.KindValidate, lang: l, argv: req.Argv, limits: limits}
 	if len(req.Argv) == 0 {
-		prog, aerr := wire.DecodeProgram(req.Code, req.Files, req.Entry, wire.Input{})
-		if aerr != nil {
-			return nil, errdefs.Errorf(errdefs.Invalid, "%w (or send argv to judge a command)", aerr)
-		}
-		p, aerr := d.plan(ctx, l, prog, "")
+		p, aerr := d.plan(ctx, l, req.Program, "")
 		if aerr != nil {
 			return nil, aerr
 		}
-		j.files, j.entry = p.files, prog.Entry
+		j.files, j.entry = p.files, req.Program.Entry
 	}
 	r, _ := d.judge(ctx, j)
-	return &api.ValidateResult{Allowed: r.allowed, Findings: r.findings, NeedsApproval: r.question}, nil
+	return &Validation{Allowed: r.allowed, Findings: r.findings, NeedsApproval: r.question}, nil
 }
 
 // judgedUpload is how much of an uploaded file the policies see: all of a
@@ -185,12 +181,12 @@ const judgedUpload = 1 << 20
 // PutFile uploads a file into a session after the policies judged it, so
 // that a program uploaded and then run meets the same patterns and secrets
 // rules as one sent to run.
-func (d *Daemon) PutFile(ctx context.Context, id, path string, mode uint32, body io.Reader) (*api.FileWritten, error) {
+func (d *Daemon) PutFile(ctx context.Context, id, path string, mode uint32, body io.Reader) (*Written, error) {
 	rec, aerr := d.Sessions.Get(id)
 	if aerr != nil {
 		return nil, aerr
 	}
-	var findings []api.Finding
+	var findings []state.Finding
 	l, ok := d.Languages.Lookup(rec.Language)
 	name, perr := sessions.Path(path)
 	if ok && perr == nil {
@@ -211,5 +207,13 @@ func (d *Daemon) PutFile(ctx context.Context, id, path string, mode uint32, body
 	if aerr != nil {
 		return nil, aerr
 	}
-	return &api.FileWritten{Path: name, Size: size, Findings: findings}, nil
+	return &Written{Path: name, Size: size, Findings: findings}, nil
+}
+
+// Written is an upload as it landed: its path in the workspace, its
+// size, and what the policies said of it when they let it through.
+type Written struct {
+	Path     string
+	Size     int64
+	Findings []state.Finding
 }

@@ -6,10 +6,10 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/metrics"
+	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/internal/state"
-	"github.com/sandboxd/sandboxd/internal/wire"
+	"github.com/sandboxd/sandboxd/runtime"
 )
 
 // recorder counts executions by outcome, for /v1/stats and /metrics, and
@@ -22,7 +22,7 @@ type recorder struct {
 	mu       sync.Mutex
 	total    uint64
 	outcomes map[string]uint64
-	watchers map[chan api.Execution]struct{}
+	watchers map[chan state.Execution]struct{}
 	pending  sync.WaitGroup
 	// The total times of the executions since the timeline's last
 	// sample, and how many there were.
@@ -40,7 +40,7 @@ const (
 	outcomeDenied  = "denied"
 )
 
-func outcome(r *api.RunResult) string {
+func outcome(r *Result) string {
 	switch {
 	case r.TimedOut:
 		return outcomeTimeout
@@ -54,7 +54,7 @@ func outcome(r *api.RunResult) string {
 
 // count records an execution's outcome; res is nil for one that never
 // ran to the end.
-func (r *recorder) count(language, kind, outcome string, res *api.RunResult) {
+func (r *recorder) count(language, kind, outcome string, res *Result) {
 	var ran *metrics.Ran
 	if res != nil {
 		t, u := res.Timings, res.Usage
@@ -84,14 +84,14 @@ func (r *recorder) counts() (uint64, map[string]uint64) {
 }
 
 // ran counts and stores an execution that ran.
-func (r *recorder) ran(res *api.RunResult, kind string, limits api.Limits, started time.Time) {
+func (r *recorder) ran(res *Result, kind string, limits runtime.Limits, started time.Time) {
 	o := outcome(res)
 	r.count(res.Language, kind, o, res)
-	r.write(api.Execution{
+	r.write(state.Execution{
 		ID: res.ID, Kind: kind, Language: res.Language, Session: res.Session, StartedAt: started.UTC(), Outcome: o,
 		ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut, OOMKilled: res.OOMKilled,
 		Truncated: res.Truncated, StdoutBytes: res.StdoutBytes, StderrBytes: res.StderrBytes,
-		Limits: limits, Usage: res.Usage, Timings: res.Timings, Error: res.Error,
+		Limits: request.Record(limits), Usage: res.Usage, Timings: res.Timings, Error: res.Error,
 		Decision: res.Decision, Findings: res.Findings, Egress: res.Egress, EgressOmitted: res.EgressUnrecorded,
 		Approval: res.Approval,
 	})
@@ -99,27 +99,27 @@ func (r *recorder) ran(res *api.RunResult, kind string, limits api.Limits, start
 
 // denied counts and stores a request the policies, or a person they
 // asked (approval), refused: it never ran.
-func (r *recorder) denied(language, kind, session string, findings []api.Finding, approval *api.ApprovalOutcome) {
+func (r *recorder) denied(language, kind, session string, findings []state.Finding, approval *state.ApprovalOutcome) {
 	now := time.Now()
 	r.count(language, kind, outcomeDenied, nil)
-	r.write(api.Execution{ID: state.NewID(now), Kind: kind, Language: language, Session: session,
-		StartedAt: now.UTC(), Outcome: outcomeDenied, ExitCode: -1, Decision: api.DecisionDenied, Findings: findings, Approval: approval})
+	r.write(state.Execution{ID: state.NewID(now), Kind: kind, Language: language, Session: session,
+		StartedAt: now.UTC(), Outcome: outcomeDenied, ExitCode: -1, Decision: decisionDenied, Findings: findings, Approval: approval})
 }
 
 // failed counts and stores an execution that sandboxd could not carry out
 // (no container, a dead sandbox), with why.
-func (r *recorder) failed(language, kind, session string, limits api.Limits, aerr error) error {
+func (r *recorder) failed(language, kind, session string, limits runtime.Limits, aerr error) error {
 	now := time.Now()
 	r.count(language, kind, outcomeError, nil)
-	r.write(api.Execution{ID: state.NewID(now), Kind: kind, Language: language, Session: session,
-		StartedAt: now.UTC(), Outcome: outcomeError, ExitCode: -1, Limits: limits, Error: wire.ErrorOf(aerr).Error()})
+	r.write(state.Execution{ID: state.NewID(now), Kind: kind, Language: language, Session: session,
+		StartedAt: now.UTC(), Outcome: outcomeError, ExitCode: -1, Limits: request.Record(limits), Error: aerr.Error()})
 	return aerr
 }
 
 // write stores an execution in the background: the caller has its answer
 // already, and bbolt batches concurrent records into one fsync. Watchers
 // get it at once; one that has not taken the last few misses it.
-func (r *recorder) write(e api.Execution) {
+func (r *recorder) write(e state.Execution) {
 	r.mu.Lock()
 	for w := range r.watchers {
 		select {
@@ -131,7 +131,7 @@ func (r *recorder) write(e api.Execution) {
 	r.pending.Add(1)
 	go func() {
 		defer r.pending.Done()
-		if err := r.store.RecordExecution(wire.ExecutionRecord(e)); err != nil {
+		if err := r.store.RecordExecution(e); err != nil {
 			r.log.Error("recording an execution failed; the history keeps it in memory and the next record's commit writes it again", "id", e.ID, "error", err)
 		}
 	}()
@@ -139,12 +139,12 @@ func (r *recorder) write(e api.Execution) {
 
 // WatchExecutions delivers executions as they are recorded, until stop is
 // called. A watcher that falls behind misses some (the history has them).
-func (d *Daemon) WatchExecutions() (executions <-chan api.Execution, stop func()) {
+func (d *Daemon) WatchExecutions() (executions <-chan state.Execution, stop func()) {
 	r := d.records
-	w := make(chan api.Execution, 64)
+	w := make(chan state.Execution, 64)
 	r.mu.Lock()
 	if r.watchers == nil {
-		r.watchers = map[chan api.Execution]struct{}{}
+		r.watchers = map[chan state.Execution]struct{}{}
 	}
 	r.watchers[w] = struct{}{}
 	r.mu.Unlock()

@@ -8,13 +8,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/languages"
 	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/internal/sessions"
 	"github.com/sandboxd/sandboxd/internal/state"
-	"github.com/sandboxd/sandboxd/internal/wire"
+	"github.com/sandboxd/sandboxd/internal/units"
 	"github.com/sandboxd/sandboxd/plugins/language"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
@@ -35,12 +34,12 @@ import (
 // Run executes a program one-shot in a fresh sandbox: a warm container's,
 // made fresh after the run before it (see languages.Registry.Acquire).
 // out, if not nil, receives output as it happens.
-func (d *Daemon) Run(ctx context.Context, req api.RunRequest, out OutputFunc) (*api.RunResult, error) {
+func (d *Daemon) Run(ctx context.Context, req RunRequest, out OutputFunc) (*Result, error) {
 	return d.run(ctx, req, out, nil)
 }
 
 // run is Run, its program on tty if that is not nil.
-func (d *Daemon) run(ctx context.Context, req api.RunRequest, out OutputFunc, tty *TTY) (*api.RunResult, error) {
+func (d *Daemon) run(ctx context.Context, req RunRequest, out OutputFunc, tty *TTY) (*Result, error) {
 	if aerr := d.gate.Enter(); aerr != nil {
 		return nil, aerr
 	}
@@ -51,11 +50,7 @@ func (d *Daemon) run(ctx context.Context, req api.RunRequest, out OutputFunc, tt
 	if aerr != nil {
 		return nil, aerr
 	}
-	prog, aerr := wire.DecodeProgram(req.Code, req.Files, req.Entry,
-		wire.Input{Args: req.Args, Env: req.Env, Stdin: req.Stdin, StdinEncoding: req.StdinEncoding})
-	if aerr != nil {
-		return nil, aerr
-	}
+	prog := req.Program
 	j, aerr := d.plan(ctx, l, prog, "")
 	if aerr != nil {
 		return nil, aerr
@@ -63,11 +58,11 @@ func (d *Daemon) run(ctx context.Context, req api.RunRequest, out OutputFunc, tt
 	if j.warm != nil {
 		j.warm = l.LearnScript // the pool warms for the script names one-shot runs use
 	}
-	j.env, j.killOnExit, j.tty = runtime.EnvList(j.env0, req.Env), true, tty
+	j.env, j.killOnExit, j.tty = runtime.EnvList(j.env0, prog.Env), true, tty
 	if tty != nil {
 		j.env = append(j.env, "TERM="+terminalEnv["TERM"])
 	}
-	limits, aerr := request.Limits(l.Limits(), req.Timeout, wire.Limits(req.Limits))
+	limits, aerr := request.Limits(l.Limits(), units.Duration(req.Timeout), req.Limits)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -78,7 +73,7 @@ func (d *Daemon) run(ctx context.Context, req api.RunRequest, out OutputFunc, tt
 	if aerr := request.Within(limits, l.Limits(), l.Name()); aerr != nil {
 		return nil, aerr
 	}
-	allow, aerr := l.Narrow(wire.Network(req.Network))
+	allow, aerr := l.Narrow(req.Network)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -90,7 +85,7 @@ func (d *Daemon) run(ctx context.Context, req api.RunRequest, out OutputFunc, tt
 
 	// From here on a failure is sandboxd's, and recorded as such.
 	failed := func(err error) error {
-		return d.records.failed(l.Name(), "run", "", wire.APILimits(limits), err)
+		return d.records.failed(l.Name(), "run", "", limits, err)
 	}
 	waited := tellQueue(l, tellQueued(out))
 	sb, release, err := d.Languages.Acquire(ctx, l, limits)
@@ -132,7 +127,7 @@ func tellQueued(out OutputFunc) func(why string) {
 	if out == nil {
 		return nil
 	}
-	return func(why string) { out(api.EventQueued, []byte(why)) }
+	return func(why string) { out(Queued, []byte(why)) }
 }
 
 // tellQueue follows what a run queued for one of l's containers waits on:
@@ -168,9 +163,9 @@ func tellQueue(l *languages.Language, tell func(string)) (stop func() string) {
 }
 
 // Exec runs a command or a program in a session's workspace.
-func (d *Daemon) Exec(ctx context.Context, id string, req api.ExecRequest, out OutputFunc) (*api.RunResult, error) {
+func (d *Daemon) Exec(ctx context.Context, id string, req ExecRequest, out OutputFunc) (*Result, error) {
 	received := time.Now()
-	var res *api.RunResult
+	var res *Result
 	var resumed time.Duration
 	ctx = sessions.OnResume(ctx, func(took time.Duration) { resumed = took })
 	aerr := d.Sessions.Use(ctx, id, func(ss *sessions.Session, sb *runtime.Sandbox) error {
@@ -182,9 +177,9 @@ func (d *Daemon) Exec(ctx context.Context, id string, req api.ExecRequest, out O
 		if aerr != nil {
 			return aerr
 		}
-		j.env = runtime.EnvList(j.env0, ss.Record().Env, req.Env)
+		j.env = runtime.EnvList(j.env0, ss.Record().Env, req.Program.Env)
 		j.outputs = supervisor.OutputsDir
-		limits, aerr := request.Limits(ss.Limits, req.Timeout, wire.Limits(req.Limits))
+		limits, aerr := request.Limits(ss.Limits, units.Duration(req.Timeout), req.Limits)
 		if aerr != nil {
 			return aerr
 		}
@@ -211,7 +206,7 @@ func (d *Daemon) Exec(ctx context.Context, id string, req api.ExecRequest, out O
 		j.warmed = func(warm bool, missed string) { warmUsed = true; d.Languages.Warmed(l, warm, missed) }
 		r, last, err := execute(ctx, sb, d.Languages.Gate(sb), j.job, limits, out)
 		if err != nil {
-			return d.records.failed(l.Name(), "exec", id, wire.APILimits(limits),
+			return d.records.failed(l.Name(), "exec", id, limits,
 				d.sandboxFailed("the session's sandbox", err))
 		}
 		switch {
@@ -226,11 +221,9 @@ func (d *Daemon) Exec(ctx context.Context, id string, req api.ExecRequest, out O
 		}
 		r.Session = id
 		if r.Context != nil && r.Context.Started && r.Context.Lost == "" && ss.ContextLost(r.Context.Name) {
-			r.Context.Lost = api.ContextsLostByHibernation
+			r.Context.Lost = ContextsLostByHibernation
 		}
-		if resumed > 0 {
-			r.Resumed, r.ResumeMS = true, float64(resumed.Microseconds())/1000
-		}
+		r.Resume = resumed
 		d.finish(r, "exec", l, id, decision, limits, received, started)
 		ss.Touch(1)
 		res = r
@@ -275,7 +268,7 @@ type planned struct {
 
 // plan asks the language's plugin how to run a program; its files go to
 // dir (relative to the workspace; "" is the workspace itself).
-func (d *Daemon) plan(ctx context.Context, l *languages.Language, prog wire.Program, dir string) (planned, error) {
+func (d *Daemon) plan(ctx context.Context, l *languages.Language, prog request.Program, dir string) (planned, error) {
 	plan, err := l.Plugin.Plan(ctx, language.PlanRequest{Code: prog.Code, Files: prog.Files, Entry: prog.Entry, Args: prog.Args})
 	switch {
 	case err != nil:
@@ -321,32 +314,19 @@ func (d *Daemon) plan(ctx context.Context, l *languages.Language, prog wire.Prog
 // execJob turns an exec request into a job: argv as it is, or a program
 // planned by the session's language plugin. It returns the program's
 // entry, as the request named it.
-func (d *Daemon) execJob(ctx context.Context, l *languages.Language, req api.ExecRequest) (planned, string, error) {
+func (d *Daemon) execJob(ctx context.Context, l *languages.Language, req ExecRequest) (planned, string, error) {
 	dir, aerr := workDir(req.Cwd)
 	if aerr != nil {
 		return planned{}, "", aerr
 	}
-	in := wire.Input{Args: req.Args, Env: req.Env, Stdin: req.Stdin, StdinEncoding: req.StdinEncoding}
-	if req.Context != "" {
-		return d.cellJob(l, req, dir)
-	}
 	switch {
-	case len(req.Argv) > 0 && (req.Code != "" || len(req.Files) > 0):
-		return planned{}, "", errdefs.Errorf(errdefs.Invalid, "send either argv (a command) or code/files (a program), not both")
+	case req.Context != "":
+		return d.cellJob(l, req, dir)
 	case len(req.Argv) > 0:
-		in.Args = req.Argv
-		stdin, aerr := wire.DecodeInput(in)
-		if aerr != nil {
-			return planned{}, "", aerr
-		}
-		return planned{job: job{steps: []language.Step{{Name: "run", Argv: req.Argv}}, stdin: stdin, dir: dir}}, "", nil
+		return planned{job: job{steps: []language.Step{{Name: "run", Argv: req.Argv}}, stdin: req.Program.Stdin, dir: dir}}, "", nil
 	}
-	prog, aerr := wire.DecodeProgram(req.Code, req.Files, req.Entry, in)
-	if aerr != nil {
-		return planned{}, "", errdefs.Errorf(errdefs.Invalid, "%w (or send argv to run a command)", aerr)
-	}
-	j, aerr := d.plan(ctx, l, prog, dir)
-	return j, prog.Entry, aerr
+	j, aerr := d.plan(ctx, l, req.Program, dir)
+	return j, req.Program.Entry, aerr
 }
 
 // workDir is the directory a request's cwd (relative to the workspace)
@@ -371,7 +351,7 @@ func (d *Daemon) RestartContext(ctx context.Context, id, name string) (*supervis
 	if aerr := d.Sessions.EndContext(ctx, id, name); aerr != nil && !errdefs.Is(aerr, errdefs.NotFound) {
 		return nil, aerr
 	}
-	res, aerr := d.Exec(ctx, id, api.ExecRequest{Context: name}, nil)
+	res, aerr := d.Exec(ctx, id, ExecRequest{Context: name}, nil)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -396,32 +376,30 @@ var contextName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 // cellJob turns an exec in a context into a job: the code alone, for the
 // language's context kernel. The code is judged as a file of the
 // language named after the context.
-func (d *Daemon) cellJob(l *languages.Language, req api.ExecRequest, dir string) (planned, string, error) {
+func (d *Daemon) cellJob(l *languages.Language, req ExecRequest, dir string) (planned, string, error) {
 	switch {
 	case len(l.Info.ContextCommand) == 0:
 		return planned{}, "", errdefs.Errorf(errdefs.Invalid, "language %s has no contexts (its plugin declares no context command); run programs without context", l.Name())
 	case !contextName.MatchString(req.Context):
 		return planned{}, "", errdefs.Errorf(errdefs.Invalid, "context %q: a name of letters, digits, '.', '_' and '-', up to 64, such as \"main\"", req.Context)
-	case len(req.Argv) > 0 || len(req.Files) > 0 || req.Entry != "" || len(req.Args) > 0 || req.Stdin != "":
-		return planned{}, "", errdefs.Errorf(errdefs.Invalid, "an exec in a context takes code alone (no argv, files, entry, args or stdin)")
 	}
 	entry := req.Context
 	if exts := l.Info.Extensions; len(exts) > 0 {
 		entry += "." + exts[0]
 	}
 	j := job{steps: []language.Step{{Name: "run", Argv: l.Info.ContextCommand}}, dir: dir,
-		cell: &supervisor.Cell{Name: req.Context, Code: req.Code}}
+		cell: &supervisor.Cell{Name: req.Context, Code: req.Program.Code}}
 	return planned{job: j}, entry, nil
 }
 
 // finish completes a result that ran and records it.
-func (d *Daemon) finish(res *api.RunResult, kind string, l *languages.Language, session string, decision ruling, limits runtime.Limits, received, started time.Time) {
+func (d *Daemon) finish(res *Result, kind string, l *languages.Language, session string, decision ruling, limits runtime.Limits, received, started time.Time) {
 	finished := time.Now()
 	res.ID, res.Language = state.NewID(received), l.Name()
-	res.Findings, res.Decision, res.Approval = decision.findings, api.DecisionAllowed, decision.approval
-	res.Timings = api.Timings{QueueMS: ms(started.Sub(received)), RunMS: ms(finished.Sub(started)), TotalMS: ms(finished.Sub(received)),
+	res.Findings, res.Decision, res.Approval = decision.findings, decisionAllowed, decision.approval
+	res.Timings = state.Timings{QueueMS: ms(started.Sub(received)), RunMS: ms(finished.Sub(started)), TotalMS: ms(finished.Sub(received)),
 		QueueReason: res.Timings.QueueReason} // the caller's, if it waited on something
-	d.records.ran(res, kind, wire.APILimits(limits), received)
+	d.records.ran(res, kind, limits, received)
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -7,10 +7,8 @@ import (
 	"io"
 	"time"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/sessions"
-	"github.com/sandboxd/sandboxd/internal/wire"
 	"github.com/sandboxd/sandboxd/plugins/language"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
@@ -28,7 +26,7 @@ var terminalEnv = map[string]string{"TERM": "xterm-256color", "PS1": `\w\$ `}
 
 // Terminal runs an interactive command (nil: DefaultShell) in a session,
 // beside its other operations.
-func (d *Daemon) Terminal(ctx context.Context, id string, argv []string, tty TTY) (*api.RunResult, error) {
+func (d *Daemon) Terminal(ctx context.Context, id string, argv []string, tty TTY) (*Result, error) {
 	if len(argv) == 0 {
 		argv = DefaultShell
 	}
@@ -55,13 +53,13 @@ type Command struct {
 // Command runs c in a session beside its other operations: judged by the
 // policies as an exec is, under the session's limits, its deadline the
 // session's ceiling, recorded in the history under c.Kind.
-func (d *Daemon) Command(ctx context.Context, id string, c Command) (*api.RunResult, error) {
+func (d *Daemon) Command(ctx context.Context, id string, c Command) (*Result, error) {
 	received := time.Now()
 	dir, aerr := workDir(c.Cwd)
 	if aerr != nil {
 		return nil, aerr
 	}
-	var res *api.RunResult
+	var res *Result
 	aerr = d.Sessions.Alongside(ctx, id, func(ss *sessions.Session, sb *runtime.Sandbox) error {
 		l, limits := ss.Lang, ss.Limits
 		decision, aerr := d.judge(ctx, judgement{kind: "exec", recordAs: c.Kind, lang: l, argv: c.Argv, cwd: cmp.Or(dir, runtime.Workspace), limits: limits, session: id})
@@ -75,7 +73,7 @@ func (d *Daemon) Command(ctx context.Context, id string, c Command) (*api.RunRes
 		started := time.Now()
 		r, _, err := execute(ctx, sb, d.Languages.Gate(sb), j, limits, c.Out)
 		if err != nil {
-			return d.records.failed(l.Name(), c.Kind, id, wire.APILimits(limits),
+			return d.records.failed(l.Name(), c.Kind, id, limits,
 				d.sandboxFailed("the session's sandbox", fmt.Errorf("%s: %w", c.Kind, err)))
 		}
 		r.Session = id
@@ -89,8 +87,8 @@ func (d *Daemon) Command(ctx context.Context, id string, c Command) (*api.RunRes
 // RunTerminal is Run with the program on a pseudo-terminal: a person
 // answers its prompts. Steps before the run (a compiler's) write to the
 // same screen.
-func (d *Daemon) RunTerminal(ctx context.Context, req api.RunRequest, tty TTY) (*api.RunResult, error) {
-	if req.Stdin != "" {
+func (d *Daemon) RunTerminal(ctx context.Context, req RunRequest, tty TTY) (*Result, error) {
+	if len(req.Program.Stdin) > 0 {
 		return nil, errdefs.Errorf(errdefs.Invalid, "stdin is the terminal's keys here: send none")
 	}
 	tty.Size = orDefaultSize(tty.Size)

@@ -226,7 +226,12 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 			partial[stream] = b[n:]
 		}
 	}
-	res, aerr := s.d.Exec(r.Context(), sb.rec.ID, api.ExecRequest{Code: req.Code, Context: name, Cwd: cwd, Env: req.EnvVars}, func(stream string, data []byte) {
+	exec, aerr := wire.ExecRequest(api.ExecRequest{Code: req.Code, Context: name, Cwd: cwd, Env: req.EnvVars})
+	if aerr != nil {
+		writeAPIError(w, aerr)
+		return
+	}
+	ran, aerr := s.d.Exec(r.Context(), sb.rec.ID, exec, func(stream string, data []byte) {
 		if stream != "stdout" && stream != "stderr" {
 			return
 		}
@@ -247,11 +252,12 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 		lines.send(map[string]any{"type": "error", "name": "SandboxdError", "value": wire.ErrorOf(aerr).Message, "traceback": ""})
 		return
 	}
+	res := wire.RunResult(*ran)
 	for _, result := range results(res.Display) {
 		lines.send(result)
 	}
 	if res.ExitCode != 0 {
-		lines.send(cellError(res))
+		lines.send(cellError(&res))
 	}
 	if req.ContextID == "" {
 		sb.cells.mu.Lock()

@@ -319,7 +319,7 @@ func output(stream string, b []byte) *envd.ProcessEvent {
 }
 
 // endEvent says how a process ended, as envd would.
-func endEvent(res *api.RunResult, aerr error) *envd.ProcessEvent_EndEvent {
+func endEvent(res *daemon.Result, aerr error) *envd.ProcessEvent_EndEvent {
 	switch {
 	case aerr != nil:
 		msg := wire.ErrorOf(aerr).Message

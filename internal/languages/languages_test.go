@@ -2,14 +2,17 @@ package languages_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/sandboxd/sandboxd/api"
+	imagebuild "github.com/sandboxd/sandboxd/images"
+
+	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/daemon/daemontest"
-	"github.com/sandboxd/sandboxd/internal/wire"
+	"github.com/sandboxd/sandboxd/internal/request"
 )
 
 func TestMain(m *testing.M) { daemontest.Main(m) }
@@ -37,13 +40,13 @@ language "bash" {
 	if len(langs) != 1 || langs[0].Building == nil || langs[0].Error != "" {
 		t.Fatalf("while the image builds: %+v", langs)
 	}
-	if _, aerr := d.Run(ctx, api.RunRequest{Language: "bash", Code: "true"}, nil); aerr == nil || wire.ErrorOf(aerr).Code != api.CodeImageBuilding {
+	if _, aerr := d.Run(ctx, daemon.RunRequest{Language: "bash", Program: request.Program{Code: "true"}}, nil); aerr == nil || !errors.Is(aerr, imagebuild.ErrBuilding) {
 		t.Fatalf("a run while the image builds: %v", aerr)
 	}
 	close(rt.Builds)
 	waitFor(t, "the built image to serve", func() bool {
-		res, aerr := d.Run(ctx, api.RunRequest{Language: "bash", Code: "echo served"}, nil)
-		return aerr == nil && res.Stdout == "served\n"
+		res, aerr := d.Run(ctx, daemon.RunRequest{Language: "bash", Program: request.Program{Code: "echo served"}}, nil)
+		return aerr == nil && string(res.Stdout) == "served\n"
 	})
 	if langs := d.Languages.List(ctx); langs[0].Building != nil || !langs[0].ImagePresent {
 		t.Fatalf("once built: %+v", langs[0])

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/sandboxd/sandboxd/internal/errdefs"
+	"github.com/sandboxd/sandboxd/plugins/program"
 )
 
 // Bounds of a request's environment and paths, beyond the operator's
@@ -62,4 +63,24 @@ func CleanPath(p string) (string, error) {
 		return "", fmt.Errorf("%q leaves the workspace", p)
 	}
 	return clean, nil
+}
+
+// Program is a request's program, decoded and checked. Code, when set,
+// goes where the language plugin's plan says; Files go where they say.
+type Program struct {
+	Code  string
+	Files []program.File
+	Entry string
+	Args  []string
+	Env   map[string]string
+	Stdin []byte
+}
+
+// WithCode is the program's files as they will be written, entry point
+// first: Code at codeFile (the plan's), then the files sent.
+func (p Program) WithCode(codeFile string) []program.File {
+	if p.Code == "" {
+		return p.Files
+	}
+	return append([]program.File{{Path: codeFile, Content: []byte(p.Code)}}, p.Files...)
 }

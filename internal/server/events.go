@@ -48,7 +48,7 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		case e := <-executions:
-			ok = send("execution", e)
+			ok = send("execution", wire.Execution(e))
 		case <-tick.C:
 			ok = send("stats", wire.Stats(h.d.Stats()))
 			var samples []timeline.Sample

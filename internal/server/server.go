@@ -22,6 +22,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/dashboard"
 	"github.com/sandboxd/sandboxd/internal/sessions"
+	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/internal/wire"
 )
 
@@ -108,7 +109,7 @@ func (h *handler) stats(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) secrets(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, h.d.Secrets())
+	writeJSON(w, http.StatusOK, wire.Secrets(h.d.Secrets()))
 }
 
 func (h *handler) statsHistory(w http.ResponseWriter, r *http.Request) {
@@ -127,13 +128,13 @@ func (h *handler) executions(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	filter := api.ExecutionFilter{Language: q.Get("language"), Session: q.Get("session"), Kind: q.Get("kind"), Outcome: q.Get("outcome")}
+	filter := state.ExecutionFilter{Language: q.Get("language"), Session: q.Get("session"), Kind: q.Get("kind"), Outcome: q.Get("outcome")}
 	list, err := h.d.Executions(limit, filter, q.Get("before"))
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.ExecutionList{Executions: list})
+	writeJSON(w, http.StatusOK, api.ExecutionList{Executions: wire.All(list, wire.Execution)})
 }
 
 func (h *handler) run(w http.ResponseWriter, r *http.Request) {
@@ -142,8 +143,12 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	respondExecution(w, r, func(out daemon.OutputFunc) (*api.RunResult, error) {
-		return h.d.Run(r.Context(), req, out)
+	respondExecution(w, r, func(out daemon.OutputFunc) (*daemon.Result, error) {
+		run, err := wire.RunRequest(req)
+		if err != nil {
+			return nil, err
+		}
+		return h.d.Run(r.Context(), run, out)
 	})
 }
 
@@ -153,12 +158,17 @@ func (h *handler) validate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	res, err := h.d.Validate(r.Context(), req)
+	v, err := wire.ValidateRequest(req)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, res)
+	res, err := h.d.Validate(r.Context(), v)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, wire.Validation(*res))
 }
 
 // buildImages answers with the result, or streams the builds' output
@@ -202,14 +212,14 @@ func imageBuildResult(built []images.Built) *api.ImageBuildResult {
 
 // respondExecution answers with the result as one JSON body, or streams
 // output events and then the result when the client accepts NDJSON.
-func respondExecution(w http.ResponseWriter, r *http.Request, execute func(daemon.OutputFunc) (*api.RunResult, error)) {
+func respondExecution(w http.ResponseWriter, r *http.Request, execute func(daemon.OutputFunc) (*daemon.Result, error)) {
 	if !wantsStream(r) {
 		res, err := execute(nil)
 		if err != nil {
 			writeError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, res)
+		writeJSON(w, http.StatusOK, wire.RunResult(*res))
 		return
 	}
 	st := newStream(w)
@@ -218,7 +228,8 @@ func respondExecution(w http.ResponseWriter, r *http.Request, execute func(daemo
 		st.finish(api.Event{Type: api.EventError, Error: wire.ErrorOf(err)})
 		return
 	}
-	st.finish(api.Event{Type: api.EventResult, Result: res})
+	result := wire.RunResult(*res)
+	st.finish(api.Event{Type: api.EventResult, Result: &result})
 }
 
 func wantsStream(r *http.Request) bool {

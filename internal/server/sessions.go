@@ -61,8 +61,12 @@ func (h *handler) exec(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	respondExecution(w, r, func(out daemon.OutputFunc) (*api.RunResult, error) {
-		return h.d.Exec(r.Context(), r.PathValue("id"), req, out)
+	respondExecution(w, r, func(out daemon.OutputFunc) (*daemon.Result, error) {
+		exec, err := wire.ExecRequest(req)
+		if err != nil {
+			return nil, err
+		}
+		return h.d.Exec(r.Context(), r.PathValue("id"), exec, out)
 	})
 }
 
@@ -136,7 +140,7 @@ func (h *handler) putFile(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, res)
+	writeJSON(w, http.StatusCreated, wire.Written(*res))
 }
 
 func (h *handler) getFile(w http.ResponseWriter, r *http.Request) {

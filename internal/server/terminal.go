@@ -46,7 +46,7 @@ func (h *handler) terminal(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr) // before the upgrade: a plain error answer
 		return
 	}
-	serveTerminal(w, r, nil, func(ctx context.Context, tty daemon.TTY) (*api.RunResult, error) {
+	serveTerminal(w, r, nil, func(ctx context.Context, tty daemon.TTY) (*daemon.Result, error) {
 		return h.d.Terminal(ctx, id, r.URL.Query()["cmd"], tty)
 	})
 }
@@ -70,8 +70,12 @@ func (h *handler) runTerminal(w http.ResponseWriter, r *http.Request) {
 		req = *c.Run
 		return nil
 	}
-	serveTerminal(w, r, first, func(ctx context.Context, tty daemon.TTY) (*api.RunResult, error) {
-		return h.d.RunTerminal(ctx, req, tty)
+	serveTerminal(w, r, first, func(ctx context.Context, tty daemon.TTY) (*daemon.Result, error) {
+		run, err := wire.RunRequest(req)
+		if err != nil {
+			return nil, err
+		}
+		return h.d.RunTerminal(ctx, run, tty)
 	})
 }
 
@@ -79,7 +83,7 @@ func (h *handler) runTerminal(w http.ResponseWriter, r *http.Request) {
 // its bytes both ways, text frames JSON control messages. first, if not
 // nil, reads what the client sends before the keys; run runs the program.
 func serveTerminal(w http.ResponseWriter, r *http.Request, first func(context.Context, *websocket.Conn) error,
-	run func(context.Context, daemon.TTY) (*api.RunResult, error)) {
+	run func(context.Context, daemon.TTY) (*daemon.Result, error)) {
 	q := r.URL.Query()
 	size := supervisor.WinSize{Rows: 24, Cols: 80}
 	if n, err := strconv.ParseUint(q.Get("rows"), 10, 16); err == nil && n > 0 {
@@ -95,7 +99,7 @@ func serveTerminal(w http.ResponseWriter, r *http.Request, first func(context.Co
 	defer conn.CloseNow()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	end := func(res *api.RunResult, aerr error) {
+	end := func(res *daemon.Result, aerr error) {
 		msg := TerminalControl{Type: "exit"}
 		if aerr != nil {
 			msg = TerminalControl{Type: "error", Error: wire.ErrorOf(aerr)}

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/daemon/daemontest"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
@@ -34,7 +33,7 @@ func hibernating(t *testing.T, extra string) (*daemon.Daemon, *fake.Runtime, str
 	if _, _, aerr := d.Sessions.PutFile(ctx, s.ID, "src/app/main.sh", 0o750, strings.NewReader("echo hi\n")); aerr != nil {
 		t.Fatal(aerr)
 	}
-	if _, aerr := d.Exec(ctx, s.ID, api.ExecRequest{Argv: []string{"sh", "-c", "mkdir empty && ln -s src/app/main.sh link && touch -d @1000000000.5 src/app/main.sh"}}, nil); aerr != nil {
+	if _, aerr := d.Exec(ctx, s.ID, daemon.ExecRequest{Argv: []string{"sh", "-c", "mkdir empty && ln -s src/app/main.sh link && touch -d @1000000000.5 src/app/main.sh"}}, nil); aerr != nil {
 		t.Fatal(aerr)
 	}
 	return d, rt, s.ID
@@ -81,12 +80,12 @@ func TestPauseAndResume(t *testing.T) {
 	}
 
 	var took time.Duration
-	res, aerr := d.Exec(sessions.OnResume(ctx, func(d time.Duration) { took = d }), id, api.ExecRequest{Argv: []string{"cat", "link"}}, nil)
+	res, aerr := d.Exec(sessions.OnResume(ctx, func(d time.Duration) { took = d }), id, daemon.ExecRequest{Argv: []string{"cat", "link"}}, nil)
 	if aerr != nil {
 		t.Fatal(aerr)
 	}
-	if !res.Resumed || res.ResumeMS <= 0 || took <= 0 || res.Stdout != "echo hi\n" {
-		t.Fatalf("the exec that woke it: resumed %v in %v ms (%v), stdout %q", res.Resumed, res.ResumeMS, took, res.Stdout)
+	if res.Resume <= 0 || took <= 0 || string(res.Stdout) != "echo hi\n" {
+		t.Fatalf("the exec that woke it: resumed in %v (%v), stdout %q", res.Resume, took, res.Stdout)
 	}
 	if rt.Created() == containers {
 		t.Error("resumed without a container of its own")
@@ -103,7 +102,7 @@ func TestPauseAndResume(t *testing.T) {
 	if s, _ := d.Sessions.Get(id); s.State != state.SessionActive || s.Resumes != 1 || s.Hibernation != nil {
 		t.Errorf("resumed: %+v", s)
 	}
-	if res, _ := d.Exec(ctx, id, api.ExecRequest{Argv: []string{"true"}}, nil); res.Resumed {
+	if res, _ := d.Exec(ctx, id, daemon.ExecRequest{Argv: []string{"true"}}, nil); res.Resume > 0 {
 		t.Error("a second exec says it resumed too")
 	}
 }
@@ -112,8 +111,8 @@ func TestPauseAndResume(t *testing.T) {
 func TestIdleSessionHibernates(t *testing.T) {
 	d, _, id := hibernating(t, "sessions {\n  idle_timeout = \"1s\"\n}")
 	waitState(t, d, id, state.SessionHibernated)
-	res, aerr := d.Exec(context.Background(), id, api.ExecRequest{Argv: []string{"cat", "src/app/main.sh"}}, nil)
-	if aerr != nil || !res.Resumed || res.Stdout != "echo hi\n" {
+	res, aerr := d.Exec(context.Background(), id, daemon.ExecRequest{Argv: []string{"cat", "src/app/main.sh"}}, nil)
+	if aerr != nil || res.Resume <= 0 || string(res.Stdout) != "echo hi\n" {
 		t.Fatalf("after idling: %+v %v", res, aerr)
 	}
 }
@@ -144,7 +143,7 @@ func TestCorruptArchive(t *testing.T) {
 	if err := os.WriteFile(archive, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, aerr := d.Exec(ctx, id, api.ExecRequest{Argv: []string{"true"}}, nil)
+	_, aerr := d.Exec(ctx, id, daemon.ExecRequest{Argv: []string{"true"}}, nil)
 	if aerr == nil || !errdefs.Is(aerr, errdefs.SessionLost) || !strings.Contains(aerr.Error(), archive) {
 		t.Fatalf("resuming from a damaged archive: %v", aerr)
 	}
@@ -179,7 +178,7 @@ func TestMissingArchive(t *testing.T) {
 func TestPauseTooLarge(t *testing.T) {
 	d, _, id := hibernating(t, "sessions {\n  max_hibernated_bytes = \"1MiB\"\n}")
 	ctx := context.Background()
-	if _, aerr := d.Exec(ctx, id, api.ExecRequest{Argv: []string{"truncate", "-s", "1T", "sparse"}}, nil); aerr != nil {
+	if _, aerr := d.Exec(ctx, id, daemon.ExecRequest{Argv: []string{"truncate", "-s", "1T", "sparse"}}, nil); aerr != nil {
 		t.Fatal(aerr)
 	}
 	if _, aerr := d.Sessions.Pause(ctx, id); aerr == nil || !errdefs.Is(aerr, errdefs.TooLarge) {
@@ -188,11 +187,11 @@ func TestPauseTooLarge(t *testing.T) {
 	if s, _ := d.Sessions.Get(id); s.State != state.SessionActive {
 		t.Fatalf("after a refused pause: %+v", s)
 	}
-	if res, aerr := d.Exec(ctx, id, api.ExecRequest{Argv: []string{"cat", "src/app/main.sh"}}, nil); aerr != nil || res.Stdout != "echo hi\n" {
+	if res, aerr := d.Exec(ctx, id, daemon.ExecRequest{Argv: []string{"cat", "src/app/main.sh"}}, nil); aerr != nil || string(res.Stdout) != "echo hi\n" {
 		t.Fatalf("after a refused pause: %+v %v", res, aerr)
 	}
 	// Once it fits, it pauses, and only its archive is there.
-	if _, aerr := d.Exec(ctx, id, api.ExecRequest{Argv: []string{"rm", "sparse"}}, nil); aerr != nil {
+	if _, aerr := d.Exec(ctx, id, daemon.ExecRequest{Argv: []string{"rm", "sparse"}}, nil); aerr != nil {
 		t.Fatal(aerr)
 	}
 	if _, aerr := d.Sessions.Pause(ctx, id); aerr != nil {
@@ -310,11 +309,11 @@ func resumeStorm(t *testing.T, d *daemon.Daemon) {
 	errs := make(chan error, len(ids))
 	for _, id := range ids {
 		go func() {
-			res, aerr := d.Exec(ctx, id, api.ExecRequest{Argv: []string{"cat", "marker"}}, nil)
+			res, aerr := d.Exec(ctx, id, daemon.ExecRequest{Argv: []string{"cat", "marker"}}, nil)
 			switch {
 			case aerr != nil:
 				errs <- fmt.Errorf("%s: %v", id, aerr)
-			case res.Stdout != id:
+			case string(res.Stdout) != id:
 				errs <- fmt.Errorf("%s: read %q", id, res.Stdout)
 			default:
 				errs <- nil

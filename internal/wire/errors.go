@@ -8,6 +8,7 @@ import (
 	"github.com/sandboxd/sandboxd/images"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/pool"
+	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/plugins"
 	"github.com/sandboxd/sandboxd/plugins/language"
 	"github.com/sandboxd/sandboxd/runtime"
@@ -25,9 +26,9 @@ func ErrorOf(err error) *api.Error {
 	}
 	if k := errdefs.KindOf(err); k != errdefs.Internal {
 		e := &api.Error{Code: codeOf[k], Message: err.Error()}
-		var denial interface{ Findings() []api.Finding }
+		var denial interface{ Findings() []state.Finding }
 		if errors.As(err, &denial) {
-			e.Findings = denial.Findings()
+			e.Findings = All(denial.Findings(), Finding)
 		}
 		return e
 	}

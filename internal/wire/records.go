@@ -5,8 +5,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/state"
 )
 
-// The records sandboxd keeps (package state) as the wire shows them, and
-// back where the daemon still builds one from a result. A flat record
+// The records sandboxd keeps (package state) as the wire shows them. A flat record
 // converts with a plain conversion, which stops compiling the day the two
 // differ; the nested ones are mapped field by field, and
 // TestRecordsKeepEveryField checks that no field is dropped either way.
@@ -20,22 +19,7 @@ func Execution(e state.Execution) api.Execution {
 		Limits: api.Limits(e.Limits), Usage: api.Usage(e.Usage), Timings: api.Timings(e.Timings),
 		Error: e.Error, Decision: e.Decision,
 		Findings: All(e.Findings, Finding), FindingsOmitted: e.FindingsOmitted,
-		Egress: All(e.Egress, func(g state.Egress) api.Egress { return api.Egress(g) }), EgressOmitted: e.EgressOmitted,
-		Approval: ptr(e.Approval, func(a state.ApprovalOutcome) api.ApprovalOutcome { return api.ApprovalOutcome(a) }),
-	}
-}
-
-// ExecutionRecord is e as the history keeps it.
-func ExecutionRecord(e api.Execution) state.Execution {
-	return state.Execution{
-		ID: e.ID, Kind: e.Kind, Language: e.Language, Session: e.Session, StartedAt: e.StartedAt,
-		Outcome: e.Outcome, ExitCode: e.ExitCode, Signal: e.Signal, TimedOut: e.TimedOut, OOMKilled: e.OOMKilled,
-		Truncated: e.Truncated, StdoutBytes: e.StdoutBytes, StderrBytes: e.StderrBytes,
-		Limits: state.Limits(e.Limits), Usage: state.Usage(e.Usage), Timings: state.Timings(e.Timings),
-		Error: e.Error, Decision: e.Decision,
-		Findings: All(e.Findings, FindingRecord), FindingsOmitted: e.FindingsOmitted,
-		Egress: All(e.Egress, func(g api.Egress) state.Egress { return state.Egress(g) }), EgressOmitted: e.EgressOmitted,
-		Approval: ptr(e.Approval, func(a api.ApprovalOutcome) state.ApprovalOutcome { return state.ApprovalOutcome(a) }),
+		Egress: All(e.Egress, Egress), EgressOmitted: e.EgressOmitted, Approval: ptr(e.Approval, ApprovalOutcome),
 	}
 }
 
@@ -73,8 +57,11 @@ func Approval(a state.Approval) api.Approval {
 // Finding is a finding as the wire shows it.
 func Finding(f state.Finding) api.Finding { return api.Finding(f) }
 
-// FindingRecord is f as a record keeps it.
-func FindingRecord(f api.Finding) state.Finding { return state.Finding(f) }
+// Egress is a connection a run made as the wire shows it.
+func Egress(e state.Egress) api.Egress { return api.Egress(e) }
+
+// ApprovalOutcome is how an approval ended, as the wire shows it.
+func ApprovalOutcome(a state.ApprovalOutcome) api.ApprovalOutcome { return api.ApprovalOutcome(a) }
 
 // All maps every element of in with f (a list of records to the wire's),
 // keeping nil nil.

@@ -61,10 +61,9 @@ func TestRecordsKeepEveryField(t *testing.T) {
 		}
 	}
 	check("execution", filled[api.Execution](t), Execution(filled[state.Execution](t)))
-	check("execution, back", filled[state.Execution](t), ExecutionRecord(filled[api.Execution](t)))
 	check("session", filled[api.Session](t), Session(filled[state.Session](t)))
 	check("project", filled[api.Project](t), Project(filled[state.Project](t)))
 	check("approval", filled[api.Approval](t), Approval(filled[state.Approval](t)))
 	check("snapshot", filled[api.Snapshot](t), Snapshot(filled[state.Snapshot](t)))
-	check("an execution without its optional parts", api.Execution{}, Execution(ExecutionRecord(api.Execution{})))
+	check("an execution without its optional parts", api.Execution{}, Execution(state.Execution{}))
 }

@@ -34,26 +34,6 @@ const (
 	maxProgramBytes = 32 << 20
 )
 
-// Program is a request's program, decoded and checked. Code, when set,
-// goes where the language plugin's plan says; Files go where they say.
-type Program struct {
-	Code  string
-	Files []program.File
-	Entry string
-	Args  []string
-	Env   map[string]string
-	Stdin []byte
-}
-
-// WithCode is the program's files as they will be written, entry point
-// first: Code at codeFile (the plan's), then the files sent.
-func (p Program) WithCode(codeFile string) []program.File {
-	if p.Code == "" {
-		return p.Files
-	}
-	return append([]program.File{{Path: codeFile, Content: []byte(p.Code)}}, p.Files...)
-}
-
 // Input is what every execution is given besides its program.
 type Input struct {
 	Args          []string
@@ -63,8 +43,8 @@ type Input struct {
 }
 
 // DecodeProgram checks a program sent as code or files, with its input.
-func DecodeProgram(code string, files []api.File, entry string, in Input) (Program, error) {
-	p := Program{Code: code, Args: in.Args, Env: in.Env}
+func DecodeProgram(code string, files []api.File, entry string, in Input) (request.Program, error) {
+	p := request.Program{Code: code, Args: in.Args, Env: in.Env}
 	if code == "" && len(files) == 0 {
 		return p, errdefs.Errorf(errdefs.Invalid, "send the program as \"code\" or as \"files\"")
 	}

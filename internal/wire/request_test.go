@@ -9,6 +9,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
+	"github.com/sandboxd/sandboxd/internal/request"
 )
 
 func TestDecodeProgram(t *testing.T) {
@@ -16,7 +17,7 @@ func TestDecodeProgram(t *testing.T) {
 	if aerr != nil || p.Files[0].Path != "b.py" || string(p.Files[0].Content) != "\xff\xff" || p.Files[0].Mode != 0o755 || string(p.Stdin) != "in" || p.Entry != "b.py" {
 		t.Fatalf("%+v %v", p, aerr)
 	}
-	if files := (Program{Code: "x", Files: p.Files}).WithCode("main.py"); len(files) != 2 || files[0].Path != "main.py" || string(files[0].Content) != "x" {
+	if files := (request.Program{Code: "x", Files: p.Files}).WithCode("main.py"); len(files) != 2 || files[0].Path != "main.py" || string(files[0].Content) != "x" {
 		t.Fatalf("with code: %+v", files)
 	}
 	for name, c := range map[string]struct {
