@@ -288,6 +288,14 @@ func TestAnswersAreTheDeclaredAPITypes(t *testing.T) {
 	if checked < 15 {
 		t.Errorf("only %d routes checked", checked)
 	}
+	// An answer to a POST too: a project's file as it landed.
+	resp, out := post(t, srv.URL+"/v1/projects/"+ids["/v1/projects/"]+"/files?name=data.csv", "a,b\n")
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	var f api.ProjectFile
+	if err := dec.Decode(&f); resp.StatusCode != 201 || err != nil || f.Name != "data.csv" {
+		t.Errorf("adding a project file: %d %s %v", resp.StatusCode, out, err)
+	}
 	if err := onWire(map[string][]*api.Session{}); err != nil {
 		t.Error(err)
 	}

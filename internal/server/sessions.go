@@ -290,7 +290,7 @@ func (h *handler) addProjectFile(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, f)
+	writeJSON(w, http.StatusCreated, wire.ProjectFile(*f))
 }
 
 func (h *handler) getProjectFile(w http.ResponseWriter, r *http.Request) {

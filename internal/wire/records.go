@@ -38,8 +38,11 @@ func Session(s state.Session) api.Session {
 // Project is a project as the wire shows it.
 func Project(p state.Project) api.Project {
 	return api.Project{ID: p.ID, Name: p.Name, CreatedAt: p.CreatedAt, Size: p.Size, Sessions: p.Sessions,
-		Files: All(p.Files, func(f state.ProjectFile) api.ProjectFile { return api.ProjectFile(f) })}
+		Files: All(p.Files, ProjectFile)}
 }
+
+// ProjectFile is a project's file as the wire shows it.
+func ProjectFile(f state.ProjectFile) api.ProjectFile { return api.ProjectFile(f) }
 
 // Snapshot is a snapshot as the wire shows it.
 func Snapshot(s state.Snapshot) api.Snapshot { return api.Snapshot(s) }
