@@ -3,7 +3,8 @@
 // request path (run.go): resolve → plan → limits → judge → acquire →
 // execute → record. It does not speak HTTP (internal/server does) nor
 // Docker (runtime does), and holds no container of its own: languages own
-// containers and pools, sessions own sessions.
+// containers and pools, sessions own sessions. Its requests and results
+// are its own types (result.go): internal/wire maps the API's to them.
 package daemon
 
 import (
