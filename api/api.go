@@ -99,11 +99,14 @@ type RunRequest struct {
 	Secrets []string `json:"secrets,omitempty"`
 }
 
-// SecretInfo is a secret block as clients see it: its name and hosts,
+// SecretInfo is a secret block as clients see it: its name, its hosts
+// and where in a request its value goes (Header, or Query when set),
 // never its value (GET /v1/secrets).
 type SecretInfo struct {
-	Name  string   `json:"name"`
-	Hosts []string `json:"hosts"`
+	Name   string   `json:"name"`
+	Hosts  []string `json:"hosts"`
+	Header string   `json:"header,omitempty"`
+	Query  string   `json:"query,omitempty"`
 }
 
 // SecretList is the body of GET /v1/secrets.

@@ -161,7 +161,7 @@ func TestStateDiskFull(t *testing.T) {
 	if err := os.Mkdir(state, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", state).CombinedOutput(); err != nil {
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", state).CombinedOutput(); err != nil {
 		t.Fatalf("mounting a small tmpfs for the state dir: %v %s", err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("umount", state).Run() }) // after the daemon stops

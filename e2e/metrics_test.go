@@ -3,10 +3,14 @@ package e2e
 import (
 	"context"
 	"net/http"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -18,6 +22,13 @@ import (
 // scrape reads GET /metrics and parses it as Prometheus does.
 func scrape(t *testing.T, socket string) map[string]*dto.MetricFamily {
 	t.Helper()
+	families, _ := scrapeText(t, socket)
+	return families
+}
+
+// scrapeText is scrape, with the exposition as it came.
+func scrapeText(t *testing.T, socket string) (map[string]*dto.MetricFamily, string) {
+	t.Helper()
 	code, body := rawRequest(t, socket, http.MethodGet, "/metrics", "", "")
 	if code != http.StatusOK {
 		t.Fatalf("GET /metrics: %d %s", code, body)
@@ -27,7 +38,7 @@ func scrape(t *testing.T, socket string) map[string]*dto.MetricFamily {
 	if err != nil {
 		t.Fatalf("parsing /metrics: %v\n%s", err, body)
 	}
-	return families
+	return families, body
 }
 
 // value is the value of the sample of family name whose labels are
@@ -109,9 +120,9 @@ language "python" {
 		{"sandboxd_pool_containers", []string{"language=python", "state=busy"}, 0},
 		{"sandboxd_policy_denials_total", []string{"policy=commands", "rule=commands.denied"}, 1},
 		{"sandboxd_policy_findings_total", []string{"policy=commands", "rule=commands.denied"}, 1},
-		{"sandboxd_plugin_up", []string{"kind=lang", "plugin=python"}, 1},
-		{"sandboxd_plugin_up", []string{"kind=policy", "plugin=commands"}, 1},
-		{"sandboxd_plugin_restarts_total", []string{"kind=lang", "plugin=python"}, 0},
+		{"sandboxd_plugin_up", []string{"block=python", "kind=lang", "plugin=python"}, 1},
+		{"sandboxd_plugin_up", []string{"block=commands", "kind=policy", "plugin=commands"}, 1},
+		{"sandboxd_plugin_restarts_total", []string{"block=python", "kind=lang", "plugin=python"}, 0},
 		{"sandboxd_executions_in_flight", nil, 0},
 		{"sandboxd_build_info", []string{"version=dev"}, 1},
 	}
@@ -150,4 +161,62 @@ language "python" {
 		removed, _ := value(m, "sandboxd_containers_removed_total", "language=python")
 		return active == 0 && removed >= 1
 	})
+}
+
+// TestMetricsShippedConfig scrapes a daemon of the repository's
+// sandboxd.hcl as it ships, where blocks share a plugin (python and
+// python3.13 the python plugin) and an image (c and cpp): every series
+// appears once, each block's plugin process has its own, and the
+// exposition lints clean. The file's dashboard listens on 127.0.0.1:7070,
+// which must be free.
+func TestMetricsShippedConfig(t *testing.T) {
+	shipped, err := filepath.Abs(filepath.Join("..", "sandboxd.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hcl := readFile(t, shipped)
+	var images []string // all there, so that the daemon builds none
+	for _, m := range regexp.MustCompile(`(?m)^\s*image\s*=\s*"([^"]+)"`).FindAllStringSubmatch(hcl, -1) {
+		images = append(images, m[1])
+	}
+	testutil.RequireDocker(t, images...)
+	d := testutil.StartDaemon(t, testutil.Options{ConfigFile: shipped})
+
+	families, body := scrapeText(t, d.Socket)
+	blocks := map[string]int{} // sandboxd_plugin_up series by block
+	for name, f := range families {
+		seen := map[string]bool{}
+		for _, m := range f.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+				if name == "sandboxd_plugin_up" && l.GetName() == "block" {
+					blocks[l.GetValue()]++
+				}
+			}
+			slices.Sort(labels)
+			key := strings.Join(labels, ",")
+			if seen[key] {
+				t.Errorf("%s{%s} appears twice", name, key)
+			}
+			seen[key] = true
+		}
+	}
+	for _, m := range regexp.MustCompile(`(?m)^(language|policy) "([^"]+)"`).FindAllStringSubmatch(hcl, -1) {
+		if blocks[m[2]] != 1 {
+			t.Errorf("%s %q has %d sandboxd_plugin_up series, want 1", m[1], m[2], blocks[m[2]])
+		}
+	}
+	for _, block := range []string{"python", "python3.13"} {
+		if up, ok := value(families, "sandboxd_plugin_up", "block="+block, "kind=lang", "plugin=python"); !ok || up != 1 {
+			t.Errorf("sandboxd_plugin_up of %s = %v (present %v), want 1", block, up, ok)
+		}
+	}
+	problems, err := promlint.New(strings.NewReader(body)).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
 }

@@ -169,7 +169,7 @@ func newSecretsCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "secrets",
-		Short: "List the secrets runs and sessions may ask for (--secret NAME), with their hosts",
+		Short: "List the secrets runs and sessions may ask for (--secret NAME), with their hosts and where in a request each goes",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			list, err := g.client().Secrets(cmd.Context())
@@ -179,9 +179,13 @@ func newSecretsCmd(g *globals) *cobra.Command {
 			if asJSON {
 				return printJSON(list)
 			}
-			table("NAME\tHOSTS", func(w *tabwriter.Writer) {
+			table("NAME\tHOSTS\tGOES IN", func(w *tabwriter.Writer) {
 				for _, s := range list {
-					fmt.Fprintf(w, "%s\t%s\n", s.Name, strings.Join(s.Hosts, " "))
+					where := "header " + s.Header
+					if s.Query != "" {
+						where = "query parameter " + s.Query
+					}
+					fmt.Fprintf(w, "%s\t%s\t%s\n", s.Name, strings.Join(s.Hosts, " "), where)
 				}
 			})
 			return nil

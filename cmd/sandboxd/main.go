@@ -24,6 +24,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/dashboard"
 	"github.com/sandboxd/sandboxd/internal/e2b"
+	"github.com/sandboxd/sandboxd/internal/redact"
 	"github.com/sandboxd/sandboxd/internal/server"
 	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/runtime"
@@ -58,14 +59,15 @@ func main() {
 		fmt.Println(profile)
 		return
 	}
-	log := hclog.New(&hclog.LoggerOptions{
-		Name: "sandboxd", Level: hclog.LevelFromString(*logLevel), JSONFormat: *logJSON, Output: os.Stderr,
-	})
 	cfg, err := config.Load(*configPath)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sandboxd: configuration is invalid:\n%v\n", err)
 		os.Exit(2)
 	}
+	redactor := secretRedactor(cfg)
+	log := hclog.New(&hclog.LoggerOptions{
+		Name: "sandboxd", Level: hclog.LevelFromString(*logLevel), JSONFormat: *logJSON, Output: redactor.Writer(os.Stderr),
+	})
 	if *socket != "" {
 		cfg.Socket = *socket
 	}
@@ -76,22 +78,38 @@ func main() {
 		fmt.Printf("%s is valid: %d languages\n", cfg.Path, len(cfg.Languages))
 		return
 	}
-	if err := run(cfg, log); err != nil {
+	if err := run(cfg, redactor, log); err != nil {
 		log.Error("sandboxd stopped", "error", err)
 		fmt.Fprintf(os.Stderr, "sandboxd: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(cfg *config.Config, log hclog.Logger) error {
+// secretRedactor replaces the secrets' values, in every form, wherever
+// sandboxd writes: its log, its records, its answers. The egress proxy
+// keeps them out of sandboxes; this catches what a path nobody thought
+// of would still carry.
+func secretRedactor(cfg *config.Config) *redact.Replacer {
+	var secrets []redact.Secret
+	for name, s := range cfg.Secrets {
+		secrets = append(secrets, redact.Secret{Value: s.Value, Replacement: "[secret " + name + "]"})
+	}
+	return redact.New(secrets...)
+}
+
+func run(cfg *config.Config, redactor *redact.Replacer, log hclog.Logger) error {
 	if _, err := os.Stat(cfg.Supervisor); err != nil {
 		return fmt.Errorf("sandbox supervisor %s: %w (build it with `make`, or set supervisor in %s)", cfg.Supervisor, err, cfg.Path)
+	}
+	if err := state.Private(cfg.StateDir); err != nil {
+		return err
 	}
 	store, err := state.Open(cfg.StateDir)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	store.Redact(redactor)
 	ln, err := server.Listen(cfg.Socket, cfg.SocketGroup)
 	if err != nil {
 		return err
@@ -114,8 +132,8 @@ func run(cfg *config.Config, log hclog.Logger) error {
 	if err != nil {
 		return err
 	}
-	handler := server.New(d, dash, log)
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ConnContext: server.PeerContext}
+	apiHandler := server.New(d, dash, log)
+	srv := &http.Server{Handler: redactor.Handler(apiHandler), ReadHeaderTimeout: 10 * time.Second, ConnContext: server.PeerContext}
 	serveErr := make(chan error, 3)
 	go func() { serveErr <- srv.Serve(ln) }()
 	if cfg.HTTPListen != "" {
@@ -130,12 +148,12 @@ func run(cfg *config.Config, log hclog.Logger) error {
 		} else {
 			log.Warn(where)
 		}
-		web := &http.Server{Handler: dash.Guard(handler, server.PreviewProxy(d, log)), ReadHeaderTimeout: 10 * time.Second}
+		web := &http.Server{Handler: redactor.Handler(dash.Guard(apiHandler, server.PreviewProxy(d, log))), ReadHeaderTimeout: 10 * time.Second}
 		go func() { serveErr <- web.Serve(tln) }()
 		defer web.Close()
 	}
 	if cfg.E2B != nil {
-		stopE2B, err := serveE2B(cfg, d, log, serveErr)
+		stopE2B, err := serveE2B(cfg, d, redactor, log, serveErr)
 		if err != nil {
 			d.Close(context.Background())
 			return err
@@ -165,7 +183,7 @@ func run(cfg *config.Config, log hclog.Logger) error {
 
 // serveE2B starts the E2B-compatible listener (the e2b block); stop ends
 // it and what its clients started.
-func serveE2B(cfg *config.Config, d *daemon.Daemon, log hclog.Logger, serveErr chan<- error) (stop func(), err error) {
+func serveE2B(cfg *config.Config, d *daemon.Daemon, redactor *redact.Replacer, log hclog.Logger, serveErr chan<- error) (stop func(), err error) {
 	h, err := e2b.New(d, *cfg.E2B, log)
 	if err != nil {
 		return nil, err
@@ -181,7 +199,7 @@ func serveE2B(cfg *config.Config, d *daemon.Daemon, log hclog.Logger, serveErr c
 	} else {
 		log.Warn(msg + ", BEYOND LOOPBACK as e2b.listen says: its API keys are all that guard it")
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: redactor.Handler(h), ReadHeaderTimeout: 10 * time.Second}
 	go func() { serveErr <- srv.Serve(ln) }()
 	return func() { h.Close(); _ = srv.Close() }, nil
 }

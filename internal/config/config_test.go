@@ -244,6 +244,12 @@ secret "a" {
 secret "b" {
   value_file = %q
   hosts      = ["*.example.org:8443", "127.0.0.1:9000"]
+  header     = "x-api-key"
+}
+secret "c" {
+  value_env = "SANDBOXD_TEST_TOKEN"
+  hosts     = ["maps.example.com"]
+  query     = "key"
 }
 language "python" {}
 `, file)))
@@ -251,8 +257,33 @@ language "python" {}
 		t.Fatal(err)
 	}
 	a, b := cfg.Secrets["a"], cfg.Secrets["b"]
-	if len(cfg.Secrets) != 2 || a.Value != "from-env" || a.Hosts.Entry("api.example.com", 443) == "" ||
+	if c := cfg.Secrets["c"]; a.Header != "Authorization" || a.Query != "" || b.Header != "X-Api-Key" || c.Query != "key" || c.Header != "" {
+		t.Errorf("where they go: %+v", cfg.Secrets)
+	}
+	if len(cfg.Secrets) != 3 || a.Value != "from-env" || a.Hosts.Entry("api.example.com", 443) == "" ||
 		b.Value != "from-file" || b.Hosts.Entry("x.example.org", 8443) == "" || b.Hosts.Entry("127.0.0.1", 9000) == "" || b.Hosts.Entry("x.example.org", 443) != "" {
 		t.Fatalf("%+v", cfg.Secrets)
+	}
+}
+
+// A secret goes in one place a request can carry it, and its value must
+// be one a header or query can carry as it is.
+func TestSecretPlaces(t *testing.T) {
+	t.Setenv("SANDBOXD_TEST_TOKEN", "from-env")
+	t.Setenv("SANDBOXD_TEST_SPACED", "two words")
+	for body, want := range map[string]string{
+		`header = "X-Key"` + "\n" + `query = "k"`: `"header" is set, and query too`,
+		`header = "Host"`:                         `"Host" cannot carry a secret`,
+		`header = "Bad Name"`:                     `"Bad Name" cannot carry a secret`,
+		`query = "a&b"`:                           `"a&b" is not a query parameter's name`,
+	} {
+		_, err := Parse("f.hcl", []byte("secret \"s\" {\n  value_env = \"SANDBOXD_TEST_TOKEN\"\n  hosts = [\"api.example.com\"]\n  "+body+"\n}\nlanguage \"python\" {}\n"))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", body, err, want)
+		}
+	}
+	_, err := Parse("f.hcl", []byte("secret \"s\" {\n  value_env = \"SANDBOXD_TEST_SPACED\"\n  hosts = [\"api.example.com\"]\n}\nlanguage \"python\" {}\n"))
+	if err == nil || !strings.Contains(err.Error(), "holds a space") {
+		t.Errorf("a value with a space: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net/textproto"
 	"os"
 	"regexp"
 	"strings"
@@ -13,11 +14,15 @@ import (
 
 // Secret is a secret block: a credential sandboxd holds for sandboxes
 // that ask for it by name. It never enters a sandbox: the egress proxy
-// writes it into the headers of requests to Hosts (see internal/egress).
+// writes it into requests to Hosts, in the Header (Authorization unless
+// the block names another) or the Query parameter the block names, and
+// nowhere else (see internal/egress).
 type Secret struct {
-	Name  string
-	Value string // from sandboxd's environment or a file, never a request
-	Hosts egress.List
+	Name   string
+	Value  string // from sandboxd's environment or a file, never a request
+	Hosts  egress.List
+	Header string // canonical; "" when Query is set
+	Query  string
 }
 
 type secretSchema struct {
@@ -25,6 +30,8 @@ type secretSchema struct {
 	ValueEnv  *string  `hcl:"value_env,optional"`
 	ValueFile *string  `hcl:"value_file,optional"`
 	Hosts     []string `hcl:"hosts,optional"`
+	Header    *string  `hcl:"header,optional"`
+	Query     *string  `hcl:"query,optional"`
 	Body      hcl.Body `hcl:",body"`
 }
 
@@ -59,6 +66,10 @@ func (v *validator) secrets(blocks []secretSchema, abs func(string) string, caFi
 				v.fail(b.Body, "value_file", fmt.Sprintf("cannot be read, or is empty (%v)", err), "a file only sandboxd's user can read, holding the value")
 			}
 		}
+		if strings.IndexFunc(s.Value, func(r rune) bool { return r < 0x21 || r > 0x7e }) >= 0 {
+			v.fail(b.Body, "value", "holds a space, a control character or a byte beyond ASCII, which no header or query can carry as it is", "the credential as the service issued it, on one line")
+		}
+		s.Header, s.Query = v.secretPlace(b)
 		hosts, err := egress.Parse(b.Hosts)
 		if err != nil || len(hosts) == 0 {
 			v.fail(b.Body, "hosts", fmt.Sprintf("%v", orEmpty(err)), "the hosts it is written for, as network.allow entries: [\"api.github.com\"]")
@@ -70,6 +81,36 @@ func (v *validator) secrets(blocks []secretSchema, abs func(string) string, caFi
 		out[b.Name] = s
 	}
 	return out
+}
+
+// headerName is what a header's name may be (RFC 9110's token).
+var headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+// hopByHop are headers a proxy does not pass on, and Host, which names
+// the host: a secret cannot go in them.
+var hopByHop = map[string]bool{"Connection": true, "Proxy-Connection": true, "Keep-Alive": true, "Te": true, "Trailer": true,
+	"Transfer-Encoding": true, "Upgrade": true, "Host": true, "Proxy-Authorization": true, "Content-Length": true}
+
+// secretPlace reads where a secret block's value goes: the header it
+// names (Authorization by default), or the query parameter.
+func (v *validator) secretPlace(b secretSchema) (header, query string) {
+	const hint = `header = "X-Api-Key" (Authorization when left out), or query = "api_key" for a service that takes its key in the URL; not both`
+	switch {
+	case b.Header != nil && b.Query != nil:
+		v.fail(b.Body, "header", "is set, and query too: a secret goes in one place", hint)
+	case b.Query != nil:
+		if *b.Query == "" || strings.ContainsAny(*b.Query, "&=#?% ") {
+			v.fail(b.Body, "query", fmt.Sprintf("%q is not a query parameter's name", *b.Query), hint)
+		}
+		return "", *b.Query
+	case b.Header != nil:
+		h := textproto.CanonicalMIMEHeaderKey(*b.Header)
+		if !headerName.MatchString(h) || hopByHop[h] {
+			v.fail(b.Body, "header", fmt.Sprintf("%q cannot carry a secret", *b.Header), hint)
+		}
+		return h, ""
+	}
+	return egress.DefaultHeader, ""
 }
 
 func orEmpty(err error) string {

@@ -192,14 +192,16 @@ func (d *Daemon) Close(ctx context.Context) {
 	d.policies.Close()
 }
 
-// Plugins reports every plugin's health, language plugins first.
+// Plugins reports the health of every block's plugin process, language
+// blocks first.
 func (d *Daemon) Plugins() []stats.Plugin {
 	var out []stats.Plugin
 	for _, l := range d.Languages.All() {
-		out = append(out, stats.Plugin{Health: l.Plugin.Process.Health(), Version: l.Info.Version})
+		out = append(out, stats.Plugin{Health: l.Plugin.Process.Health(), Version: l.Info.Version, Block: l.Config.Name})
 	}
-	for _, p := range d.policies.Plugins() {
-		out = append(out, stats.Plugin{Health: p.Health(), Version: p.Version})
+	// policy.Load made one plugin per block of cfg.Policies, in its order.
+	for i, p := range d.policies.Plugins() {
+		out = append(out, stats.Plugin{Health: p.Health(), Version: p.Version, Block: d.cfg.Policies[i].Name})
 	}
 	return out
 }
@@ -240,7 +242,7 @@ func (d *Daemon) Stats() stats.Figures {
 func (d *Daemon) Secrets() []Secret {
 	out := []Secret{}
 	for name, s := range d.cfg.Secrets {
-		out = append(out, Secret{Name: name, Hosts: s.Hosts.Strings()})
+		out = append(out, Secret{Name: name, Hosts: s.Hosts.Strings(), Header: s.Header, Query: s.Query})
 	}
 	slices.SortFunc(out, func(a, b Secret) int { return strings.Compare(a.Name, b.Name) })
 	return out

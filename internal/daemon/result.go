@@ -107,10 +107,13 @@ type OutputFile struct {
 	MIME string // by its extension
 }
 
-// Secret is a secret block, as clients may know it: its name and hosts.
+// Secret is a secret block, as clients may know it: its name, its hosts
+// and where in a request it goes (Header, or Query when set).
 type Secret struct {
-	Name  string
-	Hosts []string
+	Name   string
+	Hosts  []string
+	Header string
+	Query  string
 }
 
 // Outcomes of a policy decision.

@@ -24,6 +24,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/net/http/httpproxy"
 
+	"github.com/sandboxd/sandboxd/internal/redact"
 	"github.com/sandboxd/sandboxd/internal/units"
 )
 
@@ -86,7 +87,12 @@ type Proxy struct {
 // New returns a proxy that makes its sandboxes' directories under
 // opts.Dir.
 func New(opts Options) (*Proxy, error) {
-	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+	// Only sandboxd enters it; each sandbox has its own directory
+	// mounted, which it enters there.
+	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("egress: %w", err)
+	}
+	if err := os.Chmod(opts.Dir, 0o700); err != nil { // made by an older sandboxd
 		return nil, fmt.Errorf("egress: %w", err)
 	}
 	if opts.Upstream == nil {
@@ -219,6 +225,7 @@ type Gate struct {
 	open       map[io.Closer]bool // hijacked tunnels, closed with the gate
 	closed     bool
 	secrets    []Secret
+	scrubber   *redact.Replacer // every form of the secrets' values, to their placeholders
 	ca         *authority
 	spent      atomic.Int64 // bytes this execution
 	// Bytes since the gate opened, each way, and what they were when
@@ -319,6 +326,14 @@ func (r *record) fail(msg string) {
 	if r.err == "" {
 		r.err = msg
 	}
+	r.mu.Unlock()
+}
+
+// refuse notes that the connection was refused after all: a request
+// inside it was.
+func (r *record) refuse(msg string) {
+	r.mu.Lock()
+	r.allowed, r.err = false, msg
 	r.mu.Unlock()
 }
 
@@ -498,7 +513,7 @@ func (g *Gate) forward(w http.ResponseWriter, r *http.Request) {
 	}
 	entry, denied := g.check(host, port)
 	if denied == "" {
-		denied = g.writeSecrets(r, host, port, true)
+		denied = g.writeSecrets(r, exchange{host: host, port: port, inClear: true, foreign: foreignName(r, "", host, port, 80)})
 	}
 	rec := g.newRecord(host, port, entry, denied)
 	if !rec.allowed {
@@ -511,16 +526,30 @@ func (g *Gate) forward(w http.ResponseWriter, r *http.Request) {
 		// The outgoing request is written afresh from what Go parsed, so
 		// a smuggled second request in the body stays body.
 		Rewrite:        func(*httputil.ProxyRequest) {},
-		ModifyResponse: func(resp *http.Response) error { scrub(resp, g.secretList()); return nil },
+		ModifyResponse: g.prepare,
 		Transport:      g.p.transport,
 		ErrorLog:       log.New(io.Discard, "", 0),
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-			rec.fail(err.Error())
-			refuse(w, http.StatusBadGateway, "sandboxd egress: "+err.Error())
+			msg := upstreamFault(err, rec)
+			rec.fail(msg)
+			refuse(w, http.StatusBadGateway, "sandboxd egress: "+msg)
 		},
 	}
-	rp.ServeHTTP(w, r.WithContext(ctx))
+	rp.ServeHTTP(finalOnly{w}, r.WithContext(ctx))
 }
+
+// finalOnly passes on a server's final answer, not its interim (1xx)
+// ones, whose headers no one scrubs; a switch of protocols is final.
+type finalOnly struct{ http.ResponseWriter }
+
+func (f finalOnly) WriteHeader(code int) {
+	if code >= 200 || code == http.StatusSwitchingProtocols {
+		f.ResponseWriter.WriteHeader(code)
+	}
+}
+
+// Unwrap lets the reverse proxy flush and hijack the connection.
+func (f finalOnly) Unwrap() http.ResponseWriter { return f.ResponseWriter }
 
 // check finds the allow-list entry that lets host:port through, or says
 // why none does.
@@ -547,7 +576,7 @@ func (g *Gate) connect(ctx context.Context, rec *record) (net.Conn, error) {
 		rec.mu.Lock()
 		rec.allowed, rec.err = allowed, msg
 		rec.mu.Unlock()
-		return nil, errors.New(msg)
+		return nil, fault(msg)
 	}
 	if !g.claim() {
 		return fail(false, fmt.Sprintf("too many connections at once (limit %d)", g.limits.MaxConnections))
@@ -642,10 +671,12 @@ func (g *Gate) dial(ctx context.Context, ap netip.AddrPort) (net.Conn, error) {
 	br := bufio.NewReader(c)
 	var resp *http.Response
 	if err = req.Write(c); err == nil {
-		resp, err = http.ReadResponse(br, req)
+		if resp, err = http.ReadResponse(br, req); err != nil {
+			err = errors.New("its answer is not valid HTTP") // Go's error would quote it
+		}
 	}
 	if err == nil && resp.StatusCode != http.StatusOK {
-		err = errors.New(resp.Status)
+		err = fmt.Errorf("answered %d", resp.StatusCode) // its reason phrase is its own text
 	}
 	if err != nil {
 		c.Close()

@@ -382,12 +382,19 @@ func TestHostServicesByName(t *testing.T) {
 		t.Error("the host's name was looked up")
 		return nil, errors.New("no lookups")
 	}
-	_, c, _ := testGate(t, Options{Resolve: resolve}, Limits{}, fmt.Sprintf("%s:%d", HostName, port))
+	_, c, _ := testGate(t, Options{Resolve: resolve}, Limits{}, fmt.Sprintf("%s:%d", HostName, port), "*.sandboxd.internal", fmt.Sprintf("*.sandboxd.internal:%d", other))
 	if code, body, err := get(c, fmt.Sprintf("http://%s:%d/", HostName, port)); err != nil || code != 200 || body != "a service on the host" {
 		t.Fatalf("the listed port: %d %q %v", code, body, err)
 	}
-	if code, body, _ := get(c, fmt.Sprintf("http://%s:%d/", HostName, other)); code != http.StatusForbidden || !strings.Contains(body, "allow-list") {
-		t.Fatalf("another port of the host: %d %q", code, body)
+	// A wildcard does not name the host's services: only their exact
+	// entries do.
+	for _, p := range []uint16{other, 80, 443} {
+		if code, body, _ := get(c, fmt.Sprintf("http://%s:%d/", HostName, p)); code != http.StatusForbidden || !strings.Contains(body, "allow-list") {
+			t.Fatalf("port %d of the host, under a wildcard: %d %q", p, code, body)
+		}
+	}
+	if ceiling := mustList(t, "*.sandboxd.internal"); (mustList(t, HostName+":8080")).Within(ceiling) == "" {
+		t.Error("a wildcard ceiling covers the host's services")
 	}
 	if code, _, _ := get(c, fmt.Sprintf("http://127.0.0.1:%d/", port)); code != http.StatusForbidden {
 		t.Fatalf("the host's address, unlisted: %d", code)

@@ -49,6 +49,7 @@ const RuleSyntax = `a host name ("files.example.org"), a wildcard ("*.example.ne
 // ParseRule reads one entry.
 func ParseRule(s string) (Rule, error) {
 	r := Rule{Ports: DefaultPorts}
+	portGiven := false
 	host := strings.TrimSpace(s)
 	if host == "" {
 		return r, fmt.Errorf("empty entry")
@@ -72,14 +73,14 @@ func ParseRule(s string) (Rule, error) {
 			if err != nil {
 				return r, fmt.Errorf("%q: %w", s, err)
 			}
-			r.Ports = []uint16{port}
+			r.Ports, portGiven = []uint16{port}, true
 		}
 	} else if i := strings.LastIndex(host, ":"); i >= 0 && strings.Count(host, ":") == 1 {
 		port, err := parsePort(host[i+1:])
 		if err != nil {
 			return r, fmt.Errorf("%q: %w", s, err)
 		}
-		host, r.Ports = host[:i], []uint16{port}
+		host, r.Ports, portGiven = host[:i], []uint16{port}, true
 	}
 	host = strings.TrimSuffix(strings.ToLower(host), ".")
 	r.text = s
@@ -98,6 +99,9 @@ func ParseRule(s string) (Rule, error) {
 	name, wild := strings.CutPrefix(host, "*.")
 	if !validName(name) {
 		return r, fmt.Errorf("%q is not a host name", s)
+	}
+	if host == HostName && !portGiven {
+		return r, fmt.Errorf("%q needs a port: the host's services are let through one port at a time, such as %s:11434", s, HostName)
 	}
 	r.Name = host
 	if wild && !strings.Contains(name, ".") {
@@ -184,7 +188,9 @@ func (l List) AddrEntry(a netip.Addr, port uint16) string {
 // name (a name or wildcard).
 func nameCovers(pattern, name string) bool {
 	if suffix, ok := strings.CutPrefix(pattern, "*."); ok {
-		return strings.HasSuffix(strings.TrimPrefix(name, "*"), "."+suffix)
+		// The host's own services are named one by one, never by a
+		// wildcard.
+		return name != HostName && strings.HasSuffix(strings.TrimPrefix(name, "*"), "."+suffix)
 	}
 	return pattern == name
 }

@@ -30,7 +30,7 @@ func TestParseRule(t *testing.T) {
 		}
 	}
 	for _, in := range []string{"", "http://example.org", "example.org:0", "example.org:99999", "exa mple.org",
-		"*.com", "*", "-bad.example.org", "10.0.0.0/33", "[2001:db8::1", "example.org:http", "a..b", "*.*.example.org"} {
+		"*.com", "*", "-bad.example.org", "10.0.0.0/33", "[2001:db8::1", "example.org:http", "a..b", "*.*.example.org", HostName, HostName + "."} {
 		if r, err := ParseRule(in); err == nil {
 			t.Errorf("%q parsed as %+v", in, r)
 		}

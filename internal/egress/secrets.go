@@ -1,24 +1,26 @@
 package egress
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/rand"
-	"crypto/tls"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/netip"
+	"net/textproto"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/sandboxd/sandboxd/internal/redact"
 )
 
 // Secrets never enter a sandbox. A sandbox that asked for one holds a
 // placeholder in its environment; the proxy writes the value in its place
-// into the headers of requests to the secret's hosts, and nowhere else:
+// in one part of requests to the secret's hosts (a header, Authorization
+// by default, or a query parameter), and nowhere else:
 //
 //   - over HTTPS, the proxy reads those requests: it answers the sandbox's
 //     TLS with a certificate its own authority signs for that host (the
@@ -29,16 +31,44 @@ import (
 //     (host.sandboxd.internal): a secret never crosses a network in the
 //     clear.
 //
-// A request that carries a placeholder anywhere else (another host, or
-// in the clear) is refused and recorded. What comes back is scrubbed: a
-// server that echoes the value shows the sandbox the placeholder.
+// A request that carries a placeholder anywhere else (another part of
+// the request, another host, a request whose own authority or TLS name
+// is not the host's, or in the clear) is refused and recorded. What
+// comes back is made unable to carry the value: it is asked for
+// uncompressed (and decoded when it comes compressed anyway), trailers
+// and interim (1xx) answers are dropped, a protocol upgrade is refused,
+// and the rest passes a scrubber for every form of every value
+// (internal/redact), headers and body, which shows the sandbox its
+// placeholder instead.
 
 // Secret is a credential and where it may go.
 type Secret struct {
-	Name        string
-	Value       string
-	Hosts       List   // the hosts (and ports) it is written for
+	Name  string
+	Value string
+	Hosts List // the hosts (and ports) it is written for
+	// Header is the request header the value goes in; Query, when set
+	// instead, the query parameter.
+	Header      string
+	Query       string
 	Placeholder string // what the sandbox holds instead
+}
+
+// DefaultHeader is where a secret goes unless its block says otherwise.
+const DefaultHeader = "Authorization"
+
+// Where says where the secret's value may go, for messages.
+func (s Secret) Where() string {
+	if s.Query != "" {
+		return "the query parameter " + s.Query
+	}
+	return "the " + s.header() + " header"
+}
+
+func (s Secret) header() string {
+	if s.Header == "" {
+		return DefaultHeader
+	}
+	return textproto.CanonicalMIMEHeaderKey(s.Header)
 }
 
 // Placeholder makes the opaque stand-in a sandbox holds for secret name.
@@ -56,21 +86,26 @@ const Bundle = "ca.crt"
 // SetSecrets sets the secrets the sandbox's requests may carry from now
 // on; nil, none.
 func (g *Gate) SetSecrets(secrets []Secret) {
+	forms := make([]redact.Secret, len(secrets))
+	for i, s := range secrets {
+		forms[i] = redact.Secret{Value: s.Value, Replacement: s.Placeholder}
+	}
 	g.mu.Lock()
-	g.secrets = secrets
+	g.secrets, g.scrubber = secrets, redact.New(forms...)
 	g.mu.Unlock()
 }
 
-func (g *Gate) secretList() []Secret {
+func (g *Gate) secretList() ([]Secret, *redact.Replacer) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.secrets
+	return g.secrets, g.scrubber
 }
 
 // secretsFor are the secrets written into requests to host:port.
 func (g *Gate) secretsFor(host string, port uint16) []Secret {
 	var out []Secret
-	for _, s := range g.secretList() {
+	secrets, _ := g.secretList()
+	for _, s := range secrets {
 		if s.Hosts.Entry(host, port) != "" {
 			out = append(out, s)
 		}
@@ -78,40 +113,141 @@ func (g *Gate) secretsFor(host string, port uint16) []Secret {
 	return out
 }
 
-// writeSecrets puts each placeholder's value into r's headers, for a
-// request to host:port; inClear says it would travel unencrypted. It
-// says why r is refused: a placeholder of a secret that may not go there
-// (in a header or the URL), or one sent in the clear beyond the host's
-// loopback.
-func (g *Gate) writeSecrets(r *http.Request, host string, port uint16, inClear bool) string {
-	target := r.URL.String()
-	for _, s := range g.secretList() {
-		inURL := strings.Contains(target, s.Placeholder)
-		inHeader := false
-		for _, vs := range r.Header {
-			for _, v := range vs {
-				inHeader = inHeader || strings.Contains(v, s.Placeholder)
-			}
-		}
-		if !inURL && !inHeader {
+// exchange is what a request is sent to: the host and port the sandbox
+// connected to, whether the request travels in the clear, and whether
+// its own authority (and TLS name) is that host's.
+type exchange struct {
+	host    string
+	port    uint16
+	inClear bool
+	// foreign, when not "", is the name the request (or its TLS
+	// connection) gives instead of host's.
+	foreign string
+}
+
+// writeSecrets puts each placeholder's value where its secret may go in
+// r, for a request to ex. It says why r is refused instead: a
+// placeholder anywhere else in the request, or bound for a host, name or
+// channel its secret may not go to. On a gate with secrets it also
+// makes the request unable to bring a value back in a form the scrubber
+// cannot read (see prepare).
+func (g *Gate) writeSecrets(r *http.Request, ex exchange) string {
+	secrets, _ := g.secretList()
+	if len(secrets) == 0 {
+		return ""
+	}
+	if r.Header.Get("Upgrade") != "" {
+		return "this sandbox holds secrets, and an upgraded connection could carry one back unscrubbed"
+	}
+	for _, s := range secrets {
+		places := placesOf(r, s.Placeholder)
+		if len(places) == 0 {
 			continue
 		}
-		switch {
-		case s.Hosts.Entry(host, port) == "":
-			return fmt.Sprintf("the request carries secret %s's placeholder, and %s port %d is not among its hosts (%s)",
-				s.Name, host, port, strings.Join(s.Hosts.Strings(), ", "))
-		case inURL:
-			return fmt.Sprintf("secret %s's placeholder is in the URL; a secret goes in a header only", s.Name)
-		case inClear && !loopback(host):
-			return fmt.Sprintf("secret %s would go to %s in the clear; use https", s.Name, host)
+		for _, p := range places {
+			if p != s.Where() {
+				return fmt.Sprintf("secret %s's placeholder is in %s; it may go only in %s", s.Name, p, s.Where())
+			}
 		}
-		for k, vs := range r.Header {
-			for i, v := range vs {
-				r.Header[k][i] = strings.ReplaceAll(v, s.Placeholder, s.Value)
+		switch {
+		case s.Hosts.Entry(ex.host, ex.port) == "":
+			return fmt.Sprintf("the request carries secret %s's placeholder, and %s port %d is not among its hosts (%s)",
+				s.Name, ex.host, ex.port, strings.Join(s.Hosts.Strings(), ", "))
+		case ex.foreign != "":
+			return fmt.Sprintf("secret %s's placeholder is in a request for %s inside a connection to %s; a secret goes only to the host the connection is for",
+				s.Name, ex.foreign, ex.host)
+		case ex.inClear && !loopback(ex.host):
+			return fmt.Sprintf("secret %s would go to %s in the clear; use https", s.Name, ex.host)
+		}
+		s.write(r)
+	}
+	// What comes back is read whole by the scrubber: no compressed
+	// answers, no byte ranges that cut a value into pieces it cannot
+	// recognise.
+	r.Header.Set("Accept-Encoding", "identity")
+	for _, h := range []string{"Range", "If-Range", "Te"} {
+		r.Header.Del(h)
+	}
+	return ""
+}
+
+// placesOf names each part of r that holds placeholder: a header (its
+// name or value; a Basic credential decoded), a query parameter, the path
+// or the URL's user.
+func placesOf(r *http.Request, placeholder string) []string {
+	var out []string
+	for k, vs := range r.Header {
+		if strings.Contains(strings.ToLower(k), strings.ToLower(placeholder)) { // names are canonicalised
+			out = append(out, "a header's name")
+		}
+		for _, v := range vs {
+			if strings.Contains(v, placeholder) || strings.Contains(basicCredential(k, v), placeholder) {
+				out = append(out, "the "+k+" header")
+				break
 			}
 		}
 	}
-	return ""
+	if u := r.URL; u != nil {
+		if strings.Contains(u.EscapedPath(), placeholder) || strings.Contains(u.Path, placeholder) {
+			out = append(out, "the URL's path")
+		}
+		if u.User != nil && strings.Contains(u.User.String(), placeholder) {
+			out = append(out, "the URL's user")
+		}
+		for _, pair := range strings.Split(u.RawQuery, "&") {
+			k, v, _ := strings.Cut(pair, "=")
+			uk, _ := url.QueryUnescape(k)
+			uv, _ := url.QueryUnescape(v)
+			switch {
+			case strings.Contains(pair, placeholder) && !strings.Contains(v, placeholder),
+				strings.Contains(uk, placeholder) && !strings.Contains(uv, placeholder):
+				out = append(out, "a query parameter's name")
+			case strings.Contains(uv, placeholder) || strings.Contains(v, placeholder):
+				out = append(out, "the query parameter "+uk)
+			}
+		}
+	}
+	if strings.Contains(r.Host, placeholder) {
+		out = append(out, "the request's host")
+	}
+	return out
+}
+
+// basicCredential is the decoded user:password of an Authorization
+// header's Basic credential, "" for any other header or scheme.
+func basicCredential(key, value string) string {
+	scheme, cred, ok := strings.Cut(value, " ")
+	if key != "Authorization" || !ok || !strings.EqualFold(scheme, "Basic") {
+		return ""
+	}
+	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// write puts s's value in place of its placeholder where s may go.
+func (s Secret) write(r *http.Request) {
+	if s.Query != "" {
+		pairs := strings.Split(r.URL.RawQuery, "&")
+		for i, pair := range pairs {
+			k, v, _ := strings.Cut(pair, "=")
+			if uk, _ := url.QueryUnescape(k); uk == s.Query {
+				uv, _ := url.QueryUnescape(v)
+				pairs[i] = k + "=" + url.QueryEscape(strings.ReplaceAll(uv, s.Placeholder, s.Value))
+			}
+		}
+		r.URL.RawQuery = strings.Join(pairs, "&")
+		return
+	}
+	k := s.header()
+	for i, v := range r.Header[k] {
+		if cred := basicCredential(k, v); strings.Contains(cred, s.Placeholder) {
+			v = "Basic " + base64.StdEncoding.EncodeToString([]byte(strings.ReplaceAll(cred, s.Placeholder, s.Value)))
+		}
+		r.Header[k][i] = strings.ReplaceAll(v, s.Placeholder, s.Value)
+	}
 }
 
 func loopback(host string) bool {
@@ -119,141 +255,78 @@ func loopback(host string) bool {
 	return host == HostName || err == nil && a.IsLoopback()
 }
 
-// scrub replaces the secrets' values with their placeholders in an
-// answer's headers and body (which then has no length: it is chunked).
-func scrub(resp *http.Response, secrets []Secret) {
+// foreignName is the name a request inside a connection to host:port (of
+// defaultPort's scheme) gives instead: its Host (or absolute URL), and
+// the TLS connection's server name when it has one; "" when they are
+// host's own.
+func foreignName(r *http.Request, sni, host string, port, defaultPort uint16) string {
+	h, p, err := splitTarget(r.Host, defaultPort)
+	switch {
+	case err != nil:
+		return "no host"
+	case h != host || p != port:
+		return h
+	case sni != "" && strings.TrimSuffix(strings.ToLower(sni), ".") != host:
+		return sni
+	}
+	if _, err := netip.ParseAddr(host); err != nil && defaultPort == 443 && sni == "" {
+		return "a TLS connection that named no server"
+	}
+	return ""
+}
+
+// prepare makes an answer fit to hand a sandbox that holds secrets: an
+// upgrade is refused; a compressed body is decoded (or refused when the
+// encoding is one the proxy cannot read); trailers are dropped; headers
+// and body pass the scrubber.
+func (g *Gate) prepare(resp *http.Response) error {
+	secrets, scrubber := g.secretList()
 	if len(secrets) == 0 {
-		return
+		return nil
+	}
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		return fault("the server switched protocols, and this sandbox holds secrets: an upgraded connection could carry one back unscrubbed")
 	}
 	for k, vs := range resp.Header {
 		for i, v := range vs {
-			for _, s := range secrets {
-				v = strings.ReplaceAll(v, s.Value, s.Placeholder)
-			}
-			resp.Header[k][i] = v
+			resp.Header[k][i] = scrubber.String(v)
 		}
 	}
-	if resp.Body != nil && resp.Body != http.NoBody && resp.ContentLength != 0 {
-		resp.Body = &scrubber{src: resp.Body, secrets: secrets}
-		resp.ContentLength = -1
-		resp.Header.Del("Content-Length")
+	resp.Header.Del("Trailer")
+	resp.Trailer = nil
+	// The reason phrase is the server's text: the proxy writes its own.
+	resp.Status = fmt.Sprintf("%d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+	if resp.Body == nil || resp.Body == http.NoBody || resp.ContentLength == 0 {
+		resp.Header.Del("Content-Encoding")
+		return nil
 	}
-}
-
-// scrubber is a body with every secret value replaced by its placeholder,
-// also across the reads that split one.
-type scrubber struct {
-	src     io.ReadCloser
-	secrets []Secret
-	carry   []byte // read but not yet passed on: it may begin a value
-	out     []byte // passed on next
-	err     error
-}
-
-func (s *scrubber) Read(p []byte) (int, error) {
-	for len(s.out) == 0 && s.err == nil {
-		buf := make([]byte, 32<<10)
-		n, err := s.src.Read(buf)
-		s.err = err
-		s.out, s.carry = s.replace(append(s.carry, buf[:n]...), err != nil)
-	}
-	n := copy(p, s.out)
-	s.out = s.out[n:]
-	if len(s.out) == 0 && s.err != nil {
-		return n, s.err
-	}
-	return n, nil
-}
-
-// replace passes data on with the values replaced; unless final, it keeps
-// back the tail that could begin a value the next read completes.
-func (s *scrubber) replace(data []byte, final bool) (out, rest []byte) {
-	longest := 0
-	for _, sec := range s.secrets {
-		longest = max(longest, len(sec.Value))
-	}
-	limit := len(data)
-	if !final {
-		limit -= longest - 1
-	}
-	var b bytes.Buffer
-	i := 0
-next:
-	for i < len(data) {
-		for _, sec := range s.secrets {
-			if sec.Value != "" && bytes.HasPrefix(data[i:], []byte(sec.Value)) {
-				b.WriteString(sec.Placeholder)
-				i += len(sec.Value)
-				continue next
-			}
-		}
-		if i >= limit {
-			break
-		}
-		b.WriteByte(data[i])
-		i++
-	}
-	return b.Bytes(), append([]byte(nil), data[i:]...)
-}
-
-func (s *scrubber) Close() error { return s.src.Close() }
-
-// intercept serves, on a sandbox's CONNECT to host:port that secrets are
-// written for, the HTTPS requests inside it one by one: TLS with the
-// sandbox under the authority's certificate for host, TLS with the host
-// (up) as any client, each request's placeholders replaced by values and
-// each answer scrubbed. Only HTTP/1.1 is offered on either side.
-func (g *Gate) intercept(client, up net.Conn, host string, port uint16, rec *record) {
-	cert, err := g.ca.leaf(host)
+	body, err := decoded(resp)
 	if err != nil {
-		rec.fail("minting a certificate: " + err.Error())
-		return
+		return err
 	}
-	inner := tls.Server(client, &tls.Config{Certificates: []tls.Certificate{*cert}, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12})
-	// For an address, Go checks the certificate's IP addresses.
-	server := tls.Client(up, &tls.Config{ServerName: host, RootCAs: g.p.opts.Roots, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12})
-	if err := server.Handshake(); err != nil {
-		rec.fail("TLS with " + host + ": " + err.Error())
-		return
-	}
-	fromSandbox, fromServer := bufio.NewReader(inner), bufio.NewReader(server)
-	for {
-		req, err := http.ReadRequest(fromSandbox)
-		if err != nil {
-			return // the sandbox is done, or spoke no HTTP/1.1
-		}
-		if why := g.writeSecrets(req, host, port, false); why != "" {
-			rec.fail(why)
-			answer(inner, http.StatusForbidden, "sandboxd egress: "+why)
-			return
-		}
-		req.Header.Del("Proxy-Connection")
-		if err := req.Write(server); err != nil {
-			rec.fail(err.Error())
-			return
-		}
-		resp, err := http.ReadResponse(fromServer, req)
-		if err != nil {
-			rec.fail("reading " + host + "'s answer: " + err.Error())
-			answer(inner, http.StatusBadGateway, "sandboxd egress: "+host+" gave no answer")
-			return
-		}
-		scrub(resp, g.secretList())
-		err = resp.Write(inner)
-		resp.Body.Close()
-		if err != nil || resp.Close || req.Close {
-			return
-		}
-	}
+	resp.Body = &dropTrailers{src: resp.Body, read: scrubber.Reader(body), resp: resp}
+	resp.ContentLength = -1
+	resp.Header.Del("Content-Length")
+	return nil
 }
 
-// answer writes a plain-text answer of the proxy's own.
-func answer(w io.Writer, code int, msg string) {
-	resp := &http.Response{StatusCode: code, ProtoMajor: 1, ProtoMinor: 1, Close: true,
-		Header: http.Header{"Content-Type": {"text/plain; charset=utf-8"}}, ContentLength: int64(len(msg) + 1),
-		Body: io.NopCloser(strings.NewReader(msg + "\n"))}
-	_ = resp.Write(w)
+// dropTrailers ends a body; once it is read, the trailers the server
+// sent after it are forgotten, so that no one relays them.
+type dropTrailers struct {
+	src  interface{ Close() error }
+	read interface{ Read([]byte) (int, error) }
+	resp *http.Response
 }
+
+func (d *dropTrailers) Read(p []byte) (int, error) {
+	n, err := d.read.Read(p)
+	if err != nil {
+		d.resp.Trailer = nil
+	}
+	return n, err
+}
+
+func (d *dropTrailers) Close() error { return d.src.Close() }
 
 // writeBundle writes the sandbox's CA bundle: the operator's bundle, then
 // the sandbox's own authority.

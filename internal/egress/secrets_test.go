@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"testing/iotest"
 )
 
 // A secret is written into the headers of HTTPS requests to its hosts
@@ -75,7 +74,7 @@ func TestSecrets(t *testing.T) {
 	if code, body, _ := do("http://127.0.0.1:" + strconv.Itoa(int(plainPort)) + "/"); code != 403 || !strings.Contains(body, "not among its hosts") {
 		t.Errorf("the placeholder to another host: %d %q", code, body)
 	}
-	if code, body, _ := do(base + "/?key=" + placeholder); code != 403 || !strings.Contains(body, "in the URL") {
+	if code, body, _ := do(base + "/?key=" + placeholder); code != 403 || !strings.Contains(body, "in the query parameter key") {
 		t.Errorf("the placeholder in a URL: %d %q", code, body)
 	}
 	records, _ := g.Records()
@@ -97,16 +96,5 @@ func TestSecrets(t *testing.T) {
 	g.SetSecrets(nil)
 	if _, err := client.Get(base + "/check"); err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Errorf("a host without secrets was not a tunnel: %v", err)
-	}
-}
-
-// The scrubber catches a value however the reads split it.
-func TestScrubberAcrossReads(t *testing.T) {
-	secrets := []Secret{{Value: "s3cr3t", Placeholder: "PH"}, {Value: "xy", Placeholder: "Q"}}
-	in := "as3cr3ts3cr3 s3cr3t-xyx s3cr3"
-	s := &scrubber{src: io.NopCloser(iotest.OneByteReader(strings.NewReader(in))), secrets: secrets}
-	out, err := io.ReadAll(s)
-	if want := "aPHs3cr3 PH-Qx s3cr3"; err != nil || string(out) != want {
-		t.Errorf("scrubbed %q: %q %v, want %q", in, out, err, want)
 	}
 }

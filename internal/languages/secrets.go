@@ -29,7 +29,7 @@ func (r *Registry) Secrets(l *Language, names []string) ([]egress.Secret, error)
 		if !ok {
 			return nil, errdefs.Errorf(errdefs.Invalid, "secrets: no secret %q; sandboxd.hcl defines %s", name, definedSecrets(r.cfg.Secrets))
 		}
-		out = append(out, egress.Secret{Name: name, Value: s.Value, Hosts: s.Hosts, Placeholder: egress.Placeholder(name)})
+		out = append(out, egress.Secret{Name: name, Value: s.Value, Hosts: s.Hosts, Header: s.Header, Query: s.Query, Placeholder: egress.Placeholder(name)})
 	}
 	return out, nil
 }
@@ -40,7 +40,7 @@ func (r *Registry) StoredSecrets(names []string, env map[string]string) []egress
 	var out []egress.Secret
 	for _, name := range names {
 		if s, ok := r.cfg.Secrets[name]; ok && env[SecretEnvPrefix+name] != "" {
-			out = append(out, egress.Secret{Name: name, Value: s.Value, Hosts: s.Hosts, Placeholder: env[SecretEnvPrefix+name]})
+			out = append(out, egress.Secret{Name: name, Value: s.Value, Hosts: s.Hosts, Header: s.Header, Query: s.Query, Placeholder: env[SecretEnvPrefix+name]})
 		}
 	}
 	return out

@@ -27,6 +27,7 @@ type Figures interface {
 
 // Metrics records events and serves the exposition.
 type Metrics struct {
+	registry        *prometheus.Registry
 	handler         http.Handler
 	executions      *prometheus.CounterVec
 	queueSeconds    *prometheus.HistogramVec
@@ -50,7 +51,8 @@ var durationBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 
 func New(f Figures, version string) *Metrics {
 	registry := prometheus.NewRegistry()
 	m := &Metrics{
-		handler: promhttp.HandlerFor(registry, promhttp.HandlerOpts{}),
+		registry: registry,
+		handler:  promhttp.HandlerFor(registry, promhttp.HandlerOpts{}),
 		executions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sandboxd_executions_total",
 			Help: "Executions by language, kind (run, exec) and outcome (ok, nonzero, timeout, oom, error, denied).",
@@ -214,8 +216,10 @@ var (
 		"Policy findings by policy and rule, validate requests included.", []string{"policy", "rule"}, nil)
 	denials = prometheus.NewDesc("sandboxd_policy_denials_total",
 		"Requests denied, by the policy and rule that denied them.", []string{"policy", "rule"}, nil)
+	// Each language or policy block has a plugin process of its own: block
+	// tells apart the processes of one plugin (python and python3.13).
 	pluginUp = prometheus.NewDesc("sandboxd_plugin_up",
-		"1 if the plugin's process is running.", []string{"kind", "plugin"}, nil)
+		"1 if the plugin's process for the language or policy block is running.", []string{"kind", "plugin", "block"}, nil)
 	sessionCPU = prometheus.NewDesc("sandboxd_session_cpu_cores",
 		"CPUs the language's awake sessions use now, summed (1 is one CPU busy).", []string{"language"}, nil)
 	sessionMemory = prometheus.NewDesc("sandboxd_session_memory_bytes",
@@ -225,7 +229,7 @@ var (
 	sessionDisk = prometheus.NewDesc("sandboxd_session_disk_bytes",
 		"Bytes in the language's awake sessions' workspaces and /tmp now, summed.", []string{"language", "dir"}, nil)
 	pluginRestarts = prometheus.NewDesc("sandboxd_plugin_restarts_total",
-		"Times a plugin's process was restarted after it died or hung.", []string{"kind", "plugin"}, nil)
+		"Times the plugin's process for the language or policy block was restarted after it died or hung.", []string{"kind", "plugin", "block"}, nil)
 )
 
 func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
@@ -285,7 +289,7 @@ func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 		if p.Running {
 			up = 1
 		}
-		gauge(pluginUp, up, string(p.Kind), p.Name)
-		counter(pluginRestarts, float64(p.Restarts), string(p.Kind), p.Name)
+		gauge(pluginUp, up, string(p.Kind), p.Name, p.Block)
+		counter(pluginRestarts, float64(p.Restarts), string(p.Kind), p.Name, p.Block)
 	}
 }

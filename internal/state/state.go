@@ -55,6 +55,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/sandboxd/sandboxd/internal/redact"
 )
 
 // SchemaVersion is the layout this code reads and writes.
@@ -151,7 +153,14 @@ type Store struct {
 	// refused are those a commit failed for: every later commit takes
 	// them again, at most maxRefused.
 	refused map[string]refusedRecord
+	// redactor takes every secret value out of what is written.
+	redactor *redact.Replacer
 }
+
+// Redact has every record written from now on pass r: no secret value
+// reaches the file, whatever a record was made from. Call it before the
+// store is shared.
+func (s *Store) Redact(r *redact.Replacer) { s.redactor = r }
 
 type refusedRecord struct{ key, val []byte }
 
@@ -188,6 +197,23 @@ func Open(dir string) (*Store, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return s, nil
+}
+
+// Private makes the state dir if it is missing, and refuses one that
+// other users may enter: a session's egress socket (the way out with its
+// secrets), its archives and its records are below it.
+func Private(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("creating state_dir: %w", err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("state_dir: %w", err)
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return fmt.Errorf("state_dir %s is open to other users (mode %04o): sessions' egress sockets, archives and records are in it; make it sandboxd's alone with `chmod 700 %s`", dir, perm, dir)
+	}
+	return nil
 }
 
 // historyBatchDelay is how long a history record waits for others to
@@ -409,6 +435,7 @@ func (s *Store) put(bucket []byte, key string, v any) error {
 	if err != nil {
 		return err
 	}
+	data = s.redactor.Bytes(data)
 	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucket).Put([]byte(key), data) })
 }
 
@@ -479,6 +506,7 @@ func (s *Store) RecordExecution(e Execution) error {
 	if err != nil {
 		return err
 	}
+	val = s.redactor.Bytes(val)
 	s.mu.Lock()
 	s.unwritten[e.ID] = e
 	s.mu.Unlock()

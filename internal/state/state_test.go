@@ -231,3 +231,23 @@ func TestExecutionsListTheUncommitted(t *testing.T) {
 		t.Errorf("after the commit: %s, want %s", got, want)
 	}
 }
+
+// A state dir other users may enter is refused, with what to do.
+func TestOpenRefusesAnOpenStateDir(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := Private(dir); err == nil || !strings.Contains(err.Error(), "chmod 700 "+dir) {
+		t.Fatalf("an open state dir: %v", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := Private(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := Private(filepath.Join(dir, "new")); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -41,10 +41,14 @@ type Egress struct {
 	Allowed, Denied uint64
 }
 
-// Plugin is a plugin's health, with its version.
+// Plugin is the health of a plugin's process, with its version. Each
+// language or policy block of sandboxd.hcl has a process of its own, so
+// two blocks that name one plugin (python and python3.13) report two:
+// Block tells them apart.
 type Plugin struct {
 	plugins.Health
 	Version string
+	Block   string // the language or policy block the process serves
 }
 
 // SandboxUsage is one sample of what a session's sandbox uses.

@@ -230,6 +230,7 @@ type Daemon struct {
 	RunID    string
 	UIDs     [2]int // the first and last of its sandbox_uids
 	env      []string
+	flags    []string // sandboxd's flags after --config
 	cmd      *exec.Cmd
 	done     chan error
 	t        T
@@ -261,6 +262,14 @@ type Options struct {
 	// Cluster adds the Kubernetes runtime on it (RequireCluster), for
 	// languages whose block says runtime = "kubernetes".
 	Cluster *Cluster
+	// ConfigFile is a config to run as it is (the repository's
+	// sandboxd.hcl) instead of the one the other options write; of them
+	// only Socket, StateDir, ImagesDir and Env apply. sandboxd reads a
+	// copy beside bin (the test binaries) and images (ImagesDir), where
+	// its relative paths lead, with --socket and --state-dir. Its
+	// containers carry no test label (Stop removes them), and its
+	// sandbox_uids are the file's, not Daemon.UIDs.
+	ConfigFile string
 }
 
 // DefaultLanguages is the language HCL of Options. Their queue_timeout
@@ -316,7 +325,7 @@ func StartDaemon(t T, opts Options) *Daemon {
 func FailToStart(t T, opts Options) string {
 	t.Helper()
 	d := newDaemon(t, opts)
-	cmd := exec.Command(filepath.Join(d.Bin, "sandboxd"), "--config", d.Config)
+	cmd := exec.Command(filepath.Join(d.Bin, "sandboxd"), append([]string{"--config", d.Config}, d.flags...)...)
 	cmd.Env = append(os.Environ(), d.env...)
 	timer := time.AfterFunc(30*time.Second, func() {
 		if cmd.Process != nil {
@@ -389,6 +398,20 @@ defaults {
 		cfg += opts.Cluster.Runtime()
 		t.Cleanup(func() { opts.Cluster.removeTestPods(opts.RunID) })
 	}
+	var flags []string
+	if opts.ConfigFile != "" {
+		b, err := os.ReadFile(opts.ConfigFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg = string(b)
+		for link, target := range map[string]string{"bin": bin, "images": opts.ImagesDir} {
+			if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		flags = []string{"--socket", opts.Socket, "--state-dir", opts.StateDir}
+	}
 	cfgPath := filepath.Join(dir, "sandboxd.hcl")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -397,14 +420,14 @@ defaults {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &Daemon{Socket: opts.Socket, StateDir: opts.StateDir, Config: cfgPath, Bin: bin, Log: log, RunID: opts.RunID, UIDs: uids, env: opts.Env, t: t}
+	d := &Daemon{Socket: opts.Socket, StateDir: opts.StateDir, Config: cfgPath, Bin: bin, Log: log, RunID: opts.RunID, UIDs: uids, env: opts.Env, flags: flags, t: t}
 	t.Cleanup(func() { RemoveTestContainers(t, opts.RunID) })
 	return d
 }
 
 func (d *Daemon) start() {
 	d.t.Helper()
-	d.cmd = exec.Command(filepath.Join(d.Bin, "sandboxd"), "--config", d.Config, "--log-level", "debug")
+	d.cmd = exec.Command(filepath.Join(d.Bin, "sandboxd"), append([]string{"--config", d.Config, "--log-level", "debug"}, d.flags...)...)
 	d.cmd.Stdout, d.cmd.Stderr = d.Log, d.Log
 	d.cmd.Env = append(os.Environ(), d.env...)
 	// A test that go test's timeout ends cannot stop its daemon: the
