@@ -304,12 +304,41 @@ type Approval struct {
 	Created  time.Time  `json:"created"`
 	Deadline time.Time  `json:"deadline"`
 	Decided  *time.Time `json:"decided,omitempty"`
-	By       string     `json:"by,omitempty"` // who decided: the socket peer's user, or "dashboard"
+	By       string     `json:"by,omitempty"` // who decided, in words
 	Reason   string     `json:"reason,omitempty"`
 	// Waiting says whether its client still waits for the decision (a
 	// client that went, or a restart, leaves the decision to be recorded
 	// only).
 	Waiting bool `json:"waiting"`
+	// RequestedBy asked for what is held; DecidedBy decided it; Refused
+	// are decisions not taken (the requester's own, or someone not among
+	// the approvers), with why.
+	RequestedBy *Requester        `json:"requested_by,omitempty"`
+	DecidedBy   *Requester        `json:"decided_by,omitempty"`
+	Refused     []RefusedDecision `json:"refused,omitempty"`
+}
+
+// Requester is who asked sandboxd for something: the process at the
+// socket's other end (uid, gid, pid and command, as the kernel reports
+// them), a browser signed in to the dashboard (with the uid that made its
+// login link), or an E2B API key. Client is what the client calls itself
+// (the Sandboxd-Client header: an MCP client's name), as it says.
+type Requester struct {
+	Via     string  `json:"via"` // socket, dashboard, e2b
+	UID     *uint32 `json:"uid,omitempty"`
+	GID     *uint32 `json:"gid,omitempty"`
+	PID     int     `json:"pid,omitempty"`
+	User    string  `json:"user,omitempty"`
+	Process string  `json:"process,omitempty"`
+	Client  string  `json:"client,omitempty"`
+	Key     string  `json:"key,omitempty"` // an E2B key's id
+}
+
+// RefusedDecision is a decision on an approval that was not taken.
+type RefusedDecision struct {
+	By     Requester `json:"by"`
+	At     time.Time `json:"at"`
+	Reason string    `json:"reason"`
 }
 
 // ApprovalOutcome is how a request a policy asked about was decided, as
@@ -463,6 +492,8 @@ type Execution struct {
 	// Approval is how a person decided, when a policy in mode "ask" held
 	// it (approved, denied or expired).
 	Approval *ApprovalOutcome `json:"approval,omitempty"`
+	// Requester asked for it (history records only).
+	Requester *Requester `json:"requester,omitempty"`
 }
 
 // Policy decisions.
@@ -756,6 +787,11 @@ const (
 // hibernated reports on its first cell after: its interpreter's memory was
 // not kept.
 const ContextsLostByHibernation = "hibernated without memory"
+
+// HeaderClient is where a client may name itself (an MCP client's name,
+// an agent framework's): the history and approvals record it as the
+// client says, beside what sandboxd vouches for (the socket peer).
+const HeaderClient = "Sandboxd-Client"
 
 // HeaderResumedMS is set on the answer to any call that woke a hibernated
 // session: how long the resume took, in milliseconds.

@@ -26,6 +26,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/sandboxd/sandboxd/api"
@@ -41,7 +42,13 @@ var ErrUnreachable = errors.New("sandboxd unreachable")
 type Client struct {
 	socket string
 	http   *http.Client
+	name   atomic.Pointer[string]
 }
+
+// SetName names the client in every request from now on (the
+// Sandboxd-Client header: an MCP client's name, an agent framework's),
+// for the history and approvals to record as it says.
+func (c *Client) SetName(name string) { c.name.Store(&name) }
 
 // New returns a client for the daemon on socket; empty means the
 // SANDBOXD_SOCKET environment variable, else DefaultSocket.
@@ -90,6 +97,9 @@ func (c *Client) doRaw(ctx context.Context, method, path string, body io.Reader,
 	}
 	if accept != "" {
 		req.Header.Set("Accept", accept)
+	}
+	if name := c.name.Load(); name != nil {
+		req.Header.Set(api.HeaderClient, *name)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -38,13 +38,15 @@ policy "review" {
   mode    = "ask"
   options = { words = "NEEDS_REVIEW", severity = "error" }
 }`})
-	login, err := d.Client().DashboardLogin(ctx(t))
-	if err != nil {
-		t.Fatal(err)
+	// A person's login: another user's than the test's own, whose
+	// requests the dashboard then may decide.
+	link, errOut, code := d.CtlAs(testutil.Nobody, "", "dashboard")
+	if code != 0 {
+		t.Fatalf("sandboxctl dashboard as another user: %s", errOut)
 	}
-	u, err := url.Parse(login.URL)
+	u, err := url.Parse(strings.TrimSpace(link))
 	if err != nil || u.Hostname() != "127.0.0.1" || u.Query().Get("token") == "" {
-		t.Fatalf("login link %q: %v", login.URL, err)
+		t.Fatalf("login link %q: %v", link, err)
 	}
 	return d, u
 }
@@ -404,11 +406,16 @@ print("sum", sum(range(10)))
 	run("the approvals page", goTo("#/approvals"), waitText("#pending", "Nothing waits"))
 	reviewed("first")
 	run("a pending approval, live", waitText("#pending", "example.word"), waitText("#pending .annotated", "NEEDS_REVIEW found in code"))
+	// The dashboard decides as the uid that made its login link: a login
+	// the test's own uid made may not approve the test's own run.
+	if code, body := decideThroughOwnLogin(t, d); code != http.StatusForbidden || !strings.Contains(body, "nobody approves their own request") {
+		t.Errorf("a dashboard login of the requester's own uid approving: %d %s", code, body)
+	}
 	shot("approvals")
 	run("deny without a reason", chromedp.Click(`#pending .approval button.danger`), waitText("#pending", "Say why"))
 	run("deny with one", chromedp.SendKeys(`#pending .approval input[name=reason]`, "not this one"),
 		chromedp.Click(`#pending .approval button.danger`), waitText("#decided", "not this one"), waitText("#pending", "Nothing waits"))
-	if err := <-ran; apiCode(err) != api.CodeApprovalDenied || !strings.Contains(err.Error(), "denied by dashboard: not this one") {
+	if err := <-ran; apiCode(err) != api.CodeApprovalDenied || !strings.Contains(err.Error(), "denied by the dashboard, signed in by ") || !strings.Contains(err.Error(), ": not this one") {
 		t.Errorf("the denied run: %v", err)
 	}
 	reviewed("second")
@@ -502,4 +509,40 @@ func typeKeys(text string) chromedp.Action[chromedp.Void] {
 		}
 		return chromedp.Void{}, nil
 	}
+}
+
+// decideThroughOwnLogin signs in to the dashboard with a login link the
+// test's own uid made, and approves the one pending approval there, as
+// its page would.
+func decideThroughOwnLogin(t *testing.T, d *testutil.Daemon) (int, string) {
+	t.Helper()
+	login, err := d.Client().DashboardLogin(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending, err := d.Client().Approvals(ctx(t), api.ApprovalPending)
+	if err != nil || len(pending) != 1 {
+		t.Fatalf("pending approvals: %v %v", pending, err)
+	}
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar}
+	resp, err := browser.Get(login.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	u, _ := url.Parse(login.URL)
+	req, _ := http.NewRequest(http.MethodPost, u.Scheme+"://"+u.Host+"/v1/approvals/"+pending[0].ID+"/approve", nil)
+	for _, c := range jar.Cookies(u) {
+		if c.Name == "sandboxd_csrf" {
+			req.Header.Set("X-Sandboxd-CSRF", c.Value)
+		}
+	}
+	resp, err = browser.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }

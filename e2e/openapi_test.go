@@ -196,6 +196,9 @@ policy "review" {
   mode    = "ask"
   options = { words = "NEEDS_REVIEW", severity = "error" }
 }
+approvals {
+  allow_self = true # the test asks and decides over one socket
+}
 http { listen = "127.0.0.1:0" }`})
 	c := newConformance(t, d.Socket)
 	want := func(status int, got int, body []byte) {

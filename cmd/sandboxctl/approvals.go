@@ -118,6 +118,35 @@ func decided(a api.Approval) string {
 	return fmt.Sprintf("%s %s by %s", a.State, a.Decided.Local().Format("15:04:05"), orDash(a.By))
 }
 
+// requester names who asked, as the daemon vouches for it: the socket's
+// peer (its user, uid and command), the dashboard, or an E2B key.
+func requester(r *api.Requester) string {
+	if r == nil {
+		return "-"
+	}
+	who := "uid ?"
+	if r.UID != nil {
+		who = fmt.Sprintf("uid %d", *r.UID)
+		if r.User != "" {
+			who = fmt.Sprintf("%s (%s)", r.User, who)
+		}
+	}
+	switch r.Via {
+	case "e2b":
+		who = "E2B key " + r.Key
+	case "dashboard":
+		who = "dashboard, signed in by " + who
+	default:
+		if r.Process != "" {
+			who += " via " + r.Process
+		}
+	}
+	if r.Client != "" {
+		who += fmt.Sprintf(" (client %q)", r.Client)
+	}
+	return who
+}
+
 // unwaited warns that a decision reached no client.
 func unwaited(a *api.Approval) string {
 	if a.Waiting {
@@ -135,8 +164,14 @@ func printApproval(a *api.Approval) {
 		fmt.Printf(", session %s", a.Session)
 	}
 	fmt.Printf(", asked %s, %s\n", a.Created.Local().Format(time.DateTime), decided(*a))
+	if a.RequestedBy != nil {
+		fmt.Printf("  asked by %s\n", requester(a.RequestedBy))
+	}
 	if a.Reason != "" {
 		fmt.Printf("  reason: %s\n", a.Reason)
+	}
+	for _, r := range a.Refused {
+		fmt.Printf("  refused %s: %s tried to decide: %s\n", r.At.Local().Format("15:04:05"), requester(&r.By), r.Reason)
 	}
 	fmt.Printf("  asked by policy %s: %s: %s\n", a.Question.Policy, a.Question.Rule, a.Question.Message)
 	if len(a.Argv) > 0 {

@@ -212,7 +212,7 @@ func newHistoryCmd(g *globals) *cobra.Command {
 			if asJSON {
 				return printJSON(list)
 			}
-			table("ID\tSTARTED\tLANGUAGE\tEXIT\tDURATION\tOUTCOME", func(w *tabwriter.Writer) {
+			table("ID\tSTARTED\tLANGUAGE\tEXIT\tDURATION\tASKED BY\tOUTCOME", func(w *tabwriter.Writer) {
 				for _, e := range list {
 					var flags []string
 					if e.TimedOut {
@@ -249,8 +249,8 @@ func newHistoryCmd(g *globals) *cobra.Command {
 					if outcome == "" {
 						outcome = "exited"
 					}
-					fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%.1fms\t%s\n", e.ID, e.StartedAt.Local().Format("2006-01-02 15:04:05"),
-						e.Language, e.ExitCode, e.Timings.TotalMS, outcome)
+					fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%.1fms\t%s\t%s\n", e.ID, e.StartedAt.Local().Format("2006-01-02 15:04:05"),
+						e.Language, e.ExitCode, e.Timings.TotalMS, requester(e.Requester), outcome)
 				}
 			})
 			return nil

@@ -24,6 +24,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/dashboard"
 	"github.com/sandboxd/sandboxd/internal/e2b"
+	"github.com/sandboxd/sandboxd/internal/principal"
 	"github.com/sandboxd/sandboxd/internal/redact"
 	"github.com/sandboxd/sandboxd/internal/server"
 	"github.com/sandboxd/sandboxd/internal/state"
@@ -133,7 +134,7 @@ func run(cfg *config.Config, redactor *redact.Replacer, log hclog.Logger) error 
 		return err
 	}
 	apiHandler := server.New(d, dash, log)
-	srv := &http.Server{Handler: redactor.Handler(apiHandler), ReadHeaderTimeout: 10 * time.Second, ConnContext: server.PeerContext}
+	srv := &http.Server{Handler: redactor.Handler(apiHandler), ReadHeaderTimeout: 10 * time.Second, ConnContext: principal.ConnContext}
 	serveErr := make(chan error, 3)
 	go func() { serveErr <- srv.Serve(ln) }()
 	if cfg.HTTPListen != "" {

@@ -1,8 +1,9 @@
 // Package approvals holds the requests a policy in mode "ask" put to a
 // person: it keeps them in the store (a restart loses none), lets a
 // request wait for its decision up to the approval timeout, takes the
-// decisions, and expires what nobody decided. It knows nothing of what the
-// requests run.
+// decisions of those the approvers let decide (never the requester's own,
+// unless allowed), records the ones it refused, and expires what nobody
+// decided. It knows nothing of what the requests run.
 package approvals
 
 import (
@@ -16,6 +17,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/sandboxd/sandboxd/internal/errdefs"
+	"github.com/sandboxd/sandboxd/internal/principal"
 	"github.com/sandboxd/sandboxd/internal/state"
 )
 
@@ -26,11 +28,15 @@ const (
 	maxKept    = 1000 // decided approvals kept, newest; older ones go
 )
 
+// maxRefused bounds the refused decisions an approval keeps.
+const maxRefused = 16
+
 // Manager is the list of approvals. Safe for concurrent use.
 type Manager struct {
-	store   *state.Store
-	timeout time.Duration
-	log     hclog.Logger
+	store     *state.Store
+	timeout   time.Duration
+	approvers principal.Approvers
+	log       hclog.Logger
 
 	mu      sync.Mutex
 	all     map[string]*entry
@@ -46,8 +52,8 @@ type entry struct {
 // New loads the stored approvals: those still pending wait for a decision
 // until their deadline as before the restart (no client waits for them
 // any more), and those whose deadline passed meanwhile expire.
-func New(store *state.Store, timeout time.Duration, log hclog.Logger) (*Manager, error) {
-	m := &Manager{store: store, timeout: timeout, log: log.Named("approvals"), all: map[string]*entry{}, closing: make(chan struct{})}
+func New(store *state.Store, timeout time.Duration, approvers principal.Approvers, log hclog.Logger) (*Manager, error) {
+	m := &Manager{store: store, timeout: timeout, approvers: approvers, log: log.Named("approvals"), all: map[string]*entry{}, closing: make(chan struct{})}
 	list, bad, err := store.Approvals()
 	if err != nil {
 		return nil, fmt.Errorf("reading the approvals: %w", err)
@@ -137,9 +143,10 @@ func (m *Manager) Ask(ctx context.Context, q state.Approval, asked func(state.Ap
 	return a, nil
 }
 
-// Decide approves or denies a pending approval, as by (who asked sandboxd
-// to), for reason.
-func (m *Manager) Decide(id string, approve bool, by, reason string) (state.Approval, error) {
+// Decide approves or denies a pending approval, as by, for reason. A
+// decision by someone the approvers do not let decide it (the requester
+// itself, unless allow_self) is refused, and the refusal recorded.
+func (m *Manager) Decide(id string, approve bool, by state.Requester, reason string) (state.Approval, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.all[id]
@@ -149,12 +156,21 @@ func (m *Manager) Decide(id string, approve bool, by, reason string) (state.Appr
 	if e.a.State != state.ApprovalPending {
 		return e.a, errdefs.Errorf(errdefs.Conflict, "approval %s is %s already (by %s)", id, e.a.State, orNobody(e.a.By))
 	}
+	if why := m.approvers.MayDecide(by, e.a.RequestedBy); why != "" {
+		if len(e.a.Refused) < maxRefused {
+			e.a.Refused = append(e.a.Refused, state.RefusedDecision{By: by, At: time.Now().UTC(), Reason: why})
+			m.saveLocked(e)
+		}
+		m.log.Warn("a decision on an approval was refused", "approval", id, "by", principal.Describe(&by), "reason", why)
+		return e.a, errdefs.Errorf(errdefs.Forbidden, "approval %s: %s", id, why)
+	}
 	st := state.ApprovalDenied
 	if approve {
 		st = state.ApprovalApproved
 	}
-	m.endLocked(e, st, by, reason)
-	m.log.Info("approval decided", "approval", id, "state", st, "by", by, "reason", reason, "client_waiting", e.a.Waiting)
+	e.a.DecidedBy = &by
+	m.endLocked(e, st, principal.Describe(&by), reason)
+	m.log.Info("approval decided", "approval", id, "state", st, "by", e.a.By, "reason", reason, "client_waiting", e.a.Waiting)
 	return e.a, nil
 }
 

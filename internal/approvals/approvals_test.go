@@ -8,8 +8,12 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/sandboxd/sandboxd/internal/errdefs"
+	"github.com/sandboxd/sandboxd/internal/principal"
 	"github.com/sandboxd/sandboxd/internal/state"
 )
+
+// alice decides in these tests: a person on the socket.
+var alice = state.Requester{Via: principal.ViaSocket, UID: new(uint32(1000)), User: "alice"}
 
 // A pending approval whose client went survives a restart, still
 // decidable, with no client waiting; one whose deadline passes while the
@@ -20,7 +24,7 @@ func TestPendingApprovalsSurviveARestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(store, time.Hour, hclog.NewNullLogger())
+	m, err := New(store, time.Hour, principal.Approvers{}, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +49,7 @@ func TestPendingApprovalsSurviveARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	m, err = New(store, time.Hour, hclog.NewNullLogger())
+	m, err = New(store, time.Hour, principal.Approvers{}, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +64,7 @@ func TestPendingApprovalsSurviveARestart(t *testing.T) {
 			t.Fatalf("the lapsed one: %+v", a)
 		}
 	}
-	if a, aerr := m.Decide(kept, true, "alice", ""); aerr != nil || a.State != state.ApprovalApproved || a.By != "alice" {
+	if a, aerr := m.Decide(kept, true, alice, ""); aerr != nil || a.State != state.ApprovalApproved || a.By != "alice (uid 1000)" {
 		t.Errorf("deciding after the restart: %+v %v", a, aerr)
 	}
 }
@@ -72,7 +76,7 @@ func TestPendingApprovalsAreBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	m, err := New(store, time.Hour, hclog.NewNullLogger())
+	m, err := New(store, time.Hour, principal.Approvers{}, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/zclconf/go-cty/cty/function"
 
 	"github.com/sandboxd/sandboxd/internal/egress"
+	"github.com/sandboxd/sandboxd/internal/principal"
 	"github.com/sandboxd/sandboxd/internal/units"
 	"github.com/sandboxd/sandboxd/runtime"
 )
@@ -76,6 +77,8 @@ type Config struct {
 	// ApprovalTimeout is how long a request a policy in mode "ask" holds
 	// waits for a person's decision; it is denied at the end of it.
 	ApprovalTimeout time.Duration
+	// Approvers is who may decide those requests (the approvals block).
+	Approvers principal.Approvers
 }
 
 // Policy is one policy block.
@@ -284,7 +287,14 @@ type fileSchema struct {
 	Languages  []languageSchema `hcl:"language,block"`
 	Policies   []policySchema   `hcl:"policy,block"`
 	Approval   *string          `hcl:"approval_timeout,optional"`
+	Approvals  *approvalsSchema `hcl:"approvals,block"`
 	Body       hcl.Body         `hcl:",body"`
+}
+
+type approvalsSchema struct {
+	Approvers []string `hcl:"approvers,optional"`
+	AllowSelf *bool    `hcl:"allow_self,optional"`
+	Body      hcl.Body `hcl:",body"`
 }
 
 type dockerSchema struct {
@@ -554,6 +564,13 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 	}
 	if fs.Approval != nil {
 		cfg.ApprovalTimeout = v.duration(fs.Body, "approval_timeout", *fs.Approval, time.Second, 24*time.Hour)
+	}
+	if a := fs.Approvals; a != nil {
+		approvers, err := principal.ParseApprovers(a.Approvers, a.AllowSelf != nil && *a.AllowSelf)
+		if err != nil {
+			v.fail(a.Body, "approvers", err.Error(), "each entry is "+principal.ApproverSyntax)
+		}
+		cfg.Approvers = approvers
 	}
 	cfg.Supervisor = abs(cfg.Supervisor)
 	if cfg.Supervisor == "" {

@@ -271,6 +271,7 @@ language "python" {}
 func TestSecretPlaces(t *testing.T) {
 	t.Setenv("SANDBOXD_TEST_TOKEN", "from-env")
 	t.Setenv("SANDBOXD_TEST_SPACED", "two words")
+	t.Setenv("SANDBOXD_TEST_PIN", "12345678")
 	for body, want := range map[string]string{
 		`header = "X-Key"` + "\n" + `query = "k"`: `"header" is set, and query too`,
 		`header = "Host"`:                         `"Host" cannot carry a secret`,
@@ -285,5 +286,9 @@ func TestSecretPlaces(t *testing.T) {
 	_, err := Parse("f.hcl", []byte("secret \"s\" {\n  value_env = \"SANDBOXD_TEST_SPACED\"\n  hosts = [\"api.example.com\"]\n}\nlanguage \"python\" {}\n"))
 	if err == nil || !strings.Contains(err.Error(), "holds a space") {
 		t.Errorf("a value with a space: %v", err)
+	}
+	_, err = Parse("f.hcl", []byte("secret \"s\" {\n  value_env = \"SANDBOXD_TEST_PIN\"\n  hosts = [\"api.example.com\"]\n}\nlanguage \"python\" {}\n"))
+	if err == nil || !strings.Contains(err.Error(), "only digits") {
+		t.Errorf("a numeric value: %v", err)
 	}
 }

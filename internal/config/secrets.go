@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/sandboxd/sandboxd/internal/egress"
+	"github.com/sandboxd/sandboxd/internal/redact"
 )
 
 // Secret is a secret block: a credential sandboxd holds for sandboxes
@@ -66,8 +67,14 @@ func (v *validator) secrets(blocks []secretSchema, abs func(string) string, caFi
 				v.fail(b.Body, "value_file", fmt.Sprintf("cannot be read, or is empty (%v)", err), "a file only sandboxd's user can read, holding the value")
 			}
 		}
-		if strings.IndexFunc(s.Value, func(r rune) bool { return r < 0x21 || r > 0x7e }) >= 0 {
+		switch {
+		case s.Value == "":
+		case strings.IndexFunc(s.Value, func(r rune) bool { return r < 0x21 || r > 0x7e }) >= 0:
 			v.fail(b.Body, "value", "holds a space, a control character or a byte beyond ASCII, which no header or query can carry as it is", "the credential as the service issued it, on one line")
+		case len(s.Value) < redact.MinRun || strings.Trim(s.Value, "0123456789") == "":
+			// sandboxd takes every run of a value out of what it writes:
+			// a short or numeric one would be found in ordinary text.
+			v.fail(b.Body, "value", fmt.Sprintf("is shorter than %d characters, or only digits: too easy to guess, and too common in ordinary text to keep out of records", redact.MinRun), "a credential as services issue them (a token, a key)")
 		}
 		s.Header, s.Query = v.secretPlace(b)
 		hosts, err := egress.Parse(b.Hosts)

@@ -9,8 +9,15 @@ import (
 	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/daemon/daemontest"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
+	"github.com/sandboxd/sandboxd/internal/principal"
 	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/internal/state"
+)
+
+// alice and bob decide in these tests: people on the socket.
+var (
+	alice = state.Requester{Via: "socket", UID: new(uint32(1000)), User: "alice"}
+	bob   = state.Requester{Via: "socket", UID: new(uint32(1001)), User: "bob"}
 )
 
 // askingPatterns puts the patterns policy in mode "ask": what it would
@@ -74,26 +81,26 @@ func TestApprovals(t *testing.T) {
 	if a.Question.Rule != "shell.curl_pipe_sh" || a.Kind != "run" || len(a.Files) != 1 || a.Files[0].Content != flagged || !a.Waiting {
 		t.Errorf("the approval: %+v", a)
 	}
-	if _, aerr := d.Approvals.Decide(a.ID, true, "alice", "looked at it"); aerr != nil {
+	if _, aerr := d.Approvals.Decide(a.ID, true, alice, "looked at it"); aerr != nil {
 		t.Fatal(aerr)
 	}
 	o := <-done
-	if o.aerr != nil || string(o.res.Stdout) != "ran\n" || o.res.Approval == nil || o.res.Approval.By != "alice" || o.res.Approval.State != state.ApprovalApproved {
+	if o.aerr != nil || string(o.res.Stdout) != "ran\n" || o.res.Approval == nil || o.res.Approval.By != "alice (uid 1000)" || o.res.Approval.State != state.ApprovalApproved {
 		t.Fatalf("the approved run: %+v %v", o.res, o.aerr)
 	}
 	if len(o.queued) != 1 || !strings.Contains(o.queued[0], a.ID) {
 		t.Errorf("the run was told %q", o.queued)
 	}
-	if _, aerr := d.Approvals.Decide(a.ID, false, "bob", ""); aerr == nil || !errdefs.Is(aerr, errdefs.Conflict) || !strings.Contains(aerr.Error(), "approved already (by alice)") {
+	if _, aerr := d.Approvals.Decide(a.ID, false, bob, ""); aerr == nil || !errdefs.Is(aerr, errdefs.Conflict) || !strings.Contains(aerr.Error(), "approved already (by alice (uid 1000))") {
 		t.Errorf("deciding twice: %v", aerr)
 	}
 
 	done = run()
 	a = pendingOne(t, d)
-	if _, aerr := d.Approvals.Decide(a.ID, false, "bob", "no downloads piped to a shell"); aerr != nil {
+	if _, aerr := d.Approvals.Decide(a.ID, false, bob, "no downloads piped to a shell"); aerr != nil {
 		t.Fatal(aerr)
 	}
-	if o := <-done; o.aerr == nil || !errdefs.Is(o.aerr, errdefs.ApprovalDenied) || !strings.Contains(o.aerr.Error(), "denied by bob: no downloads piped to a shell") {
+	if o := <-done; o.aerr == nil || !errdefs.Is(o.aerr, errdefs.ApprovalDenied) || !strings.Contains(o.aerr.Error(), "denied by bob (uid 1001): no downloads piped to a shell") {
 		t.Errorf("the denied run: %v", o.aerr)
 	}
 
@@ -117,7 +124,7 @@ func TestApprovals(t *testing.T) {
 				states = append(states, e.Approval.State+" by "+e.Approval.By+" → "+e.Outcome)
 			}
 		}
-		if got = strings.Join(states, "; "); got == "expired by  → denied; denied by bob → denied; approved by alice → ok" {
+		if got = strings.Join(states, "; "); got == "expired by  → denied; denied by bob (uid 1001) → denied; approved by alice (uid 1000) → ok" {
 			return
 		}
 	}
@@ -133,5 +140,74 @@ func TestValidateSaysItWouldAsk(t *testing.T) {
 	}
 	if list := d.Approvals.List(""); len(list) != 0 {
 		t.Errorf("validate asked: %+v", list)
+	}
+}
+
+// Separation of duties: a request is never decided by the principal that
+// asked for it (over the socket, or through a dashboard login that uid
+// made), nor by one the approvers do not name; each refusal is recorded
+// on the approval. A listed approver decides, and the approval and the
+// history say who asked and who decided. allow_self lets the requester
+// decide.
+func TestApproversAndSelfApproval(t *testing.T) {
+	d, _ := daemontest.NewWith(t, daemontest.Options{Languages: daemontest.Bash,
+		Extra: "approvals {\n  approvers = [\"uid:1001\", \"dashboard\"]\n}\n" + askingPatterns})
+	asker := principal.With(context.Background(), alice)
+	done := make(chan error, 1)
+	go func() {
+		_, aerr := d.Run(asker, daemon.RunRequest{Language: "bash", Program: request.Program{Code: flagged}}, func(string, []byte) {})
+		done <- aerr
+	}()
+	a := pendingOne(t, d)
+	if a.RequestedBy == nil || *a.RequestedBy.UID != 1000 {
+		t.Errorf("the approval does not say who asked: %+v", a.RequestedBy)
+	}
+	carol := state.Requester{Via: principal.ViaSocket, UID: new(uint32(1002)), User: "carol"}
+	aliceInBrowser := state.Requester{Via: principal.ViaDashboard, UID: new(uint32(1000)), User: "alice"}
+	for _, tc := range []struct {
+		by   state.Requester
+		want string
+	}{
+		{alice, "nobody approves their own request"},
+		{aliceInBrowser, "nobody approves their own request"},
+		{carol, "carol (uid 1002) is not among the approvers (uid:1001, dashboard"},
+		{state.Requester{Via: principal.ViaE2B, Key: "k1"}, "never decides"},
+	} {
+		if _, aerr := d.Approvals.Decide(a.ID, true, tc.by, ""); !errdefs.Is(aerr, errdefs.Forbidden) || !strings.Contains(aerr.Error(), tc.want) {
+			t.Errorf("%s deciding: %v, want forbidden: %q", principal.Describe(&tc.by), aerr, tc.want)
+		}
+	}
+	if got, _ := d.Approvals.Get(a.ID); len(got.Refused) != 4 || got.State != state.ApprovalPending || got.Refused[0].By.User != "alice" {
+		t.Errorf("the refusals are not recorded: %+v", got)
+	}
+	if _, aerr := d.Approvals.Decide(a.ID, true, bob, "fine"); aerr != nil {
+		t.Fatal(aerr)
+	}
+	if aerr := <-done; aerr != nil {
+		t.Fatal(aerr)
+	}
+	if got, _ := d.Approvals.Get(a.ID); got.DecidedBy == nil || *got.DecidedBy.UID != 1001 || got.By != "bob (uid 1001)" {
+		t.Errorf("the decision: %+v", got)
+	}
+	var rec state.Execution
+	for deadline := time.Now().Add(5 * time.Second); rec.ID == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if hist, _ := d.Executions(10, state.ExecutionFilter{}, ""); len(hist) > 0 {
+			rec = hist[0]
+		}
+	}
+	if rec.Requester == nil || *rec.Requester.UID != 1000 || rec.Approval == nil || rec.Approval.By != "bob (uid 1001)" {
+		t.Errorf("the history: %+v", rec)
+	}
+
+	d, _ = daemontest.NewWith(t, daemontest.Options{Languages: daemontest.Bash, Extra: "approvals {\n  allow_self = true\n}\n" + askingPatterns})
+	go func() {
+		_, aerr := d.Run(asker, daemon.RunRequest{Language: "bash", Program: request.Program{Code: flagged}}, func(string, []byte) {})
+		done <- aerr
+	}()
+	if _, aerr := d.Approvals.Decide(pendingOne(t, d).ID, true, alice, ""); aerr != nil {
+		t.Errorf("allow_self: %v", aerr)
+	}
+	if aerr := <-done; aerr != nil {
+		t.Fatal(aerr)
 	}
 }

@@ -95,7 +95,7 @@ func New(ctx context.Context, cfg *config.Config, rt runtime.Runtime, store *sta
 		d.Languages.Close(ctx)
 		return nil, err
 	}
-	if d.Approvals, err = approvals.New(store, cfg.ApprovalTimeout, log); err != nil {
+	if d.Approvals, err = approvals.New(store, cfg.ApprovalTimeout, cfg.Approvers, log); err != nil {
 		d.Languages.Close(ctx)
 		d.policies.Close()
 		return nil, err

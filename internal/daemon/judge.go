@@ -10,6 +10,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/languages"
+	"github.com/sandboxd/sandboxd/internal/principal"
 	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/internal/sessions"
 	"github.com/sandboxd/sandboxd/internal/state"
@@ -49,6 +50,7 @@ type ruling struct {
 	// says; a request waits for it in judge).
 	question bool
 	approval *state.ApprovalOutcome // how the person decided, once one did
+	by       *state.Requester       // who asked for the request
 }
 
 // judge runs the policy chain. A denial comes back as the policy_denied
@@ -60,7 +62,7 @@ func (d *Daemon) judge(ctx context.Context, j judgement) (ruling, error) {
 		Kind: j.kind, Language: j.lang.Name(), Files: j.files, Entry: j.entry, Argv: j.argv, Cwd: j.cwd, Session: j.session,
 		Limits: policyLimits(j.limits), Ceilings: policyLimits(j.lang.Limits()),
 	})
-	r := ruling{allowed: dec.Allowed, findings: findingRecords(dec.Findings), question: dec.Question != nil}
+	r := ruling{allowed: dec.Allowed, findings: findingRecords(dec.Findings), question: dec.Question != nil, by: principal.Of(ctx)}
 	switch {
 	case j.kind == contract.KindValidate, dec.Allowed && dec.Question == nil:
 		return r, nil
@@ -75,7 +77,7 @@ func (d *Daemon) judge(ctx context.Context, j judgement) (ruling, error) {
 	case f.File != "":
 		where = " in " + f.File
 	}
-	d.records.denied(j.lang.Name(), j.recorded(), j.session, r.findings, nil)
+	d.records.denied(j.lang.Name(), j.recorded(), j.session, r.findings, nil, r.by)
 	return r, &denied{findings: r.findings, msg: fmt.Sprintf("denied by policy %s: %s%s: %s", f.Policy, f.Rule, where, f.Message)}
 }
 
@@ -109,7 +111,7 @@ func (e *denied) Findings() []state.Finding { return e.findings }
 // result; denied or expired, it is recorded as denied, with who decided.
 func (d *Daemon) approve(ctx context.Context, j judgement, r ruling, question state.Finding) (ruling, error) {
 	q := state.Approval{Kind: j.kind, Language: j.lang.Name(), Session: j.session, Argv: j.argv, Entry: j.entry,
-		Files: approvalFiles(j.files), Question: question, Findings: r.findings}
+		Files: approvalFiles(j.files), Question: question, Findings: r.findings, RequestedBy: r.by}
 	a, aerr := d.Approvals.Ask(ctx, q, func(a state.Approval) {
 		if j.told != nil {
 			j.told(fmt.Sprintf("approval %s: policy %s asks a person (%s: %s); sandboxctl approvals show %s", a.ID,
@@ -119,7 +121,7 @@ func (d *Daemon) approve(ctx context.Context, j judgement, r ruling, question st
 	r.approval = &state.ApprovalOutcome{ID: a.ID, State: a.State, By: a.By, Reason: a.Reason}
 	if aerr != nil {
 		if a.State != state.ApprovalPending { // decided, or expired: the history has it now
-			d.records.denied(j.lang.Name(), j.recorded(), j.session, r.findings, r.approval)
+			d.records.denied(j.lang.Name(), j.recorded(), j.session, r.findings, r.approval, r.by)
 		}
 		return r, aerr
 	}

@@ -84,7 +84,7 @@ func (r *recorder) counts() (uint64, map[string]uint64) {
 }
 
 // ran counts and stores an execution that ran.
-func (r *recorder) ran(res *Result, kind string, limits runtime.Limits, started time.Time) {
+func (r *recorder) ran(res *Result, kind string, limits runtime.Limits, started time.Time, by *state.Requester) {
 	o := outcome(res)
 	r.count(res.Language, kind, o, res)
 	r.write(state.Execution{
@@ -93,26 +93,26 @@ func (r *recorder) ran(res *Result, kind string, limits runtime.Limits, started 
 		Truncated: res.Truncated, StdoutBytes: res.StdoutBytes, StderrBytes: res.StderrBytes,
 		Limits: request.Record(limits), Usage: res.Usage, Timings: res.Timings, Error: res.Error,
 		Decision: res.Decision, Findings: res.Findings, Egress: res.Egress, EgressOmitted: res.EgressUnrecorded,
-		Approval: res.Approval,
+		Approval: res.Approval, Requester: by,
 	})
 }
 
 // denied counts and stores a request the policies, or a person they
 // asked (approval), refused: it never ran.
-func (r *recorder) denied(language, kind, session string, findings []state.Finding, approval *state.ApprovalOutcome) {
+func (r *recorder) denied(language, kind, session string, findings []state.Finding, approval *state.ApprovalOutcome, by *state.Requester) {
 	now := time.Now()
 	r.count(language, kind, outcomeDenied, nil)
 	r.write(state.Execution{ID: state.NewID(now), Kind: kind, Language: language, Session: session,
-		StartedAt: now.UTC(), Outcome: outcomeDenied, ExitCode: -1, Decision: decisionDenied, Findings: findings, Approval: approval})
+		StartedAt: now.UTC(), Outcome: outcomeDenied, ExitCode: -1, Decision: decisionDenied, Findings: findings, Approval: approval, Requester: by})
 }
 
 // failed counts and stores an execution that sandboxd could not carry out
 // (no container, a dead sandbox), with why.
-func (r *recorder) failed(language, kind, session string, limits runtime.Limits, aerr error) error {
+func (r *recorder) failed(language, kind, session string, limits runtime.Limits, aerr error, by *state.Requester) error {
 	now := time.Now()
 	r.count(language, kind, outcomeError, nil)
 	r.write(state.Execution{ID: state.NewID(now), Kind: kind, Language: language, Session: session,
-		StartedAt: now.UTC(), Outcome: outcomeError, ExitCode: -1, Limits: request.Record(limits), Error: aerr.Error()})
+		StartedAt: now.UTC(), Outcome: outcomeError, ExitCode: -1, Limits: request.Record(limits), Error: aerr.Error(), Requester: by})
 	return aerr
 }
 

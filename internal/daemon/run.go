@@ -10,6 +10,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/languages"
+	"github.com/sandboxd/sandboxd/internal/principal"
 	"github.com/sandboxd/sandboxd/internal/request"
 	"github.com/sandboxd/sandboxd/internal/sessions"
 	"github.com/sandboxd/sandboxd/internal/state"
@@ -85,7 +86,7 @@ func (d *Daemon) run(ctx context.Context, req RunRequest, out OutputFunc, tty *T
 
 	// From here on a failure is sandboxd's, and recorded as such.
 	failed := func(err error) error {
-		return d.records.failed(l.Name(), "run", "", limits, err)
+		return d.records.failed(l.Name(), "run", "", limits, err, principal.Of(ctx))
 	}
 	waited := tellQueue(l, tellQueued(out))
 	sb, release, err := d.Languages.Acquire(ctx, l, limits)
@@ -207,7 +208,7 @@ func (d *Daemon) Exec(ctx context.Context, id string, req ExecRequest, out Outpu
 		r, last, err := execute(ctx, sb, d.Languages.Gate(sb), j.job, limits, out)
 		if err != nil {
 			return d.records.failed(l.Name(), "exec", id, limits,
-				d.sandboxFailed("the session's sandbox", err))
+				d.sandboxFailed("the session's sandbox", err), principal.Of(ctx))
 		}
 		switch {
 		case last.Survivors > 0:
@@ -399,7 +400,7 @@ func (d *Daemon) finish(res *Result, kind string, l *languages.Language, session
 	res.Findings, res.Decision, res.Approval = decision.findings, decisionAllowed, decision.approval
 	res.Timings = state.Timings{QueueMS: ms(started.Sub(received)), RunMS: ms(finished.Sub(started)), TotalMS: ms(finished.Sub(received)),
 		QueueReason: res.Timings.QueueReason} // the caller's, if it waited on something
-	d.records.ran(res, kind, limits, received)
+	d.records.ran(res, kind, limits, received, decision.by)
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

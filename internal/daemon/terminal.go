@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/internal/errdefs"
+	"github.com/sandboxd/sandboxd/internal/principal"
 	"github.com/sandboxd/sandboxd/internal/sessions"
 	"github.com/sandboxd/sandboxd/plugins/language"
 	"github.com/sandboxd/sandboxd/runtime"
@@ -74,7 +75,7 @@ func (d *Daemon) Command(ctx context.Context, id string, c Command) (*Result, er
 		r, _, err := execute(ctx, sb, d.Languages.Gate(sb), j, limits, c.Out)
 		if err != nil {
 			return d.records.failed(l.Name(), c.Kind, id, limits,
-				d.sandboxFailed("the session's sandbox", fmt.Errorf("%s: %w", c.Kind, err)))
+				d.sandboxFailed("the session's sandbox", fmt.Errorf("%s: %w", c.Kind, err)), principal.Of(ctx))
 		}
 		r.Session = id
 		d.finish(r, c.Kind, l, id, decision, limits, received, started)

@@ -13,16 +13,21 @@ import (
 	"embed"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
+	"os/user"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/principal"
+	"github.com/sandboxd/sandboxd/internal/state"
 )
 
 // dist is what `make ui` builds from web/: index.html, app.js, app.css.
@@ -95,16 +100,23 @@ func (d *Dashboard) Listening(addr net.Addr, configured string) {
 	d.host = wrote
 }
 
-// Login makes a link that signs a browser in to the TCP listener.
-func (d *Dashboard) Login() (*api.DashboardLogin, error) {
+// Login makes a link that signs a browser in to the TCP listener, on
+// behalf of by (the socket's peer that asked for it): the browser acts as
+// the dashboard, signed in by that uid, which decides no approval that
+// uid asked for.
+func (d *Dashboard) Login(by *state.Requester) (*api.DashboardLogin, error) {
 	d.mu.Lock()
 	origin := d.origin
 	d.mu.Unlock()
 	if origin == "" {
 		return nil, api.Errorf(api.CodeNotFound, `the dashboard has no TCP listener: add http { listen = "127.0.0.1:7070" } to sandboxd.hcl and restart sandboxd (on the socket, /ui/ needs no token)`)
 	}
-	tok, expires := d.sign.issue(kindLogin, LoginTTL)
-	return &api.DashboardLogin{URL: origin + "/ui/?token=" + url.QueryEscape(tok), ExpiresAt: expires.UTC()}, nil
+	uid := "-"
+	if by != nil && by.UID != nil {
+		uid = strconv.FormatUint(uint64(*by.UID), 10)
+	}
+	tok, expires := d.sign.issue(kindLogin, LoginTTL, "by:"+uid)
+	return &api.DashboardLogin{URL: origin + "/ui/?token=" + url.QueryEscape(tok+"."+uid), ExpiresAt: expires.UTC()}, nil
 }
 
 // Pages serves /ui/ from the embedded build.
@@ -160,7 +172,11 @@ func (d *Dashboard) Guard(next http.Handler, preview PreviewHandler) http.Handle
 			return
 		}
 		c, err := r.Cookie(sessionCookie)
-		if err != nil || !d.sign.valid(c.Value, kindSession) {
+		var by state.Requester
+		if err == nil {
+			by, err = d.signedIn(c.Value, kindSession)
+		}
+		if err != nil {
 			deny(w, r, http.StatusUnauthorized, api.CodeUnauthorized, "no valid token: run `sandboxctl dashboard` on the host and open the link it prints")
 			return
 		}
@@ -173,18 +189,39 @@ func (d *Dashboard) Guard(next http.Handler, preview PreviewHandler) http.Handle
 				return
 			}
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(principal.With(r.Context(), by)))
 	})
+}
+
+// signedIn checks a login or session token ("TOKEN.UID") and says whom
+// it signs in: the dashboard, on behalf of the uid that asked for the
+// login link.
+func (d *Dashboard) signedIn(value string, kind byte) (state.Requester, error) {
+	tok, uid, _ := strings.Cut(value, ".")
+	if !d.sign.valid(tok, kind, "by:"+uid) {
+		return state.Requester{}, errors.New("not a valid token")
+	}
+	by := state.Requester{Via: principal.ViaDashboard}
+	if n, err := strconv.ParseUint(uid, 10, 32); err == nil {
+		id := uint32(n)
+		by.UID = &id
+		if u, err := user.LookupId(uid); err == nil {
+			by.User = u.Username
+		}
+	}
+	return by, nil
 }
 
 // login turns a login link's token into the session's cookies and sends
 // the browser on to the page without the token in its address.
 func (d *Dashboard) login(w http.ResponseWriter, r *http.Request, tok string) {
-	if !d.sign.valid(tok, kindLogin) {
+	if _, err := d.signedIn(tok, kindLogin); err != nil {
 		deny(w, r, http.StatusUnauthorized, api.CodeUnauthorized, "this link's token is wrong or expired: run `sandboxctl dashboard` for a fresh one")
 		return
 	}
-	session, expires := d.sign.issue(kindSession, SessionTTL)
+	_, uid, _ := strings.Cut(tok, ".")
+	session, expires := d.sign.issue(kindSession, SessionTTL, "by:"+uid)
+	session += "." + uid
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: session, Path: "/", Expires: expires, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: d.sign.csrf(session), Path: "/", Expires: expires, SameSite: http.SameSiteStrictMode})
 	u := *r.URL

@@ -61,11 +61,11 @@ func TestGuard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, aerr := d.Login(); aerr == nil || !strings.Contains(aerr.Error(), "http { listen") {
+	if _, aerr := d.Login(nil); aerr == nil || !strings.Contains(aerr.Error(), "http { listen") {
 		t.Errorf("a login link without a listener: %v", aerr)
 	}
 	d.Listening(&net.TCPAddr{IP: net.IPv4zero, Port: 7070}, "0.0.0.0:7070")
-	login, aerr := d.Login()
+	login, aerr := d.Login(nil)
 	if aerr != nil || !strings.HasPrefix(login.URL, "http://127.0.0.1:7070/ui/?token=") {
 		t.Fatalf("login: %+v %v", login, aerr)
 	}

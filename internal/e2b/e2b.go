@@ -33,6 +33,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/config"
 	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/dashboard"
+	"github.com/sandboxd/sandboxd/internal/principal"
 	"github.com/sandboxd/sandboxd/internal/server"
 	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/internal/wire"
@@ -139,6 +140,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxControlBody)
+	r = r.WithContext(principal.With(r.Context(), state.Requester{Via: principal.ViaE2B, Key: key}))
 	s.control(key).ServeHTTP(w, r)
 }
 
@@ -173,7 +175,7 @@ func (s *Server) serveSandbox(w http.ResponseWriter, r *http.Request, id string)
 		writeError(w, http.StatusUnauthorized, "this sandbox's access token is missing or wrong: connect to it with the API key that created it")
 		return
 	}
-	r = r.WithContext(context.WithValue(r.Context(), sandboxKey{}, sb))
+	r = r.WithContext(principal.With(context.WithValue(r.Context(), sandboxKey{}, sb), state.Requester{Via: principal.ViaE2B, Key: sb.rec.Key}))
 	switch r.Header.Get("E2b-Sandbox-Port") {
 	case envdPort, "":
 		s.envd.ServeHTTP(w, r)

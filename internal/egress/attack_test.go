@@ -198,10 +198,10 @@ func TestPlaceholdersGoOnlyWhereTheirSecretSays(t *testing.T) {
 			{"a header of the sandbox's choosing", "/echo", "", "in the X-Note header", []string{"X-Note: " + rig.bearer}},
 			{"User-Agent", "/echo", "", "in the User-Agent header", []string{"User-Agent: curl " + rig.bearer}},
 			{"Referer", "/echo", "", "in the Referer header", []string{"Referer: https://x/?" + rig.bearer}},
-			{"the query, for a header's secret", "/echo?token=" + rig.bearer, "", "in the query parameter token", nil},
+			{"the query, for a header's secret", "/echo?token=" + rig.bearer, "", `in the query parameter "token"`, nil},
 			{"the path", "/echo/" + rig.bearer, "", "in the URL's path", nil},
 			{"another secret's header", "/echo", "", "it may go only in the X-Api-Key header", []string{"Authorization: Bearer " + rig.header}},
-			{"the wrong query parameter", "/echo?other=" + rig.qry, "", "in the query parameter other", nil},
+			{"the wrong query parameter", "/echo?other=" + rig.qry, "", `in the query parameter "other"`, nil},
 			{"a header's name", "/echo", "", "a header's name", []string{"X-" + rig.bearer + ": 1"}},
 			{"an upgrade", "/echo", "", "upgraded connection", []string{"Authorization: Bearer " + rig.bearer, "Upgrade: websocket", "Connection: Upgrade"}},
 		} {

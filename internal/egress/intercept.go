@@ -1,7 +1,6 @@
 package egress
 
 import (
-	"bufio"
 	"compress/gzip"
 	"compress/zlib"
 	"context"
@@ -10,20 +9,27 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
+
+	"github.com/sandboxd/sandboxd/internal/units"
 )
 
 // intercept serves, on a sandbox's CONNECT to host:port that secrets are
-// written for, the HTTPS requests inside it one by one: TLS with the
-// sandbox under the authority's certificate for host, TLS with the host
-// (up) as any client, each request's placeholders replaced by values and
-// each answer prepared for the sandbox. Only HTTP/1.1 is offered on
-// either side; interim (1xx) answers are not passed on.
+// written for, the HTTPS requests inside it: TLS with the sandbox under
+// the authority's certificate for host, then an HTTP/1.1 server of its
+// own (bounded headers, timeouts, keep-alive as the client asks) whose
+// requests go to the host through the reverse proxy every forwarded
+// request takes, over TLS with the host (up first, then new connections
+// as the host closes them), each request's placeholders replaced by
+// values and each answer prepared for the sandbox.
 func (g *Gate) intercept(client, up net.Conn, host string, port uint16, rec *record) {
 	cert, err := g.ca.leaf(host)
 	if err != nil {
@@ -38,100 +44,146 @@ func (g *Gate) intercept(client, up net.Conn, host string, port uint16, rec *rec
 	}
 	_ = inner.SetDeadline(time.Time{})
 	sni := inner.ConnectionState().ServerName
-	fromSandbox := bufio.NewReader(inner)
-	// TLS with the server begins once a request is let through.
-	var server *tls.Conn
-	var fromServer *bufio.Reader
-	for {
-		req, err := http.ReadRequest(fromSandbox)
-		if err != nil {
-			return // the sandbox is done, or spoke no HTTP/1.1
+	var mu sync.Mutex
+	first := up
+	transport := g.p.newTransport()
+	transport.DialTLSContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+		mu.Lock()
+		c := first
+		first = nil
+		mu.Unlock()
+		if c == nil {
+			var err error
+			if c, err = g.connect(ctx, rec); err != nil {
+				return nil, err
+			}
 		}
+		// For an address, Go checks the certificate's IP addresses.
+		tc := tls.Client(c, &tls.Config{ServerName: host, RootCAs: g.p.opts.Roots, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12})
+		if err := tc.HandshakeContext(ctx); err != nil {
+			c.Close()
+			return nil, fault("TLS with " + host + ": " + tlsFault(err))
+		}
+		return tc, nil
+	}
+	defer func() {
+		transport.CloseIdleConnections()
+		mu.Lock()
+		if first != nil {
+			first.Close()
+		}
+		mu.Unlock()
+	}()
+	srv := innerServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		secrets, scrubber := g.secretList()
 		refused := ""
-		if req.ProtoMajor != 1 {
-			refused = "only HTTP/1.1 is spoken here"
-		} else if name := foreignName(req, sni, host, port, 443); name != "" {
-			refused = fmt.Sprintf("a request for %s inside a connection to %s; the connection's requests go to its host only", name, host)
+		if name := foreignName(r, sni, host, port, 443); name != "" {
+			refused = fmt.Sprintf("a request for %s inside a connection to %s; the connection's requests go to its host only", strconv.Quote(name), host)
 		} else {
-			refused = g.writeSecrets(req, exchange{host: host, port: port})
+			refused = writeSecrets(r, exchange{host: host, port: port}, secrets)
 		}
 		if refused != "" {
 			rec.refuse(refused)
-			answer(inner, http.StatusForbidden, "sandboxd egress: "+refused)
+			refuse(w, http.StatusForbidden, "sandboxd egress: "+refused)
 			return
 		}
-		if server == nil {
-			// For an address, Go checks the certificate's IP addresses.
-			server = tls.Client(up, &tls.Config{ServerName: host, RootCAs: g.p.opts.Roots, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12})
-			if err := server.Handshake(); err != nil {
-				rec.fail("TLS with " + host + ": " + tlsFault(err))
-				answer(inner, http.StatusBadGateway, "sandboxd egress: TLS with "+host+": "+tlsFault(err))
-				return
-			}
-			fromServer = bufio.NewReader(server)
-		}
-		removeHopHeaders(req.Header)
-		if err := req.Write(server); err != nil {
-			rec.fail(upstreamFault(err, rec))
-			return
-		}
-		resp, err := readFinal(fromServer, req)
-		if err == nil {
-			err = g.prepare(resp)
-		}
-		if err != nil {
-			msg := upstreamFault(err, rec)
-			rec.fail(msg)
-			answer(inner, http.StatusBadGateway, "sandboxd egress: "+host+": "+msg)
-			return
-		}
-		err = resp.Write(inner)
-		resp.Body.Close()
-		if err != nil || resp.Close || req.Close {
-			return
-		}
+		r.URL.Scheme, r.URL.Host = "https", net.JoinHostPort(host, strconv.Itoa(int(port)))
+		g.reverseProxy(rec, transport, secrets, scrubber).ServeHTTP(finalOnly{w}, r)
+	}))
+	if !g.track(srvCloser{srv}) || !g.intercepting(srv, true) {
+		return
+	}
+	defer g.intercepting(srv, false)
+	defer g.untrack(srvCloser{srv})
+	done := make(chan struct{})
+	_ = srv.Serve(newOneConn(&closeNotify{Conn: inner, done: done}, done))
+}
+
+// innerServer serves the requests of one intercepted connection, bounded
+// as a gate's own server is.
+func innerServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          log.New(io.Discard, "", 0),
 	}
 }
 
-// readFinal reads the server's answer to req, passing over interim (1xx)
-// answers but a switch of protocols.
-func readFinal(r *bufio.Reader, req *http.Request) (*http.Response, error) {
-	for range 16 {
-		resp, err := http.ReadResponse(r, req)
-		if err != nil || resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
-			return resp, err
-		}
-		resp.Body.Close()
-	}
-	return nil, fault("the server sent interim answers without end")
+// srvCloser closes an intercepted connection's server with its gate.
+type srvCloser struct{ *http.Server }
+
+func (s srvCloser) Close() error { return s.Server.Close() }
+
+// oneConn is a listener of one connection: Accept gives it once, then
+// waits until it (done) or the listener is closed.
+type oneConn struct {
+	c          net.Conn
+	done       chan struct{}
+	once       sync.Once
+	closed     chan struct{}
+	closedOnce sync.Once
 }
 
-// hopHeaders are a connection's own, never relayed.
-var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Upgrade"}
+func newOneConn(c net.Conn, done chan struct{}) *oneConn {
+	return &oneConn{c: c, done: done, closed: make(chan struct{})}
+}
 
-func removeHopHeaders(h http.Header) {
-	for _, f := range h.Values("Connection") {
-		for _, name := range strings.Split(f, ",") {
-			h.Del(strings.TrimSpace(name))
-		}
+func (l *oneConn) Accept() (net.Conn, error) {
+	var c net.Conn
+	l.once.Do(func() { c = l.c })
+	if c != nil {
+		return c, nil
 	}
-	for _, k := range hopHeaders {
-		h.Del(k)
+	select {
+	case <-l.done:
+	case <-l.closed:
 	}
+	return nil, net.ErrClosed
+}
+
+func (l *oneConn) Close() error {
+	l.closedOnce.Do(func() { close(l.closed) })
+	return nil
+}
+
+func (l *oneConn) Addr() net.Addr { return l.c.LocalAddr() }
+
+// closeNotify is a connection that says when it is closed.
+type closeNotify struct {
+	net.Conn
+	done chan struct{}
+	once sync.Once
+}
+
+func (c *closeNotify) Close() error {
+	c.once.Do(func() { close(c.done) })
+	return c.Conn.Close()
 }
 
 // decoded is resp's body uncompressed, its Content-Encoding gone: gzip and
 // deflate are read; any other encoding is refused, since the scrubber
 // could not read it.
 func decoded(resp *http.Response) (io.Reader, error) {
-	enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding")))
+	var codings []string // every line, every comma-separated coding
+	for _, line := range resp.Header.Values("Content-Encoding") {
+		for _, c := range strings.Split(line, ",") {
+			if c = strings.ToLower(strings.TrimSpace(c)); c != "" && c != "identity" {
+				codings = append(codings, c)
+			}
+		}
+	}
 	resp.Header.Del("Content-Encoding")
+	if len(codings) > 1 {
+		return nil, fault("the server's answer is compressed more than once, and this sandbox holds secrets: the proxy reads one layer")
+	}
 	var (
 		r   io.Reader
 		err error
 	)
-	switch enc {
-	case "", "identity":
+	switch strings.Join(codings, "") {
+	case "":
 		return resp.Body, nil
 	case "gzip", "x-gzip":
 		r, err = gzip.NewReader(resp.Body)
@@ -146,12 +198,18 @@ func decoded(resp *http.Response) (io.Reader, error) {
 	return r, nil
 }
 
-// answer writes a plain-text answer of the proxy's own.
-func answer(w io.Writer, code int, msg string) {
-	resp := &http.Response{StatusCode: code, ProtoMajor: 1, ProtoMinor: 1, Close: true,
-		Header: http.Header{"Content-Type": {"text/plain; charset=utf-8"}}, ContentLength: int64(len(msg) + 1),
-		Body: io.NopCloser(strings.NewReader(msg + "\n"))}
-	_ = resp.Write(w)
+// budgeted counts what it reads against its gate's execution budget.
+type budgeted struct {
+	r io.Reader
+	g *Gate
+}
+
+func (b *budgeted) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if b.g.spent.Add(int64(n)) > b.g.limits.MaxBytes {
+		return n, fault(fmt.Sprintf("closed: the answer inflates past the execution's limit of %s", units.ByteSize(b.g.limits.MaxBytes)))
+	}
+	return n, err
 }
 
 // fault is an error in the proxy's own words, never the server's: it

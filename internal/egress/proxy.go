@@ -3,6 +3,7 @@ package egress
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -108,15 +109,25 @@ func New(opts Options) (*Proxy, error) {
 		}
 	}
 	p := &Proxy{opts: opts, gates: map[string]*Gate{}}
-	p.transport = &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return ctx.Value(dialKey{}).(func() (net.Conn, error))()
-		},
-		DisableKeepAlives:      true, // one connection, one record
+	p.transport = p.newTransport()
+	p.transport.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return ctx.Value(dialKey{}).(func() (net.Conn, error))()
+	}
+	p.transport.DisableKeepAlives = true // one connection, one record
+	return p, nil
+}
+
+// newTransport is how the proxy speaks to servers: HTTP/1.1 only, no
+// compression of its own asking, one connection at a time, bounded
+// headers; the caller says how it dials.
+func (p *Proxy) newTransport() *http.Transport {
+	return &http.Transport{
 		DisableCompression:     true,
 		MaxResponseHeaderBytes: 1 << 20,
+		MaxConnsPerHost:        1,
+		ExpectContinueTimeout:  time.Second,
+		TLSNextProto:           map[string]func(string, *tls.Conn) http.RoundTripper{}, // no HTTP/2
 	}
-	return p, nil
 }
 
 // Dir is where the sandbox key's socket lives, to mount into it.
@@ -226,8 +237,10 @@ type Gate struct {
 	closed     bool
 	secrets    []Secret
 	scrubber   *redact.Replacer // every form of the secrets' values, to their placeholders
-	ca         *authority
-	spent      atomic.Int64 // bytes this execution
+	// intercepted are the servers of connections read for secrets.
+	intercepted map[*http.Server]bool
+	ca          *authority
+	spent       atomic.Int64 // bytes this execution
 	// Bytes since the gate opened, each way, and what they were when
 	// the execution began.
 	sent, received     atomic.Int64
@@ -474,8 +487,9 @@ func closeWrite(c net.Conn) {
 	c.Close()
 }
 
-// track keeps tunnels to close with the gate; false if it closed already.
-func (g *Gate) track(cs ...net.Conn) bool {
+// track keeps tunnels (and intercepted connections' servers) to close
+// with the gate; false if it closed already.
+func (g *Gate) track(cs ...io.Closer) bool {
 	g.mu.Lock()
 	closed := g.closed
 	if !closed {
@@ -492,7 +506,7 @@ func (g *Gate) track(cs ...net.Conn) bool {
 	return !closed
 }
 
-func (g *Gate) untrack(cs ...net.Conn) {
+func (g *Gate) untrack(cs ...io.Closer) {
 	g.mu.Lock()
 	for _, c := range cs {
 		delete(g.open, c)
@@ -511,9 +525,10 @@ func (g *Gate) forward(w http.ResponseWriter, r *http.Request) {
 		refuse(w, http.StatusBadRequest, "sandboxd egress: bad host in URL")
 		return
 	}
+	secrets, scrubber := g.secretList()
 	entry, denied := g.check(host, port)
 	if denied == "" {
-		denied = g.writeSecrets(r, exchange{host: host, port: port, inClear: true, foreign: foreignName(r, "", host, port, 80)})
+		denied = writeSecrets(r, exchange{host: host, port: port, inClear: true, foreign: foreignName(r, "", host, port, 80)}, secrets)
 	}
 	rec := g.newRecord(host, port, entry, denied)
 	if !rec.allowed {
@@ -521,13 +536,21 @@ func (g *Gate) forward(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := context.WithValue(r.Context(), dialKey{}, func() (net.Conn, error) { return g.connect(r.Context(), rec) })
-	rp := &httputil.ReverseProxy{
+	g.reverseProxy(rec, g.p.transport, secrets, scrubber).ServeHTTP(finalOnly{w}, r.WithContext(ctx))
+}
+
+// reverseProxy relays one request through transport, its answer made
+// fit for a sandbox that holds secrets (those the request was judged
+// with, so that a change of the gate's secrets meanwhile scrubs nothing
+// less), its errors in the proxy's own words.
+func (g *Gate) reverseProxy(rec *record, transport http.RoundTripper, secrets []Secret, scrubber *redact.Replacer) *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
 		// Rewrite, not Director: no X-Forwarded-For naming the sandbox.
 		// The outgoing request is written afresh from what Go parsed, so
 		// a smuggled second request in the body stays body.
 		Rewrite:        func(*httputil.ProxyRequest) {},
-		ModifyResponse: g.prepare,
-		Transport:      g.p.transport,
+		ModifyResponse: func(resp *http.Response) error { return g.prepare(resp, secrets, scrubber) },
+		Transport:      transport,
 		ErrorLog:       log.New(io.Discard, "", 0),
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
 			msg := upstreamFault(err, rec)
@@ -535,7 +558,6 @@ func (g *Gate) forward(w http.ResponseWriter, r *http.Request) {
 			refuse(w, http.StatusBadGateway, "sandboxd egress: "+msg)
 		},
 	}
-	rp.ServeHTTP(finalOnly{w}, r.WithContext(ctx))
 }
 
 // finalOnly passes on a server's final answer, not its interim (1xx)

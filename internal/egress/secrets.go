@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/sandboxd/sandboxd/internal/redact"
@@ -59,7 +60,7 @@ const DefaultHeader = "Authorization"
 // Where says where the secret's value may go, for messages.
 func (s Secret) Where() string {
 	if s.Query != "" {
-		return "the query parameter " + s.Query
+		return "the query parameter " + strconv.Quote(s.Query)
 	}
 	return "the " + s.header() + " header"
 }
@@ -84,7 +85,8 @@ func Placeholder(name string) string {
 const Bundle = "ca.crt"
 
 // SetSecrets sets the secrets the sandbox's requests may carry from now
-// on; nil, none.
+// on; nil, none. The connections intercepted for the secrets before end:
+// what they carry next is judged anew.
 func (g *Gate) SetSecrets(secrets []Secret) {
 	forms := make([]redact.Secret, len(secrets))
 	for i, s := range secrets {
@@ -92,7 +94,28 @@ func (g *Gate) SetSecrets(secrets []Secret) {
 	}
 	g.mu.Lock()
 	g.secrets, g.scrubber = secrets, redact.New(forms...)
+	intercepted := g.intercepted
+	g.intercepted = map[*http.Server]bool{}
 	g.mu.Unlock()
+	for srv := range intercepted {
+		srv.Close()
+	}
+}
+
+// intercepting notes (on) or forgets an intercepted connection's server,
+// for SetSecrets to end; false when the gate is closed.
+func (g *Gate) intercepting(srv *http.Server, on bool) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.intercepted == nil {
+		g.intercepted = map[*http.Server]bool{}
+	}
+	if !on {
+		delete(g.intercepted, srv)
+		return true
+	}
+	g.intercepted[srv] = true
+	return !g.closed
 }
 
 func (g *Gate) secretList() ([]Secret, *redact.Replacer) {
@@ -128,11 +151,10 @@ type exchange struct {
 // writeSecrets puts each placeholder's value where its secret may go in
 // r, for a request to ex. It says why r is refused instead: a
 // placeholder anywhere else in the request, or bound for a host, name or
-// channel its secret may not go to. On a gate with secrets it also
-// makes the request unable to bring a value back in a form the scrubber
-// cannot read (see prepare).
-func (g *Gate) writeSecrets(r *http.Request, ex exchange) string {
-	secrets, _ := g.secretList()
+// channel its secret may not go to. With secrets it also makes the
+// request unable to bring a value back in a form the scrubber cannot
+// read (see prepare).
+func writeSecrets(r *http.Request, ex exchange, secrets []Secret) string {
 	if len(secrets) == 0 {
 		return ""
 	}
@@ -203,7 +225,7 @@ func placesOf(r *http.Request, placeholder string) []string {
 				strings.Contains(uk, placeholder) && !strings.Contains(uv, placeholder):
 				out = append(out, "a query parameter's name")
 			case strings.Contains(uv, placeholder) || strings.Contains(v, placeholder):
-				out = append(out, "the query parameter "+uk)
+				out = append(out, "the query parameter "+strconv.Quote(uk)) // the sandbox's text, quoted
 			}
 		}
 	}
@@ -262,7 +284,7 @@ func loopback(host string) bool {
 func foreignName(r *http.Request, sni, host string, port, defaultPort uint16) string {
 	h, p, err := splitTarget(r.Host, defaultPort)
 	switch {
-	case err != nil:
+	case err != nil || h == "":
 		return "no host"
 	case h != host || p != port:
 		return h
@@ -279,8 +301,7 @@ func foreignName(r *http.Request, sni, host string, port, defaultPort uint16) st
 // upgrade is refused; a compressed body is decoded (or refused when the
 // encoding is one the proxy cannot read); trailers are dropped; headers
 // and body pass the scrubber.
-func (g *Gate) prepare(resp *http.Response) error {
-	secrets, scrubber := g.secretList()
+func (g *Gate) prepare(resp *http.Response, secrets []Secret, scrubber *redact.Replacer) error {
 	if len(secrets) == 0 {
 		return nil
 	}
@@ -288,6 +309,10 @@ func (g *Gate) prepare(resp *http.Response) error {
 		return fault("the server switched protocols, and this sandbox holds secrets: an upgraded connection could carry one back unscrubbed")
 	}
 	for k, vs := range resp.Header {
+		if scrubber.String(k) != k { // a name that holds a value
+			delete(resp.Header, k)
+			continue
+		}
 		for i, v := range vs {
 			resp.Header[k][i] = scrubber.String(v)
 		}
@@ -303,6 +328,10 @@ func (g *Gate) prepare(resp *http.Response) error {
 	body, err := decoded(resp)
 	if err != nil {
 		return err
+	}
+	if body != resp.Body {
+		// What a small answer inflates to counts against the budget too.
+		body = &budgeted{r: body, g: g}
 	}
 	resp.Body = &dropTrailers{src: resp.Body, read: scrubber.Reader(body), resp: resp}
 	resp.ContentLength = -1

@@ -74,7 +74,7 @@ func TestSecrets(t *testing.T) {
 	if code, body, _ := do("http://127.0.0.1:" + strconv.Itoa(int(plainPort)) + "/"); code != 403 || !strings.Contains(body, "not among its hosts") {
 		t.Errorf("the placeholder to another host: %d %q", code, body)
 	}
-	if code, body, _ := do(base + "/?key=" + placeholder); code != 403 || !strings.Contains(body, "in the query parameter key") {
+	if code, body, _ := do(base + "/?key=" + placeholder); code != 403 || !strings.Contains(body, `in the query parameter "key"`) {
 		t.Errorf("the placeholder in a URL: %d %q", code, body)
 	}
 	records, _ := g.Records()

@@ -43,8 +43,21 @@ and the prompt NAME say how to use each language here.`
 
 // New returns the MCP server bridging to the daemon behind c.
 func New(c *client.Client, version string) *mcp.Server {
+	c.SetName("mcp")
 	s := mcp.NewServer(&mcp.Implementation{Name: "sandboxd", Title: "sandboxd code sandbox", Version: version},
 		&mcp.ServerOptions{Instructions: instructions})
+	// The records say which agent asked, as it names itself (at
+	// initialize, or in each request's _meta).
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
+				if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil && p.ClientInfo.Name != "" {
+					c.SetName("mcp: " + p.ClientInfo.Name)
+				}
+			}
+			return next(ctx, method, req)
+		}
+	})
 	t := tools{c: c}
 	addGuides(s, c)
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}

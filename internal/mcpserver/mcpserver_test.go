@@ -18,7 +18,9 @@ import (
 	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/daemon/daemontest"
 	"github.com/sandboxd/sandboxd/internal/dashboard"
+	"github.com/sandboxd/sandboxd/internal/principal"
 	"github.com/sandboxd/sandboxd/internal/server"
+	"github.com/sandboxd/sandboxd/internal/state"
 )
 
 func TestMain(m *testing.M) { daemontest.Main(m, "bash") }
@@ -47,7 +49,7 @@ func connectWith(t *testing.T, o daemontest.Options, opts *mcp.ClientOptions) (*
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: server.New(d, dash, hclog.NewNullLogger())}
+	srv := &http.Server{Handler: server.New(d, dash, hclog.NewNullLogger()), ConnContext: principal.ConnContext}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { srv.Close() })
 	serverEnd, clientEnd := mcp.NewInMemoryTransports()
@@ -74,7 +76,7 @@ func TestRunCodeSaysItWaitsForApproval(t *testing.T) {
 	go func() {
 		msg := <-progress
 		id := strings.Fields(strings.TrimPrefix(msg, "waiting: approval "))[0]
-		_, _ = d.Approvals.Decide(strings.TrimSuffix(id, ":"), true, "alice", "")
+		_, _ = d.Approvals.Decide(strings.TrimSuffix(id, ":"), true, state.Requester{Via: "socket", UID: new(uint32(1000))}, "")
 		progress <- msg
 	}()
 	params := &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"language": "bash", "code": "echo ok\nexit 0\ncurl x | sh\n"}}
@@ -85,6 +87,11 @@ func TestRunCodeSaysItWaitsForApproval(t *testing.T) {
 	}
 	if msg := <-progress; !strings.HasPrefix(msg, "waiting: approval ap-") || !strings.Contains(msg, "policy patterns asks a person") {
 		t.Errorf("progress: %q", msg)
+	}
+	// The approval says which agent asked: the MCP client, as it names
+	// itself, from this process.
+	if list := d.Approvals.List(""); len(list) != 1 || list[0].RequestedBy == nil || list[0].RequestedBy.Client != "mcp: test" || list[0].RequestedBy.PID != os.Getpid() {
+		t.Errorf("who asked: %+v", *list[0].RequestedBy)
 	}
 }
 

@@ -141,3 +141,53 @@ func (c *chunked) Read(p []byte) (int, error) {
 	c.data = c.data[n:]
 	return n, nil
 }
+
+// What servers do to a value besides echoing it whole: cut it short,
+// escape some of its bytes as their framework does, wrap its base64 as
+// MIME does; and a stream that writes it in two pieces. None of it gives
+// the value's bytes back.
+func TestWhatServersDoToAValue(t *testing.T) {
+	const v = "wJalrXUtnFEMI/K7MDENG+bPxRfiCY/EXAMPLEKEY=="
+	r := New(Secret{Value: v, Replacement: "[x]"})
+	lower := strings.NewReplacer("%2F", "%2f", "%2B", "%2b", "%3D", "%3d")
+	b64 := base64.StdEncoding.EncodeToString([]byte("Authorization: Bearer " + v))
+	mime := b64[:60] + "\r\n" + b64[60:]
+	for name, text := range map[string]string{
+		"cut short":            "invalid credential: Bearer " + v[:30],
+		"cut at the front":     "...: " + v[12:],
+		"lower-case %xx":       lower.Replace(url.QueryEscape(v)),
+		"python's quote":       strings.ReplaceAll(url.QueryEscape(v), "%2F", "/"),
+		"gson":                 strings.ReplaceAll(v, "=", `\u003d`),
+		"html/template":        strings.ReplaceAll(v, "+", "&#43;"),
+		"PHP's json_encode":    strings.ReplaceAll(v, "/", `\/`),
+		"base64 with its ends": b64,
+		"MIME base64":          mime,
+	} {
+		got := r.String(text)
+		if !strings.Contains(got, "[x]") {
+			t.Errorf("%s: %q passed unchanged", name, got)
+		}
+		for _, part := range []string{v[:MinRun], v[len(v)-MinRun:], v[15 : 15+MinRun]} {
+			if strings.Contains(got, part) {
+				t.Errorf("%s: %q still holds %q", name, got, part)
+			}
+		}
+		if name == "MIME base64" || name == "base64 with its ends" {
+			dec, _ := base64.StdEncoding.DecodeString(strings.NewReplacer("\r\n", "", "[x]", "").Replace(got))
+			if strings.Contains(string(dec), v[:4]) || strings.Contains(string(dec), v[len(v)-4:]) {
+				t.Errorf("%s: decodes to %q", name, dec)
+			}
+		}
+	}
+	// A stream of writes: the value in two pieces, and one that stops
+	// mid-value, which the next write completes.
+	rec := httptest.NewRecorder()
+	r.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, "a "+v[:10])
+		io.WriteString(w, v[10:]+" b "+v[:20])
+		io.WriteString(w, v[20:])
+	})).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	if got := rec.Body.String(); got != "a [x] b [x]" {
+		t.Errorf("a value written in pieces: %q", got)
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/sandboxd/sandboxd/images"
 	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/dashboard"
+	"github.com/sandboxd/sandboxd/internal/principal"
 	"github.com/sandboxd/sandboxd/internal/sessions"
 	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/internal/wire"
@@ -49,7 +50,26 @@ func New(d *daemon.Daemon, dash *dashboard.Dashboard, log hclog.Logger) http.Han
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no endpoint %s %s; see /v1/openapi.json", r.Method, r.URL.Path)})
 	})
-	return h.recover(mux)
+	return h.recover(clientNamed(mux))
+}
+
+// clientNamed notes the name a client gives itself (HeaderClient: an MCP
+// client's, an agent framework's) on the requester, as it says.
+func clientNamed(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if name := r.Header.Get(api.HeaderClient); name != "" {
+			if by, ok := principal.From(r.Context()); ok {
+				by.Client = strings.Map(func(c rune) rune {
+					if c < 0x20 || c == 0x7f {
+						return -1
+					}
+					return c
+				}, name[:min(len(name), 64)])
+				r = r.WithContext(principal.With(r.Context(), by))
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 type handler struct {
@@ -96,7 +116,7 @@ func (h *handler) plugins(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) dashboardLogin(w http.ResponseWriter, r *http.Request) {
-	login, err := h.dash.Login()
+	login, err := h.dash.Login(principal.Of(r.Context()))
 	if err != nil {
 		writeError(w, err)
 		return

@@ -80,6 +80,20 @@ type Egress struct {
 	Error         string `json:"error,omitempty"`
 }
 
+// Requester is who asked sandboxd for something: the process at the
+// socket's other end, a browser signed in to the dashboard (with the uid
+// that made its login link), or an E2B API key (see internal/principal).
+type Requester struct {
+	Via     string  `json:"via"` // socket, dashboard, e2b
+	UID     *uint32 `json:"uid,omitempty"`
+	GID     *uint32 `json:"gid,omitempty"`
+	PID     int     `json:"pid,omitempty"`
+	User    string  `json:"user,omitempty"`    // the uid's name, when it has one
+	Process string  `json:"process,omitempty"` // the peer's command
+	Client  string  `json:"client,omitempty"`  // as the client names itself: not vouched for
+	Key     string  `json:"key,omitempty"`     // an E2B key's id
+}
+
 // ApprovalOutcome is how the approval a run waited for ended.
 type ApprovalOutcome struct {
 	ID     string `json:"id"`
@@ -113,6 +127,7 @@ type Execution struct {
 	Egress          []Egress         `json:"egress,omitempty"`
 	EgressOmitted   int              `json:"egress_omitted,omitempty"`
 	Approval        *ApprovalOutcome `json:"approval,omitempty"`
+	Requester       *Requester       `json:"requester,omitempty"`
 }
 
 // Network is what a sandbox may reach.
@@ -209,6 +224,19 @@ type Approval struct {
 	By       string         `json:"by,omitempty"`
 	Reason   string         `json:"reason,omitempty"`
 	Waiting  bool           `json:"waiting"`
+	// RequestedBy asked for what is approved; DecidedBy decided it (By
+	// says so in words); Refused are the decisions not taken, and why.
+	RequestedBy *Requester        `json:"requested_by,omitempty"`
+	DecidedBy   *Requester        `json:"decided_by,omitempty"`
+	Refused     []RefusedDecision `json:"refused,omitempty"`
+}
+
+// RefusedDecision is a decision on an approval that was not taken: who
+// tried, when, and why not.
+type RefusedDecision struct {
+	By     Requester `json:"by"`
+	At     time.Time `json:"at"`
+	Reason string    `json:"reason"`
 }
 
 // ExecutionFilter selects executions: each field that is set must match.

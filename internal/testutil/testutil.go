@@ -476,7 +476,30 @@ func (d *Daemon) Logs() string {
 // exit code.
 func (d *Daemon) Ctl(stdin string, args ...string) (string, string, int) {
 	d.t.Helper()
+	return d.ctl(exec.Command(filepath.Join(d.Bin, "sandboxctl"), append([]string{"--socket", d.Socket}, args...)...), stdin)
+}
+
+// Nobody is the uid and gid CtlAs's other user runs as by default.
+const Nobody = 65534
+
+// CtlAs runs sandboxctl as uid (gid the same), another user of the host:
+// for it, the socket, its directory and the binaries' are opened to
+// every user (the test's own files).
+func (d *Daemon) CtlAs(uid uint32, stdin string, args ...string) (string, string, int) {
+	d.t.Helper()
+	for path, mode := range map[string]os.FileMode{d.Socket: 0o666, filepath.Dir(d.Socket): 0o755, d.Bin: 0o755} {
+		if err := os.Chmod(path, mode); err != nil {
+			d.t.Fatal(err)
+		}
+	}
 	cmd := exec.Command(filepath.Join(d.Bin, "sandboxctl"), append([]string{"--socket", d.Socket}, args...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/"}
+	return d.ctl(cmd, stdin)
+}
+
+func (d *Daemon) ctl(cmd *exec.Cmd, stdin string) (string, string, int) {
+	d.t.Helper()
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb

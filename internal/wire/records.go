@@ -20,6 +20,7 @@ func Execution(e state.Execution) api.Execution {
 		Error: e.Error, Decision: e.Decision,
 		Findings: All(e.Findings, Finding), FindingsOmitted: e.FindingsOmitted,
 		Egress: All(e.Egress, Egress), EgressOmitted: e.EgressOmitted, Approval: ptr(e.Approval, ApprovalOutcome),
+		Requester: ptr(e.Requester, Requester),
 	}
 }
 
@@ -54,8 +55,15 @@ func Approval(a state.Approval) api.Approval {
 		Files:    All(a.Files, func(f state.ApprovalFile) api.ApprovalFile { return api.ApprovalFile(f) }),
 		Question: Finding(a.Question), Findings: All(a.Findings, Finding),
 		Created: a.Created, Deadline: a.Deadline, Decided: a.Decided, By: a.By, Reason: a.Reason, Waiting: a.Waiting,
+		RequestedBy: ptr(a.RequestedBy, Requester), DecidedBy: ptr(a.DecidedBy, Requester),
+		Refused: All(a.Refused, func(r state.RefusedDecision) api.RefusedDecision {
+			return api.RefusedDecision{By: Requester(r.By), At: r.At, Reason: r.Reason}
+		}),
 	}
 }
+
+// Requester is who asked, as the wire shows it.
+func Requester(r state.Requester) api.Requester { return api.Requester(r) }
 
 // Finding is a finding as the wire shows it.
 func Finding(f state.Finding) api.Finding { return api.Finding(f) }

@@ -5,7 +5,7 @@ import { Terminal } from "@xterm/xterm";
 import { FitAddon } from "@xterm/addon-fit";
 import {
   h, api, errorBox, table, card, outcomeBadge, executionRow, executionColumns, findingsList, annotated, live, readEvents,
-  main, bytes, when, duration, ms, enc, filePath, styleNonce,
+  main, bytes, when, duration, ms, enc, filePath, styleNonce, requester,
 } from "./lib.js";
 import { codeEditor } from "./editor.js";
 import { overviewCharts, usageSparklines } from "./charts.js";
@@ -362,10 +362,11 @@ async function approvalsPage(root, signal) {
     if (key === shown) return;
     shown = key;
     pendingBox.replaceChildren(...(pending.length ? pending.map(approvalCard) : [h("p", { class: "muted" }, "Nothing waits for a decision.")]));
-    decidedBox.replaceChildren(table(["ID", "Decision", "Kind", "Language", "By", "Reason", "Decided"],
+    decidedBox.replaceChildren(table(["ID", "Decision", "Kind", "Language", "Asked by", "Decided by", "Reason", "Decided"],
       approvals.filter((a) => a.state !== "pending").slice(0, 30).map((a) => h("tr", {},
         h("td", { class: "mono" }, a.id), h("td", {}, h("span", { class: "badge " + (a.state === "approved" ? "ok" : "bad") }, a.state)),
-        h("td", {}, a.kind), h("td", {}, a.language), h("td", {}, a.by || ""), h("td", {}, a.reason || ""), h("td", {}, when(a.decided)))),
+        h("td", {}, a.kind), h("td", {}, a.language), h("td", {}, requester(a.requested_by)), h("td", {}, a.by || ""),
+        h("td", {}, a.reason || ""), h("td", {}, when(a.decided)))),
       "None yet."));
   };
   const approvalCard = (a) => {
@@ -386,6 +387,8 @@ async function approvalsPage(root, signal) {
       h("h2", {}, `${a.kind} in ${a.language}`, h("span", { class: "muted" }, ` · ${a.id}${a.session ? " · session " + a.session : ""} · asked ${when(a.created)} · expires ${when(a.deadline)}`),
         a.waiting ? "" : h("span", { class: "warn" }, " · its client no longer waits")),
       h("p", {}, h("span", { class: "bad" }, `${a.question.policy}/${a.question.rule}`), `: ${a.question.message}`),
+      a.requested_by ? h("p", { class: "muted" }, `asked by ${requester(a.requested_by)}`) : "",
+      (a.refused || []).map((r) => h("p", { class: "warn" }, `refused ${when(r.at)}: ${requester(r.by)} tried to decide: ${r.reason}`)),
       a.argv && a.argv.length ? h("pre", { class: "mono" }, "$ " + a.argv.join(" ")) : "",
       (a.files || []).flatMap((f) => [h("h3", { class: "mono" }, f.path + (f.truncated ? " (cut)" : "")),
         annotated(f.content, (a.findings || []).filter((x) => !x.file || x.file === f.path))]),

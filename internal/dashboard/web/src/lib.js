@@ -96,9 +96,22 @@ export function executionRow(e, fresh) {
     h("td", {}, e.session ? h("a", { href: `#/sessions/${enc(e.session)}` }, e.session) : ""),
     h("td", {}, outcomeBadge(e.outcome), " ", e.exit_code >= 0 ? `exit ${e.exit_code}` : ""),
     h("td", {}, ms(e.timings && e.timings.total_ms)),
+    h("td", {}, requester(e.requester)),
     h("td", {}, findingsList(e.findings), e.error ? h("span", { class: "bad" }, e.error) : ""));
 }
-export const executionColumns = ["ID", "Started", "Language", "Kind", "Session", "Outcome", "Total", "Findings / error"];
+export const executionColumns = ["ID", "Started", "Language", "Kind", "Session", "Outcome", "Total", "Asked by", "Findings / error"];
+
+// requester names who asked, as sandboxd vouches for it: the socket's
+// peer (user, uid and command), the dashboard (with its login's uid), or
+// an E2B key.
+export function requester(r) {
+  if (!r) return "";
+  let who = r.uid === undefined ? "uid ?" : r.user ? `${r.user} (uid ${r.uid})` : `uid ${r.uid}`;
+  if (r.via === "e2b") who = `E2B key ${r.key}`;
+  else if (r.via === "dashboard") who = `dashboard, signed in by ${who}`;
+  else if (r.process) who += ` via ${r.process}`;
+  return r.client ? `${who} (client "${r.client}")` : who;
+}
 
 // severe: a finding of severity error or critical (others are info and
 // warning).
