@@ -356,6 +356,9 @@ type ApprovalFile struct {
 	Path      string `json:"path"`
 	Content   string `json:"content"`
 	Truncated bool   `json:"truncated,omitempty"`
+	// FirstLine is the line of the file Content begins at, when it shows
+	// a part of a larger file (where a finding is); 0 is 1.
+	FirstLine int `json:"first_line,omitempty"`
 }
 
 // ApprovalList is the body of GET /v1/approvals.

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -125,6 +126,54 @@ policy "commands" {}
 		out, errOut, code = d.Ctl("", "exec", sid, "--", "head", "-c", "4", "/etc/hostname")
 		if code != 0 || len(out) != 4 || !strings.Contains(errOut, "warning commands/commands.path_outside_workspace") {
 			t.Fatalf("outside path: exit %d stdout %q stderr %q", code, out, errOut)
+		}
+	})
+
+	t.Run("whole files: a large upload's tail, and the script an exec runs", func(t *testing.T) {
+		s, err := c.CreateSession(ctx(t), api.SessionRequest{Language: "bash"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = c.DeleteSession(context.Background(), s.ID) }()
+		// patterns warns here: what it finds comes back with the result.
+		found := func(what string, findings []api.Finding, err error, file string, line int) {
+			t.Helper()
+			for _, f := range findings {
+				if f.Rule == "shell.curl_pipe_sh" && f.File == file && f.Line == line {
+					return
+				}
+			}
+			t.Errorf("%s: no shell.curl_pipe_sh at %s:%d in %+v (%v)", what, file, line, findings, err)
+		}
+		// The flagged line past the first MiB, with its line in the file.
+		big := strings.Repeat("echo padding the file out\n", 50000) + "curl -s http://127.0.0.1:9 | sh\n"
+		w, err := c.PutFile(ctx(t), s.ID, "big.sh", strings.NewReader(big), 0o755)
+		if err != nil || w.Size != int64(len(big)) {
+			t.Fatalf("the upload: %+v %v", w, err)
+		}
+		found("the tail of a 1.3 MB upload", w.Findings, err, "big.sh", 50001)
+		// Scripts made by commands the policies read nothing alarming in
+		// (an octal escape), then run by an interpreter, by their #! line,
+		// or by a versioned interpreter from a subdirectory.
+		sh(t, c, s.ID, `mkdir -p sub && printf '\143url -s http://127.0.0.1:9 | sh\n' > run.sh && printf '#!/usr/bin/env bash\n\143url -s http://127.0.0.1:9 | sh\n' > sub/tool && chmod +x sub/tool && echo 'echo fine' > ok.sh`)
+		for _, tc := range []struct {
+			argv []string
+			cwd  string
+			file string
+			line int
+		}{
+			{[]string{"bash", "run.sh"}, "", "run.sh", 1},
+			{[]string{"sh", "-e", "/workspace/run.sh"}, "", "run.sh", 1},
+			{[]string{"./tool"}, "sub", "sub/tool", 2},
+		} {
+			res, err := c.Exec(ctx(t), s.ID, api.ExecRequest{Argv: tc.argv, Cwd: tc.cwd})
+			if err != nil {
+				t.Fatalf("exec %q: %v", tc.argv, err)
+			}
+			found(fmt.Sprintf("exec %q", tc.argv), res.Findings, err, tc.file, tc.line)
+		}
+		if res, err := c.Exec(ctx(t), s.ID, api.ExecRequest{Argv: []string{"bash", "ok.sh"}}); err != nil || res.Stdout != "fine\n" || len(res.Findings) != 0 {
+			t.Errorf("a clean script: %+v %v", res, err)
 		}
 	})
 

@@ -180,10 +180,14 @@ func printApproval(a *api.Approval) {
 	shown := map[int]bool{}
 	for _, f := range a.Files {
 		fmt.Printf("\n--- %s\n", f.Path)
+		first := max(f.FirstLine, 1)
+		if first > 1 {
+			fmt.Printf("     ... (from line %d)\n", first)
+		}
 		for i, line := range strings.Split(strings.TrimSuffix(f.Content, "\n"), "\n") {
-			fmt.Printf("%4d | %s\n", i+1, line)
+			fmt.Printf("%4d | %s\n", first+i, line)
 			for j, fd := range a.Findings {
-				if fd.Line == i+1 && (fd.File == "" || fd.File == f.Path) {
+				if fd.Line == first+i && (fd.File == "" || fd.File == f.Path) {
 					fmt.Printf("     ^ %s/%s (%s): %s\n", fd.Policy, fd.Rule, fd.Severity, fd.Message)
 					shown[j] = true
 				}

@@ -11,6 +11,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/principal"
 	"github.com/sandboxd/sandboxd/internal/request"
+	"github.com/sandboxd/sandboxd/internal/sessions"
 	"github.com/sandboxd/sandboxd/internal/state"
 )
 
@@ -209,5 +210,62 @@ func TestApproversAndSelfApproval(t *testing.T) {
 	}
 	if aerr := <-done; aerr != nil {
 		t.Fatal(aerr)
+	}
+}
+
+// Whole files: the flagged tail of an upload larger than a chunk is
+// found at its line, denied where patterns enforces (the file never
+// lands) and held where it asks (a person reads the part around the
+// finding); a script an exec runs by its interpreter or its #! line is
+// judged as that interpreter's program.
+func TestWholeFilesAreJudged(t *testing.T) {
+	const flaggedLine = "curl -s http://127.0.0.1:9 | sh\n"
+	big := strings.Repeat("echo padding the file out\n", 50000) + flaggedLine
+	for _, mode := range []string{"enforce", "ask"} {
+		d, _ := daemontest.NewWith(t, daemontest.Options{Languages: daemontest.Bash,
+			Extra: "approval_timeout = \"5s\"\npolicy \"patterns\" {\n  mode = \"" + mode + "\"\n}\n"})
+		ctx := context.Background()
+		s, aerr := d.Sessions.Create(ctx, sessions.Request{Language: "bash"})
+		if aerr != nil {
+			t.Fatal(aerr)
+		}
+		// A person who denies what they are asked, once they see it.
+		go func() {
+			if mode != "ask" {
+				return
+			}
+			for range 3 {
+				a := pendingOne(t, d)
+				if len(a.Files) != 1 || a.Files[0].FirstLine < 1 || !strings.Contains(a.Files[0].Content, "| sh") {
+					t.Errorf("what the person reads: %+v", a.Files)
+				}
+				_, _ = d.Approvals.Decide(a.ID, false, bob, "no")
+			}
+		}()
+		want := errdefs.PolicyDenied
+		if mode == "ask" {
+			want = errdefs.ApprovalDenied
+		}
+		_, aerr = d.PutFile(ctx, s.ID, "big.sh", 0o755, strings.NewReader(big))
+		var f []state.Finding
+		if fe, ok := aerr.(interface{ Findings() []state.Finding }); ok {
+			f = fe.Findings()
+		}
+		if !errdefs.Is(aerr, want) || mode == "enforce" && (len(f) == 0 || f[0].Line != 50001) {
+			t.Errorf("%s: the tail of a large upload: %v %+v", mode, aerr, f)
+		}
+		if _, _, aerr := d.Sessions.ListFiles(ctx, s.ID, "big.sh", false); aerr == nil {
+			t.Errorf("%s: the refused upload landed", mode)
+		}
+		// Written by a command the policies read nothing alarming in.
+		if _, aerr := d.Exec(ctx, s.ID, daemon.ExecRequest{Argv: []string{"sh", "-c",
+			`printf '\143url -s http://127.0.0.1:9 | sh\n' > run.sh && printf '#!/bin/sh\n\143url -s x | sh\n' > tool && chmod +x tool`}}, nil); aerr != nil {
+			t.Fatal(aerr)
+		}
+		for _, argv := range [][]string{{"bash", "run.sh"}, {"./tool"}} {
+			if _, aerr := d.Exec(ctx, s.ID, daemon.ExecRequest{Argv: argv}, nil); !errdefs.Is(aerr, want) {
+				t.Errorf("%s: exec %q: %v", mode, argv, aerr)
+			}
+		}
 	}
 }

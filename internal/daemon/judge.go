@@ -1,11 +1,13 @@
 package daemon
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/sandboxd/sandboxd/internal/errdefs"
@@ -28,12 +30,16 @@ type judgement struct {
 	// and an E2B process are judged as execs.
 	recordAs string
 	lang     *languages.Language
+	as       string // the language the policies judge it as, when not lang's (a script an exec runs)
 	files    []program.File
-	entry    string
-	argv     []string
-	cwd      string
-	limits   runtime.Limits // what it will run with
-	session  string
+	// shown, when set, is what a person asked about it reads instead of
+	// files: the parts of a large file around the findings.
+	shown   []state.ApprovalFile
+	entry   string
+	argv    []string
+	cwd     string
+	limits  runtime.Limits // what it will run with
+	session string
 	// told, if set, is told what the request waits for (a person's
 	// approval), for its client.
 	told func(why string)
@@ -58,10 +64,19 @@ type ruling struct {
 // ran. A request an asking policy questioned waits for a person's
 // decision (see approve).
 func (d *Daemon) judge(ctx context.Context, j judgement) (ruling, error) {
-	dec := d.policies.Evaluate(ctx, contract.Request{
-		Kind: j.kind, Language: j.lang.Name(), Files: j.files, Entry: j.entry, Argv: j.argv, Cwd: j.cwd, Session: j.session,
+	return d.decide(ctx, j, d.evaluate(ctx, j, j.files, j.argv))
+}
+
+// evaluate asks the policy chain about j, with files and argv.
+func (d *Daemon) evaluate(ctx context.Context, j judgement, files []program.File, argv []string) policy.Decision {
+	return d.policies.Evaluate(ctx, contract.Request{
+		Kind: j.kind, Language: cmp.Or(j.as, j.lang.Name()), Files: files, Entry: j.entry, Argv: argv, Cwd: j.cwd, Session: j.session,
 		Limits: policyLimits(j.limits), Ceilings: policyLimits(j.lang.Limits()),
 	})
+}
+
+// decide turns the chain's decision on j into its ruling (see judge).
+func (d *Daemon) decide(ctx context.Context, j judgement, dec policy.Decision) (ruling, error) {
 	r := ruling{allowed: dec.Allowed, findings: findingRecords(dec.Findings), question: dec.Question != nil, by: principal.Of(ctx)}
 	switch {
 	case j.kind == contract.KindValidate, dec.Allowed && dec.Question == nil:
@@ -111,7 +126,10 @@ func (e *denied) Findings() []state.Finding { return e.findings }
 // result; denied or expired, it is recorded as denied, with who decided.
 func (d *Daemon) approve(ctx context.Context, j judgement, r ruling, question state.Finding) (ruling, error) {
 	q := state.Approval{Kind: j.kind, Language: j.lang.Name(), Session: j.session, Argv: j.argv, Entry: j.entry,
-		Files: approvalFiles(j.files), Question: question, Findings: r.findings, RequestedBy: r.by}
+		Files: j.shown, Question: question, Findings: r.findings, RequestedBy: r.by}
+	if q.Files == nil {
+		q.Files = approvalFiles(j.files)
+	}
 	a, aerr := d.Approvals.Ask(ctx, q, func(a state.Approval) {
 		if j.told != nil {
 			j.told(fmt.Sprintf("approval %s: policy %s asks a person (%s: %s); sandboxctl approvals show %s", a.ID,
@@ -175,14 +193,16 @@ func (d *Daemon) Validate(ctx context.Context, req ValidateRequest) (*Validation
 	return &Validation{Allowed: r.allowed, Findings: r.findings, NeedsApproval: r.question}, nil
 }
 
-// judgedUpload is how much of an uploaded file the policies see: all of a
-// small one (a program put in place to run later), the start of a large
-// one.
-const judgedUpload = 1 << 20
+// judgedChunk is how much of a file the policies see at once: a larger
+// one is judged a chunk at a time, each cut at a line's end, so that
+// every byte is judged and every finding has its line in the file.
+const judgedChunk = 1 << 20
 
-// PutFile uploads a file into a session after the policies judged it, so
-// that a program uploaded and then run meets the same patterns and secrets
-// rules as one sent to run.
+// PutFile uploads a file into a session after the policies judged all of
+// it, so that a program uploaded and then run meets the same patterns
+// and secrets rules as one sent to run. The upload waits in a spool file
+// of the state directory while it is judged: nothing of it lands before
+// the ruling.
 func (d *Daemon) PutFile(ctx context.Context, id, path string, mode uint32, body io.Reader) (*Written, error) {
 	rec, aerr := d.Sessions.Get(id)
 	if aerr != nil {
@@ -192,24 +212,147 @@ func (d *Daemon) PutFile(ctx context.Context, id, path string, mode uint32, body
 	l, ok := d.Languages.Lookup(rec.Language)
 	name, perr := sessions.Path(path)
 	if ok && perr == nil {
-		head, err := io.ReadAll(io.LimitReader(body, judgedUpload))
+		spool, err := os.CreateTemp(d.cfg.StateDir, "upload-*")
 		if err != nil {
-			return nil, errdefs.Errorf(errdefs.Invalid, "receiving the upload: %v", err)
+			return nil, fmt.Errorf("spooling the upload: %w", err)
 		}
+		defer os.Remove(spool.Name())
+		defer spool.Close()
 		limits := request.KeptLimits(l.Limits(), rec.Limits)
-		j := judgement{kind: contract.KindPut, lang: l, session: id, limits: limits,
-			files: []program.File{{Path: name, Content: head, Mode: mode}}, entry: name}
-		r, aerr := d.judge(ctx, j)
+		j := judgement{kind: contract.KindPut, lang: l, session: id, limits: limits, entry: name}
+		// One byte over the limit is enough for the session to refuse it.
+		r, aerr := d.judgeWhole(ctx, j, program.File{Path: name, Mode: mode}, io.LimitReader(body, d.cfg.Sessions.MaxTransfer+1), spool)
 		if aerr != nil {
 			return nil, aerr
 		}
-		body, findings = io.MultiReader(bytes.NewReader(head), body), r.findings
+		if _, err := spool.Seek(0, io.SeekStart); err != nil {
+			return nil, fmt.Errorf("spooling the upload: %w", err)
+		}
+		body, findings = spool, r.findings
 	}
 	name, size, aerr := d.Sessions.PutFile(ctx, id, path, mode, body)
 	if aerr != nil {
 		return nil, aerr
 	}
 	return &Written{Path: name, Size: size, Findings: findings}, nil
+}
+
+// judgeWhole judges j with file's content read from r, all of it, a
+// chunk at a time (copied to w, if set): each finding has its line in
+// the whole file, and one ruling covers the file, with at most one
+// question for a person, who reads the parts around the findings.
+func (d *Daemon) judgeWhole(ctx context.Context, j judgement, file program.File, r io.Reader, w io.Writer) (ruling, error) {
+	br := bufio.NewReaderSize(r, judgedChunk)
+	merged := policy.Decision{Allowed: true, Findings: []policy.Finding{}}
+	lines := 0
+	for first := true; ; first = false {
+		chunk, last, err := nextChunk(br)
+		if err != nil {
+			return ruling{}, errdefs.Errorf(errdefs.Invalid, "reading %s: %v", file.Path, err)
+		}
+		argv := j.argv
+		if !first {
+			argv = nil // judged with the first chunk
+		}
+		f := file
+		f.Content = chunk
+		dec := d.evaluate(ctx, j, append(append([]program.File(nil), j.files...), f), argv)
+		dec = atLine(dec, file.Path, lines)
+		if len(dec.Findings) > 0 && len(j.shown) < approvalMaxFiles {
+			j.shown = append(j.shown, excerpt(file.Path, chunk, lines, dec.Findings))
+		}
+		merged = mergeDecisions(merged, dec)
+		if w != nil {
+			if _, err := w.Write(chunk); err != nil {
+				return ruling{}, fmt.Errorf("spooling %s: %w", file.Path, err)
+			}
+		}
+		lines += bytes.Count(chunk, []byte("\n"))
+		if last {
+			break
+		}
+	}
+	if len(j.shown) == 0 {
+		j.shown = nil
+	}
+	return d.decide(ctx, j, merged)
+}
+
+// excerptContext is how many lines before a finding an excerpt shows.
+const excerptContext = 10
+
+// excerpt is the part of a chunk (which begins after offset lines of its
+// file) a person reads: from a few lines before its first finding in the
+// file, at most approvalFileMax bytes.
+func excerpt(path string, chunk []byte, offset int, findings []policy.Finding) state.ApprovalFile {
+	first := 0 // the chunk's line (0-based) the excerpt begins at
+	for _, f := range findings {
+		if f.File == path && f.Line > offset {
+			if l := max(f.Line-offset-1-excerptContext, 0); first == 0 || l < first {
+				first = l
+			}
+		}
+	}
+	start := 0
+	for n := 0; n < first; n++ {
+		i := bytes.IndexByte(chunk[start:], '\n')
+		if i < 0 {
+			break
+		}
+		start += i + 1
+	}
+	part := chunk[start:]
+	return state.ApprovalFile{Path: path, Content: strings.ToValidUTF8(string(part[:min(len(part), approvalFileMax)]), "\uFFFD"),
+		Truncated: start+approvalFileMax < len(chunk), FirstLine: offset + first + 1}
+}
+
+// nextChunk reads up to judgedChunk bytes, cut after the last line's end
+// when more follows (a line longer than a chunk is cut where it must be);
+// last says nothing follows.
+func nextChunk(br *bufio.Reader) (chunk []byte, last bool, err error) {
+	peek, err := br.Peek(judgedChunk)
+	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+		return nil, false, err
+	}
+	last = len(peek) < judgedChunk
+	n := len(peek)
+	if !last {
+		if i := bytes.LastIndexByte(peek, '\n'); i >= 0 {
+			n = i + 1
+		}
+	}
+	chunk = make([]byte, n)
+	_, err = io.ReadFull(br, chunk)
+	return chunk, last, err
+}
+
+// atLine moves the findings in file of a decision on a part of it that
+// begins after offset lines to their lines in the whole file.
+func atLine(dec policy.Decision, file string, offset int) policy.Decision {
+	move := func(f *policy.Finding) {
+		if f != nil && f.File == file && f.Line > 0 {
+			f.Line += offset
+		}
+	}
+	for i := range dec.Findings {
+		move(&dec.Findings[i])
+	}
+	move(dec.Denial)
+	move(dec.Question)
+	return dec
+}
+
+// mergeDecisions is the decision on a file of which a and b judged parts:
+// denied if either denies, the first denial and question, every finding.
+func mergeDecisions(a, b policy.Decision) policy.Decision {
+	a.Allowed = a.Allowed && b.Allowed
+	a.Findings = append(a.Findings, b.Findings...)
+	a.Denial = cmp.Or(a.Denial, b.Denial)
+	a.Question = cmp.Or(a.Question, b.Question)
+	if !a.Allowed {
+		a.Question = nil
+	}
+	return a
 }
 
 // Written is an upload as it landed: its path in the workspace, its

@@ -195,7 +195,13 @@ func (d *Daemon) Exec(ctx context.Context, id string, req ExecRequest, out Outpu
 		case len(req.Argv) == 0:
 			jd.files, jd.entry = j.files, entry
 		}
-		decision, aerr := d.judge(ctx, jd)
+		decision, judged := ruling{}, false
+		if file, as := scriptOf(req.Argv, j.dir); file != "" {
+			decision, judged, aerr = d.judgeScript(ctx, sb, jd, file, as, d.cfg.Sessions.MaxTransfer)
+		}
+		if !judged {
+			decision, aerr = d.judge(ctx, jd)
+		}
 		if aerr != nil {
 			return aerr
 		}

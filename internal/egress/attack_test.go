@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bufio"
+	"cmp"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
@@ -33,12 +34,23 @@ type attackRig struct {
 
 func newAttackRig(t *testing.T) *attackRig {
 	t.Helper()
-	rig := &attackRig{echo: &egresstest.Echo{}}
-	secure := httptest.NewUnstartedServer(rig.echo)
+	echo := &egresstest.Echo{}
+	rig := newReviewRig(t, echo, "")
+	rig.echo = echo
+	return rig
+}
+
+// newReviewRig is the rig with h as the bound server (TLS, which speaks
+// HTTP/2 too, and plain) and bearerValue as the value of the
+// Authorization secret ("" for egresstest.BearerValue).
+func newReviewRig(t *testing.T, h http.Handler, bearerValue string) *attackRig {
+	t.Helper()
+	rig := &attackRig{}
+	secure := httptest.NewUnstartedServer(h)
 	secure.EnableHTTP2 = true
 	secure.StartTLS()
 	t.Cleanup(secure.Close)
-	plain := httptest.NewServer(rig.echo)
+	plain := httptest.NewServer(h)
 	t.Cleanup(plain.Close)
 	rig.tlsAddr, rig.plainAddr = secure.Listener.Addr().String(), plain.Listener.Addr().String()
 	roots := x509.NewCertPool()
@@ -54,7 +66,7 @@ func newAttackRig(t *testing.T) *attackRig {
 	hosts, _ := Parse([]string{rig.tlsAddr, rig.plainAddr})
 	rig.bearer, rig.header, rig.qry = Placeholder("bearer"), Placeholder("key"), Placeholder("q")
 	g.SetSecrets([]Secret{
-		{Name: "bearer", Value: egresstest.BearerValue, Hosts: hosts, Placeholder: rig.bearer},
+		{Name: "bearer", Value: cmp.Or(bearerValue, egresstest.BearerValue), Hosts: hosts, Placeholder: rig.bearer},
 		{Name: "key", Value: egresstest.HeaderValue, Hosts: hosts, Header: "x-api-key", Placeholder: rig.header},
 		{Name: "q", Value: egresstest.QueryValue, Hosts: hosts, Query: "api_key", Placeholder: rig.qry},
 	})

@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -22,8 +21,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
@@ -34,41 +31,6 @@ import (
 	"github.com/sandboxd/sandboxd/internal/egress/egresstest"
 	"github.com/sandboxd/sandboxd/internal/redact"
 )
-
-// newReviewRig is newAttackRig with h as the bound server (TLS and plain)
-// and bearerValue as the value of the Authorization secret ("" for
-// egresstest.BearerValue).
-func newReviewRig(t *testing.T, h http.Handler, bearerValue string) *attackRig {
-	t.Helper()
-	if bearerValue == "" {
-		bearerValue = egresstest.BearerValue
-	}
-	rig := &attackRig{}
-	secure := httptest.NewUnstartedServer(h)
-	secure.StartTLS()
-	t.Cleanup(secure.Close)
-	plain := httptest.NewServer(h)
-	t.Cleanup(plain.Close)
-	rig.tlsAddr, rig.plainAddr = secure.Listener.Addr().String(), plain.Listener.Addr().String()
-	roots := x509.NewCertPool()
-	roots.AddCert(secure.Certificate())
-	g, _, sock := testGate(t, Options{Roots: roots}, Limits{MaxConnections: 16, MaxBytes: 1 << 20, ConnectTimeout: 2 * time.Second}, rig.tlsAddr, rig.plainAddr)
-	rig.g, rig.sock = g, sock
-	bundle, err := os.ReadFile(filepath.Join(g.p.Dir("k1"), Bundle))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rig.trust = x509.NewCertPool()
-	rig.trust.AppendCertsFromPEM(bundle)
-	hosts, _ := Parse([]string{rig.tlsAddr, rig.plainAddr})
-	rig.bearer, rig.header, rig.qry = Placeholder("bearer"), Placeholder("key"), Placeholder("q")
-	g.SetSecrets([]Secret{
-		{Name: "bearer", Value: bearerValue, Hosts: hosts, Placeholder: rig.bearer},
-		{Name: "key", Value: egresstest.HeaderValue, Hosts: hosts, Header: "x-api-key", Placeholder: rig.header},
-		{Name: "q", Value: egresstest.QueryValue, Hosts: hosts, Query: "api_key", Placeholder: rig.qry},
-	})
-	return rig
-}
 
 // dialTLS is the sandbox's side of an intercepted connection to the
 // bound host, for tests that read answers one by one.

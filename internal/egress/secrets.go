@@ -187,7 +187,9 @@ func writeSecrets(r *http.Request, ex exchange, secrets []Secret) string {
 	// answers, no byte ranges that cut a value into pieces it cannot
 	// recognise.
 	r.Header.Set("Accept-Encoding", "identity")
-	for _, h := range []string{"Range", "If-Range", "Te"} {
+	// Connection names headers to drop on the way (Accept-Encoding, say):
+	// the proxy manages its own connections.
+	for _, h := range []string{"Connection", "Range", "If-Range", "Te"} {
 		r.Header.Del(h)
 	}
 	return ""

@@ -204,6 +204,7 @@ type ApprovalFile struct {
 	Path      string `json:"path"`
 	Content   string `json:"content"`
 	Truncated bool   `json:"truncated,omitempty"`
+	FirstLine int    `json:"first_line,omitempty"` // the file's line Content begins at, when it is a part of a larger file
 }
 
 // Approval is a request a policy in mode "ask" put to a person, and its decision.

@@ -391,7 +391,7 @@ async function approvalsPage(root, signal) {
       (a.refused || []).map((r) => h("p", { class: "warn" }, `refused ${when(r.at)}: ${requester(r.by)} tried to decide: ${r.reason}`)),
       a.argv && a.argv.length ? h("pre", { class: "mono" }, "$ " + a.argv.join(" ")) : "",
       (a.files || []).flatMap((f) => [h("h3", { class: "mono" }, f.path + (f.truncated ? " (cut)" : "")),
-        annotated(f.content, (a.findings || []).filter((x) => !x.file || x.file === f.path))]),
+        annotated(f.content, (a.findings || []).filter((x) => !x.file || x.file === f.path), f.first_line)]),
       h("div", { class: "toolbar" }, reason,
         h("button", { onclick: decide("approve") }, "Approve"),
         h("button", { class: "danger", onclick: decide("deny") }, "Deny")),

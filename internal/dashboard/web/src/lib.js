@@ -124,16 +124,18 @@ export function findingsList(findings) {
       f.line ? ` line ${f.line}: ` : ": ", f.message)));
 }
 
-// annotated shows code with each finding under its line.
-export function annotated(code, findings) {
+// annotated shows code with each finding under its line; firstLine is
+// the line of the file the code begins at (a part of a larger file).
+export function annotated(code, findings, firstLine) {
+  const base = (firstLine || 1) - 1;
   const byLine = {};
   for (const f of findings) (byLine[f.line || 0] = byLine[f.line || 0] || []).push(f);
   const lines = code.replace(/\n$/, "").split("\n");
   return h("div", { class: "annotated mono" },
     (byLine[0] || []).map((f) => h("div", { class: "finding" }, `${f.policy}/${f.rule}: ${f.message}`)),
-    lines.map((text, i) => h("div", { class: "line" + (byLine[i + 1] ? " hit" : "") },
-      h("span", { class: "num" }, String(i + 1)), h("pre", {}, text || " "),
-      (byLine[i + 1] || []).map((f) => h("div", { class: "finding" }, `▲ ${f.policy}/${f.rule}: ${f.message}`)))));
+    lines.map((text, i) => h("div", { class: "line" + (byLine[base + i + 1] ? " hit" : "") },
+      h("span", { class: "num" }, String(base + i + 1)), h("pre", {}, text || " "),
+      (byLine[base + i + 1] || []).map((f) => h("div", { class: "finding" }, `▲ ${f.policy}/${f.rule}: ${f.message}`)))));
 }
 
 // ---- live events -------------------------------------------------------------
