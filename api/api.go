@@ -32,6 +32,7 @@ const (
 	CodeApprovalDenied     = "approval_denied"      // a person denied the request a policy asked about
 	CodeApprovalTimeout    = "approval_timeout"     // nobody decided within approval_timeout
 	CodeTooManyConnections = "too_many_connections" // a session's ports have as many forwarded as they may
+	CodeSnapshotDamaged    = "snapshot_damaged"     // a snapshot's archive was changed or damaged on disk: delete it
 )
 
 // Encodings of byte content in JSON. Text is the default: valid UTF-8 is

@@ -12,8 +12,12 @@ import (
 	"github.com/sandboxd/sandboxd/internal/state"
 )
 
-// alice decides in these tests: a person on the socket.
-var alice = state.Requester{Via: principal.ViaSocket, UID: new(uint32(1000)), User: "alice"}
+// alice decides in these tests, a person on the socket, what an agent
+// (another uid) asks.
+var (
+	alice = state.Requester{Via: principal.ViaSocket, UID: new(uint32(1000)), User: "alice"}
+	agent = state.Requester{Via: principal.ViaSocket, UID: new(uint32(2000)), User: "agent"}
+)
 
 // A pending approval whose client went survives a restart, still
 // decidable, with no client waiting; one whose deadline passes while the
@@ -31,7 +35,7 @@ func TestPendingApprovalsSurviveARestart(t *testing.T) {
 	ask := func(m *Manager) string {
 		ctx, cancel := context.WithCancel(context.Background())
 		var id string
-		_, aerr := m.Ask(ctx, state.Approval{Kind: "run", Language: "bash"}, func(a state.Approval) { id = a.ID; cancel() })
+		_, aerr := m.Ask(ctx, state.Approval{Kind: "run", Language: "bash", RequestedBy: &agent}, func(a state.Approval) { id = a.ID; cancel() })
 		if aerr == nil || id == "" {
 			t.Fatalf("a client that went: %v", aerr)
 		}

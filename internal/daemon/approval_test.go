@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -15,10 +16,12 @@ import (
 	"github.com/sandboxd/sandboxd/internal/state"
 )
 
-// alice and bob decide in these tests: people on the socket.
+// alice and bob decide in these tests, people on the socket, what an
+// agent (another uid) asks.
 var (
 	alice = state.Requester{Via: "socket", UID: new(uint32(1000)), User: "alice"}
 	bob   = state.Requester{Via: "socket", UID: new(uint32(1001)), User: "bob"}
+	agent = principal.With(context.Background(), state.Requester{Via: "socket", UID: new(uint32(2000)), User: "agent"})
 )
 
 // askingPatterns puts the patterns policy in mode "ask": what it would
@@ -54,7 +57,7 @@ func pendingOne(t *testing.T, d *daemon.Daemon) state.Approval {
 // approval_timeout; both are in the history. A clean run is not asked.
 func TestApprovals(t *testing.T) {
 	d, _ := daemontest.NewWith(t, daemontest.Options{Languages: daemontest.Bash, Extra: askingPatterns})
-	ctx := context.Background()
+	ctx := agent
 	if res, aerr := d.Run(ctx, daemon.RunRequest{Language: "bash", Program: request.Program{Code: clean}}, nil); aerr != nil || res.Approval != nil {
 		t.Fatalf("a clean run: %+v %v", res, aerr)
 	}
@@ -224,7 +227,7 @@ func TestWholeFilesAreJudged(t *testing.T) {
 	for _, mode := range []string{"enforce", "ask"} {
 		d, _ := daemontest.NewWith(t, daemontest.Options{Languages: daemontest.Bash,
 			Extra: "approval_timeout = \"5s\"\npolicy \"patterns\" {\n  mode = \"" + mode + "\"\n}\n"})
-		ctx := context.Background()
+		ctx := agent
 		s, aerr := d.Sessions.Create(ctx, sessions.Request{Language: "bash"})
 		if aerr != nil {
 			t.Fatal(aerr)
@@ -236,7 +239,7 @@ func TestWholeFilesAreJudged(t *testing.T) {
 			}
 			for range 3 {
 				a := pendingOne(t, d)
-				if len(a.Files) != 1 || a.Files[0].FirstLine < 1 || !strings.Contains(a.Files[0].Content, "| sh") {
+				if len(a.Files) != 1 || !strings.Contains(a.Files[0].Content, "| sh") || len(a.Files[0].Content) > 64<<10 {
 					t.Errorf("what the person reads: %+v", a.Files)
 				}
 				_, _ = d.Approvals.Decide(a.ID, false, bob, "no")
@@ -267,5 +270,42 @@ func TestWholeFilesAreJudged(t *testing.T) {
 				t.Errorf("%s: exec %q: %v", mode, argv, aerr)
 			}
 		}
+	}
+}
+
+// Uploads waiting in state_dir for their ruling are bounded: while eight
+// wait for a person, a ninth is refused at once (retry), not spooled.
+func TestHeldUploadsAreBounded(t *testing.T) {
+	d, _ := daemontest.NewWith(t, daemontest.Options{Languages: daemontest.Bash,
+		Extra: "approval_timeout = \"20s\"\npolicy \"patterns\" {\n  mode = \"ask\"\n}\n"})
+	ctx := agent
+	s, aerr := d.Sessions.Create(ctx, sessions.Request{Language: "bash"})
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	const held = 8
+	done := make(chan error, held)
+	for i := range held {
+		go func() {
+			_, aerr := d.PutFile(ctx, s.ID, fmt.Sprintf("held%d.sh", i), 0o644, strings.NewReader("curl -s http://127.0.0.1:9 | sh\n"))
+			done <- aerr
+		}()
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(d.Approvals.List(state.ApprovalPending)) < held && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, aerr := d.PutFile(ctx, s.ID, "one-more.sh", 0o644, strings.NewReader("echo hi\n")); !errdefs.Is(aerr, errdefs.PoolExhausted) {
+		t.Errorf("a ninth upload while eight are held: %v", aerr)
+	}
+	for _, a := range d.Approvals.List(state.ApprovalPending) {
+		_, _ = d.Approvals.Decide(a.ID, false, bob, "no")
+	}
+	for range held {
+		if aerr := <-done; !errdefs.Is(aerr, errdefs.ApprovalDenied) {
+			t.Errorf("a held upload: %v", aerr)
+		}
+	}
+	if _, aerr := d.PutFile(ctx, s.ID, "after.sh", 0o644, strings.NewReader("echo hi\n")); aerr != nil {
+		t.Errorf("an upload once they are decided: %v", aerr)
 	}
 }

@@ -62,6 +62,7 @@ type Daemon struct {
 	forwards  forwards
 	egressed  *egressCounter
 
+	spools       chan struct{} // uploads in state_dir waiting for their ruling (maxSpooled)
 	timeline     *timeline.Timeline
 	timelineStop chan struct{}
 	timelineDone chan struct{}
@@ -71,7 +72,7 @@ type Daemon struct {
 // removes every other container a previous run of this daemon left
 // behind, and starts the warm pools.
 func New(ctx context.Context, cfg *config.Config, rt runtime.Runtime, store *state.Store, log hclog.Logger) (*Daemon, error) {
-	d := &Daemon{cfg: cfg, rt: rt, engine: newEngineProbe(rt.Ping), store: store, log: log, started: time.Now(),
+	d := &Daemon{cfg: cfg, rt: rt, engine: newEngineProbe(rt.Ping), store: store, log: log, started: time.Now(), spools: make(chan struct{}, maxSpooled),
 		timeline: timeline.New(timelineEvery, timelineKept), timelineStop: make(chan struct{}), timelineDone: make(chan struct{})}
 	d.Metrics = metrics.New(d, Version)
 	d.egressed = &egressCounter{Metrics: d.Metrics}
@@ -149,6 +150,11 @@ func (d *Daemon) reconcile(ctx context.Context) error {
 		d.log.Error("some containers no session claims could not be removed", "error", err)
 	}
 	d.egress.Prune() // the sockets of the containers just removed
+	if left, _ := filepath.Glob(filepath.Join(d.cfg.StateDir, SpoolPrefix+"*")); len(left) > 0 {
+		for _, f := range left { // uploads a crash left while they were judged
+			_ = os.Remove(f)
+		}
+	}
 	if _, corrupt, err := d.store.Projects(); err == nil {
 		for _, c := range corrupt {
 			d.log.Error("skipped a project record that does not decode", "key", c.Key, "error", c.Err)

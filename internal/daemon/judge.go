@@ -1,13 +1,13 @@
 package daemon
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/sandboxd/sandboxd/internal/errdefs"
@@ -195,8 +195,18 @@ func (d *Daemon) Validate(ctx context.Context, req ValidateRequest) (*Validation
 
 // judgedChunk is how much of a file the policies see at once: a larger
 // one is judged a chunk at a time, each cut at a line's end, so that
-// every byte is judged and every finding has its line in the file.
-const judgedChunk = 1 << 20
+// every byte is judged and every finding has its line in the file. (A
+// construct that spans lines across a cut, a string opened in one chunk
+// and closed in the next, is read apart: see docs/policies.md.)
+const judgedChunk = 16 << 20
+
+// SpoolPrefix starts the names of the uploads waiting in state_dir for
+// their ruling; what a crash left is removed at the next start.
+const SpoolPrefix = "upload-"
+
+// maxSpooled bounds the uploads waiting in state_dir for their ruling at
+// once: each holds up to sessions.max_transfer on its disk.
+const maxSpooled = 8
 
 // PutFile uploads a file into a session after the policies judged all of
 // it, so that a program uploaded and then run meets the same patterns
@@ -212,7 +222,13 @@ func (d *Daemon) PutFile(ctx context.Context, id, path string, mode uint32, body
 	l, ok := d.Languages.Lookup(rec.Language)
 	name, perr := sessions.Path(path)
 	if ok && perr == nil {
-		spool, err := os.CreateTemp(d.cfg.StateDir, "upload-*")
+		select {
+		case d.spools <- struct{}{}:
+			defer func() { <-d.spools }()
+		default:
+			return nil, errdefs.Errorf(errdefs.PoolExhausted, "%d uploads are being judged at once (or wait for a person's approval): retry when one is done", cap(d.spools))
+		}
+		spool, err := os.CreateTemp(d.cfg.StateDir, SpoolPrefix+"*")
 		if err != nil {
 			return nil, fmt.Errorf("spooling the upload: %w", err)
 		}
@@ -237,61 +253,74 @@ func (d *Daemon) PutFile(ctx context.Context, id, path string, mode uint32, body
 	return &Written{Path: name, Size: size, Findings: findings}, nil
 }
 
-// judgeWhole judges j with file's content read from r, all of it, a
-// chunk at a time (copied to w, if set): each finding has its line in
-// the whole file, and one ruling covers the file, with at most one
-// question for a person, who reads the parts around the findings.
-func (d *Daemon) judgeWhole(ctx context.Context, j judgement, file program.File, r io.Reader, w io.Writer) (ruling, error) {
-	br := bufio.NewReaderSize(r, judgedChunk)
+// evaluateWhole asks the policies about j with file's content read from
+// r, all of it, a chunk at a time (copied to w, if set), with files
+// beside it and argv with the first chunk: each finding has its line in
+// the whole file, and the decision covers the file. shown is what a
+// person asked about it reads: the file, or the parts around the
+// findings of a large one.
+func (d *Daemon) evaluateWhole(ctx context.Context, j judgement, argv []string, file program.File, r io.Reader, w io.Writer) (policy.Decision, []state.ApprovalFile, error) {
+	chunks := &chunker{r: r, size: judgedChunk}
 	merged := policy.Decision{Allowed: true, Findings: []policy.Finding{}}
+	var shown []state.ApprovalFile
 	lines := 0
 	for first := true; ; first = false {
-		chunk, last, err := nextChunk(br)
+		chunk, last, err := chunks.next()
 		if err != nil {
-			return ruling{}, errdefs.Errorf(errdefs.Invalid, "reading %s: %v", file.Path, err)
-		}
-		argv := j.argv
-		if !first {
-			argv = nil // judged with the first chunk
+			return merged, nil, errdefs.Errorf(errdefs.Invalid, "reading %s: %v", file.Path, err)
 		}
 		f := file
 		f.Content = chunk
 		dec := d.evaluate(ctx, j, append(append([]program.File(nil), j.files...), f), argv)
+		argv = nil // judged with the first chunk
 		dec = atLine(dec, file.Path, lines)
-		if len(dec.Findings) > 0 && len(j.shown) < approvalMaxFiles {
-			j.shown = append(j.shown, excerpt(file.Path, chunk, lines, dec.Findings))
+		switch {
+		case first && last && len(chunk) <= approvalFileMax:
+			shown = append(shown, state.ApprovalFile{Path: file.Path, Content: strings.ToValidUTF8(string(chunk), "\uFFFD")})
+		case len(dec.Findings) > 0 && len(shown) < approvalMaxFiles:
+			shown = append(shown, excerpt(file.Path, chunk, lines, dec))
 		}
 		merged = mergeDecisions(merged, dec)
 		if w != nil {
 			if _, err := w.Write(chunk); err != nil {
-				return ruling{}, fmt.Errorf("spooling %s: %w", file.Path, err)
+				return merged, nil, fmt.Errorf("spooling %s: %w", file.Path, err)
 			}
 		}
 		lines += bytes.Count(chunk, []byte("\n"))
 		if last {
-			break
+			return merged, shown, nil
 		}
 	}
-	if len(j.shown) == 0 {
-		j.shown = nil
+}
+
+// judgeWhole judges j with file as evaluateWhole reads it.
+func (d *Daemon) judgeWhole(ctx context.Context, j judgement, file program.File, r io.Reader, w io.Writer) (ruling, error) {
+	dec, shown, err := d.evaluateWhole(ctx, j, j.argv, file, r, w)
+	if err != nil {
+		return ruling{}, err
 	}
-	return d.decide(ctx, j, merged)
+	j.shown = shown
+	return d.decide(ctx, j, dec)
 }
 
 // excerptContext is how many lines before a finding an excerpt shows.
 const excerptContext = 10
 
 // excerpt is the part of a chunk (which begins after offset lines of its
-// file) a person reads: from a few lines before its first finding in the
-// file, at most approvalFileMax bytes.
-func excerpt(path string, chunk []byte, offset int, findings []policy.Finding) state.ApprovalFile {
-	first := 0 // the chunk's line (0-based) the excerpt begins at
-	for _, f := range findings {
-		if f.File == path && f.Line > offset {
-			if l := max(f.Line-offset-1-excerptContext, 0); first == 0 || l < first {
-				first = l
-			}
+// file) a person reads: from a few lines before the finding a person is
+// asked about (or denied for), else the file's first, at most
+// approvalFileMax bytes.
+func excerpt(path string, chunk []byte, offset int, dec policy.Decision) state.ApprovalFile {
+	at := -1 // the file's line of the finding the excerpt shows
+	for _, f := range append([]*policy.Finding{dec.Question, dec.Denial}, pointers(dec.Findings)...) {
+		if f != nil && f.File == path && f.Line > offset {
+			at = f.Line
+			break
 		}
+	}
+	first := 0 // the chunk's line (0-based) the excerpt begins at
+	if at > 0 {
+		first = max(at-offset-1-excerptContext, 0)
 	}
 	start := 0
 	for n := 0; n < first; n++ {
@@ -306,24 +335,50 @@ func excerpt(path string, chunk []byte, offset int, findings []policy.Finding) s
 		Truncated: start+approvalFileMax < len(chunk), FirstLine: offset + first + 1}
 }
 
-// nextChunk reads up to judgedChunk bytes, cut after the last line's end
-// when more follows (a line longer than a chunk is cut where it must be);
-// last says nothing follows.
-func nextChunk(br *bufio.Reader) (chunk []byte, last bool, err error) {
-	peek, err := br.Peek(judgedChunk)
-	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
-		return nil, false, err
+func pointers[T any](s []T) []*T {
+	out := make([]*T, len(s))
+	for i := range s {
+		out[i] = &s[i]
 	}
-	last = len(peek) < judgedChunk
-	n := len(peek)
-	if !last {
-		if i := bytes.LastIndexByte(peek, '\n'); i >= 0 {
-			n = i + 1
+	return out
+}
+
+// chunker reads a file a chunk at a time: up to size bytes, cut after
+// the last line's end when more follows (a line longer than a chunk is
+// cut where it must be). It holds no more than a chunk.
+type chunker struct {
+	r     io.Reader
+	size  int
+	carry []byte
+	eof   bool
+}
+
+// next is the next chunk; last says nothing follows it.
+func (c *chunker) next() (chunk []byte, last bool, err error) {
+	buf := c.carry
+	c.carry = nil
+	for len(buf) < c.size && !c.eof {
+		if cap(buf)-len(buf) < 32<<10 {
+			buf = slices.Grow(buf, min(max(len(buf), 64<<10), c.size-len(buf)))
+		}
+		n, err := c.r.Read(buf[len(buf):min(cap(buf), c.size)])
+		buf = buf[:len(buf)+n]
+		switch {
+		case err == io.EOF:
+			c.eof = true
+		case err != nil:
+			return nil, false, err
 		}
 	}
-	chunk = make([]byte, n)
-	_, err = io.ReadFull(br, chunk)
-	return chunk, last, err
+	if c.eof && len(buf) <= c.size {
+		return buf, true, nil
+	}
+	n := len(buf)
+	if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
+		n = i + 1
+	}
+	c.carry = append([]byte(nil), buf[n:]...)
+	return buf[:n], false, nil
 }
 
 // atLine moves the findings in file of a decision on a part of it that
@@ -342,11 +397,16 @@ func atLine(dec policy.Decision, file string, offset int) policy.Decision {
 	return dec
 }
 
+// maxMergedFindings bounds the findings of a file judged in chunks, as a
+// policy's verdict bounds its own (the denial and the question are kept
+// whatever the count).
+const maxMergedFindings = 200
+
 // mergeDecisions is the decision on a file of which a and b judged parts:
 // denied if either denies, the first denial and question, every finding.
 func mergeDecisions(a, b policy.Decision) policy.Decision {
 	a.Allowed = a.Allowed && b.Allowed
-	a.Findings = append(a.Findings, b.Findings...)
+	a.Findings = append(a.Findings, b.Findings[:min(len(b.Findings), max(0, maxMergedFindings-len(a.Findings)))]...)
 	a.Denial = cmp.Or(a.Denial, b.Denial)
 	a.Question = cmp.Or(a.Question, b.Question)
 	if !a.Allowed {

@@ -195,13 +195,7 @@ func (d *Daemon) Exec(ctx context.Context, id string, req ExecRequest, out Outpu
 		case len(req.Argv) == 0:
 			jd.files, jd.entry = j.files, entry
 		}
-		decision, judged := ruling{}, false
-		if file, as := scriptOf(req.Argv, j.dir); file != "" {
-			decision, judged, aerr = d.judgeScript(ctx, sb, jd, file, as, d.cfg.Sessions.MaxTransfer)
-		}
-		if !judged {
-			decision, aerr = d.judge(ctx, jd)
-		}
+		decision, aerr := d.judgeCommand(ctx, sb, jd, j.dir)
 		if aerr != nil {
 			return aerr
 		}

@@ -63,7 +63,7 @@ func (d *Daemon) Command(ctx context.Context, id string, c Command) (*Result, er
 	var res *Result
 	aerr = d.Sessions.Alongside(ctx, id, func(ss *sessions.Session, sb *runtime.Sandbox) error {
 		l, limits := ss.Lang, ss.Limits
-		decision, aerr := d.judge(ctx, judgement{kind: "exec", recordAs: c.Kind, lang: l, argv: c.Argv, cwd: cmp.Or(dir, runtime.Workspace), limits: limits, session: id})
+		decision, aerr := d.judgeCommand(ctx, sb, judgement{kind: "exec", recordAs: c.Kind, lang: l, argv: c.Argv, cwd: cmp.Or(dir, runtime.Workspace), limits: limits, session: id}, dir)
 		if aerr != nil {
 			return aerr
 		}

@@ -54,6 +54,11 @@ const (
 // maxControlBody bounds a control call's JSON body.
 const maxControlBody = 1 << 20
 
+// maxEnvdMessage bounds one message of an agent's RPC (process and
+// filesystem: commands, paths, stdin pieces), decompressed: over it, the
+// call ends resource_exhausted with the limit in its message.
+const maxEnvdMessage = 4 << 20
+
 // Server is the E2B-compatible listener's handler.
 type Server struct {
 	d     *daemon.Daemon

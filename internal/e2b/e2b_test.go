@@ -440,3 +440,32 @@ func TestResultsGroupAsTheInterpreterDoes(t *testing.T) {
 		t.Fatalf("an exit without a traceback: %v", e)
 	}
 }
+
+// A holder of one sandbox's token cannot make sandboxd read more than a
+// message's bound: a 21 MiB JSON body, or a 63 KiB gzip body that
+// inflates to 64 MiB, ends resource_exhausted naming the limit.
+func TestAgentMessagesAreBounded(t *testing.T) {
+	f := newFixture(t)
+	a := f.agent(f.create(keyA))
+	path := envdconnect.FilesystemStatProcedure
+	huge := `{"path":"` + strings.Repeat("a", 21<<20) + `"}`
+	var bomb bytes.Buffer
+	zw := gzip.NewWriter(&bomb)
+	io.WriteString(zw, `{"path":"`)
+	io.WriteString(zw, strings.Repeat("a", 64<<20))
+	io.WriteString(zw, `"}`)
+	zw.Close()
+	for name, body := range map[string][]string{"21 MiB of JSON": {huge, ""}, "a gzip bomb": {bomb.String(), "gzip"}} {
+		header := []string{"Connect-Protocol-Version", "1"}
+		if body[1] != "" {
+			header = append(header, "Content-Encoding", body[1])
+		}
+		status, got := a.http("POST", path, "application/json", strings.NewReader(body[0]), header...)
+		if !strings.Contains(got, "resource_exhausted") || !strings.Contains(got, "4194304") {
+			t.Errorf("%s: %d %.300s", name, status, got)
+		}
+	}
+	if _, err := a.fs.Stat(context.Background(), connect.NewRequest(&envd.StatRequest{Path: "."})); err != nil {
+		t.Errorf("an ordinary call after them: %v", err)
+	}
+}

@@ -26,8 +26,11 @@ import (
 // services, and its plain HTTP endpoints (health, environment, files).
 func (s *Server) envdHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle(envdconnect.NewProcessHandler(processService{s}))
-	mux.Handle(envdconnect.NewFilesystemHandler(filesystemService{s}))
+	// A message is read up to maxEnvdMessage, inflated size included: a
+	// holder of one sandbox's token makes sandboxd read no more.
+	bounded := connect.WithReadMaxBytes(maxEnvdMessage)
+	mux.Handle(envdconnect.NewProcessHandler(processService{s}, bounded))
+	mux.Handle(envdconnect.NewFilesystemHandler(filesystemService{s}, bounded))
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	mux.HandleFunc("GET /envs", func(w http.ResponseWriter, r *http.Request) {
 		sess, aerr := s.d.Sessions.Get(sandboxOf(r.Context()).rec.ID)

@@ -15,6 +15,8 @@ import (
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/e2b/envd"
+	"github.com/sandboxd/sandboxd/internal/principal"
+	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/internal/wire"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
@@ -265,9 +267,12 @@ func (s *Server) spawn(sb *sandbox, req *envd.StartRequest, deadline time.Time) 
 			cmd.Stdin = p.stdin
 		}
 	}
-	pctx, cancel := context.WithCancel(s.base)
+	// The process outlives its call, not its key: the records say whose
+	// it is.
+	base := principal.With(s.base, state.Requester{Via: principal.ViaE2B, Key: sb.rec.Key})
+	pctx, cancel := context.WithCancel(base)
 	if !deadline.IsZero() {
-		pctx, cancel = context.WithDeadline(s.base, deadline)
+		pctx, cancel = context.WithDeadline(base, deadline)
 	}
 	p.cancel = cancel
 	if err := sb.procs.add(p); err != nil {

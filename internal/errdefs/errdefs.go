@@ -36,6 +36,7 @@ const (
 	NoSpace                 // a disk is full
 	Unauthorized            // no valid token
 	Forbidden               // not from here
+	SnapshotDamaged         // a snapshot's archive is not what was saved
 )
 
 // Error is a classified error, wrapping its cause if it has one.

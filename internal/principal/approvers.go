@@ -68,7 +68,16 @@ func (a Approvers) MayDecide(decider state.Requester, requester *state.Requester
 	if !a.AllowSelf && requester != nil && decider.UID != nil && requester.UID != nil && *decider.UID == *requester.UID {
 		return fmt.Sprintf("%s asked for it, and nobody approves their own request (approvals.allow_self is false): another approver decides it", Describe(requester))
 	}
-	if len(a.entries) == 0 || slices.ContainsFunc(a.entries, func(p approver) bool { return p.matches(decider) }) {
+	listed := slices.ContainsFunc(a.entries, func(p approver) bool { return p.matches(decider) })
+	if !a.AllowSelf && (requester == nil || requester.UID == nil || decider.UID == nil) &&
+		!slices.ContainsFunc(a.entries, func(p approver) bool { return !p.dashboard && p.matches(decider) }) {
+		// Without a uid on both sides, sandboxd cannot tell that the two
+		// are not one (an agent with an E2B key, the socket and a
+		// dashboard login of its own): only an approver the block names
+		// by user, uid or group decides.
+		return fmt.Sprintf("sandboxd cannot tell %s from %s (no uid on one side), so only an approver named by user, uid or group in the approvals block decides it", Describe(&decider), Describe(requester))
+	}
+	if len(a.entries) == 0 || listed {
 		return ""
 	}
 	list := make([]string, len(a.entries))

@@ -53,8 +53,24 @@ func TestMayDecide(t *testing.T) {
 	if got := (Approvers{AllowSelf: true}).MayDecide(asker, &asker); got != "" {
 		t.Errorf("allow_self: %q", got)
 	}
-	if got := (Approvers{}).MayDecide(socketUser(4242, 4242), nil); got != "" {
-		t.Errorf("no approvers listed, a request sandboxd made: %q", got)
+	// Without a uid on one side, only an approver named by uid, user or
+	// group decides: not the dashboard, not anyone by default.
+	e2bKey := state.Requester{Via: ViaE2B, Key: "k1"}
+	for _, tc := range []struct {
+		a    Approvers
+		by   state.Requester
+		req  *state.Requester
+		want string
+	}{
+		{Approvers{}, socketUser(4242, 4242), nil, "cannot tell"},
+		{Approvers{}, socketUser(4242, 4242), &e2bKey, "cannot tell"},
+		{a, inBrowserOf(1000), &e2bKey, "cannot tell"},
+		{a, state.Requester{Via: ViaDashboard}, &asker, "cannot tell"},
+		{a, socketUser(1001, 1001), &e2bKey, ""},
+	} {
+		if got := tc.a.MayDecide(tc.by, tc.req); tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
+			t.Errorf("%s deciding for %s: %q, want %q", Describe(&tc.by), Describe(tc.req), got, tc.want)
+		}
 	}
 }
 

@@ -298,6 +298,7 @@ var statusOf = map[string]int{
 	api.CodeNoSpace:            http.StatusInsufficientStorage,
 	api.CodeUnauthorized:       http.StatusUnauthorized,
 	api.CodeForbidden:          http.StatusForbidden,
+	api.CodeSnapshotDamaged:    http.StatusConflict,
 }
 
 // Status is the HTTP status an error is answered with.

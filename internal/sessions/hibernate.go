@@ -2,7 +2,6 @@ package sessions
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -263,10 +262,11 @@ func (m *Sessions) resume(ctx context.Context, ss *Session) error {
 		m.withoutMemory(ss)
 		rec = ss.Record()
 	}
-	path := m.archivePath(rec.ID)
-	f, err := os.Open(path)
+	// Checked whole before a container is taken or a byte of it reaches
+	// one.
+	f, err := snapshots.OpenVerified(m.archivePath(rec.ID), rec.Hibernation.SHA256, rec.Hibernation.Bytes)
 	if err != nil {
-		return m.lose(ss, fmt.Sprintf("its hibernation archive %s cannot be read: %v", path, err))
+		return m.lose(ss, "hibernation: "+err.Error())
 	}
 	defer f.Close()
 	sb, err := m.langs.Take(ctx, ss.Lang, ss.Limits, m.mounts(rec.Project))
@@ -274,19 +274,7 @@ func (m *Sessions) resume(ctx context.Context, ss *Session) error {
 		return err
 	}
 	m.rearm(sb, rec, ss.Lang)
-	digest := snapshots.NewDigest()
-	archive := io.TeeReader(f, digest)
-	aerr := restore(ctx, sb, archive)
-	if _, err := io.Copy(io.Discard, archive); err != nil && aerr == nil {
-		aerr = errdefs.Errorf(errdefs.Internal, "reading %s: %v", path, err)
-	}
-	sum, size := digest.Sum()
-	if sum != rec.Hibernation.SHA256 || size != rec.Hibernation.Bytes {
-		m.langs.Remove(sb)
-		return m.lose(ss, fmt.Sprintf("its hibernation archive %s was changed or damaged (%d bytes, sha256 %s; stored as %d bytes, %s)",
-			path, size, sum, rec.Hibernation.Bytes, rec.Hibernation.SHA256))
-	}
-	if aerr != nil {
+	if aerr := restore(ctx, sb, f); aerr != nil {
 		m.langs.Remove(sb)
 		return errdefs.Errorf(errdefs.KindOf(aerr), "resuming session %s (it stays hibernated): %w", rec.ID, aerr)
 	}

@@ -188,17 +188,43 @@ func (s *Snapshots) Get(ref string) (*state.Snapshot, error) {
 	return nil, errdefs.Errorf(errdefs.NotFound, "no snapshot %q (sandboxctl snapshot ls)", ref)
 }
 
-// Open opens a snapshot's archive.
+// Open opens a snapshot's archive, once it is checked to be what was
+// saved (its size and SHA-256): a changed or damaged one is
+// snapshot_damaged, and no byte of it reaches a container.
 func (s *Snapshots) Open(ref string) (*os.File, *state.Snapshot, error) {
 	sn, aerr := s.Get(ref)
 	if aerr != nil {
 		return nil, nil, aerr
 	}
-	f, err := os.Open(s.path(sn.SHA256))
+	f, err := OpenVerified(s.path(sn.SHA256), sn.SHA256, sn.Size)
 	if err != nil {
-		return nil, nil, errdefs.Errorf(errdefs.Internal, "snapshot %s: its archive is gone: %v", sn.Name, err)
+		return nil, nil, errdefs.Errorf(errdefs.SnapshotDamaged, "snapshot %s: %v; delete it (sandboxctl snapshot rm %s) and take another", sn.Name, err, sn.Name)
 	}
 	return f, sn, nil
+}
+
+// OpenVerified opens the archive at path, once it has read it whole and
+// found the size and SHA-256 it was written with; the file is at its
+// start. The error says what differs.
+func OpenVerified(path, sum string, size int64) (*os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("its archive %s cannot be read: %w", path, err)
+	}
+	d := NewDigest()
+	if _, err := io.Copy(d, f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("reading its archive %s: %w", path, err)
+	}
+	if got, n := d.Sum(); got != sum || n != size {
+		f.Close()
+		return nil, fmt.Errorf("its archive %s was changed or damaged (%d bytes, sha256 %s; saved as %d bytes, %s)", path, n, got, size, sum)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // Delete forgets a snapshot, and its archive unless another names it.

@@ -76,4 +76,5 @@ var codeOf = map[errdefs.Kind]string{
 	errdefs.NoSpace:            api.CodeNoSpace,
 	errdefs.Unauthorized:       api.CodeUnauthorized,
 	errdefs.Forbidden:          api.CodeForbidden,
+	errdefs.SnapshotDamaged:    api.CodeSnapshotDamaged,
 }

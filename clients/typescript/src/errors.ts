@@ -35,6 +35,8 @@ export class ImageBuilding extends SandboxdError {}
 export class PluginUnavailable extends SandboxdError {}
 export class ShuttingDown extends SandboxdError {}
 export class InternalError extends SandboxdError {}
+/** A snapshot's archive was changed or damaged on disk: delete it. */
+export class SnapshotDamaged extends SandboxdError {}
 /** The daemon's socket did not answer: sandboxd is not running there. */
 export class Unreachable extends SandboxdError {}
 
@@ -47,6 +49,7 @@ const byCode: Record<string, typeof SandboxdError> = {
   not_found: NotFound,
   conflict: Conflict,
   session_lost: SessionLost,
+  snapshot_damaged: SnapshotDamaged,
   too_large: TooLarge,
   pool_exhausted: PoolExhausted,
   too_many_sessions: TooManySessions,

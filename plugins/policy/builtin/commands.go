@@ -153,19 +153,32 @@ var commandString = map[string][]string{"env": {"-S", "--split-string"}, "su": {
 func commandNames(argv []string) []string {
 	var out []string
 	seen := map[string]bool{}
-	var visit func(argv []string, depth int)
-	visit = func(argv []string, depth int) {
-		if len(argv) == 0 || depth > 8 {
-			return
-		}
-		name := path.Base(argv[0])
-		if argv[0] == "" {
+	for _, c := range Commands(argv) {
+		name := path.Base(c[0])
+		if c[0] == "" {
 			name = ""
 		}
 		if !seen[name] {
 			seen[name] = true
 			out = append(out, name)
 		}
+	}
+	return out
+}
+
+// Commands is every command line an argv runs, in order: argv, what a
+// wrapper (env, timeout, nice, sudo, ...) starts, and the commands of a
+// shell's -c script (a word that is not a literal is ""). sandboxd reads
+// it for the scripts an exec runs, too.
+func Commands(argv []string) [][]string {
+	var out [][]string
+	var visit func(argv []string, depth int)
+	visit = func(argv []string, depth int) {
+		if len(argv) == 0 || depth > 8 {
+			return
+		}
+		out = append(out, argv)
+		name := path.Base(argv[0])
 		rest := argv[1:]
 		w, isWrapper := wrappers[name]
 		switch {

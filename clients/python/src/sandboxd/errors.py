@@ -60,6 +60,10 @@ class SessionLost(SandboxdError):
     code = "session_lost"
 
 
+class SnapshotDamaged(SandboxdError):
+    code = "snapshot_damaged"
+
+
 class TooLarge(SandboxdError):
     code = "too_large"
 
