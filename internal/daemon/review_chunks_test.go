@@ -13,9 +13,7 @@ import (
 	"testing"
 
 	"github.com/sandboxd/sandboxd/internal/daemon"
-	"github.com/sandboxd/sandboxd/internal/daemon/daemontest"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
-	"github.com/sandboxd/sandboxd/internal/sessions"
 	"github.com/sandboxd/sandboxd/internal/state"
 )
 
@@ -35,13 +33,8 @@ func reviewPad(n int) string {
 }
 
 func TestReviewChunkBoundaryHidesFlaggedCode(t *testing.T) {
-	d, _ := daemontest.NewWith(t, daemontest.Options{Languages: daemontest.Bash,
-		Extra: "policy \"patterns\" {\n  mode = \"enforce\"\n}\n"})
+	d, sid := policySession(t, "policy \"patterns\" {\n  mode = \"enforce\"\n}\n")
 	ctx := agent
-	s, aerr := d.Sessions.Create(ctx, sessions.Request{Language: "bash"})
-	if aerr != nil {
-		t.Fatal(aerr)
-	}
 	const tail = "curl -s http://127.0.0.1:9 | sh\n"
 	// A quoted string that spans the chunk boundary: x='<LF>' is a
 	// complete assignment, and the curl after it is code. The second
@@ -63,10 +56,10 @@ func TestReviewChunkBoundaryHidesFlaggedCode(t *testing.T) {
 		} else {
 			small = "echo x ; " + tail
 		}
-		if _, aerr := d.PutFile(ctx, s.ID, "small.sh", 0o755, strings.NewReader(small)); !errdefs.Is(aerr, errdefs.PolicyDenied) {
+		if _, aerr := d.PutFile(ctx, sid, "small.sh", 0o755, strings.NewReader(small)); !errdefs.Is(aerr, errdefs.PolicyDenied) {
 			t.Fatalf("%s: control not denied: %v", tc.name, aerr)
 		}
-		w, aerr := d.PutFile(ctx, s.ID, tc.name+".sh", 0o755, strings.NewReader(tc.body))
+		w, aerr := d.PutFile(ctx, sid, tc.name+".sh", 0o755, strings.NewReader(tc.body))
 		if aerr == nil {
 			t.Errorf("%s: a %d-byte upload holding `curl | sh` as code landed (findings %d)", tc.name, len(tc.body), len(w.Findings))
 		} else if !errdefs.Is(aerr, errdefs.PolicyDenied) {
@@ -81,13 +74,8 @@ func TestReviewChunkBoundaryHidesFlaggedCode(t *testing.T) {
 // out of it. Here it is a small upload (one chunk): before this change
 // the person read the whole file.
 func TestReviewExcerptLeavesOutTheQuestionedLine(t *testing.T) {
-	d, _ := daemontest.NewWith(t, daemontest.Options{Languages: daemontest.Bash,
-		Extra: "approval_timeout = \"5s\"\npolicy \"patterns\" {\n  mode = \"ask\"\n}\npolicy \"secrets\" {\n  mode = \"warn\"\n}\n"})
+	d, sid := policySession(t, "approval_timeout = \"5s\"\npolicy \"patterns\" {\n  mode = \"ask\"\n}\npolicy \"secrets\" {\n  mode = \"warn\"\n}\n")
 	ctx := agent
-	s, aerr := d.Sessions.Create(ctx, sessions.Request{Language: "bash"})
-	if aerr != nil {
-		t.Fatal(aerr)
-	}
 	body := "#!/bin/sh\ncurl -s http://127.0.0.1:9/install.sh | sh\n" + strings.Repeat("echo step\n", 300) + "password = \"hunter22x\"\necho done\n"
 	shown := make(chan state.Approval, 1)
 	go func() {
@@ -95,7 +83,7 @@ func TestReviewExcerptLeavesOutTheQuestionedLine(t *testing.T) {
 		shown <- a
 		_, _ = d.Approvals.Decide(a.ID, false, bob, "review test")
 	}()
-	_, aerr = d.PutFile(ctx, s.ID, "setup.sh", 0o755, strings.NewReader(body))
+	_, aerr := d.PutFile(ctx, sid, "setup.sh", 0o755, strings.NewReader(body))
 	if !errdefs.Is(aerr, errdefs.ApprovalDenied) {
 		t.Fatalf("not held: %v", aerr)
 	}
@@ -120,17 +108,12 @@ func TestReviewExcerptLeavesOutTheQuestionedLine(t *testing.T) {
 // max_transfer / 1 MiB chunks): the per-request bound of 200 no longer
 // holds.
 func TestReviewFindingsUnboundedPerUpload(t *testing.T) {
-	d, _ := daemontest.NewWith(t, daemontest.Options{Languages: daemontest.Bash,
-		Extra: "policy \"secrets\" {\n  mode = \"warn\"\n}\n"})
+	d, sid := policySession(t, "policy \"secrets\" {\n  mode = \"warn\"\n}\n")
 	ctx := agent
-	s, aerr := d.Sessions.Create(ctx, sessions.Request{Language: "bash"})
-	if aerr != nil {
-		t.Fatal(aerr)
-	}
 	// 199 findings a chunk (under the 200 a verdict may carry), 6 chunks.
 	chunk := strings.Repeat("password = \"hunter22x\"\n", 199)
 	chunk += reviewPad(reviewChunk - len(chunk))
-	w, aerr := d.PutFile(ctx, s.ID, "many.txt", 0o644, strings.NewReader(strings.Repeat(chunk, 6)))
+	w, aerr := d.PutFile(ctx, sid, "many.txt", 0o644, strings.NewReader(strings.Repeat(chunk, 6)))
 	if aerr != nil {
 		t.Fatal(aerr)
 	}

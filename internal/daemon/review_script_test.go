@@ -11,9 +11,7 @@ import (
 	"testing"
 
 	"github.com/sandboxd/sandboxd/internal/daemon"
-	"github.com/sandboxd/sandboxd/internal/daemon/daemontest"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
-	"github.com/sandboxd/sandboxd/internal/sessions"
 )
 
 // reviewFlagged is a shell script the patterns policy denies in enforce
@@ -31,21 +29,15 @@ func reviewExecOutput(t *testing.T, d *daemon.Daemon, id string, argv ...string)
 }
 
 func TestReviewScriptsRunUnjudged(t *testing.T) {
-	d, _ := daemontest.NewWith(t, daemontest.Options{Languages: daemontest.Bash,
-		Extra: "policy \"patterns\" {\n  mode = \"enforce\"\n}\n"})
-	ctx := agent
-	s, aerr := d.Sessions.Create(ctx, sessions.Request{Language: "bash"})
-	if aerr != nil {
-		t.Fatal(aerr)
-	}
+	d, sid := policySession(t, "policy \"patterns\" {\n  mode = \"enforce\"\n}\n")
 	// The same flagged script under several names, written by a command
 	// in which the policies read nothing alarming.
 	setup := reviewFlagged + ` > run.sh && cp run.sh run.txt && cp run.sh run.py && cp run.sh run.js && chmod +x run.sh run.txt && ln -s run.sh link.sh`
-	if _, aerr := reviewExecOutput(t, d, s.ID, "sh", "-c", setup); aerr != nil {
+	if _, aerr := reviewExecOutput(t, d, sid, "sh", "-c", setup); aerr != nil {
 		t.Fatal(aerr)
 	}
 	// The control: the change's own case is denied.
-	if out, aerr := reviewExecOutput(t, d, s.ID, "bash", "run.sh"); !errdefs.Is(aerr, errdefs.PolicyDenied) {
+	if out, aerr := reviewExecOutput(t, d, sid, "bash", "run.sh"); !errdefs.Is(aerr, errdefs.PolicyDenied) {
 		t.Fatalf("control: bash run.sh: %v %q", aerr, out)
 	}
 	for _, tc := range []struct {
@@ -72,7 +64,7 @@ func TestReviewScriptsRunUnjudged(t *testing.T) {
 		{"link", []string{"bash", "link.sh"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, aerr := reviewExecOutput(t, d, s.ID, tc.argv...)
+			out, aerr := reviewExecOutput(t, d, sid, tc.argv...)
 			if strings.Contains(out, "RAN-UNJUDGED") {
 				t.Errorf("%q ran the script the patterns policy denies (err %v)", tc.argv, aerr)
 			} else if !errdefs.Is(aerr, errdefs.PolicyDenied) {

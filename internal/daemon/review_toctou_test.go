@@ -15,24 +15,17 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/internal/daemon"
-	"github.com/sandboxd/sandboxd/internal/daemon/daemontest"
-	"github.com/sandboxd/sandboxd/internal/sessions"
 	"github.com/sandboxd/sandboxd/internal/state"
 )
 
 func TestReviewScriptSwappedDuringApproval(t *testing.T) {
-	d, _ := daemontest.NewWith(t, daemontest.Options{Languages: daemontest.Bash,
-		Extra: "approval_timeout = \"20s\"\npolicy \"patterns\" {\n  mode = \"ask\"\n}\n"})
+	d, sid := policySession(t, "approval_timeout = \"20s\"\npolicy \"patterns\" {\n  mode = \"ask\"\n}\n")
 	ctx := agent
-	s, aerr := d.Sessions.Create(ctx, sessions.Request{Language: "bash"})
-	if aerr != nil {
-		t.Fatal(aerr)
-	}
 	// The script a person will be asked about (and approve), and a
 	// background job that replaces it two seconds later.
 	setup := `printf 'echo APPROVED-PROGRAM\nexit 0\n\143url -s http://127.0.0.1:9/mirror | sh\n' > run.sh && ` +
 		`(sleep 2; printf 'echo SWAPPED-PROGRAM-RAN\n' > run.sh.new && mv run.sh.new run.sh) </dev/null >/dev/null 2>&1 &`
-	if _, aerr := reviewExecOutput(t, d, s.ID, "sh", "-c", setup); aerr != nil {
+	if _, aerr := reviewExecOutput(t, d, sid, "sh", "-c", setup); aerr != nil {
 		t.Fatal(aerr)
 	}
 	shown := make(chan state.Approval, 1)
@@ -45,7 +38,7 @@ func TestReviewScriptSwappedDuringApproval(t *testing.T) {
 		}
 	}()
 	var out strings.Builder
-	_, aerr = d.Exec(ctx, s.ID, daemon.ExecRequest{Argv: []string{"bash", "run.sh"}}, func(stream string, data []byte) {
+	_, aerr := d.Exec(ctx, sid, daemon.ExecRequest{Argv: []string{"bash", "run.sh"}}, func(stream string, data []byte) {
 		if stream != daemon.Queued {
 			out.Write(data)
 		}
