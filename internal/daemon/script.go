@@ -172,11 +172,16 @@ func (d *Daemon) evaluateScript(ctx context.Context, sb *runtime.Sandbox, j judg
 		dec   policy.Decision
 		shown []state.ApprovalFile
 	)
-	sum, found, err := d.readScript(ctx, sb, s.file, func(r *bufio.Reader) error {
+	dec = policy.Decision{Allowed: true, Findings: []policy.Finding{}}
+	// A file not there is not there yet: what the command makes, sandboxd
+	// cannot read first; its decision stays the empty one.
+	sum, _, err := d.readScript(ctx, sb, s.file, func(r *bufio.Reader) error {
 		as := s.as
 		if as == "" {
 			head, _ := r.Peek(256)
-			as = shebang(head)
+			if as = shebang(head); as == "" {
+				return nil // a binary, or a script of an interpreter the policies do not read
+			}
 		}
 		judged := s.file
 		if ext, ok := extensions[as]; ok && contract.FamilyOfFile(judged, as) != contract.Family(as) {
@@ -188,9 +193,6 @@ func (d *Daemon) evaluateScript(ctx context.Context, sb *runtime.Sandbox, j judg
 		dec, shown = renamed(dec, shown, judged, s.file)
 		return err
 	})
-	if err == nil && !found {
-		dec = policy.Decision{Allowed: true, Findings: []policy.Finding{}} // not there yet: what the command makes, sandboxd cannot read first
-	}
 	return dec, shown, sum, err
 }
 
