@@ -48,10 +48,20 @@ func sandboxd(t *testing.T, args ...string) (string, int) {
 func TestSecondDaemonRefused(t *testing.T) {
 	d := testutil.StartDaemon(t, testutil.Options{})
 	// Same socket, another state dir.
-	cfg := strings.Replace(readFile(t, d.Config), d.StateDir, t.TempDir(), 1)
+	cfg := strings.Replace(readFile(t, d.Config), d.StateDir, filepath.Join(t.TempDir(), "state"), 1)
 	out, code := sandboxd(t, "--config", writeFile(t, "a.hcl", cfg))
 	if code == 0 || !strings.Contains(out, "another sandboxd answers on "+d.Socket) {
 		t.Fatalf("same socket: code %d\n%s", code, out)
+	}
+	// A state dir other users may enter (its sessions' egress and
+	// records are below it): refused, saying what to do.
+	open := t.TempDir()
+	if err := os.Chmod(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, code = sandboxd(t, "--config", d.Config, "--state-dir", open, "--socket", filepath.Join(filepath.Dir(d.Socket), "third.sock"))
+	if code == 0 || !strings.Contains(out, "chmod 700 "+open) {
+		t.Fatalf("an open state dir: code %d\n%s", code, out)
 	}
 	// Same state dir, another socket.
 	out, code = sandboxd(t, "--config", d.Config, "--socket", filepath.Join(filepath.Dir(d.Socket), "other.sock"))
