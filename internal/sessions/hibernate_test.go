@@ -174,15 +174,30 @@ func TestMissingArchive(t *testing.T) {
 }
 
 // A workspace over max_hibernated_bytes is refused whole, too_large, and
-// the session stays active with its files.
+// the session stays active with its files. What counts is what the
+// workspace holds: a 1 TiB file of holes (and a second name of a file)
+// pauses in a few KiB and comes back as it was.
 func TestPauseTooLarge(t *testing.T) {
 	d, _, id := hibernating(t, "sessions {\n  max_hibernated_bytes = \"1MiB\"\n}")
 	ctx := context.Background()
-	if _, aerr := d.Exec(ctx, id, daemon.ExecRequest{Argv: []string{"truncate", "-s", "1T", "sparse"}}, nil); aerr != nil {
+	if _, aerr := d.Exec(ctx, id, daemon.ExecRequest{Argv: []string{"sh", "-c", "truncate -s 1T sparse && printf end | dd of=sparse bs=1 seek=1099511627773 conv=notrunc 2>/dev/null && ln src/app/main.sh second"}}, nil); aerr != nil {
+		t.Fatal(aerr)
+	}
+	if _, aerr := d.Sessions.Pause(ctx, id); aerr != nil {
+		t.Fatalf("pausing a 1 TiB sparse file: %v", aerr)
+	}
+	if _, aerr := d.Sessions.Resume(ctx, id); aerr != nil {
+		t.Fatal(aerr)
+	}
+	res, aerr := d.Exec(ctx, id, daemon.ExecRequest{Argv: []string{"sh", "-c", "stat -c '%s %b %h' sparse second; tail -c 3 sparse"}}, nil)
+	if f := strings.Fields(string(res.Stdout)); aerr != nil || len(f) != 7 || f[0] != "1099511627776" || len(f[1]) > 4 || f[5] != "2" || f[6] != "end" {
+		t.Fatalf("the sparse file and the link after a pause: %q %v", res.Stdout, aerr)
+	}
+	if _, aerr := d.Exec(ctx, id, daemon.ExecRequest{Argv: []string{"sh", "-c", "rm sparse && head -c 2097152 /dev/urandom > dense"}}, nil); aerr != nil {
 		t.Fatal(aerr)
 	}
 	if _, aerr := d.Sessions.Pause(ctx, id); aerr == nil || !errdefs.Is(aerr, errdefs.TooLarge) {
-		t.Fatalf("pausing a 1 TiB sparse file: %v", aerr)
+		t.Fatalf("pausing 2 MiB of data: %v", aerr)
 	}
 	if s, _ := d.Sessions.Get(id); s.State != state.SessionActive {
 		t.Fatalf("after a refused pause: %+v", s)
@@ -191,7 +206,7 @@ func TestPauseTooLarge(t *testing.T) {
 		t.Fatalf("after a refused pause: %+v %v", res, aerr)
 	}
 	// Once it fits, it pauses, and only its archive is there.
-	if _, aerr := d.Exec(ctx, id, daemon.ExecRequest{Argv: []string{"rm", "sparse"}}, nil); aerr != nil {
+	if _, aerr := d.Exec(ctx, id, daemon.ExecRequest{Argv: []string{"rm", "dense"}}, nil); aerr != nil {
 		t.Fatal(aerr)
 	}
 	if _, aerr := d.Sessions.Pause(ctx, id); aerr != nil {

@@ -285,7 +285,10 @@ func (w *chunkWriter) flush() error {
 }
 
 // tar archives a file or a tree. Links go in as links, never followed;
-// FIFOs, sockets and devices are left out and counted. The archive's size
+// FIFOs, sockets and devices are left out and counted. An archive
+// sandboxd keeps (req.Snapshot: hibernation, snapshots) keeps holes as
+// holes and a file's second name as a hard link (sparse.go), so it is no
+// larger than what the workspace holds. The archive's size
 // is worked out before anything is sent, so an archive over the limit is
 // refused whole; each file contributes exactly the size it had then.
 func (s *server) tar(id uint64, req supervisor.FileRequest) *supervisor.FileResult {
@@ -303,12 +306,37 @@ func (s *server) tar(id uint64, req supervisor.FileRequest) *supervisor.FileResu
 			return e.Path == projectDir || strings.HasPrefix(e.Path, projectDir+"/")
 		})
 	}
+	clean := path.Clean(req.Path)
+	top := path.Base(clean)
+	if clean == "." {
+		top = "workspace"
+	}
+	archived := func(e supervisor.Entry) string {
+		if e.Path == clean {
+			return top
+		}
+		return path.Join(top, strings.TrimPrefix(e.Path, strings.TrimPrefix(clean+"/", "./")))
+	}
 	total := int64(tarOverhead)
 	skipped := 0
+	placement := map[string]placed{}
+	firstNames := map[fileID]string{}
 	for _, e := range entries {
 		switch e.Type {
 		case "file":
-			total += 512 + (e.Size+511)/512*512
+			var p placed
+			if req.Snapshot { // what sandboxd keeps: a download stays plain for the tools that read it
+				p = place(root, e, firstNames, archived(e))
+			}
+			placement[e.Path] = p
+			switch {
+			case p.linkTo != "":
+				total += 512 + paxRoom(supervisor.Entry{Path: e.Path, Target: p.linkTo})
+			case p.sparse:
+				total += 512 + (sparseSize(p.data)+511)/512*512 + 512 + int64(len(p.data))*42
+			default:
+				total += 512 + (e.Size+511)/512*512
+			}
 		case "dir", "symlink":
 			total += 512
 		default:
@@ -321,18 +349,10 @@ func (s *server) tar(id uint64, req supervisor.FileRequest) *supervisor.FileResu
 	}
 	// Names start with the target's own name ("workspace" for the root),
 	// as a directory copy would make them.
-	clean := path.Clean(req.Path)
-	top := path.Base(clean)
-	if clean == "." {
-		top = "workspace"
-	}
 	w := &chunkWriter{s: s, id: id}
 	tw := tar.NewWriter(w)
 	for _, e := range entries {
-		name := top
-		if e.Path != clean {
-			name = path.Join(top, strings.TrimPrefix(e.Path, strings.TrimPrefix(clean+"/", "./")))
-		}
+		name := archived(e)
 		// PAX keeps mtimes to the nanosecond: a hibernated workspace comes
 		// back exactly.
 		hdr := &tar.Header{Name: name, Mode: int64(e.Mode), ModTime: time.Unix(0, e.ModTime), Format: tar.FormatPAX}
@@ -343,6 +363,19 @@ func (s *server) tar(id uint64, req supervisor.FileRequest) *supervisor.FileResu
 			hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, e.Target
 		case "file":
 			hdr.Typeflag, hdr.Size = tar.TypeReg, e.Size
+			switch p := placement[e.Path]; {
+			case p.linkTo != "":
+				hdr.Typeflag, hdr.Linkname, hdr.Size = tar.TypeLink, p.linkTo, 0
+				if err := tw.WriteHeader(hdr); err != nil {
+					return failure(err)
+				}
+				continue
+			case p.sparse:
+				if err := writeSparse(tw, hdr, p.data, func(r segment) io.Reader { return readExactly(root, e.Path, r) }); err != nil {
+					return failure(err)
+				}
+				continue
+			}
 		default:
 			continue
 		}
@@ -360,6 +393,76 @@ func (s *server) tar(id uint64, req supervisor.FileRequest) *supervisor.FileResu
 	}
 	_ = w.flush()
 	return &supervisor.FileResult{Size: w.n, Skipped: skipped}
+}
+
+// place says how a regular file goes into the archive: as a hard link to
+// the first of its names met (firstNames, by device and inode), as a
+// sparse file's data runs where it holds less than its size, or whole.
+func place(root *os.Root, e supervisor.Entry, firstNames map[fileID]string, name string) placed {
+	st, err := root.Lstat(e.Path)
+	if err != nil {
+		return placed{}
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return placed{}
+	}
+	if sys.Nlink > 1 {
+		id := fileID{uint64(sys.Dev), sys.Ino}
+		if first, ok := firstNames[id]; ok {
+			return placed{linkTo: first}
+		}
+		firstNames[id] = name
+	}
+	holes := sys.Blocks*512 < e.Size // where the kernel says so (gVisor never does)
+	if !holes && e.Size < scanFrom {
+		return placed{}
+	}
+	f, _, res := openRegular(root, e.Path)
+	if res != nil {
+		return placed{}
+	}
+	defer f.Close()
+	runs, err := dataRuns(f, e.Size)
+	switch {
+	case err == nil && !holes:
+		return placed{} // dense, as the kernel says
+	case errors.Is(err, syscall.EINVAL) && e.Size <= scanUpTo:
+		// No SEEK_DATA here (gVisor): the zeros of a large file are read
+		// to find its holes.
+		if runs, err = zeroRuns(f, e.Size); err != nil || sparseSize(runs) == e.Size {
+			return placed{}
+		}
+	case err != nil:
+		return placed{}
+	}
+	if len(runs) > maxRuns {
+		return placed{}
+	}
+	return placed{sparse: true, data: runs}
+}
+
+// readExactly is r's bytes of name as they are now, cut or padded with
+// zeros to r's length, as copyExactly reads a whole file.
+func readExactly(root *os.Root, name string, r segment) io.Reader {
+	if f, _, res := openRegular(root, name); res == nil {
+		return io.MultiReader(&closingReader{f: f, r: io.NewSectionReader(f, r.off, r.n)}, zeros{})
+	}
+	return zeros{}
+}
+
+// closingReader closes its file at its end.
+type closingReader struct {
+	f *os.File
+	r io.Reader
+}
+
+func (c *closingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if err != nil {
+		c.f.Close()
+	}
+	return n, err
 }
 
 // paxRoom bounds the PAX header an entry may need for a long name or link

@@ -152,7 +152,7 @@ func (p *peer) fileOp(id uint64, op string, req supervisor.FileRequest, chunks .
 	p.t.Helper()
 	p.send(supervisor.Message{Op: op, ID: id, File: &req})
 	// A put's chunks go one per in_ack, as the host sends them.
-	pending, closing := chunks, op == supervisor.OpPut
+	pending, closing := chunks, op == supervisor.OpPut || op == supervisor.OpUntar
 	sendNext := func() {
 		if len(pending) > 0 {
 			p.send(supervisor.Message{Op: supervisor.OpIn, ID: id, Data: []byte(pending[0])})

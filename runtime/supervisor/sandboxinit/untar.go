@@ -92,9 +92,28 @@ func extract(root *os.Root, tr *tar.Reader) error {
 			dirs = append(dirs, &tar.Header{Name: name, Mode: int64(mode), ModTime: hdr.ModTime})
 			continue
 		case tar.TypeReg:
-			if err := writeEntry(root, name, mode, tr); err != nil {
+			write := func(f *os.File) error { return writeHoles(f, tr, hdr.Size) } // zeros come back as holes
+			if rec, ok := hdr.PAXRecords[sparseRecord]; ok {
+				size, runs, err := sparseRuns(rec, hdr.Size)
+				if err != nil {
+					return fmt.Errorf("%s: %w", hdr.Name, err)
+				}
+				write = func(f *os.File) error { return writeRuns(f, tr, size, runs) }
+			}
+			if err := writeEntry(root, name, mode, write); err != nil {
 				return err
 			}
+		case tar.TypeLink:
+			// A second name of a file made before, within the workspace.
+			target, ok := strings.CutPrefix(path.Clean(hdr.Linkname), "workspace/")
+			if !ok || target == "" || target == projectDir || strings.HasPrefix(target, projectDir+"/") || strings.HasPrefix(target, "../") {
+				return fmt.Errorf("%s: a hard link to %s, outside the workspace's own files", hdr.Name, hdr.Linkname)
+			}
+			_ = root.Remove(name)
+			if err := root.Link(target, name); err != nil {
+				return err
+			}
+			continue
 		case tar.TypeSymlink:
 			_ = root.Remove(name)
 			if err := root.Symlink(hdr.Linkname, name); err != nil {
@@ -103,13 +122,13 @@ func extract(root *os.Root, tr *tar.Reader) error {
 			_ = lchtimes(root, name, hdr.ModTime)
 			continue
 		default:
-			continue // hard links, devices, FIFOs: never made
+			continue // devices, FIFOs: never made
 		}
 		_ = root.Chtimes(name, hdr.ModTime, hdr.ModTime)
 	}
 }
 
-func writeEntry(root *os.Root, name string, mode fs.FileMode, r io.Reader) error {
+func writeEntry(root *os.Root, name string, mode fs.FileMode, write func(*os.File) error) error {
 	if dir := path.Dir(name); dir != "." {
 		if err := root.MkdirAll(dir, 0o755); err != nil {
 			return err
@@ -120,7 +139,7 @@ func writeEntry(root *os.Root, name string, mode fs.FileMode, r io.Reader) error
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(f, r)
+	err = write(f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
