@@ -145,3 +145,64 @@ func FuzzExtractWorkspace(f *testing.F) {
 		}
 	})
 }
+
+// A file that grows (or is cut, or has its holes filled) while it is
+// archived goes in as long as it was when the archive was sized: the
+// archive stays within what was counted, reads back whole, and restores.
+func TestArchiveOfAFileThatChanges(t *testing.T) {
+	from := newPeer(t)
+	ws := from.dirs.workspace
+	grow, err := os.Create(filepath.Join(ws, "growing"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	holes, err := os.Create(filepath.Join(ws, "holes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = holes.Truncate(8 << 20)
+	_, _ = holes.WriteAt([]byte("x"), 4<<20)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		chunk := make([]byte, 64<<10)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_, _ = grow.Write(chunk)
+			_, _ = holes.WriteAt([]byte("y"), int64(i%128)<<16) // fills holes as it goes
+		}
+	}()
+	archive, res := from.fileOp(1, supervisor.OpTar, supervisor.FileRequest{Path: ".", Max: 1 << 30, Snapshot: true})
+	close(stop)
+	<-done
+	grow.Close()
+	holes.Close()
+	if res.Error != "" {
+		t.Fatalf("archiving: %+v", res)
+	}
+	tr := tar.NewReader(strings.NewReader(archive))
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("the archive does not read back: %v", err)
+		}
+		if n, err := io.Copy(io.Discard, tr); err != nil || n != hdr.Size {
+			t.Fatalf("%s: %d of %d bytes (%v)", hdr.Name, n, hdr.Size, err)
+		}
+	}
+	to := newPeer(t)
+	if _, res := to.fileOp(2, supervisor.OpUntar, supervisor.FileRequest{Path: "."}, archive); res != nil && res.Error != "" {
+		t.Fatalf("untar: %+v", res)
+	}
+	if st, err := os.Stat(filepath.Join(to.dirs.workspace, "holes")); err != nil || st.Size() != 8<<20 {
+		t.Errorf("holes came back as %v (%v)", st, err)
+	}
+}
