@@ -157,7 +157,7 @@ func (d *Daemon) judgeCommand(ctx context.Context, sb *runtime.Sandbox, j judgem
 		return r, aerr
 	}
 	for _, s := range scripts {
-		if sum, _, err := d.readScript(ctx, sb, s.file, nil); err != nil || sum != sums[s.file] {
+		if sum, err := d.readScript(ctx, sb, s.file, nil); err != nil || sum != sums[s.file] {
 			return r, errdefs.Errorf(errdefs.Conflict, "%s changed while it was judged (or waited for approval): run it again, and it is judged as it is then", s.file)
 		}
 	}
@@ -175,7 +175,7 @@ func (d *Daemon) evaluateScript(ctx context.Context, sb *runtime.Sandbox, j judg
 	dec = policy.Decision{Allowed: true, Findings: []policy.Finding{}}
 	// A file not there is not there yet: what the command makes, sandboxd
 	// cannot read first; its decision stays the empty one.
-	sum, _, err := d.readScript(ctx, sb, s.file, func(r *bufio.Reader) error {
+	sum, err := d.readScript(ctx, sb, s.file, func(r *bufio.Reader) error {
 		as := s.as
 		if as == "" {
 			head, _ := r.Peek(256)
@@ -197,11 +197,11 @@ func (d *Daemon) evaluateScript(ctx context.Context, sb *runtime.Sandbox, j judg
 }
 
 // readScript reads the workspace file whole from the sandbox, handing it
-// to judge (if set) as it comes, and says its SHA-256, and whether it was
-// there. One that is there but cannot be read whole (a link, a FIFO, a
-// directory, over sessions.max_transfer) is refused: it would run
-// unjudged.
-func (d *Daemon) readScript(ctx context.Context, sb *runtime.Sandbox, file string, judge func(*bufio.Reader) error) (sum [sha256.Size]byte, found bool, err error) {
+// to judge (if set) as it comes, and says its SHA-256 (of nothing, for a
+// file not there). One that is there but cannot be read whole (a link, a
+// FIFO, a directory, over sessions.max_transfer) is refused: it would
+// run unjudged.
+func (d *Daemon) readScript(ctx context.Context, sb *runtime.Sandbox, file string, judge func(*bufio.Reader) error) (sum [sha256.Size]byte, err error) {
 	pr, pw := io.Pipe()
 	h := sha256.New()
 	done := make(chan error, 1)
@@ -212,7 +212,7 @@ func (d *Daemon) readScript(ctx context.Context, sb *runtime.Sandbox, file strin
 		})
 		switch {
 		case err == nil && res.ErrorKind == supervisor.ErrNotFound:
-			err = io.EOF // found is false
+			err = io.EOF // nothing to read
 		case err == nil && res.Error != "":
 			err = errdefs.Errorf(errdefs.Conflict, "%s cannot be read whole (%s): the policies judge the scripts an exec runs, so it is refused; run a regular file of the workspace", file, res.Error)
 		}
@@ -227,13 +227,10 @@ func (d *Daemon) readScript(ctx context.Context, sb *runtime.Sandbox, file strin
 	pr.Close()
 	ferr := <-done
 	copy(sum[:], h.Sum(nil))
-	switch {
-	case ferr == io.EOF:
-		return sum, false, nil
-	case ferr != nil:
-		return sum, true, ferr
+	if ferr != nil && ferr != io.EOF {
+		return sum, ferr
 	}
-	return sum, true, err
+	return sum, err
 }
 
 // renamed gives the findings (and excerpts) of a file judged under the
