@@ -214,8 +214,10 @@ func TestHibernationSurvivesKill(t *testing.T) {
 	}
 }
 
-// Workspaces built to defeat an archive: each pause is refused whole
-// (too_large) and the session stays active with its files; a damaged
+// Workspaces built to defeat an archive (a 1 TiB file of more data runs
+// than an archive keeps apart, so it would go in whole; too many
+// entries): each pause is refused whole (too_large) and the session
+// stays active with its files; a damaged
 // archive makes the session lost, naming the file; many sessions called at
 // once, more than sessions.max, are all served.
 func TestHibernationHostile(t *testing.T) {
@@ -223,7 +225,7 @@ func TestHibernationHostile(t *testing.T) {
 	c := d.Client()
 	id := newSession(t, c, api.SessionRequest{})
 	for name, script := range map[string]string{
-		"a 1 TiB sparse file": "truncate -s 1T sparse",
+		"a 1 TiB file of 5,000 data runs": "python3 -c 'f = open(\"sparse\", \"wb\")\nfor i in range(5000): f.seek(i << 27); f.write(b\"x\")\nf.truncate(1 << 40)'",
 		"100,001 files":       "mkdir m && cd m && python3 -c 'import os\nfor i in range(100001): os.close(os.open(str(i), os.O_CREAT))'",
 	} {
 		sh(t, c, id, script)
