@@ -226,7 +226,7 @@ func TestHibernationHostile(t *testing.T) {
 	id := newSession(t, c, api.SessionRequest{})
 	for name, script := range map[string]string{
 		"a 1 TiB file of 5,000 data runs": "python3 -c 'f = open(\"sparse\", \"wb\")\nfor i in range(5000): f.seek(i << 27); f.write(b\"x\")\nf.truncate(1 << 40)'",
-		"100,001 files":       "mkdir m && cd m && python3 -c 'import os\nfor i in range(100001): os.close(os.open(str(i), os.O_CREAT))'",
+		"100,001 files":                   "mkdir m && cd m && python3 -c 'import os\nfor i in range(100001): os.close(os.open(str(i), os.O_CREAT))'",
 	} {
 		sh(t, c, id, script)
 		if _, err := c.PauseSession(ctx(t), id); apiCode(err) != api.CodeTooLarge {
