@@ -56,6 +56,15 @@ def _sandboxd_zygote():
             if pid:
                 control.sendall(b"pid %d\n" % pid)
                 os._exit(0)
+            # The program starts once the fork between us is gone, as a
+            # fresh start's is the supervisor's child from its first line
+            # (os.getppid() says so, whatever the timing). A parent out of
+            # our PID namespace reads as 0 either way: nothing to wait for.
+            parent = os.getppid()
+            for _ in range(1 << 16):
+                if parent == 0 or os.getppid() != parent:
+                    break
+                os.sched_yield()
             control.close()
             high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 16) for fd in fds]
             for fd in fds:
