@@ -325,3 +325,42 @@ print(st.st_size, st.st_blocks, f.read().decode(), os.stat('one').st_nlink, open
 		t.Fatalf("after the resume (archive %d bytes): %q %s", s.Hibernation.Bytes, res.Stdout, res.Stderr)
 	}
 }
+
+// A session paused while a program of its own grows a file and fills
+// another's holes pauses and resumes: each file comes back as long as it
+// was when the archive was sized, with bytes the program wrote (never
+// shifted, never another file's), and the session answers.
+func TestHibernationOfFilesThatChange(t *testing.T) {
+	ociRuntimes(t, testHibernationOfFilesThatChange)
+}
+
+func testHibernationOfFilesThatChange(t *testing.T, runtime string) {
+	d := testutil.StartDaemon(t, testutil.Options{Runtime: runtime, Extra: "sessions {\n  keep_memory = false\n}"})
+	c := d.Client()
+	id := newSession(t, c, api.SessionRequest{})
+	// Bounded: 1,500 writes of 64 KiB (about 94 MiB) or 60 s, whichever
+	// comes first; the pause ends it sooner.
+	sh(t, c, id, `truncate -s 8M holes && setsid python3 -c "
+import os, time
+g = os.open('grow', os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+h = os.open('holes', os.O_WRONLY)
+end = time.time() + 60
+for i in range(1500):
+    os.write(g, b'x' * 65536)
+    os.pwrite(h, b'y' * 4096, (i * 7919 % 2048) * 4096)
+    if time.time() > end:
+        break
+" >/dev/null 2>&1 </dev/null &
+for i in $(seq 200); do [ -s grow ] && break; sleep 0.05; done`)
+	if _, err := c.PauseSession(ctx(t), id); err != nil {
+		t.Fatal(err)
+	}
+	res := sh(t, c, id, `python3 -c "
+g = open('grow', 'rb').read()
+h = open('holes', 'rb').read()
+print(len(g), set(g) <= {ord('x')}, len(h), set(h) <= {0, ord('y')})"`)
+	f := strings.Fields(res.Stdout)
+	if len(f) != 4 || f[0] == "0" || f[1] != "True" || f[2] != "8388608" || f[3] != "True" {
+		t.Fatalf("after the resume: %q %s", res.Stdout, res.Stderr)
+	}
+}

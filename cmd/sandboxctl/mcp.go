@@ -1,7 +1,8 @@
 package main
 
 import (
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"os"
+
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxd/sandboxd/internal/mcpserver"
@@ -20,7 +21,7 @@ Add it to an MCP client as a stdio server, e.g. for Claude Desktop:
   {"mcpServers": {"sandboxd": {"command": "sandboxctl", "args": ["mcp"]}}}`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			err := mcpserver.New(g.client(), version).Run(cmd.Context(), &mcp.StdioTransport{})
+			err := mcpserver.Serve(cmd.Context(), mcpserver.New(g.client(), version), os.Stdin, os.Stdout)
 			if err != nil && cmd.Context().Err() == nil {
 				return fail("mcp: %v", err)
 			}

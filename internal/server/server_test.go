@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -301,5 +304,42 @@ func TestAnswersAreTheDeclaredAPITypes(t *testing.T) {
 	}
 	if onWire([]state.Session{}) == nil || onWire(stats.Figures{}) == nil {
 		t.Error("onWire let one of sandboxd's own types out")
+	}
+}
+
+// A body over maxBody is refused with 413 and the bound once that much
+// is read, however much more the client means to send: a gzip body is
+// not inflated (Content-Encoding is not one the API takes), so the bound
+// is on what is read.
+func TestBodiesAreBounded(t *testing.T) {
+	srv, _ := newServer(t)
+	for _, encoding := range []string{"", "gzip"} {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			head := "POST /v1/run HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " + fmt.Sprint(maxBody*2) + "\r\n"
+			if encoding != "" {
+				head += "Content-Encoding: " + encoding + "\r\n"
+			}
+			_, _ = io.WriteString(conn, head+"\r\n"+`{"language":"bash","code":"`)
+			chunk := strings.Repeat("a", 1<<20)
+			for range maxBody >> 20 * 2 {
+				if _, err := io.WriteString(conn, chunk); err != nil {
+					return
+				}
+			}
+		}()
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body api.ErrorBody
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		conn.Close()
+		if resp.StatusCode != http.StatusRequestEntityTooLarge || body.Error.Code != api.CodeTooLarge || !strings.Contains(body.Error.Message, fmt.Sprint(maxBody)) {
+			t.Errorf("a body of %d bytes (encoding %q): %d %+v", maxBody*2, encoding, resp.StatusCode, body)
+		}
 	}
 }

@@ -2,12 +2,17 @@ package sandboxinit
 
 import (
 	"archive/tar"
+	"crypto/sha256"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
@@ -205,4 +210,154 @@ func TestArchiveOfAFileThatChanges(t *testing.T) {
 	if st, err := os.Stat(filepath.Join(to.dirs.workspace, "holes")); err != nil || st.Size() != 8<<20 {
 		t.Errorf("holes came back as %v (%v)", st, err)
 	}
+}
+
+// FuzzArchiveWorkspace: whatever a hostile workspace holds (sparse files,
+// many names of one file, links out of it, FIFOs, device nodes, long
+// names and deep trees), its snapshot archive is no larger than what the
+// workspace holds, and restores to the same tree: names, kinds, modes,
+// sizes, bytes and which names are one file. Nothing that is not a file,
+// a directory or a link comes back, and it is counted as skipped.
+func FuzzArchiveWorkspace(f *testing.F) {
+	f.Add([]byte{0, 1, 64, 3, 9, 1, 1, 2, 2, 0, 3, 4, 4, 5, 2, 0, 2, 3, 6, 1})
+	f.Add([]byte{4, 0, 0, 9, 250, 4, 1, 1, 255, 255, 2, 1, 5, 6, 0})
+	f.Add([]byte{0, 0, 255, 255, 255, 1, 0, 1, 1, 0, 2, 1, 1, 0, 3, 6, 0, 7, 1})
+	f.Fuzz(func(t *testing.T, script []byte) {
+		from := newPeer(t)
+		ws := from.dirs.workspace
+		odd := buildWorkspace(t, ws, script)
+		archive, res := from.fileOp(1, supervisor.OpTar, supervisor.FileRequest{Path: ".", Max: 1 << 30, Snapshot: true})
+		if res.Error != "" {
+			t.Fatalf("archiving: %+v", res)
+		}
+		held, entries := holdings(t, ws)
+		if bound := held + int64(entries)*4096 + 64<<10; int64(len(archive)) > bound {
+			t.Fatalf("a workspace holding %d bytes in %d entries archives to %d bytes", held, entries, len(archive))
+		}
+		if res.Skipped != odd {
+			t.Errorf("%d FIFOs and devices, %d skipped", odd, res.Skipped)
+		}
+		to := newPeer(t)
+		if _, res := to.fileOp(2, supervisor.OpUntar, supervisor.FileRequest{Path: "."}, archive); res != nil && res.Error != "" {
+			t.Fatalf("untar: %+v", res)
+		}
+		if want, got := describeTree(t, ws), describeTree(t, to.dirs.workspace); !slices.Equal(want, got) {
+			t.Fatalf("the tree changed:\nwas  %q\nnow  %q", want, got)
+		}
+	})
+}
+
+// buildWorkspace makes, in ws, what script describes, a few bytes per
+// step: sparse files written here and there, further names of a file,
+// symbolic links in and out, FIFOs, device nodes (where the test may make
+// them), directories with long names. It returns how many FIFOs and
+// devices it made.
+func buildWorkspace(t *testing.T, ws string, script []byte) (odd int) {
+	t.Helper()
+	var files, dirs []string
+	dirs = append(dirs, ".")
+	arg := func(i int) int {
+		if i < len(script) {
+			return int(script[i])
+		}
+		return 0
+	}
+	for i, step := 0, 0; i < len(script) && step < 64; i, step = i+5, step+1 {
+		dir := dirs[arg(i+1)%len(dirs)]
+		name := filepath.Join(dir, fmt.Sprintf("n%d", step))
+		if arg(i+2) > 200 { // a long name, near NAME_MAX
+			name = filepath.Join(dir, strings.Repeat("L", 200+arg(i+2)%55)+fmt.Sprint(step))
+		}
+		at := filepath.Join(ws, name)
+		switch arg(i) % 7 {
+		case 0, 6: // a file of arg(i+3) × 64 KiB with arg(i+4) bytes written at three places
+			f, err := os.OpenFile(at, os.O_CREATE|os.O_WRONLY, os.FileMode(0o600|arg(i+4)&0o155))
+			if err != nil {
+				continue
+			}
+			size := int64(arg(i+3)) << 16
+			_ = f.Truncate(size)
+			data := []byte(strings.Repeat(string(rune('a'+step%26)), arg(i+4)*37))
+			for _, off := range []int64{0, size / 3, max(0, size-int64(len(data)))} {
+				_, _ = f.WriteAt(data, off)
+			}
+			f.Close()
+			files = append(files, name)
+		case 1: // another name of a file
+			if len(files) > 0 && os.Link(filepath.Join(ws, files[arg(i+3)%len(files)]), at) == nil {
+				files = append(files, name)
+			}
+		case 2: // a link: out of the workspace, up, or to a file in it
+			targets := []string{"/etc/passwd", "../../../outside", "."}
+			if len(files) > 0 {
+				targets = append(targets, files[arg(i+3)%len(files)])
+			}
+			_ = os.Symlink(targets[arg(i+4)%len(targets)], at)
+		case 3: // a FIFO
+			if unix.Mkfifo(at, 0o644) == nil {
+				odd++
+			}
+		case 4:
+			if os.Mkdir(at, 0o755) == nil {
+				dirs = append(dirs, name)
+			}
+		case 5: // a device node, where the test may make one
+			if unix.Mknod(at, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))) == nil {
+				odd++
+			}
+		}
+	}
+	return odd
+}
+
+// holdings is the disk ws's files take (each file once, however many its
+// names) and how many entries it has.
+func holdings(t *testing.T, ws string) (held int64, entries int) {
+	t.Helper()
+	seen := map[uint64]bool{}
+	_ = filepath.Walk(ws, func(_ string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return nil
+		}
+		entries++
+		st := fi.Sys().(*syscall.Stat_t)
+		if fi.Mode().IsRegular() && !seen[st.Ino] {
+			seen[st.Ino] = true
+			held += st.Blocks * 512
+		}
+		return nil
+	})
+	return held, entries
+}
+
+// describeTree is a line per file, directory and link in ws, sorted: its
+// name, kind and mode, its bytes' digest or its target, and the first
+// name met of the file it is one with. FIFOs and devices are left out, as
+// archives leave them.
+func describeTree(t *testing.T, ws string) []string {
+	t.Helper()
+	first := map[uint64]string{}
+	var lines []string
+	_ = filepath.Walk(ws, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || p == ws || fi.Mode()&(os.ModeNamedPipe|os.ModeDevice) != 0 { // skipped
+			return nil
+		}
+		name, _ := filepath.Rel(ws, p)
+		line := fmt.Sprintf("%s %v", name, fi.Mode())
+		switch {
+		case fi.Mode().IsRegular():
+			ino := fi.Sys().(*syscall.Stat_t).Ino
+			if first[ino] == "" {
+				first[ino] = name
+			}
+			b, _ := os.ReadFile(p)
+			line += fmt.Sprintf(" %d %x one-with=%s", fi.Size(), sha256.Sum256(b), first[ino])
+		case fi.Mode()&os.ModeSymlink != 0:
+			target, _ := os.Readlink(p)
+			line += " -> " + target
+		}
+		lines = append(lines, line)
+		return nil
+	})
+	return lines
 }
