@@ -101,15 +101,13 @@ if os.path.exists(chan):  # the supervisor's channel to sandboxd (runc)
 			// token; the supervisor's own token is not in reach.
 			"pid1_environ errno 13", "channel_ro True", "channel_guess b''", "channel_flood_held 4")
 	case "runsc":
-		// The program's system calls reach gVisor's kernel, which
-		// implements them itself (io_uring too) and shows neither
-		// no_new_privs nor nosuid and nodev; the host kernel sees only
-		// gVisor's own filtered calls.
-		// A one-shot run is in a user namespace of its own (see spawn in
-		// cmd/sandbox-init), whose bounding set is whole: it grants
-		// nothing a gVisor program could not take by making one itself,
-		// with every capability effective.
-		want = append(want, "kernel gVisor", "capbnd 000000")
+		// The program's system calls reach gVisor's kernel, which shows
+		// no NoNewPrivs line (TestPosture asks prctl). A run is in a
+		// user namespace of its own, whose bounding set is whole and
+		// cannot be dropped; it gives up the rest before its first
+		// instruction, and the filter refuses io_uring (lockdown.go in
+		// sandboxinit).
+		want = append(want, "kernel gVisor", "capbnd 0000003fffffffff", "seccomp 2", "io_uring -1 1")
 	}
 	for _, w := range want {
 		if !strings.Contains(res.Stdout, w) {

@@ -180,6 +180,9 @@ func shim(args []string) {
 	if err := setDisposition(sigDefault, realtimeSignals...); err != nil { // the holder's, inherited
 		fail(err)
 	}
+	if err := lockDown(); err != nil {
+		fail(err)
+	}
 	fail(syscall.Exec(spec.Path, spec.Argv, spec.Env))
 }
 
@@ -267,7 +270,7 @@ func (s *server) sessionHolder() (*holder, error) {
 	}
 	null := devnull.Fd()
 	pid, err := s.spawnIsolated(s.self, []string{"sandbox-init", holdArg}, "/", nil,
-		[]uintptr{null, null, os.Stderr.Fd(), uintptr(pair[1])}, &syscall.SysProcAttr{Setpgid: true})
+		[]uintptr{null, null, os.Stderr.Fd(), uintptr(pair[1])}, &syscall.SysProcAttr{Setpgid: true}, false)
 	devnull.Close()
 	unix.Close(pair[1])
 	if err != nil {

@@ -25,9 +25,10 @@ import (
 // the supervisor reaps it and reads how it ended and what it used, as for
 // any program), says its pid, and exits.
 const (
-	// helperArg: sandbox-init HELPER NFILES SETPGID SETSID PATH ARGV...
-	// starts PATH with the helper's first NFILES descriptors; the next
-	// one is where it reports "pid N" or "error ...".
+	// helperArg: sandbox-init HELPER NFILES SETPGID SETSID LOCK PATH
+	// ARGV... starts PATH (locked down if LOCK is 1: see lockdown.go)
+	// with the helper's first NFILES descriptors; the next one is where
+	// it reports "pid N" or "error ...".
 	helperArg = "-isolate"
 	// probeArg: the helper starts a copy of itself as probeInitArg in
 	// the namespaces, waits, and says on stdout whether the runtime lets
@@ -44,7 +45,7 @@ const namespaceFlags = unix.CLONE_NEWUSER | unix.CLONE_NEWPID
 // isHelper says whether sandbox-init was started as the helper.
 func isHelper(arg string) bool {
 	switch arg {
-	case helperArg, probeArg, probeInitArg, holdArg, shimArg, supervisor.RelayArg:
+	case helperArg, probeArg, probeInitArg, holdArg, shimArg, lockedArg, supervisor.RelayArg:
 		return true
 	}
 	return false
@@ -62,6 +63,8 @@ func helperMain(args []string) {
 		hold()
 	case shimArg:
 		shim(args[1:])
+	case lockedArg:
+		locked(args[1:])
 	case supervisor.RelayArg:
 		forwardPort(args[1:])
 	case probeInitArg:
@@ -88,11 +91,11 @@ func namespaced(extra uintptr) *syscall.SysProcAttr {
 // startIsolated is the helper: see helperArg.
 func startIsolated(args []string) {
 	nfiles := -1
-	if len(args) >= 5 {
+	if len(args) >= 6 {
 		nfiles, _ = strconv.Atoi(args[0])
 	}
 	if nfiles < 0 || nfiles > 64 {
-		fmt.Fprintln(os.Stderr, "sandbox-init: want NFILES SETPGID SETSID PATH ARGV...")
+		fmt.Fprintln(os.Stderr, "sandbox-init: want NFILES SETPGID SETSID LOCK PATH ARGV...")
 		os.Exit(2)
 	}
 	unix.CloseOnExec(nfiles) // the program must not hold it: the supervisor reads to its end
@@ -106,7 +109,17 @@ func startIsolated(args []string) {
 	if args[2] == "1" {
 		sys.Setsid, sys.Setctty, sys.Ctty = true, true, 0
 	}
-	pid, err := syscall.ForkExec(args[3], args[4:], &syscall.ProcAttr{Env: os.Environ(), Files: files, Sys: sys})
+	fork := func(path string, argv []string, files []uintptr) (int, error) {
+		return syscall.ForkExec(path, argv, &syscall.ProcAttr{Env: os.Environ(), Files: files, Sys: sys})
+	}
+	var pid int
+	var err error
+	if args[3] == "1" {
+		self, _ := os.Executable()
+		pid, err = startLocked(fork, self, args[4], args[5:], files)
+	} else {
+		pid, err = fork(args[4], args[5:], files)
+	}
 	if err != nil {
 		fmt.Fprintf(report, "error: %v\n", err)
 		os.Exit(1)
@@ -154,17 +167,18 @@ func (s *server) canIsolate() bool {
 }
 
 // spawnIsolated starts argv0 through the helper (see helperArg) with
-// sys's process group and terminal, and returns its pid. It runs on the
+// sys's process group and terminal, locked down if lock is set, and
+// returns its pid. It runs on the
 // forker's thread, with s.mu held: the reaper, which may reap the program
 // before we know its pid, waits for the caller to record it.
-func (s *server) spawnIsolated(argv0 string, argv []string, dir string, env []string, files []uintptr, sys *syscall.SysProcAttr) (int, error) {
+func (s *server) spawnIsolated(argv0 string, argv []string, dir string, env []string, files []uintptr, sys *syscall.SysProcAttr, lock bool) (int, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return 0, err
 	}
 	defer r.Close()
 	flag := func(b bool) string { return map[bool]string{true: "1", false: "0"}[b] }
-	helper := append([]string{"sandbox-init", helperArg, strconv.Itoa(len(files)), flag(sys.Setpgid), flag(sys.Setsid), argv0}, argv...)
+	helper := append([]string{"sandbox-init", helperArg, strconv.Itoa(len(files)), flag(sys.Setpgid), flag(sys.Setsid), flag(lock), argv0}, argv...)
 	_, err = syscall.ForkExec(s.self, helper, &syscall.ProcAttr{Dir: dir, Env: env, Files: append(files, w.Fd())})
 	w.Close()
 	if err != nil {

@@ -381,11 +381,18 @@ func (s *server) spawn(argv0 string, argv []string, dir string, env []string, fi
 	s.fork.do(func() {
 		switch isolated {
 		case supervisor.IsolateProgram:
-			pid, err = s.spawnIsolated(argv0, argv, dir, env, files, sys)
+			pid, err = s.spawnIsolated(argv0, argv, dir, env, files, sys, true)
 		case supervisor.IsolateSession:
 			pid, err = s.spawnHeld(argv0, argv, dir, env, files, sys)
 		default:
-			pid, err = syscall.ForkExec(argv0, argv, &syscall.ProcAttr{Dir: dir, Env: env, Files: files, Sys: sys})
+			fork := func(path string, argv []string, files []uintptr) (int, error) {
+				return syscall.ForkExec(path, argv, &syscall.ProcAttr{Dir: dir, Env: env, Files: files, Sys: sys})
+			}
+			if s.canIsolate() { // gVisor: see lockdown.go
+				pid, err = startLocked(fork, s.self, argv0, argv, files)
+			} else {
+				pid, err = fork(argv0, argv, files)
+			}
 		}
 	})
 	return pid, isolated, err
