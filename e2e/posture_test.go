@@ -45,25 +45,33 @@ s.send(struct.pack('IHHII', 16 + len(rtm), 24, 0x1 | 0x4 | 0x400, 1, 0) + rtm)  
 s.settimeout(5)
 print('route added', struct.unpack('i', s.recv(4096)[16:20])[0] == 0)
 t = threading.Thread(target=lambda: print('thread ran')); t.start(); t.join()
+print('ptrace pid 1', call(101, 16, 1, 0, 0))  # PTRACE_ATTACH: the supervisor, the holder, or itself
+print('cluster env', sorted(k for k in os.environ if k.startswith('KUBERNETES')))
 `
 
 // TestPosture: under gVisor a run is held as under runc. Its uid is not
 // 0; it holds no capability and can gain none; the seccomp filter is in
 // force, so it makes no namespace, no device node, no io_uring and no
-// mount; it changes no route. One-shot runs (warm or cold) and session
-// commands alike.
-func TestPosture(t *testing.T) { ociRuntimes(t, testPosture) }
+// mount; it changes no route and traces no other process. One-shot runs
+// (warm or cold) and session commands alike. In a pod too, with the
+// profile as a kubelet loads it, and without the cluster's environment.
+func TestPosture(t *testing.T) { reuseRuntimes(t, testPosture) }
 
 func testPosture(t *testing.T, runtime string) {
-	d := testutil.StartDaemon(t, testutil.Options{Runtime: runtime})
+	o := testutil.Options{Runtime: runtime}
+	if runtime == "kubernetes" {
+		o = reuseOptions(t, runtime)
+	}
+	d := testutil.StartDaemon(t, o)
 	c := d.Client()
 	want := []string{
 		"uid True", "caps 0000000000000000 0000000000000000 0000000000000000", "no_new_privs 1 seccomp 2",
 		"io_uring errno 1", "unshare user errno 1 mount ns errno 1 net errno 1", "clone user errno 1",
 		"clone3 errno 38", "setns errno 1", "unshare -Ur True", "mknod device errno 1", "mkfifo made",
 		"mount errno 1", "bpf errno 1", "keyctl errno 1", "userfaultfd errno 1", "route added False", "thread ran",
+		"ptrace pid 1 errno 1", "cluster env []",
 	}
-	if runtime == "runc" {
+	if runtime != "runsc" {
 		// Under gVisor the program's user namespace gives a whole
 		// bounding set that cannot be dropped (see lockdown.go in
 		// sandboxinit): with nothing permitted and no_new_privs, it

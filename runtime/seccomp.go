@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/moby/profiles/seccomp"
+	"github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // deniedSyscalls are removed from Docker's default allow-list. Engines
@@ -14,9 +15,14 @@ import (
 var deniedSyscalls = []string{"io_uring_setup", "io_uring_enter", "io_uring_register"}
 
 // SeccompProfile is Docker's default profile as shipped with the SDK, minus
-// deniedSyscalls, as JSON: what Docker's `seccomp=` takes and what a
-// kubelet loads as a Localhost profile. Sending it explicitly makes every
-// engine version enforce the same list.
+// deniedSyscalls, resolved for a sandbox: a process with no capabilities,
+// on this machine's architecture and kernel. Docker's profile allows some
+// calls only to a container holding a capability (unshare, mount, bpf,
+// ptrace of any process, clone with namespace flags); a reader of the
+// plain OCI form (containerd, for a kubelet's Localhost profile) drops
+// those conditions and would allow them all, so the profile is written
+// with them settled: what a sandbox may call, and nothing conditional.
+// It is JSON, what Docker's `seccomp=` takes and what a kubelet loads.
 func SeccompProfile() (string, error) {
 	p := seccomp.DefaultProfile()
 	for i := range p.Syscalls {
@@ -24,7 +30,17 @@ func SeccompProfile() (string, error) {
 			return slices.Contains(deniedSyscalls, n)
 		})
 	}
-	data, err := json.Marshal(p)
+	p.Syscalls = slices.DeleteFunc(p.Syscalls, func(s *seccomp.Syscall) bool { return len(s.Names) == 0 })
+	body, err := json.Marshal(p)
+	if err != nil {
+		return "", fmt.Errorf("seccomp profile: %w", err)
+	}
+	noCapabilities := &specs.Spec{Process: &specs.Process{Capabilities: &specs.LinuxCapabilities{}}}
+	resolved, err := seccomp.LoadProfile(string(body), noCapabilities)
+	if err != nil {
+		return "", fmt.Errorf("seccomp profile: %w", err)
+	}
+	data, err := json.Marshal(resolved)
 	if err != nil {
 		return "", fmt.Errorf("seccomp profile: %w", err)
 	}

@@ -76,6 +76,9 @@ type heldSpec struct {
 // hold is the holder: see holdArg. It never returns.
 func hold() {
 	unix.CloseOnExec(holderFD) // no program may hold it: its end is how the supervisor knows we died
+	// Not dumpable, as the supervisor is not: the session's programs run
+	// as our uid, and may neither ptrace us nor open our /proc files.
+	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	// Signals a program can send are dropped (as the supervisor drops
 	// them), except SIGKILL, which ends the namespace.
 	drop := make(chan os.Signal, 64)

@@ -29,6 +29,7 @@ import (
 	"os/signal"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -76,6 +77,7 @@ func Main() {
 	for _, name := range []string{supervisor.EnvListen, supervisor.EnvDial, supervisor.EnvToken, supervisor.EnvNproc} {
 		_ = os.Unsetenv(name)
 	}
+	unsetClusterEnv()
 	if err := limitProcesses(nproc); err != nil {
 		fmt.Fprintf(os.Stderr, "sandbox-init: %v\n", err)
 		os.Exit(2)
@@ -208,4 +210,17 @@ func limitProcesses(nproc string) error {
 		}
 	}
 	return nil
+}
+
+// unsetClusterEnv removes what a kubelet puts in every container's
+// environment whatever the pod says (enableServiceLinks covers only other
+// services): the API server's address, KUBERNETES_SERVICE_HOST and the
+// rest. A program has no use for it, and no network to reach it.
+func unsetClusterEnv() {
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "KUBERNETES_SERVICE_") || strings.HasPrefix(name, "KUBERNETES_PORT") {
+			_ = os.Unsetenv(name)
+		}
+	}
 }
