@@ -12,7 +12,11 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientset "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/testutil"
@@ -533,7 +537,39 @@ func TestKubernetesLeastPrivilege(t *testing.T) {
 	waitForWithin(t, "the session's pod deleted", time.Minute, func() bool {
 		return !strings.Contains(strings.Join(cluster.Pods(t, testutil.TestLabel+"="+d.RunID), " "), s.ContainerID)
 	})
-	if log := d.Logs(); strings.Contains(log, "forbidden") {
-		t.Errorf("the service account was refused something:\n%s", log)
+	if log := d.Logs(); strings.Contains(log, "forbidden") || strings.Contains(log, "NOT CUT OFF") {
+		t.Errorf("the service account was refused something, or the namespace's network policy was not found:\n%s", log)
+	}
+
+	// What a stolen token could try: the namespace's Pod Security
+	// refuses every pod that would reach the node.
+	sa, err := clientcmd.BuildConfigFromFlags("", cluster.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stolen := clientset.NewForConfigOrDie(sa)
+	for name, mutate := range map[string]func(*corev1.PodSpec){
+		"host path": func(p *corev1.PodSpec) {
+			p.Volumes = []corev1.Volume{{Name: "h", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
+		},
+		"host pid":     func(p *corev1.PodSpec) { p.HostPID = true },
+		"host network": func(p *corev1.PodSpec) { p.HostNetwork = true },
+		"privileged": func(p *corev1.PodSpec) {
+			p.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptrTo(true)}
+		},
+		"as root": func(p *corev1.PodSpec) {
+			p.Containers[0].SecurityContext = &corev1.SecurityContext{RunAsUser: ptrTo(int64(0))}
+		},
+	} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "stolen-" + strings.ReplaceAll(name, " ", "-"), Labels: map[string]string{testutil.TestLabel: d.RunID}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: cluster.Registry + "/sandboxd/python:latest"}}}}
+		mutate(&pod.Spec)
+		// Privilege may be refused before Pod Security sees it (the API
+		// server's --allow-privileged=false): invalid, not forbidden.
+		if _, err := stolen.CoreV1().Pods("sandboxd").Create(ctx(t), pod, metav1.CreateOptions{}); !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
+			t.Errorf("the service account's pod with %s: %v, want forbidden", name, err)
+		}
 	}
 }
+
+func ptrTo[T any](v T) *T { return &v }

@@ -459,11 +459,9 @@ up() {
 	for ((n = 1; n <= NODES; n++)); do
 		node_register "$n"
 	done
-	kubectl apply -f - >/dev/null <<EOF
-apiVersion: v1
-kind: Namespace
-metadata: {name: sandboxd}
-EOF
+	# The namespace as sandboxd's example sets it up: Pod Security
+	# "restricted", a default-deny NetworkPolicy, the service account.
+	kubectl apply -f "$HERE/../examples/kubernetes-rbac.yaml" >/dev/null
 	await "the namespace's service account" 60 kubectl -n sandboxd get serviceaccount default
 	log "up: logs under $LOGS; stop it with make cluster-down"
 	echo "KUBECONFIG=$KUBECONFIG_OUT"

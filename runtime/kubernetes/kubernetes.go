@@ -65,6 +65,8 @@ type Kubernetes struct {
 	uids   *runtime.UIDs
 	log    hclog.Logger
 
+	checkNetwork sync.Once // at the first answer of the API server
+
 	mu       sync.Mutex
 	forwards map[string]io.Closer // open port forwards by pod name
 	owners   map[string]uint32    // the uid each known pod runs as
@@ -117,6 +119,11 @@ func (k *Kubernetes) Ping(ctx context.Context) (runtime.EngineInfo, error) {
 	if err != nil {
 		return runtime.EngineInfo{}, fmt.Errorf("%w: the Kubernetes API server: %v", runtime.ErrUnavailable, err)
 	}
+	k.checkNetwork.Do(func() {
+		if warning := k.networkWarning(ctx); warning != "" {
+			k.log.Warn("SANDBOXES ARE NOT CUT OFF THE NETWORK: " + warning)
+		}
+	})
 	rc := k.opts.RuntimeClass
 	if rc == "" {
 		rc = "the cluster's default"
@@ -138,12 +145,16 @@ func (k *Kubernetes) Create(ctx context.Context, spec runtime.Spec) (sb *runtime
 	}
 	name, token := "sbx-"+randomHex(8), supervisor.NewToken()
 	pod := k.podFor(spec, name, token, uid)
-	if _, err := k.client.CoreV1().Pods(k.opts.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	admitted, err := k.client.CoreV1().Pods(k.opts.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
 		k.uids.Release(uid)
 		return nil, k.apiError("creating a pod", err)
 	}
 	k.own(name, uid)
 	defer runtime.RemoveOnFailure(&err, name, k.Remove)
+	if extra := added(pod, admitted); extra != "" {
+		return nil, fmt.Errorf("the cluster admitted sandbox pod %s with %s, which sandboxd did not ask for: it is removed. Exempt namespace %s from the admission webhook or policy that adds them", name, extra, k.opts.Namespace)
+	}
 	if err := k.waitRunning(ctx, name, spec.Image, spec.Waiting); err != nil {
 		return nil, err
 	}

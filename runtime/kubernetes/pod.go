@@ -23,6 +23,8 @@ const (
 	// `sandboxd -seccomp-profile` prints it, to be put in each node's
 	// kubelet seccomp directory (make cluster does).
 	SeccompProfile = "sandboxd.json"
+	// ephemeralStorage is a pod's share of its node's disk.
+	ephemeralStorage = 64 << 20
 )
 
 // podFor is the pod of a sandbox: the Docker runtime's hardening carried
@@ -48,16 +50,22 @@ func (k *Kubernetes) podFor(spec runtime.Spec, name, token string, uid uint32) *
 		{Name: supervisor.EnvListen, Value: fmt.Sprintf("127.0.0.1:%d", SupervisorPort)},
 		{Name: supervisor.EnvToken, Value: token},
 		{Name: supervisor.EnvNproc, Value: strconv.FormatInt(spec.Limits.Pids+supervisor.ReservedThreads, 10)},
+		// No file larger than the workspace: the termination log a
+		// program may write is on the node's disk.
+		{Name: supervisor.EnvFsize, Value: strconv.FormatInt(spec.Limits.Disk, 10)},
 	}
 	for _, kv := range spec.Env {
 		key, value, _ := strings.Cut(kv, "=")
 		env = append(env, corev1.EnvVar{Name: key, Value: value})
 	}
 	// Limits equal to requests: the Guaranteed class, so the scheduler
-	// places a sandbox only where its memory and cpu are free.
+	// places a sandbox only where its memory and cpu are free. Its share
+	// of the node's disk is small: its files are in memory, the root is
+	// read-only, and the supervisor writes little.
 	resources := corev1.ResourceList{
-		corev1.ResourceMemory: *resource.NewQuantity(spec.Limits.Memory, resource.BinarySI),
-		corev1.ResourceCPU:    *resource.NewMilliQuantity(int64(spec.Limits.CPUs*1000), resource.DecimalSI),
+		corev1.ResourceMemory:           *resource.NewQuantity(spec.Limits.Memory, resource.BinarySI),
+		corev1.ResourceCPU:              *resource.NewMilliQuantity(int64(spec.Limits.CPUs*1000), resource.DecimalSI),
+		corev1.ResourceEphemeralStorage: *resource.NewQuantity(ephemeralStorage, resource.BinarySI),
 	}
 	// Memory-backed, like the Docker runtime's tmpfs: the files count
 	// toward the pod's memory, and a full one is ENOSPC inside.

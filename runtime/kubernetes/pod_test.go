@@ -123,6 +123,9 @@ func TestPodCarriesTheHardening(t *testing.T) {
 	check("the supervisor listens on loopback", env[supervisor.EnvListen] == "127.0.0.1:7073")
 	check("a token", len(env[supervisor.EnvToken]) == 32)
 	check("the pids limit, as RLIMIT_NPROC of the sandbox's uid", env[supervisor.EnvNproc] == strconv.Itoa(128+supervisor.ReservedThreads))
+	check("no file larger than the workspace (the termination log is on the node)", env[supervisor.EnvFsize] == strconv.Itoa(64<<20))
+	eph := c.Resources.Limits[corev1.ResourceEphemeralStorage]
+	check("a share of the node's disk", eph.Value() == ephemeralStorage)
 
 	l := pod.Labels
 	check("the mandatory labels, not overridden", l[runtime.LabelManaged] == "true" && l[runtime.LabelInstance] == "inst1" &&

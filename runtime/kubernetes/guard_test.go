@@ -1,0 +1,95 @@
+package kubernetes
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/sandboxd/sandboxd/runtime"
+)
+
+// A pod the cluster admitted with more than was asked (a webhook's
+// sidecar, a host path, a capability, a host namespace) is removed, and
+// the error says what was added; one admitted as asked is not touched.
+func TestAdmittedPodIsThePodAsked(t *testing.T) {
+	spec := runtime.Spec{Language: "python", Image: "sandboxd/python:latest",
+		Limits: runtime.Limits{Memory: 256 << 20, CPUs: 0.5, Disk: 64 << 20, Pids: 128}}
+	for _, c := range []struct {
+		name   string
+		mutate func(*corev1.Pod)
+		want   string
+	}{
+		{"a sidecar", func(p *corev1.Pod) {
+			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "mesh-proxy", SecurityContext: p.Spec.Containers[0].SecurityContext})
+		}, "container mesh-proxy"},
+		{"a host path", func(p *corev1.Pod) {
+			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}})
+			p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "host", MountPath: "/host"})
+		}, "volume host, mount /host"},
+		{"a capability", func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext.Capabilities.Add = []corev1.Capability{"SYS_ADMIN"}
+		}, "capabilities [SYS_ADMIN]"},
+		{"the host's network", func(p *corev1.Pod) { p.Spec.HostNetwork = true }, "a host namespace"},
+		{"a token", func(p *corev1.Pod) { p.Spec.AutomountServiceAccountToken = nil }, "the service account's token"},
+		{"an init container", func(p *corev1.Pod) { p.Spec.InitContainers = []corev1.Container{{Name: "init"}} }, "init container init"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			k, client := testRuntime(t)
+			client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+				c.mutate(a.(k8stesting.CreateAction).GetObject().(*corev1.Pod))
+				return false, nil, nil // the tracker stores the pod as mutated
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_, err := k.Create(ctx, spec)
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "did not ask for") {
+				t.Fatalf("want an error naming %q: %v", c.want, err)
+			}
+			left, _ := client.CoreV1().Pods("sandboxd").List(context.Background(), metav1.ListOptions{})
+			if len(left.Items) != 0 {
+				t.Errorf("the pod was left: %v", left.Items)
+			}
+		})
+	}
+	if pod, err := createdPod(t, spec); pod == nil || strings.Contains(err.Error(), "did not ask for") {
+		t.Errorf("a pod admitted as asked was refused: %v", err)
+	}
+}
+
+// The namespace's network policies: a default-deny one is enough; none,
+// one that lets anything through, or no right to read them, is said.
+func TestNetworkWarning(t *testing.T) {
+	deny := networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "deny", Namespace: "sandboxd"},
+		Spec: networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}}}
+	ingressOnly := *deny.DeepCopy()
+	ingressOnly.Name, ingressOnly.Spec.PolicyTypes = "in", []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}
+	allowDNS := *deny.DeepCopy()
+	allowDNS.Name, allowDNS.Spec.Egress = "dns", []networkingv1.NetworkPolicyEgressRule{{}}
+	for _, c := range []struct {
+		name     string
+		policies []networkingv1.NetworkPolicy
+		want     string
+	}{
+		{"none", nil, "no default-deny NetworkPolicy"},
+		{"ingress only", []networkingv1.NetworkPolicy{ingressOnly}, "no default-deny NetworkPolicy"},
+		{"an egress rule", []networkingv1.NetworkPolicy{allowDNS}, "no default-deny NetworkPolicy"},
+		{"default deny", []networkingv1.NetworkPolicy{ingressOnly, deny}, ""},
+	} {
+		k, client := testRuntime(t)
+		for _, p := range c.policies {
+			if _, err := client.NetworkingV1().NetworkPolicies("sandboxd").Create(context.Background(), &p, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := k.networkWarning(context.Background()); c.want == "" && got != "" || !strings.Contains(got, c.want) {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
