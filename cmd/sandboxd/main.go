@@ -240,9 +240,15 @@ func engines(cfg *config.Config, instance string, log hclog.Logger) (runtime.Run
 		return local, err
 	}
 	k := cfg.Kubernetes
+	key, err := state.Key(cfg.StateDir, "kubernetes-channel.key", "the key of pods' channel tokens")
+	if err != nil {
+		local.Close()
+		return nil, err
+	}
 	cluster, err := kubernetes.New(kubernetes.Options{
 		Kubeconfig: k.Kubeconfig, Namespace: k.Namespace, RuntimeClass: k.RuntimeClass, NodeSelector: k.NodeSelector,
 		ImageRegistry: k.ImageRegistry, Instance: instance, Labels: cfg.Docker.Labels, UIDs: uids, Logger: log,
+		ChannelKey: key,
 	})
 	if err != nil {
 		local.Close()

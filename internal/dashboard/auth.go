@@ -6,13 +6,10 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/sandboxd/sandboxd/internal/state"
 )
 
 // Token kinds: a login token is the link's, a session token the cookie's,
@@ -28,27 +25,14 @@ const (
 // outlive a restart and need no table.
 type signer struct{ key []byte }
 
-const (
-	keySize     = 32
-	payloadSize = 1 + 8 + 16
-)
+const payloadSize = 1 + 8 + 16
 
-// loadKey reads state_dir/dashboard.key, making it (mode 0600) the first
-// time. Removing it signs every browser out.
+// loadKey reads state_dir/dashboard.key, making it the first time.
+// Removing it signs every browser out.
 func loadKey(stateDir string) (*signer, error) {
-	path := filepath.Join(stateDir, "dashboard.key")
-	key, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		key = make([]byte, keySize)
-		_, _ = rand.Read(key)
-		if err = os.WriteFile(path, key, 0o600); err != nil {
-			return nil, fmt.Errorf("writing the dashboard's key: %w", err)
-		}
-	} else if err != nil {
-		return nil, fmt.Errorf("reading the dashboard's key: %w", err)
-	}
-	if len(key) != keySize {
-		return nil, fmt.Errorf("the dashboard's key %s is %d bytes, not %d: remove it and sandboxd makes a new one", path, len(key), keySize)
+	key, err := state.Key(stateDir, "dashboard.key", "the dashboard's key")
+	if err != nil {
+		return nil, err
 	}
 	return &signer{key: key}, nil
 }

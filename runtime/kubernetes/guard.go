@@ -2,6 +2,9 @@ package kubernetes
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,10 +14,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// What the runtime checks of the cluster it is given: that the namespace
-// shuts its pods off the network (a pod on a real cluster's network
+// What the runtime guards against in the cluster it is given: readers of
+// pods who would take a sandbox's channel; a namespace that does not
+// shut its pods off the network (a pod on a real cluster's network
 // reaches the API server, the kubelets, cloud metadata and every other
-// pod), and that each pod runs as asked (an admission webhook may add a
+// pod); a pod that does not run as asked (an admission webhook may add a
 // container, a volume, a capability or a host namespace).
 
 // networkWarning says what is wrong with the namespace's network
@@ -104,4 +108,14 @@ func added(asked, got *corev1.Pod) string {
 		}
 	}
 	return strings.Join(extra, ", ")
+}
+
+// token is the channel token of pod name: an HMAC of its name under the
+// runtime's key. The pod's spec holds only its SHA-256 (anyone who may
+// read pods in the namespace reads the spec, and may port-forward to the
+// supervisor), and a restarted sandboxd, with the same key, knows it.
+func (k *Kubernetes) token(name string) string {
+	mac := hmac.New(sha256.New, k.opts.ChannelKey)
+	mac.Write([]byte(name))
+	return hex.EncodeToString(mac.Sum(nil)[:16])
 }

@@ -55,6 +55,9 @@ type Options struct {
 	Labels        map[string]string // operator labels on every pod
 	UIDs          *runtime.UIDs     // shared with the Docker runtime: a host uid is one sandbox's
 	Logger        hclog.Logger
+	// ChannelKey makes each pod's channel token (see token); kept in
+	// sandboxd's state, so that a restarted sandboxd reaches its pods.
+	ChannelKey []byte
 }
 
 // Kubernetes implements runtime.Runtime on a cluster's API.
@@ -101,6 +104,9 @@ func newWith(client kubernetes.Interface, cfg *rest.Config, opts Options) *Kuber
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
+	if opts.ChannelKey == nil {
+		opts.ChannelKey = []byte(supervisor.NewToken())
+	}
 	return &Kubernetes{
 		client: client, rest: cfg, opts: opts, uids: opts.UIDs, log: opts.Logger.Named("kubernetes"),
 		forwards: map[string]io.Closer{}, owners: map[string]uint32{},
@@ -143,7 +149,8 @@ func (k *Kubernetes) Create(ctx context.Context, spec runtime.Spec) (sb *runtime
 	if err != nil {
 		return nil, err
 	}
-	name, token := "sbx-"+randomHex(8), supervisor.NewToken()
+	name := "sbx-" + randomHex(8)
+	token := k.token(name)
 	pod := k.podFor(spec, name, token, uid)
 	admitted, err := k.client.CoreV1().Pods(k.opts.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
@@ -408,7 +415,7 @@ func (k *Kubernetes) forward(name string) (httpstream.Stream, io.Closer, error) 
 	return data, conn, nil
 }
 
-// Attach implements runtime.Runtime: the token is in the pod's spec.
+// Attach implements runtime.Runtime: the token is the pod's (see token).
 func (k *Kubernetes) Attach(ctx context.Context, c runtime.Container) (*runtime.Sandbox, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
@@ -422,13 +429,7 @@ func (k *Kubernetes) Attach(ctx context.Context, c runtime.Container) (*runtime.
 	if pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
 		return nil, fmt.Errorf("pod %s on node %s is not running: %s", c.ID, pod.Spec.NodeName, describe(pod))
 	}
-	token := ""
-	for _, e := range pod.Spec.Containers[0].Env {
-		if e.Name == supervisor.EnvToken {
-			token = e.Value
-		}
-	}
-	conn, err := k.connect(ctx, c.ID, token)
+	conn, err := k.connect(ctx, c.ID, k.token(c.ID))
 	if err != nil {
 		return nil, err
 	}

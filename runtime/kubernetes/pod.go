@@ -48,11 +48,8 @@ func (k *Kubernetes) podFor(spec runtime.Spec, name, token string, uid uint32) *
 	env := []corev1.EnvVar{
 		{Name: "HOME", Value: runtime.Workspace}, {Name: "LANG", Value: "C.UTF-8"}, {Name: "TMPDIR", Value: "/tmp"},
 		{Name: supervisor.EnvListen, Value: fmt.Sprintf("127.0.0.1:%d", SupervisorPort)},
-		{Name: supervisor.EnvToken, Value: token},
+		{Name: supervisor.EnvTokenSum, Value: supervisor.TokenSum(token)},
 		{Name: supervisor.EnvNproc, Value: strconv.FormatInt(spec.Limits.Pids+supervisor.ReservedThreads, 10)},
-		// No file larger than the workspace: the termination log a
-		// program may write is on the node's disk.
-		{Name: supervisor.EnvFsize, Value: strconv.FormatInt(spec.Limits.Disk, 10)},
 	}
 	for _, kv := range spec.Env {
 		key, value, _ := strings.Cut(kv, "=")

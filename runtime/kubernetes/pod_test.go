@@ -17,9 +17,12 @@ import (
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
+// key is the test runtime's channel key.
+var key = []byte("0123456789abcdef0123456789abcdef")
+
 func testRuntime(t *testing.T) (*Kubernetes, *fake.Clientset) {
 	client := fake.NewClientset()
-	k := newWith(client, nil, Options{
+	k := newWith(client, nil, Options{ChannelKey: key,
 		Namespace: "sandboxd", Instance: "inst1", ImageRegistry: "127.0.0.1:5000", RuntimeClass: "gvisor",
 		NodeSelector: map[string]string{"pool": "sandboxes"}, Labels: map[string]string{"team": "a", runtime.LabelInstance: "forged"},
 		UIDs: runtime.NewUIDs(runtime.UIDRange{First: 61000, Last: 61009}),
@@ -121,9 +124,9 @@ func TestPodCarriesTheHardening(t *testing.T) {
 	}
 	check("the request's environment", env["A"] == "1" && env["B"] == "x=y" && env["HOME"] == runtime.Workspace)
 	check("the supervisor listens on loopback", env[supervisor.EnvListen] == "127.0.0.1:7073")
-	check("a token", len(env[supervisor.EnvToken]) == 32)
+	check("the token's digest, not the token", env[supervisor.EnvToken] == "" && len(env[supervisor.EnvTokenSum]) == 64 &&
+		env[supervisor.EnvTokenSum] == supervisor.TokenSum(newWith(nil, nil, Options{ChannelKey: key}).token(pod.Name)))
 	check("the pids limit, as RLIMIT_NPROC of the sandbox's uid", env[supervisor.EnvNproc] == strconv.Itoa(128+supervisor.ReservedThreads))
-	check("no file larger than the workspace (the termination log is on the node)", env[supervisor.EnvFsize] == strconv.Itoa(64<<20))
 	eph := c.Resources.Limits[corev1.ResourceEphemeralStorage]
 	check("a share of the node's disk", eph.Value() == ephemeralStorage)
 

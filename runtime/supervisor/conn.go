@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -62,6 +63,13 @@ func NewConn(r io.Reader, w io.Writer) *Conn {
 	c.nextID = uint64(b[0])<<40 | uint64(b[1])<<32 | uint64(b[2])<<24 | uint64(b[3])<<16
 	go c.readLoop(r)
 	return c
+}
+
+// TokenSum is the SHA-256 of token, in hex: what a listening supervisor
+// is given (EnvTokenSum) to check the token it is shown.
+func TokenSum(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
 }
 
 // NewToken is a fresh token for a supervisor's channel (EnvToken).

@@ -49,16 +49,15 @@ const Version = 1
 // everything it starts, where the runtime has no per-sandbox pids limit
 // (a pod's is the kubelet's, one for every pod of the node): the uid is
 // the sandbox's alone, so the limit is the sandbox's.
-//
-// EnvFsize is the RLIMIT_FSIZE it sets where files outside the sandbox's
-// own size-bounded ones are writable: a pod's /dev/termination-log is a
-// file on the node, outside its ephemeral storage.
 const (
 	EnvListen = "SANDBOXD_SUPERVISOR_LISTEN"
 	EnvDial   = "SANDBOXD_SUPERVISOR_DIAL"
 	EnvToken  = "SANDBOXD_SUPERVISOR_TOKEN"
-	EnvNproc  = "SANDBOXD_SUPERVISOR_NPROC"
-	EnvFsize  = "SANDBOXD_SUPERVISOR_FSIZE"
+	// EnvTokenSum is, for a supervisor that listens, the token's
+	// SHA-256 (TokenSum): a pod's spec is read by whoever may read pods,
+	// and the digest opens nothing.
+	EnvTokenSum = "SANDBOXD_SUPERVISOR_TOKEN_SHA256"
+	EnvNproc    = "SANDBOXD_SUPERVISOR_NPROC"
 )
 
 // ChannelDir is where a Docker sandbox on sandboxd's host has sandboxd's

@@ -10,11 +10,14 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
 // Where a runtime does not speak to the supervisor on PID 1's stdio, a
 // connection is the channel, opened with a token the runtime sets in the
-// environment. The environment of a non-dumpable PID 1 is readable by
+// environment (a listener is given only the token's SHA-256: see
+// supervisor.EnvTokenSum). The environment of a non-dumpable PID 1 is readable by
 // root alone, and the token is gone from it before any program starts, so
 // code in the sandbox, which can reach the same socket, cannot take the
 // channel over. Either the supervisor listens (Kubernetes: a pod's stdout
@@ -50,10 +53,10 @@ func (c *channel) set(w io.Writer) {
 }
 
 // listenAndServe serves sandboxd on ln, one connection at a time: a
-// newer one that shows the token replaces the current one, which is how
-// a restarted sandboxd takes over. It never returns: the sandbox ends
+// newer one that shows the token whose SHA-256 is tokenSum replaces the
+// current one, which is how a restarted sandboxd takes over. It never returns: the sandbox ends
 // when the runtime removes it.
-func (s *server) listenAndServe(out *channel, ln net.Listener, token string) {
+func (s *server) listenAndServe(out *channel, ln net.Listener, tokenSum string) {
 	type authed struct {
 		conn net.Conn
 		in   io.Reader
@@ -86,7 +89,7 @@ func (s *server) listenAndServe(out *channel, ln net.Listener, token string) {
 		}
 		// Each on its own: one that never sends its token holds no other.
 		go func() {
-			if in, ok := authenticate(conn, token); ok {
+			if in, ok := authenticate(conn, tokenSum); ok {
 				admitted <- authed{conn, in}
 			} else {
 				_ = conn.Close()
@@ -96,13 +99,14 @@ func (s *server) listenAndServe(out *channel, ln net.Listener, token string) {
 }
 
 // authenticate reads the token line a connection must open with, within
-// a few seconds, and returns the rest of what it sends.
-func authenticate(conn net.Conn, token string) (io.Reader, bool) {
+// a few seconds, checks it against its SHA-256, and returns the rest of
+// what the connection sends.
+func authenticate(conn net.Conn, tokenSum string) (io.Reader, bool) {
 	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	in := bufio.NewReaderSize(conn, 64<<10)
 	line, err := in.ReadString('\n')
 	_ = conn.SetReadDeadline(time.Time{})
-	if err != nil || subtle.ConstantTimeCompare([]byte(strings.TrimSuffix(line, "\n")), []byte(token)) != 1 {
+	if err != nil || tokenSum == "" || subtle.ConstantTimeCompare([]byte(supervisor.TokenSum(strings.TrimSuffix(line, "\n"))), []byte(tokenSum)) != 1 {
 		return nil, false
 	}
 	return in, true

@@ -17,7 +17,7 @@ import (
 // one before.
 func TestListenTakesTheTokenAndTheNewestConnection(t *testing.T) {
 	ln, s, out := channelServer(t, "tcp", "127.0.0.1:0")
-	go s.listenAndServe(out, ln, "s3cret")
+	go s.listenAndServe(out, ln, supervisor.TokenSum("s3cret"))
 
 	dial := func(token string) (net.Conn, *supervisor.Conn) {
 		t.Helper()

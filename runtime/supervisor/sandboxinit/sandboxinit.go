@@ -73,13 +73,14 @@ func Main() {
 	}
 
 	// Read before any program starts, and kept from all of them.
-	listen, dial, token := os.Getenv(supervisor.EnvListen), os.Getenv(supervisor.EnvDial), os.Getenv(supervisor.EnvToken)
-	nproc, fsize := os.Getenv(supervisor.EnvNproc), os.Getenv(supervisor.EnvFsize)
-	for _, name := range []string{supervisor.EnvListen, supervisor.EnvDial, supervisor.EnvToken, supervisor.EnvNproc, supervisor.EnvFsize} {
+	listen, dial := os.Getenv(supervisor.EnvListen), os.Getenv(supervisor.EnvDial)
+	token, tokenSum := os.Getenv(supervisor.EnvToken), os.Getenv(supervisor.EnvTokenSum)
+	nproc := os.Getenv(supervisor.EnvNproc)
+	for _, name := range []string{supervisor.EnvListen, supervisor.EnvDial, supervisor.EnvToken, supervisor.EnvTokenSum, supervisor.EnvNproc} {
 		_ = os.Unsetenv(name)
 	}
 	unsetClusterEnv()
-	if err := limitProcesses(nproc, fsize); err != nil {
+	if err := limitProcesses(nproc); err != nil {
 		fmt.Fprintf(os.Stderr, "sandbox-init: %v\n", err)
 		os.Exit(2)
 	}
@@ -106,7 +107,7 @@ func Main() {
 	}
 	switch {
 	case listen != "":
-		s.listenAndServe(out.(*channel), ln, token)
+		s.listenAndServe(out.(*channel), ln, tokenSum)
 	case dial != "":
 		s.dialAndServe(out.(*channel), dial, token)
 	}
@@ -196,25 +197,16 @@ func reserveThreads(n int) {
 }
 
 // limitProcesses sets RLIMIT_NPROC (and no core dumps, 1024 files, as the
-// Docker runtime's ulimits do) and RLIMIT_FSIZE where the runtime asks
-// for them.
-func limitProcesses(nproc, fsize string) error {
-	limits := map[int]uint64{}
-	for env, value := range map[string]string{supervisor.EnvNproc: nproc, supervisor.EnvFsize: fsize} {
-		if value == "" {
-			continue
-		}
-		n, err := strconv.ParseUint(value, 10, 64)
-		if err != nil {
-			return fmt.Errorf("%s=%q: %v", env, value, err)
-		}
-		if env == supervisor.EnvFsize {
-			limits[unix.RLIMIT_FSIZE] = n
-		} else {
-			limits[unix.RLIMIT_NPROC], limits[unix.RLIMIT_NOFILE], limits[unix.RLIMIT_CORE] = n, 1024, 0
-		}
+// Docker runtime's ulimits do) where the runtime asks for it.
+func limitProcesses(nproc string) error {
+	if nproc == "" {
+		return nil
 	}
-	for res, v := range limits {
+	n, err := strconv.ParseUint(nproc, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%s=%q: %v", supervisor.EnvNproc, nproc, err)
+	}
+	for res, v := range map[int]uint64{unix.RLIMIT_NPROC: n, unix.RLIMIT_NOFILE: 1024, unix.RLIMIT_CORE: 0} {
 		if err := unix.Setrlimit(res, &unix.Rlimit{Cur: v, Max: v}); err != nil {
 			return fmt.Errorf("setrlimit %d to %d: %v", res, v, err)
 		}
