@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -103,9 +104,9 @@ language "bash" {
 		if plain(res) != "False" || !res.Context.Started {
 			t.Errorf("after the deadline: %q %+v", plain(res), res.Context)
 		}
-		// The deadline's kill ends every process, the other context too: its
-		// next exec says so.
-		if res := cell(t, c, id, "other", "1", 0); !res.Context.Started || !strings.Contains(res.Context.Lost, "after the last execution") {
+		// The deadline's kill ends this context's interpreter and what it
+		// started, not the other context (TestContextsRunApart).
+		if res := cell(t, c, id, "other", "1", 0); res.Context.Started || res.Context.Lost != "" {
 			t.Errorf("the other context after the deadline: %+v", res.Context)
 		}
 		// A crash, and memory.
@@ -239,4 +240,65 @@ language "bash" {
 			t.Errorf("contexts of no session: %v", err)
 		}
 	})
+}
+
+// A session's contexts are apart, as a notebook's kernels are: a cell
+// cut at its deadline, or by its client going away, ends its own
+// context, not another's state nor the session's servers; and a cell
+// that waits runs beside file transfers and other contexts' cells, each
+// of which it waits on here (run one after another, it never ends).
+func TestContextsRunApart(t *testing.T) { ociRuntimes(t, testContextsRunApart) }
+
+func testContextsRunApart(t *testing.T, runtime string) {
+	d := testutil.StartDaemon(t, testutil.Options{Runtime: runtime})
+	c := d.Client()
+	id := newSession(t, c, api.SessionRequest{})
+	exec := func(ctx context.Context, name, code string, timeout time.Duration) (*api.RunResult, error) {
+		return c.Exec(ctx, id, api.ExecRequest{Code: code, Context: name, Timeout: api.Duration(timeout)})
+	}
+	if _, err := exec(ctx(t), "a", "x = 41", 0); err != nil {
+		t.Fatal(err)
+	}
+	sh(t, c, id, "setsid sleep 600 >/dev/null 2>&1 < /dev/null & echo $! > server.pid")
+	intact := func(after string) {
+		t.Helper()
+		r, err := exec(ctx(t), "a", "x + 1", 0)
+		if err != nil || len(r.Display) == 0 || r.Display[len(r.Display)-1].Data != "42" || r.Context.Lost != "" {
+			t.Fatalf("context a after %s: %+v %v", after, r, err)
+		}
+		if res := sh(t, c, id, "kill -0 $(cat server.pid) && echo alive"); res.Stdout != "alive\n" {
+			t.Fatalf("the session's server after %s: %+v", after, res)
+		}
+	}
+	r, err := exec(ctx(t), "b", "import time\ntime.sleep(600)", 2*time.Second)
+	if err != nil || !r.TimedOut || r.Context == nil || r.Context.Lost == "" {
+		t.Fatalf("a cell past its deadline: %+v %v", r, err)
+	}
+	intact("another context's deadline")
+	gone, cancel := context.WithTimeout(ctx(t), 2*time.Second)
+	_, err = exec(gone, "b", "import time\ntime.sleep(600)", 10*time.Second)
+	cancel()
+	if err == nil {
+		t.Fatal("a cell whose client went away answered")
+	}
+	intact("another context's client going away")
+
+	// b waits for a file a transfer brings, then for one a's cell writes.
+	done := make(chan error, 1)
+	go func() {
+		r, err := exec(ctx(t), "b", "import os, time\nfor name in ('sent', 'written'):\n    while not os.path.exists(name):\n        time.sleep(0.05)\nprint('both')", 10*time.Second)
+		if err == nil && r.Stdout != "both\n" {
+			err = fmt.Errorf("%+v", r)
+		}
+		done <- err
+	}()
+	if _, err := c.PutFile(ctx(t), id, "sent", strings.NewReader("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exec(ctx(t), "a", "open('written', 'w').close()", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the waiting cell: %v", err)
+	}
 }

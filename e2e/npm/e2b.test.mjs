@@ -56,6 +56,39 @@ test('a sandbox lives, is listed, is timed and is killed', async () => {
   assert.equal(await Sandbox.kill(sb.sandboxId), false, 'killing it again finds nothing');
 });
 
+test('list: metadata with "/", spaces and ":", pages, template, order, startedAfter', async () => {
+  const before = new Date(Date.now() - 1000);
+  const repo = { repo: 'octo/hello world', ref: 'a:b&c=d%e' };
+  const made = [];
+  try {
+    for (let i = 0; i < 3; i++) {
+      made.push(await Sandbox.create('base', { metadata: { ...repo, n: String(i) } }));
+    }
+    const ids = made.map((s) => s.sandboxId);
+    const found = await Sandbox.list({ query: { metadata: repo } }).nextItems();
+    assert.deepEqual(found.map((s) => s.sandboxId).filter((id) => ids.includes(id)).sort(), [...ids].sort(), 'found by metadata as the SDK encodes it');
+    assert.deepEqual((await Sandbox.list({ query: { metadata: { repo: 'octo/hello' } } }).nextItems()).filter((s) => ids.includes(s.sandboxId)), []);
+
+    const pages = Sandbox.list({ query: { metadata: repo }, limit: 1 });
+    const seen = [];
+    while (pages.hasNext) {
+      const page = await pages.nextItems();
+      assert.ok(page.length <= 1, `a page of ${page.length}`);
+      seen.push(...page.map((s) => s.sandboxId));
+    }
+    assert.deepEqual([...seen].sort(), [...ids].sort(), 'every sandbox once, a page at a time');
+
+    const desc = (await Sandbox.list({ query: { metadata: repo }, order: 'desc' }).nextItems()).map((s) => s.metadata.n);
+    assert.deepEqual(desc, ['2', '1', '0'], 'newest first');
+    assert.equal((await Sandbox.list({ query: { metadata: repo, template: 'other' } }).nextItems()).length, 0, 'by template');
+    assert.equal((await Sandbox.list({ query: { metadata: repo, template: 'base' } }).nextItems()).length, 3);
+    assert.equal((await Sandbox.list({ query: { metadata: repo, startedAfter: new Date(Date.now() + 60_000) } }).nextItems()).length, 0, 'startedAfter');
+    assert.equal((await Sandbox.list({ query: { metadata: repo, startedAfter: before } }).nextItems()).length, 3);
+  } finally {
+    await Promise.all(made.map((s) => s.kill().catch(() => {})));
+  }
+});
+
 test('a paused sandbox keeps its files and resumes on connect', async () => {
   await withSandbox('base', async (sb) => {
     await sb.files.write('/home/user/kept.txt', 'kept');

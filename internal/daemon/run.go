@@ -169,7 +169,13 @@ func (d *Daemon) Exec(ctx context.Context, id string, req ExecRequest, out Outpu
 	var res *Result
 	var resumed time.Duration
 	ctx = sessions.OnResume(ctx, func(took time.Duration) { resumed = took })
-	aerr := d.Sessions.Use(ctx, id, func(ss *sessions.Session, sb *runtime.Sandbox) error {
+	use := d.Sessions.Use
+	if req.Context != "" {
+		use = func(ctx context.Context, id string, fn func(*sessions.Session, *runtime.Sandbox) error) error {
+			return d.Sessions.InContext(ctx, id, req.Context, fn)
+		}
+	}
+	aerr := use(ctx, id, func(ss *sessions.Session, sb *runtime.Sandbox) error {
 		l := ss.Lang
 		if req.Limits != nil && (req.Limits.Memory != 0 || req.Limits.CPUs != 0 || req.Limits.Pids != 0) {
 			return errdefs.Errorf(errdefs.Invalid, "memory, cpus and pids are the session's: set them when creating it")

@@ -3,12 +3,14 @@ package e2b
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
 	"net/url"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -189,17 +191,72 @@ func (c *controller) info(rec state.E2BSandbox, sess state.Session, withToken bo
 	return in
 }
 
-func (c *controller) list(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	states := map[string]bool{}
+// listQuery is what a list call asks for, as E2B's API takes it.
+type listQuery struct {
+	states       map[string]bool
+	metadata     url.Values
+	template     string
+	startedAfter time.Time
+	descending   bool
+	limit        int
+	after        string // nextToken: the sandbox the page starts at
+}
+
+// maxListLimit is the most sandboxes a page holds, as E2B's API bounds it.
+const maxListLimit = 100
+
+// parseListQuery reads a list call's query. metadata is a query string
+// whose keys and values the SDKs also encode each: decoded three times,
+// as E2B's service does, a value with "/", a space or ":" matches.
+func parseListQuery(q url.Values) (listQuery, error) {
+	l := listQuery{states: map[string]bool{}, template: q.Get("template"), descending: q.Get("order") == "desc", limit: maxListLimit, after: q.Get("nextToken")}
 	for _, v := range q["state"] {
 		for _, st := range strings.Split(v, ",") {
-			states[st] = true
+			l.states[st] = true
 		}
 	}
-	want, err := url.ParseQuery(q.Get("metadata"))
+	pairs, err := url.ParseQuery(q.Get("metadata"))
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "metadata is a query string of key=value pairs: "+err.Error())
+		return l, fmt.Errorf("metadata is a query string of key=value pairs: %v", err)
+	}
+	l.metadata = url.Values{}
+	for k, vs := range pairs {
+		key, err := url.PathUnescape(k)
+		if err != nil {
+			return l, fmt.Errorf("metadata key %q: %v", k, err)
+		}
+		for _, v := range vs {
+			value, err := url.PathUnescape(v)
+			if err != nil {
+				return l, fmt.Errorf("metadata value %q: %v", v, err)
+			}
+			l.metadata.Add(key, value)
+		}
+	}
+	if v := q.Get("startedAfter"); v != "" {
+		if l.startedAfter, err = time.Parse(time.RFC3339Nano, v); err != nil {
+			return l, fmt.Errorf("startedAfter is a time as RFC 3339 writes it: %v", err)
+		}
+	}
+	if v := q.Get("limit"); v != "" {
+		if l.limit, err = strconv.Atoi(v); err != nil || l.limit < 1 || l.limit > maxListLimit {
+			return l, fmt.Errorf("limit is a number from 1 to %d, not %q", maxListLimit, v)
+		}
+	}
+	return l, nil
+}
+
+// wants says whether in is one of the sandboxes l asks for.
+func (l listQuery) wants(in sandboxInfo, metadata map[string]string) bool {
+	return (len(l.states) == 0 || l.states[in.State]) && matches(metadata, l.metadata) &&
+		(l.template == "" || l.template == in.TemplateID || l.template == in.Alias) &&
+		(l.startedAfter.IsZero() || !in.StartedAt.Before(l.startedAfter))
+}
+
+func (c *controller) list(w http.ResponseWriter, r *http.Request) {
+	l, err := parseListQuery(r.URL.Query())
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	c.s.mu.Lock()
@@ -210,9 +267,19 @@ func (c *controller) list(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	c.s.mu.Unlock()
-	sort.Slice(recs, func(i, j int) bool { return recs[i].StartedAt.Before(recs[j].StartedAt) })
+	sort.Slice(recs, func(i, j int) bool {
+		if !recs[i].StartedAt.Equal(recs[j].StartedAt) {
+			return recs[i].StartedAt.Before(recs[j].StartedAt) != l.descending
+		}
+		return recs[i].ID < recs[j].ID
+	})
 	out := []sandboxInfo{}
+	started := l.after == ""
 	for _, rec := range recs {
+		if !started && rec.ID != l.after {
+			continue
+		}
+		started = true
 		if c.s.sandbox(rec.ID) == nil {
 			continue
 		}
@@ -221,8 +288,12 @@ func (c *controller) list(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		in := c.info(rec, *sess, false)
-		if len(states) > 0 && !states[in.State] || !matches(rec.Metadata, want) {
+		if !l.wants(in, rec.Metadata) {
 			continue
+		}
+		if len(out) == l.limit {
+			w.Header().Set("X-Next-Token", rec.ID)
+			break
 		}
 		out = append(out, in)
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
@@ -231,6 +232,16 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, aerr)
 		return
 	}
+	// The SDKs start a cell's timeoutMs clock at the answer's headers,
+	// and give up waiting for them after requestTimeoutMs: a cell that
+	// prints nothing for long gets them once it has surely started. One
+	// refused at once (a busy context, a policy) still gets its status.
+	silent := time.AfterFunc(headersAfter, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		lines.start()
+	})
+	defer silent.Stop()
 	ran, aerr := s.d.Exec(r.Context(), sb.rec.ID, exec, func(stream string, data []byte) {
 		if stream != "stdout" && stream != "stderr" {
 			return
@@ -240,10 +251,11 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 		partial[stream] = append(partial[stream], data...)
 		emit(stream, len(partial[stream]) > maxPartialLine)
 	})
+	silent.Stop()
 	mu.Lock()
+	defer mu.Unlock()
 	emit("stdout", true)
 	emit("stderr", true)
-	mu.Unlock()
 	if aerr != nil {
 		if !lines.started {
 			writeAPIError(w, aerr)
@@ -269,19 +281,35 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	lines.send(map[string]any{"type": "number_of_executions", "execution_count": sb.cells.count(name)})
 }
 
-// lineWriter streams lines of JSON, the status (200) with the first.
+// headersAfter is how long a cell runs silent before its answer's
+// headers go out without a line (see execute).
+const headersAfter = 250 * time.Millisecond
+
+// lineWriter streams lines of JSON, the status (200) with the first, or
+// before it (start).
 type lineWriter struct {
 	w       http.ResponseWriter
 	started bool
 }
 
-func (l *lineWriter) send(v any) {
-	if !l.started {
-		l.started = true
-		l.w.Header().Set("Content-Type", "application/x-ndjson")
-		l.w.WriteHeader(http.StatusOK)
+// start sends the status and headers, once.
+func (l *lineWriter) start() {
+	if l.started {
+		return
 	}
+	l.started = true
+	l.w.Header().Set("Content-Type", "application/x-ndjson")
+	l.w.WriteHeader(http.StatusOK)
+	l.flush()
+}
+
+func (l *lineWriter) send(v any) {
+	l.start()
 	_ = json.NewEncoder(l.w).Encode(v)
+	l.flush()
+}
+
+func (l *lineWriter) flush() {
 	if f, ok := l.w.(http.Flusher); ok {
 		f.Flush()
 	}

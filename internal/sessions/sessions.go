@@ -9,7 +9,9 @@
 //
 // Operations on one session run one at a time (its turn), in arrival
 // order: an exec, a file transfer and a reset never overlap in one
-// workspace. What runs in a session is the request path's (see
+// workspace. A context's cells are the exception: they take the
+// context's own turn and run beside the rest (InContext), as a
+// notebook's kernels do. What runs in a session is the request path's (see
 // internal/daemon, which calls Use); this package keeps the sessions, their
 // files, expiry and recovery.
 package sessions
@@ -58,8 +60,9 @@ type Session struct {
 	users int              // operations using sb now
 	// idleFrom restarts the idle clock after a hibernation that failed,
 	// so that the janitor tries again an idle_timeout later.
-	idleFrom time.Time
-	usage    []stats.SandboxUsage // the last samples, oldest first
+	idleFrom  time.Time
+	usage     []stats.SandboxUsage     // the last samples, oldest first
+	cellTurns map[string]chan struct{} // per context: see InContext
 }
 
 func newSession(l *languages.Language, limits runtime.Limits, rec state.Session, sb *runtime.Sandbox) *Session {
@@ -376,6 +379,39 @@ func (m *Sessions) Use(ctx context.Context, id string, fn func(ss *Session, sb *
 // the supervisor runs side by side.
 func (m *Sessions) Alongside(ctx context.Context, id string, fn func(ss *Session, sb *runtime.Sandbox) error) error {
 	return m.use(ctx, id, false, fn)
+}
+
+// InContext is Alongside for a cell of the session's context name: a
+// context's cells run one at a time, in arrival order, and beside
+// everything else (files, terminals, other contexts' cells), as a
+// notebook's kernels do.
+func (m *Sessions) InContext(ctx context.Context, id, name string, fn func(ss *Session, sb *runtime.Sandbox) error) error {
+	return m.Alongside(ctx, id, func(ss *Session, sb *runtime.Sandbox) error {
+		turn := ss.contextTurn(name)
+		select {
+		case <-turn:
+		case <-ctx.Done():
+			return errdefs.Errorf(errdefs.Invalid, "gave up waiting for context %s's previous cell: %v", name, ctx.Err())
+		}
+		defer func() { turn <- struct{}{} }()
+		return fn(ss, sb)
+	})
+}
+
+// contextTurn is the turn of the session's context name.
+func (ss *Session) contextTurn(name string) chan struct{} {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.cellTurns == nil {
+		ss.cellTurns = map[string]chan struct{}{}
+	}
+	turn := ss.cellTurns[name]
+	if turn == nil {
+		turn = make(chan struct{}, 1)
+		turn <- struct{}{}
+		ss.cellTurns[name] = turn
+	}
+	return turn
 }
 
 func (m *Sessions) use(ctx context.Context, id string, turn bool, fn func(ss *Session, sb *runtime.Sandbox) error) error {

@@ -72,6 +72,7 @@ func (s *server) startCell(id uint64, req supervisor.ExecRequest, outputs map[st
 	if !busy {
 		k.cur = e
 		k.cells++
+		e.kernel = k.pid
 	}
 	cell := k.cells
 	k.mu.Unlock()
@@ -281,8 +282,10 @@ func (e *execution) followCell(k *kernel, cell int, fresh *supervisor.CellResult
 	case ws = <-k.exited:
 		died = true
 	case <-deadline.C:
+		// The context's kernel and what its cells started: the other
+		// contexts and the session's servers live on.
 		e.timedOut.Store(true)
-		res.Survivors = e.s.endAll()
+		res.Survivors = killTree(k.pid)
 		ws, died = <-k.exited, true
 	}
 	res.DurationUS = time.Since(e.started).Microseconds()

@@ -32,6 +32,7 @@ type execution struct {
 
 	timedOut atomic.Bool
 	killed   atomic.Bool
+	kernel   int // a cell's: its context's kernel, all that a kill ends
 
 	warm       bool   // a warm process runs it
 	warmMissed string // why one could not
@@ -282,9 +283,14 @@ func (e *execution) ended(res *supervisor.ExecResult, ws unix.WaitStatus) {
 	}
 }
 
-// kill ends the execution now (the host gave up on it).
+// kill ends the execution now (the host gave up on it): everything it
+// may have started, or a cell's kernel and what it started.
 func (e *execution) kill() {
 	e.killed.Store(true)
+	if e.kernel > 0 {
+		killTree(e.kernel)
+		return
+	}
 	e.s.endAll()
 }
 

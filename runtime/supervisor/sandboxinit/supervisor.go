@@ -506,6 +506,43 @@ func killContainer(keep int) int {
 	}
 }
 
+// killTree ends root, its process group and every process descended from
+// it (a child that left the group by setpgid or setsid goes too), and
+// keeps at it while they fork, for ~1 s. It returns how many survived:
+// one context's kernel and what its cells started, and nothing else of
+// the session (other contexts, servers).
+func killTree(root int) int {
+	start := time.Now()
+	for {
+		// By number first: gVisor's /proc does not list a session's
+		// processes, which are in a PID namespace of their own.
+		_ = unix.Kill(-root, unix.SIGKILL)
+		_ = unix.Kill(root, unix.SIGKILL)
+		parent, group := map[int]int{}, map[int]int{}
+		forEachProcess(func(pid string, stat []byte) {
+			p, _ := strconv.Atoi(pid)
+			if f := statFields(stat); p > 1 && len(f) > 2 && live(stat) {
+				parent[p], _ = strconv.Atoi(f[1])
+				group[p], _ = strconv.Atoi(f[2])
+			}
+		})
+		n := 0
+		for p := range parent {
+			for q, hops := p, 0; q > 1 && hops < len(parent); q, hops = parent[q], hops+1 {
+				if q == root || group[q] == root {
+					_ = unix.Kill(p, unix.SIGKILL)
+					n++
+					break
+				}
+			}
+		}
+		if n == 0 || time.Since(start) > 900*time.Millisecond {
+			return n
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // live says whether a process's /proc stat is not a zombie's: a zombie is
 // dead, and the reaper collects it.
 func live(stat []byte) bool {
