@@ -39,6 +39,10 @@ test('a sandbox lives, is listed, is timed and is killed', async () => {
   assert.equal(info.templateId, 'base');
   assert.deepEqual(info.metadata, { suite: 'e2b' });
   assert.equal(info.state, 'running');
+  const metrics = await sb.getMetrics();
+  const last = metrics.at(-1);
+  assert.ok(last && last.memUsed > 0 && last.memTotal >= last.memUsed && last.cpuCount > 0 && last.diskTotal > 0 && last.timestamp instanceof Date,
+    `metrics: ${JSON.stringify(metrics)}`);
   const listed = await Sandbox.list({ query: { metadata: { suite: 'e2b' } } }).nextItems();
   assert.ok(listed.some((s) => s.sandboxId === sb.sandboxId), 'listed by its metadata');
 
@@ -87,6 +91,29 @@ test('list: metadata with "/", spaces and ":", pages, template, order, startedAf
   } finally {
     await Promise.all(made.map((s) => s.kill().catch(() => {})));
   }
+});
+
+test('fork: new sandboxes with the files, apart from it; updateNetwork', async () => {
+  await withSandbox('base', async (sb) => {
+    await sb.files.write('/home/user/state.txt', 'before');
+    const forks = await sb.fork({ count: 2 });
+    try {
+      assert.equal(forks.length, 2);
+      for (const f of forks) {
+        assert.ok(!(f instanceof Error), `a fork failed: ${f}`);
+        assert.notEqual(f.sandboxId, sb.sandboxId);
+        assert.equal(await f.files.read('/home/user/state.txt'), 'before');
+        assert.equal((await f.getInfo()).templateId, 'base');
+      }
+      await forks[0].files.write('/home/user/state.txt', 'changed');
+      assert.equal(await sb.files.read('/home/user/state.txt'), 'before', 'a fork changes nothing of its source');
+      assert.equal(await forks[1].files.read('/home/user/state.txt'), 'before', 'nor of another fork');
+    } finally {
+      await Promise.all(forks.filter((f) => !(f instanceof Error)).map((f) => f.kill().catch(() => {})));
+    }
+    await sb.updateNetwork({ allowInternetAccess: false });
+    await assert.rejects(sb.updateNetwork({ allowOut: ['example.com'] }), /no egress|beyond/, 'a host its template does not allow');
+  });
 });
 
 test('a paused sandbox keeps its files and resumes on connect', async () => {
@@ -245,6 +272,29 @@ test('the code interpreter keeps state, shows errors, charts and tables', async 
     await sb.removeCodeContext(ctx);
     assert.ok(!(await sb.listCodeContexts()).some((c) => c.id === ctx.id));
     await assert.rejects(sb.runCode('1', { language: 'javascript' }), 'a python sandbox runs no javascript');
+  } finally {
+    await sb.kill();
+  }
+});
+
+test('code contexts: a silent cell is cut at its timeoutMs alone; contexts and files run side by side', async () => {
+  const sb = await CodeSandbox.create();
+  try {
+    await sb.runCode('x = 41');
+    const other = await sb.createCodeContext({ language: 'python' });
+    // Silent for longer than its timeoutMs: cut then, not after requestTimeoutMs.
+    const began = Date.now();
+    await assert.rejects(sb.runCode('import time\ntime.sleep(600)', { context: other, timeoutMs: 2_000, requestTimeoutMs: 30_000 }));
+    assert.ok(Date.now() - began < 25_000, `cut after ${Date.now() - began} ms`);
+    assert.equal((await sb.runCode('x + 1')).text, '42', 'another context keeps its state');
+
+    // One context waits for a file the files API writes, then for one the
+    // default context writes: one after the other, it would never end.
+    const waiting = sb.runCode('import os, time\nfor n in ("/home/user/sent", "/home/user/written"):\n    while not os.path.exists(n):\n        time.sleep(0.05)\nprint("both")', { context: other, timeoutMs: 20_000 });
+    await sleep(300);
+    await sb.files.write('/home/user/sent', 'x');
+    await sb.runCode('open("/home/user/written", "w").close()');
+    assert.deepEqual((await waiting).logs.stdout, ['both\n']);
   } finally {
     await sb.kill();
   }

@@ -17,6 +17,7 @@ import (
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/e2b/envd"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
+	"github.com/sandboxd/sandboxd/internal/sessions"
 	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/internal/wire"
 )
@@ -43,11 +44,11 @@ func (s *Server) control(key string) http.Handler {
 	for _, p := range []string{"POST /v2/sandboxes/{id}/connect", "POST /sandboxes/{id}/connect", "POST /sandboxes/{id}/resume"} {
 		mux.HandleFunc(p, c.own(c.connect))
 	}
-	mux.HandleFunc("GET /sandboxes/{id}/metrics", c.own(func(w http.ResponseWriter, r *http.Request, _ *sandbox) {
-		writeJSON(w, http.StatusOK, []any{}) // not kept: sandboxctl session ls has the session's use
-	}))
+	mux.HandleFunc("GET /sandboxes/{id}/metrics", c.own(c.metrics))
+	mux.HandleFunc("PUT /sandboxes/{id}/network", c.own(c.network))
+	mux.HandleFunc("POST /sandboxes/{id}/fork", c.own(c.fork))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, r.Method+" "+r.URL.Path+" is not served by sandboxd's E2B API: it serves sandboxes (create, list, get, kill, timeout, pause, connect), not templates, snapshots, volumes or secrets (see the README's E2B table)")
+		writeError(w, http.StatusNotFound, r.Method+" "+r.URL.Path+" is not served by sandboxd's E2B API: it serves sandboxes (create, list, get, kill, timeout, pause, connect, metrics, network, fork), not templates, snapshots, volumes or secrets (see docs/e2b.md)")
 	})
 	return mux
 }
@@ -141,16 +142,11 @@ func (c *controller) create(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, aerr)
 		return
 	}
-	rec := state.E2BSandbox{ID: sess.ID, Template: req.TemplateID, Key: c.key, Token: randomToken(), Metadata: req.Metadata, StartedAt: sess.CreatedAt}
-	if err := c.s.store.PutE2BSandbox(rec); err != nil {
-		_ = c.s.d.Sessions.Delete(sess.ID)
-		writeError(w, http.StatusInternalServerError, "storing the sandbox: "+err.Error())
+	rec, sb, err := c.register(*sess, req.TemplateID, req.Metadata)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	sb := c.s.newSandbox(rec)
-	c.s.mu.Lock()
-	c.s.sandboxes[rec.ID] = sb
-	c.s.mu.Unlock()
 	if len(tmpl.Start) > 0 {
 		tag := startTag
 		start := &envd.StartRequest{Process: &envd.ProcessConfig{Cmd: tmpl.Start[0], Args: tmpl.Start[1:]}, Tag: &tag}
@@ -165,6 +161,91 @@ func (c *controller) create(w http.ResponseWriter, r *http.Request) {
 	}
 	c.s.log.Info("sandbox created", "sandbox", rec.ID, "template", rec.Template, "language", tmpl.Language, "key", c.key)
 	writeJSON(w, http.StatusCreated, c.info(rec, *sess, true))
+}
+
+// register makes session sess the key's sandbox of template, with
+// metadata, and a token of its own; on failure the session is deleted.
+func (c *controller) register(sess state.Session, template string, metadata map[string]string) (state.E2BSandbox, *sandbox, error) {
+	rec := state.E2BSandbox{ID: sess.ID, Template: template, Key: c.key, Token: randomToken(), Metadata: metadata, StartedAt: sess.CreatedAt}
+	if err := c.s.store.PutE2BSandbox(rec); err != nil {
+		_ = c.s.d.Sessions.Delete(sess.ID)
+		return rec, nil, fmt.Errorf("storing the sandbox: %v", err)
+	}
+	sb := c.s.newSandbox(rec)
+	c.s.mu.Lock()
+	c.s.sandboxes[rec.ID] = sb
+	c.s.mu.Unlock()
+	return rec, sb, nil
+}
+
+// fork starts count sandboxes (1 by default) from the sandbox's files, as
+// a sandboxd fork does: its workspace as it is now, its template,
+// metadata and limits; each with a token of its own. Processes and
+// memory are not carried over.
+func (c *controller) fork(w http.ResponseWriter, r *http.Request, sb *sandbox) {
+	var req struct {
+		Timeout *int64 `json:"timeout"`
+		Count   int    `json:"count"`
+	}
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "malformed JSON: "+err.Error())
+		return
+	}
+	ttl := time.Duration(0)
+	if req.Timeout != nil {
+		ttl = time.Duration(*req.Timeout) * time.Second
+	}
+	forked, aerr := c.s.d.Sessions.Fork(r.Context(), sb.rec.ID, sessions.ForkRequest{Count: req.Count, TTL: ttl})
+	if aerr != nil {
+		writeAPIError(w, aerr)
+		return
+	}
+	type result struct {
+		Sandbox *sandboxInfo `json:"sandbox,omitempty"`
+		Error   *errorBody   `json:"error,omitempty"`
+	}
+	out := []result{}
+	for _, sess := range forked.Sessions {
+		rec, _, err := c.register(sess, sb.rec.Template, maps.Clone(sb.rec.Metadata))
+		if err != nil {
+			out = append(out, result{Error: &errorBody{Code: http.StatusInternalServerError, Message: err.Error()}})
+			continue
+		}
+		in := c.info(rec, sess, true)
+		out = append(out, result{Sandbox: &in})
+	}
+	c.s.log.Info("sandbox forked", "sandbox", sb.rec.ID, "into", len(out), "snapshot", forked.Snapshot.ID, "key", c.key)
+	writeJSON(w, http.StatusCreated, out)
+}
+
+// network replaces what the sandbox may reach, as E2B's updateNetwork
+// asks: allowOut names the hosts (within its template's network.allow in
+// sandboxd.hcl), allow_internet_access false or a denyOut without
+// allowOut shuts it, and neither gives back all its template allows.
+func (c *controller) network(w http.ResponseWriter, r *http.Request, sb *sandbox) {
+	var req struct {
+		AllowOut            []string `json:"allowOut"`
+		DenyOut             []string `json:"denyOut"`
+		AllowInternetAccess *bool    `json:"allow_internet_access"`
+	}
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "malformed JSON: "+err.Error())
+		return
+	}
+	var allow *state.Network // nil: all the template allows
+	switch {
+	case req.AllowInternetAccess != nil && !*req.AllowInternetAccess:
+		allow = &state.Network{Allow: []string{}}
+	case len(req.AllowOut) > 0:
+		allow = &state.Network{Allow: req.AllowOut}
+	case len(req.DenyOut) > 0:
+		allow = &state.Network{Allow: []string{}}
+	}
+	if _, aerr := c.s.d.Sessions.SetNetwork(r.Context(), sb.rec.ID, allow); aerr != nil {
+		writeAPIError(w, aerr)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // startTag is the tag of a template's start command among a sandbox's
@@ -308,6 +389,57 @@ func matches(metadata map[string]string, want url.Values) bool {
 		}
 	}
 	return true
+}
+
+// metric is one sample of a sandbox's use, as E2B's API gives it.
+type metric struct {
+	Timestamp     time.Time `json:"timestamp"`
+	TimestampUnix int64     `json:"timestampUnix"`
+	CPUCount      float64   `json:"cpuCount"`
+	CPUUsedPct    float64   `json:"cpuUsedPct"`
+	MemUsed       int64     `json:"memUsed"`
+	MemTotal      int64     `json:"memTotal"`
+	MemCache      int64     `json:"memCache"`
+	DiskUsed      int64     `json:"diskUsed"`
+	DiskTotal     int64     `json:"diskTotal"`
+}
+
+// metrics is the session's samples (the last minutes, one every few
+// seconds, and one taken now) between start and end (Unix seconds, both
+// optional), oldest first.
+func (c *controller) metrics(w http.ResponseWriter, r *http.Request, sb *sandbox) {
+	bound := func(name string) (time.Time, bool) {
+		v := r.URL.Query().Get(name)
+		if v == "" {
+			return time.Time{}, true
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		return time.Unix(n, 0), err == nil
+	}
+	start, ok1 := bound("start")
+	end, ok2 := bound("end")
+	if !ok1 || !ok2 {
+		writeError(w, http.StatusBadRequest, "start and end are Unix times in seconds")
+		return
+	}
+	u, err := c.s.d.Sessions.Metrics(r.Context(), sb.rec.ID)
+	if err != nil {
+		writeAPIError(w, err)
+		return
+	}
+	samples := u.Series
+	if u.Now != nil {
+		samples = append(samples, *u.Now)
+	}
+	out := []metric{}
+	for _, s := range samples {
+		if !start.IsZero() && s.At.Before(start) || !end.IsZero() && s.At.After(end) {
+			continue
+		}
+		out = append(out, metric{Timestamp: s.At, TimestampUnix: s.At.Unix(), CPUCount: u.Limits.CPUs, CPUUsedPct: s.CPUPercent / max(u.Limits.CPUs, 1e-9),
+			MemUsed: s.MemoryBytes, MemTotal: u.Limits.Memory, DiskUsed: s.WorkspaceBytes + s.TmpBytes, DiskTotal: 2 * u.Limits.Disk})
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (c *controller) get(w http.ResponseWriter, r *http.Request, sb *sandbox) {

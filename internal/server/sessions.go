@@ -107,7 +107,7 @@ func (h *handler) setNetwork(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	sess, err := h.d.Sessions.SetNetwork(r.Context(), r.PathValue("id"), *wire.Network(&req))
+	sess, err := h.d.Sessions.SetNetwork(r.Context(), r.PathValue("id"), wire.Network(&req))
 	if err != nil {
 		writeError(w, err)
 		return

@@ -682,11 +682,12 @@ func (m *Sessions) Expire(id string, ttl time.Duration) (*state.Session, error) 
 }
 
 // SetNetwork changes what a session's sandbox may reach, within its
-// language's ceiling, from the next connection on (an execution running
-// meanwhile included); the record keeps it, across restarts too.
-func (m *Sessions) SetNetwork(ctx context.Context, id string, req state.Network) (*state.Session, error) {
+// language's ceiling (nil: all of it), from the next connection on (an
+// execution running meanwhile included); the record keeps it, across
+// restarts too.
+func (m *Sessions) SetNetwork(ctx context.Context, id string, req *state.Network) (*state.Session, error) {
 	aerr := m.Alongside(ctx, id, func(ss *Session, sb *runtime.Sandbox) error {
-		list, aerr := ss.Lang.Narrow(&req)
+		list, aerr := ss.Lang.Narrow(req)
 		if aerr != nil {
 			return aerr
 		}

@@ -81,17 +81,17 @@ language "bash" {
 	if aerr != nil {
 		t.Fatal(aerr)
 	}
-	got, aerr := d.Sessions.SetNetwork(ctx, s.ID, state.Network{Allow: []string{"pypi.org:443"}})
+	got, aerr := d.Sessions.SetNetwork(ctx, s.ID, &state.Network{Allow: []string{"pypi.org:443"}})
 	if aerr != nil || len(got.Network.Allow) != 1 || got.Network.Allow[0] != "pypi.org:443" {
 		t.Fatalf("within the ceiling: %+v %v", got, aerr)
 	}
-	if _, aerr := d.Sessions.SetNetwork(ctx, s.ID, state.Network{Allow: []string{"files.example.net"}}); aerr == nil || !errdefs.Is(aerr, errdefs.Invalid) {
+	if _, aerr := d.Sessions.SetNetwork(ctx, s.ID, &state.Network{Allow: []string{"files.example.net"}}); aerr == nil || !errdefs.Is(aerr, errdefs.Invalid) {
 		t.Fatalf("beyond the ceiling: %v", aerr)
 	}
 	if got, _ := d.Sessions.Get(s.ID); len(got.Network.Allow) != 1 {
 		t.Fatalf("a refused change changed the record: %+v", got.Network)
 	}
-	if _, aerr := d.Sessions.SetNetwork(ctx, "s-none", state.Network{}); aerr == nil || !errdefs.Is(aerr, errdefs.NotFound) {
+	if _, aerr := d.Sessions.SetNetwork(ctx, "s-none", &state.Network{}); aerr == nil || !errdefs.Is(aerr, errdefs.NotFound) {
 		t.Fatalf("no such session: %v", aerr)
 	}
 }
