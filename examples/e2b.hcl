@@ -42,6 +42,9 @@ defaults {
   # included (the SDK's own timeoutMs, 60 s unless it says otherwise,
   # ends it sooner).
   timeout = "1h"
+  # What a command or cell may print and be kept, per stream, as E2B's
+  # service streams 10 MiB and more (the rest is counted, not kept).
+  output_limit = "16MiB"
 }
 
 sessions {

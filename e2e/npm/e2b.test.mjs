@@ -132,6 +132,7 @@ test('commands: output, exit codes, env, cwd, stdin, background, timeouts', asyn
   await withSandbox('base', async (sb) => {
     const r = await sb.commands.run('echo out; echo err >&2');
     assert.equal(r.exitCode, 0);
+    assert.equal((await sb.commands.run('pwd; echo $HOME; cd ~ && pwd')).stdout, '/home/user\n/home/user\n/home/user\n', "E2B's home by name");
     assert.equal(r.stdout, 'out\n');
     assert.equal(r.stderr, 'err\n');
 
@@ -139,7 +140,7 @@ test('commands: output, exit codes, env, cwd, stdin, background, timeouts', asyn
 
     await sb.files.makeDir('/home/user/sub');
     const env = await sb.commands.run('pwd; echo "$FOO"', { cwd: '/home/user/sub', envs: { FOO: 'bar' } });
-    assert.equal(env.stdout, '/workspace/sub\nbar\n');
+    assert.equal(env.stdout, '/home/user/sub\nbar\n');
 
     // The home E2B's clients write to is where commands find it.
     await sb.files.write('/home/user/hello.py', 'print("hi from a file")');

@@ -128,6 +128,9 @@ func (c *controller) create(w http.ResponseWriter, r *http.Request) {
 	if env == nil {
 		env = map[string]string{}
 	}
+	if _, set := env["HOME"]; !set {
+		env["HOME"] = e2bHome // a link to the workspace in sandboxd's images
+	}
 	maps.Copy(env, req.EnvVars)
 	sreq := api.SessionRequest{Language: tmpl.Language, Env: env, TTL: api.Duration(ttl), IdleTimeout: api.Duration(ttl)}
 	if tmpl.Limits != nil {

@@ -264,6 +264,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // templates) is the workspace here, by either name, and relative paths
 // start there. Paths elsewhere are refused: the workspace is what a
 // session has of its own.
+// e2bHome is E2B's home directory, a link to /workspace in sandboxd's
+// images.
+const e2bHome = "/home/user"
+
 func workspacePath(p string) (string, error) {
 	for _, home := range []string{"/home/user", "/workspace"} {
 		if p == home || strings.HasPrefix(p, home+"/") {

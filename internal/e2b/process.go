@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"maps"
 	"fmt"
 	"io"
 	"strconv"
@@ -243,13 +244,21 @@ func (s *Server) spawn(sb *sandbox, req *envd.StartRequest, deadline time.Time) 
 	if cfg.GetCmd() == "" {
 		return nil, nil, connect.NewError(connect.CodeInvalidArgument, errors.New("process.cmd is missing"))
 	}
-	cmd := daemon.Command{Kind: "process", Argv: append([]string{cfg.GetCmd()}, cfg.GetArgs()...), Env: cfg.GetEnvs()}
+	cmd := daemon.Command{Kind: "process", Argv: append([]string{cfg.GetCmd()}, cfg.GetArgs()...), Env: maps.Clone(cfg.GetEnvs())}
 	if cfg.Cwd != nil {
 		rel, aerr := workspacePath(cfg.GetCwd())
 		if aerr != nil {
 			return nil, nil, connectError(aerr)
 		}
 		cmd.Cwd = rel
+	}
+	// E2B's home by name: a shell's pwd says /home/user (a link to the
+	// workspace), as on E2B, where the directory is the same.
+	if _, set := cmd.Env["PWD"]; !set {
+		if cmd.Env == nil {
+			cmd.Env = map[string]string{}
+		}
+		cmd.Env["PWD"] = clientPath(e2bHome, cmd.Cwd)
 	}
 	p := &process{tag: req.GetTag(), config: cfg, subs: map[*subscriber]bool{}, done: make(chan struct{})}
 	switch {
