@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -203,6 +204,11 @@ func (c *controller) fork(w http.ResponseWriter, r *http.Request, sb *sandbox) {
 		writeAPIError(w, aerr)
 		return
 	}
+	// The forks are made: the snapshot they came from is no key's to
+	// list or delete, and would take the host's room for snapshots.
+	if err := c.s.d.Snapshots.Delete(forked.Snapshot.ID); err != nil {
+		c.s.log.Warn("removing a fork's snapshot failed", "snapshot", forked.Snapshot.ID, "error", err)
+	}
 	type result struct {
 		Sandbox *sandboxInfo `json:"sandbox,omitempty"`
 		Error   *errorBody   `json:"error,omitempty"`
@@ -283,7 +289,34 @@ type listQuery struct {
 	startedAfter time.Time
 	descending   bool
 	limit        int
-	after        string // nextToken: the sandbox the page starts at
+	after        *cursor // nextToken: where the page starts
+}
+
+// cursor is a place in a list's order: a sandbox's start and id. A page
+// starts at the first sandbox at or after it, whether or not that one
+// is still there.
+type cursor struct {
+	startedAt time.Time
+	id        string
+}
+
+func (c cursor) String() string { return strconv.FormatInt(c.startedAt.UnixNano(), 10) + "." + c.id }
+
+func parseCursor(s string) (*cursor, error) {
+	at, id, ok := strings.Cut(s, ".")
+	n, err := strconv.ParseInt(at, 10, 64)
+	if !ok || err != nil || id == "" {
+		return nil, fmt.Errorf("nextToken %q is not one a list gave", s)
+	}
+	return &cursor{time.Unix(0, n), id}, nil
+}
+
+// before says whether a comes before b in l's order.
+func (l listQuery) before(a, b cursor) bool {
+	if !a.startedAt.Equal(b.startedAt) {
+		return a.startedAt.Before(b.startedAt) != l.descending
+	}
+	return a.id < b.id
 }
 
 // maxListLimit is the most sandboxes a page holds, as E2B's API bounds it.
@@ -293,7 +326,13 @@ const maxListLimit = 100
 // whose keys and values the SDKs also encode each: decoded three times,
 // as E2B's service does, a value with "/", a space or ":" matches.
 func parseListQuery(q url.Values) (listQuery, error) {
-	l := listQuery{states: map[string]bool{}, template: q.Get("template"), descending: q.Get("order") == "desc", limit: maxListLimit, after: q.Get("nextToken")}
+	l := listQuery{states: map[string]bool{}, template: q.Get("template"), descending: q.Get("order") == "desc", limit: maxListLimit}
+	if v := q.Get("nextToken"); v != "" {
+		var err error
+		if l.after, err = parseCursor(v); err != nil {
+			return l, err
+		}
+	}
 	for _, v := range q["state"] {
 		for _, st := range strings.Split(v, ",") {
 			l.states[st] = true
@@ -343,6 +382,9 @@ func (c *controller) list(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	if !strings.HasPrefix(r.URL.Path, "/v2/") && r.URL.Query().Get("limit") == "" {
+		l.limit = math.MaxInt // the first API's list has no pages
+	}
 	c.s.mu.Lock()
 	var recs []state.E2BSandbox
 	for _, sb := range c.s.sandboxes {
@@ -351,19 +393,13 @@ func (c *controller) list(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	c.s.mu.Unlock()
-	sort.Slice(recs, func(i, j int) bool {
-		if !recs[i].StartedAt.Equal(recs[j].StartedAt) {
-			return recs[i].StartedAt.Before(recs[j].StartedAt) != l.descending
-		}
-		return recs[i].ID < recs[j].ID
-	})
+	at := func(rec state.E2BSandbox) cursor { return cursor{rec.StartedAt, rec.ID} }
+	sort.Slice(recs, func(i, j int) bool { return l.before(at(recs[i]), at(recs[j])) })
 	out := []sandboxInfo{}
-	started := l.after == ""
 	for _, rec := range recs {
-		if !started && rec.ID != l.after {
+		if l.after != nil && l.before(at(rec), *l.after) {
 			continue
 		}
-		started = true
 		if c.s.sandbox(rec.ID) == nil {
 			continue
 		}
@@ -376,7 +412,7 @@ func (c *controller) list(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		if len(out) == l.limit {
-			w.Header().Set("X-Next-Token", rec.ID)
+			w.Header().Set("X-Next-Token", at(rec).String())
 			break
 		}
 		out = append(out, in)

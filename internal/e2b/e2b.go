@@ -259,15 +259,15 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// e2bHome is E2B's home directory, a link to /workspace in sandboxd's
+// images.
+const e2bHome = "/home/user"
+
 // workspacePath turns a path as E2B clients write it into one relative to
 // the workspace: the sandbox's home directory (/home/user in E2B's
 // templates) is the workspace here, by either name, and relative paths
 // start there. Paths elsewhere are refused: the workspace is what a
 // session has of its own.
-// e2bHome is E2B's home directory, a link to /workspace in sandboxd's
-// images.
-const e2bHome = "/home/user"
-
 func workspacePath(p string) (string, error) {
 	for _, home := range []string{"/home/user", "/workspace"} {
 		if p == home || strings.HasPrefix(p, home+"/") {

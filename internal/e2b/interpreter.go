@@ -212,7 +212,8 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 		cwd, _ = workspacePath(cwd)
 	}
 	lines := &lineWriter{w: w}
-	var mu sync.Mutex
+	var mu sync.Mutex // the writer's; finished once the handler answers
+	finished := false
 	partial := map[string][]byte{}
 	// Output goes out a line at a time, as Jupyter's streams do: a print
 	// is one message, not its text and its newline.
@@ -239,7 +240,9 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	silent := time.AfterFunc(headersAfter, func() {
 		mu.Lock()
 		defer mu.Unlock()
-		lines.start()
+		if !finished { // the answer may be an error status, written below
+			lines.start()
+		}
 	})
 	defer silent.Stop()
 	ran, aerr := s.d.Exec(r.Context(), sb.rec.ID, exec, func(stream string, data []byte) {
@@ -254,6 +257,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	silent.Stop()
 	mu.Lock()
 	defer mu.Unlock()
+	finished = true
 	emit("stdout", true)
 	emit("stderr", true)
 	if aerr != nil {

@@ -6,11 +6,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -30,10 +32,17 @@ func (k *Kubernetes) networkWarning(ctx context.Context) string {
 	if err != nil {
 		return fmt.Sprintf("cannot read the network policies of namespace %s (%v): grant the service account list on networkpolicies, as examples/kubernetes-rbac.yaml does", k.opts.Namespace, err)
 	}
+	deny := false
 	for _, p := range list.Items {
-		if defaultDeny(p) {
-			return ""
+		// Policies add up: one that lets anything in or out undoes a
+		// default deny for the pods it selects.
+		if len(p.Spec.Ingress) > 0 || len(p.Spec.Egress) > 0 {
+			return fmt.Sprintf("NetworkPolicy %s in namespace %s lets traffic in or out of sandboxes: on a cluster whose network plugin enforces policies they can reach what it allows. sandboxd's pods need no network: remove it", p.Name, k.opts.Namespace)
 		}
+		deny = deny || defaultDeny(p)
+	}
+	if deny {
+		return ""
 	}
 	return fmt.Sprintf("namespace %s has no default-deny NetworkPolicy: on a cluster whose network plugin enforces policies, sandboxes there can reach the API server, the kubelets, cloud metadata and other pods. Apply the one in examples/kubernetes-rbac.yaml (and block metadata endpoints on the nodes)", k.opts.Namespace)
 }
@@ -47,67 +56,90 @@ func defaultDeny(p networkingv1.NetworkPolicy) bool {
 		len(s.Ingress) == 0 && len(s.Egress) == 0
 }
 
-// added says what the admitted pod has that the requested one did not,
-// of what widens a sandbox's reach: containers, volumes, host
-// namespaces, privilege, capabilities, a service account's token; ""
-// when nothing.
-func added(asked, got *corev1.Pod) string {
-	var extra []string
-	names := func(n int, name func(int) string) []string {
-		out := make([]string, n)
-		for i := range out {
-			out[i] = name(i)
-		}
-		return out
-	}
-	askedContainers := names(len(asked.Spec.Containers), func(i int) string { return asked.Spec.Containers[i].Name })
-	for _, c := range got.Spec.Containers {
-		if !slices.Contains(askedContainers, c.Name) {
-			extra = append(extra, "container "+c.Name)
-		}
-	}
-	for _, c := range got.Spec.InitContainers {
-		extra = append(extra, "init container "+c.Name)
-	}
-	for _, c := range got.Spec.EphemeralContainers {
-		extra = append(extra, "ephemeral container "+c.Name)
-	}
-	askedVolumes := names(len(asked.Spec.Volumes), func(i int) string { return asked.Spec.Volumes[i].Name })
-	for _, v := range got.Spec.Volumes {
-		if !slices.Contains(askedVolumes, v.Name) {
-			extra = append(extra, "volume "+v.Name)
-		}
-	}
-	if got.Spec.HostNetwork || got.Spec.HostPID || got.Spec.HostIPC {
-		extra = append(extra, "a host namespace")
-	}
-	if a := got.Spec.AutomountServiceAccountToken; a == nil || *a {
-		extra = append(extra, "the service account's token")
-	}
-	for _, c := range got.Spec.Containers {
-		sc := c.SecurityContext
-		switch {
-		case sc == nil:
-			extra = append(extra, "container "+c.Name+" without its security context")
+// changed names what of the pod sandboxd asked for the cluster admitted
+// otherwise ("" when nothing): every field must come back as sent, but
+// for the defaults an API server fills in where sandboxd left a field
+// empty (acceptDefaults). A webhook's sidecar, volume source, security
+// context, runtime class, node, port, environment or toleration is a
+// change.
+func changed(asked, got *corev1.Pod) string {
+	want, have := asked.Spec.DeepCopy(), got.Spec.DeepCopy()
+	acceptDefaults(want, have)
+	var diff []string
+	for _, f := range fieldsDiffering(*want, *have) {
+		if f != "Containers" || len(want.Containers) != len(have.Containers) {
+			diff = append(diff, f)
 			continue
-		case sc.Privileged != nil && *sc.Privileged:
-			extra = append(extra, "privilege to container "+c.Name)
-		case sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation:
-			extra = append(extra, "privilege escalation to container "+c.Name)
 		}
-		if sc.Capabilities != nil && len(sc.Capabilities.Add) > 0 {
-			extra = append(extra, fmt.Sprintf("capabilities %v to container %s", sc.Capabilities.Add, c.Name))
-		}
-		i := slices.IndexFunc(asked.Spec.Containers, func(a corev1.Container) bool { return a.Name == c.Name })
-		for _, m := range c.VolumeMounts {
-			if i < 0 || !slices.ContainsFunc(asked.Spec.Containers[i].VolumeMounts, func(a corev1.VolumeMount) bool {
-				return a.Name == m.Name && a.MountPath == m.MountPath
-			}) {
-				extra = append(extra, "mount "+m.MountPath+" to container "+c.Name)
+		for i := range want.Containers {
+			for _, cf := range fieldsDiffering(want.Containers[i], have.Containers[i]) {
+				diff = append(diff, "Containers["+want.Containers[i].Name+"]."+cf)
 			}
 		}
 	}
-	return strings.Join(extra, ", ")
+	return strings.Join(diff, ", ")
+}
+
+// changedError is Create's error for a pod admitted otherwise than asked.
+func (k *Kubernetes) changedError(name, diff string) error {
+	return fmt.Errorf("the cluster admits sandbox pod %s changed (%s): sandboxd runs only the pod it asked for. Exempt namespace %s from the admission webhook or policy that changes pods", name, diff, k.opts.Namespace)
+}
+
+// fieldsDiffering names the fields of two structs of one type that are
+// not semantically equal (quantities by value).
+func fieldsDiffering[T any](a, b T) []string {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	var out []string
+	for i := range va.NumField() {
+		if !equality.Semantic.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) {
+			out = append(out, va.Type().Field(i).Name)
+		}
+	}
+	return out
+}
+
+// defaultTolerations are what the API server adds to every pod (the
+// DefaultTolerationSeconds admission): leave a node gone NotReady or
+// unreachable after a while.
+func defaultTolerations(ts []corev1.Toleration) bool {
+	for _, t := range ts {
+		if t.Operator != corev1.TolerationOpExists || t.Effect != corev1.TaintEffectNoExecute ||
+			t.Key != corev1.TaintNodeNotReady && t.Key != corev1.TaintNodeUnreachable {
+			return false
+		}
+	}
+	return true
+}
+
+// acceptDefaults copies into want what an API server fills in of have
+// where want left it empty, and nothing else: what sandboxd set is
+// compared as set.
+func acceptDefaults(want, have *corev1.PodSpec) {
+	fill := func(w *string, h string) {
+		if *w == "" {
+			*w = h
+		}
+	}
+	fill(&want.SchedulerName, have.SchedulerName)
+	if want.ServiceAccountName == "" && have.ServiceAccountName == "default" {
+		want.ServiceAccountName, want.DeprecatedServiceAccount = have.ServiceAccountName, have.DeprecatedServiceAccount
+	}
+	if want.Priority == nil {
+		want.Priority = have.Priority
+	}
+	if want.PreemptionPolicy == nil {
+		want.PreemptionPolicy = have.PreemptionPolicy
+	}
+	if len(want.Tolerations) == 0 && defaultTolerations(have.Tolerations) {
+		want.Tolerations = have.Tolerations
+	}
+	for i := range min(len(want.Containers), len(have.Containers)) {
+		w, h := &want.Containers[i], &have.Containers[i]
+		fill(&w.TerminationMessagePath, h.TerminationMessagePath)
+		if w.ImagePullPolicy == "" {
+			w.ImagePullPolicy = h.ImagePullPolicy
+		}
+	}
 }
 
 // token is the channel token of pod name: an HMAC of its name under the

@@ -152,15 +152,25 @@ func (k *Kubernetes) Create(ctx context.Context, spec runtime.Spec) (sb *runtime
 	name := "sbx-" + randomHex(8)
 	token := k.token(name)
 	pod := k.podFor(spec, name, token, uid)
-	admitted, err := k.client.CoreV1().Pods(k.opts.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	// Admission is asked first without storing anything, so that a pod a
+	// webhook changes is never scheduled; the stored one is checked too.
+	pods := k.client.CoreV1().Pods(k.opts.Namespace)
+	admitted, err := pods.Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err == nil {
+		if diff := changed(pod, admitted); diff != "" {
+			k.uids.Release(uid)
+			return nil, k.changedError(name, diff)
+		}
+		admitted, err = pods.Create(ctx, pod, metav1.CreateOptions{})
+	}
 	if err != nil {
 		k.uids.Release(uid)
 		return nil, k.apiError("creating a pod", err)
 	}
 	k.own(name, uid)
 	defer runtime.RemoveOnFailure(&err, name, k.Remove)
-	if extra := added(pod, admitted); extra != "" {
-		return nil, fmt.Errorf("the cluster admitted sandbox pod %s with %s, which sandboxd did not ask for: it is removed. Exempt namespace %s from the admission webhook or policy that adds them", name, extra, k.opts.Namespace)
+	if diff := changed(pod, admitted); diff != "" {
+		return nil, k.changedError(name, diff)
 	}
 	if err := k.waitRunning(ctx, name, spec.Image, spec.Waiting); err != nil {
 		return nil, err

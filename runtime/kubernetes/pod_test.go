@@ -27,6 +27,15 @@ func testRuntime(t *testing.T) (*Kubernetes, *fake.Clientset) {
 		NodeSelector: map[string]string{"pool": "sandboxes"}, Labels: map[string]string{"team": "a", runtime.LabelInstance: "forged"},
 		UIDs: runtime.NewUIDs(runtime.UIDRange{First: 61000, Last: 61009}),
 	})
+	// The fake stores what a dry run would not: answer one as a server
+	// does, with the pod as admitted (the tests' own reactors, prepended
+	// later, see and change it first).
+	client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		if c, ok := a.(k8stesting.CreateActionImpl); ok && len(c.CreateOptions.DryRun) > 0 {
+			return true, c.GetObject(), nil
+		}
+		return false, nil, nil
+	})
 	return k, client
 }
 
