@@ -18,8 +18,8 @@ import (
 // The E2B listener's keys in these tests: two, to see that one key's
 // sandboxes are not another's.
 const (
-	e2bKey      = "e2b_sandboxd_test_key_aaaaaaaaaaaaaaaaaaaa"
-	e2bOtherKey = "e2b_sandboxd_test_key_bbbbbbbbbbbbbbbbbbbb"
+	e2bKey      = "e2b_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	e2bOtherKey = "e2b_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 )
 
 // e2bDaemon starts sandboxd with an e2b block; it returns the listener's

@@ -18,8 +18,9 @@ build_missing_images = true
 e2b {
   # Loopback only, unless you write another address here.
   listen = "127.0.0.1:49982"
-  # The keys clients send (E2B_API_KEY). Make your own: openssl rand -hex 20
-  api_keys = ["e2b_sandboxd_example_key_replace_me_0000"]
+  # The keys clients send (E2B_API_KEY), "e2b_" and hex digits as the SDKs
+  # take them. Make your own: echo e2b_$(openssl rand -hex 20)
+  api_keys = ["e2b_00000000000000000000000000000000000000ee"]
   # Templates: every language by its name; "base" is bash's and
   # "code-interpreter-v1" (the Code Interpreter's) python's by default.
   # A template block names another: environment and limits of its own,

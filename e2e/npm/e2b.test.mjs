@@ -315,7 +315,7 @@ test('the code interpreter runs javascript in a node sandbox', async () => {
 });
 
 test('keys: a wrong key, an unknown sandbox, another key\'s sandbox', async () => {
-  await assert.rejects(Sandbox.create({ apiKey: 'e2b_not_a_key_of_this_sandboxd_0000' }), AuthenticationError);
+  await assert.rejects(Sandbox.create({ apiKey: 'e2b_0123456789abcdef0123456789abcdef01234567' }), AuthenticationError);
   await assert.rejects(Sandbox.connect('no-such-sandbox'), SandboxNotFoundError);
   await withSandbox('base', async (sb) => {
     const other = { apiKey: process.env.E2B_OTHER_KEY };

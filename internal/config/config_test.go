@@ -69,11 +69,12 @@ func TestErrorsNameFileLineAndField(t *testing.T) {
 		{"runtime \"kubernetes\" {\n  kubeconfig = \"/etc/hostname\"\n  namespace = \"Sand_Box\"\n}\nlanguage \"a\" {}", `"namespace" "Sand_Box" is not a namespace name`},
 		{"runtime \"kubernetes\" {\n  kubeconfig = \"/etc/hostname\"\n}\nlanguage \"a\" {\n  runtime = \"kubernetes\"\n  network {\n    allow = [\"x.org\"]\n  }\n}", `"runtime" is kubernetes for a language with egress`},
 		{"e2b {}\nlanguage \"a\" {}", `"api_keys" is missing`},
-		{"e2b {\n  api_keys = [\"short\"]\n}\nlanguage \"a\" {}", `f.hcl:2,3: "api_keys" has a key of 5 characters`},
-		{"e2b {\n  api_keys = [\"0123456789abcdef0123\"]\n  template \"t\" {\n    language = \"b\"\n  }\n}\nlanguage \"a\" {}", `f.hcl:4,5: "language" is "b", which has no language block`},
-		{"e2b {\n  api_keys = [\"0123456789abcdef0123\"]\n  template \"t\" {}\n}\nlanguage \"a\" {}", `"language" is missing`},
-		{"e2b {\n  api_keys = [\"0123456789abcdef0123\"]\n  template \"t\" {\n    language = \"a\"\n    limits {\n      memory = \"8GiB\"\n    }\n  }\n}\nlanguage \"a\" {}", `"limits" are above language a's`},
-		{"e2b {\n  api_keys = [\"0123456789abcdef0123\"]\n  template \"t\" {\n    language = \"a\"\n    start = []\n  }\n}\nlanguage \"a\" {}", `"start" is empty`},
+		{"e2b {\n  api_keys = [\"e2b_00ff\"]\n}\nlanguage \"a\" {}", `f.hcl:2,3: "api_keys" has a key of 4 hex digits`},
+		{"e2b {\n  api_keys = [\"e2b_sandboxd_key_of_words_00\"]\n}\nlanguage \"a\" {}", `"api_keys" has a key that is not "e2b_" and lowercase hex digits`},
+		{"e2b {\n  api_keys = [\"e2b_0123456789abcdef0123\"]\n  template \"t\" {\n    language = \"b\"\n  }\n}\nlanguage \"a\" {}", `f.hcl:4,5: "language" is "b", which has no language block`},
+		{"e2b {\n  api_keys = [\"e2b_0123456789abcdef0123\"]\n  template \"t\" {}\n}\nlanguage \"a\" {}", `"language" is missing`},
+		{"e2b {\n  api_keys = [\"e2b_0123456789abcdef0123\"]\n  template \"t\" {\n    language = \"a\"\n    limits {\n      memory = \"8GiB\"\n    }\n  }\n}\nlanguage \"a\" {}", `"limits" are above language a's`},
+		{"e2b {\n  api_keys = [\"e2b_0123456789abcdef0123\"]\n  template \"t\" {\n    language = \"a\"\n    start = []\n  }\n}\nlanguage \"a\" {}", `"start" is empty`},
 		{"secret \"gh\" {\n  value_env = \"SANDBOXD_TEST_UNSET\"\n  hosts = [\"api.github.com\"]\n}\nlanguage \"a\" {}", `f.hcl:2,3: "value_env" names SANDBOXD_TEST_UNSET, which is not set`},
 		{"secret \"gh\" {\n  hosts = [\"api.github.com\"]\n}\nlanguage \"a\" {}", `"value_env" or value_file must be given`},
 		{"secret \"g-h\" {\n  value_file = \"/etc/hostname\"\n  hosts = [\"x.org\"]\n}\nlanguage \"a\" {}", `"g-h" is not a secret's name`},
@@ -180,7 +181,7 @@ language "python" {}`))
 func TestE2BTemplates(t *testing.T) {
 	cfg, err := Parse("f.hcl", []byte(`
 e2b {
-  api_keys = ["0123456789abcdef0123"]
+  api_keys = ["e2b_0123456789abcdef0123"]
   template "ds" {
     language = "python"
     env      = { A = "1" }

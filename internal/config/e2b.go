@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 )
@@ -62,11 +63,15 @@ func (v *validator) e2b(es *e2bSchema, languages []Language) *E2B {
 		e.Listen = v.listen(es.Body, *es.Listen)
 	}
 	if len(es.APIKeys) == 0 {
-		v.fail(es.Body, "api_keys", "is missing", `the keys E2B clients send (E2B_API_KEY), each at least 20 characters: api_keys = ["<openssl rand -hex 20>"]`)
+		v.fail(es.Body, "api_keys", "is missing", `the keys E2B clients send (E2B_API_KEY), each "e2b_" and at least 20 hex digits: api_keys = ["e2b_<openssl rand -hex 20>"]`)
 	}
 	for _, k := range es.APIKeys {
-		if len(k) < minAPIKey {
-			v.fail(es.Body, "api_keys", fmt.Sprintf("has a key of %d characters", len(k)), fmt.Sprintf("keys of at least %d characters (openssl rand -hex 20)", minAPIKey))
+		switch hex, ok := strings.CutPrefix(k, "e2b_"); {
+		case !ok || strings.Trim(hex, "0123456789abcdef") != "":
+			// E2B's SDKs refuse any other key before they send it.
+			v.fail(es.Body, "api_keys", "has a key that is not \"e2b_\" and lowercase hex digits", `keys as E2B's SDKs take them: "e2b_<openssl rand -hex 20>"`)
+		case len(hex) < minAPIKey:
+			v.fail(es.Body, "api_keys", fmt.Sprintf("has a key of %d hex digits", len(hex)), fmt.Sprintf(`keys of at least %d hex digits: "e2b_<openssl rand -hex 20>"`, minAPIKey))
 		}
 	}
 	e.APIKeys = slices.Clone(es.APIKeys)

@@ -287,7 +287,7 @@ type listQuery struct {
 	metadata     url.Values
 	template     string
 	startedAfter time.Time
-	descending   bool
+	descending   bool // newest first, unless asked for "asc", as E2B's service lists
 	limit        int
 	after        *cursor // nextToken: where the page starts
 }
@@ -326,7 +326,7 @@ const maxListLimit = 100
 // whose keys and values the SDKs also encode each: decoded three times,
 // as E2B's service does, a value with "/", a space or ":" matches.
 func parseListQuery(q url.Values) (listQuery, error) {
-	l := listQuery{states: map[string]bool{}, template: q.Get("template"), descending: q.Get("order") == "desc", limit: maxListLimit}
+	l := listQuery{states: map[string]bool{}, template: q.Get("template"), descending: q.Get("order") != "asc", limit: maxListLimit}
 	if v := q.Get("nextToken"); v != "" {
 		var err error
 		if l.after, err = parseCursor(v); err != nil {

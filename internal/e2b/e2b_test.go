@@ -31,7 +31,7 @@ import (
 
 func TestMain(m *testing.M) { daemontest.Main(m, "bash") }
 
-const keyA, keyB = "e2b_unit_test_key_aaaaaaaaaa", "e2b_unit_test_key_bbbbbbbbbb"
+const keyA, keyB = "e2b_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "e2b_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 
 type fixture struct {
 	t   *testing.T

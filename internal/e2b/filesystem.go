@@ -19,6 +19,7 @@ import (
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/e2b/envd"
 	"github.com/sandboxd/sandboxd/internal/e2b/envd/envdconnect"
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/wire"
 )
 
@@ -65,8 +66,15 @@ func entryInfo(root string, e api.FileEntry) *envd.EntryInfo {
 	case "dir":
 		info.Type, mode = envd.FileType_FILE_TYPE_DIRECTORY, mode|fs.ModeDir
 	case "symlink":
+		// envd gives the target as an absolute path, as the client names
+		// its home.
 		info.Type, mode = envd.FileType_FILE_TYPE_SYMLINK, mode|fs.ModeSymlink
 		target := e.Target
+		if rel, ok := strings.CutPrefix(target, "/workspace"); ok && (rel == "" || rel[0] == '/') {
+			target = clientPath(root, strings.TrimPrefix(rel, "/"))
+		} else if !path.IsAbs(target) {
+			target = clientPath(root, path.Join(path.Dir(e.Path), target))
+		}
 		info.SymlinkTarget = &target
 	}
 	info.Permissions = mode.String()
@@ -161,7 +169,8 @@ func (f filesystemService) Remove(ctx context.Context, req *connect.Request[envd
 	if err != nil {
 		return nil, err
 	}
-	if aerr := f.s.d.Sessions.DeleteFile(ctx, sandboxOf(ctx).rec.ID, rel); aerr != nil {
+	// envd removes as `rm -rf` does: what is not there is removed.
+	if aerr := f.s.d.Sessions.DeleteFile(ctx, sandboxOf(ctx).rec.ID, rel); aerr != nil && !errdefs.Is(aerr, errdefs.NotFound) {
 		return nil, connectError(aerr)
 	}
 	return connect.NewResponse(&envd.RemoveResponse{}), nil
