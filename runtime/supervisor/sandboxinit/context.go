@@ -57,6 +57,10 @@ type cellReply struct {
 	Display  []supervisor.Display `json:"display"`
 }
 
+// kernelKillWait is how long a kernel killed at its cell's deadline may
+// take to be reaped before everything is ended instead.
+const kernelKillWait = 3 * time.Second
+
 // startCell sends a cell to its context's kernel, starting the kernel
 // first when it is not running, and follows it to its reply.
 func (s *server) startCell(id uint64, req supervisor.ExecRequest, outputs map[string]outputState, fail func(int, error)) {
@@ -286,7 +290,15 @@ func (e *execution) followCell(k *kernel, cell int, fresh *supervisor.CellResult
 		// contexts and the session's servers live on.
 		e.timedOut.Store(true)
 		res.Survivors = killTree(k.pid)
-		ws, died = <-k.exited, true
+		select {
+		case ws = <-k.exited:
+		case <-time.After(kernelKillWait):
+			// It did not die of it (a pid gone wrong): end everything
+			// rather than run past the deadline.
+			res.Survivors = max(res.Survivors, e.s.endAll())
+			ws = <-k.exited
+		}
+		died = true
 	}
 	res.DurationUS = time.Since(e.started).Microseconds()
 	res.TimedOut = e.timedOut.Load()
@@ -305,6 +317,11 @@ func (e *execution) followCell(k *kernel, cell int, fresh *supervisor.CellResult
 		res.ExitCode = ws.ExitStatus()
 		e.ended(res, ws)
 		res.Context.Lost = kernelEnd(res) + ": the context's state is gone, and it starts afresh on its next use"
+		if e.killed.Load() { // the client went away: its next cell is told instead
+			e.s.mu.Lock()
+			e.s.lostContexts[k.name] = "the interpreter was ended when the client of its last cell went away"
+			e.s.mu.Unlock()
+		}
 	} else if after := oomKills(); e.oomBefore >= 0 && after > e.oomBefore {
 		res.OOMKilled = true // a child of the kernel
 	}

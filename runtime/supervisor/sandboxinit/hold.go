@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -148,6 +149,15 @@ func hold() {
 		}
 		mu.Unlock()
 		closeFDs(fds)
+	}
+}
+
+func init() {
+	// The shim says its pid by SCM_CREDENTIALS, which gVisor fills with
+	// the sending thread's id: sent from the main thread, that is the
+	// pid. Locked in init, main runs there.
+	if len(os.Args) > 1 && os.Args[1] == shimArg {
+		runtime.LockOSThread()
 	}
 }
 

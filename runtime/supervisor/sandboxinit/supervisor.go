@@ -513,11 +513,7 @@ func killContainer(keep int) int {
 // the session (other contexts, servers).
 func killTree(root int) int {
 	start := time.Now()
-	for {
-		// By number first: gVisor's /proc does not list a session's
-		// processes, which are in a PID namespace of their own.
-		_ = unix.Kill(-root, unix.SIGKILL)
-		_ = unix.Kill(root, unix.SIGKILL)
+	for first := true; ; first = false {
 		parent, group := map[int]int{}, map[int]int{}
 		forEachProcess(func(pid string, stat []byte) {
 			p, _ := strconv.Atoi(pid)
@@ -526,15 +522,27 @@ func killTree(root int) int {
 				group[p], _ = strconv.Atoi(f[2])
 			}
 		})
-		n := 0
+		// The tree is read while root lives (its orphans would go to
+		// the holder or PID 1), then all of it is killed at once; by
+		// number too, as gVisor's /proc does not list a session's
+		// processes, which are in a PID namespace of their own.
+		var tree []int
 		for p := range parent {
 			for q, hops := p, 0; q > 1 && hops < len(parent); q, hops = parent[q], hops+1 {
 				if q == root || group[q] == root {
-					_ = unix.Kill(p, unix.SIGKILL)
-					n++
+					tree = append(tree, p)
 					break
 				}
 			}
+		}
+		_ = unix.Kill(-root, unix.SIGKILL)
+		_ = unix.Kill(root, unix.SIGKILL)
+		for _, p := range tree {
+			_ = unix.Kill(p, unix.SIGKILL)
+		}
+		n := len(tree)
+		if first {
+			n++ // root itself, which /proc may not list: look once more
 		}
 		if n == 0 || time.Since(start) > 900*time.Millisecond {
 			return n
