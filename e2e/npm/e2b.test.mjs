@@ -122,6 +122,8 @@ test('a paused sandbox keeps its files and resumes on connect', async () => {
     assert.equal(await sb.pause(), true);
     assert.equal((await sb.getInfo()).state, 'paused');
     assert.equal(await sb.pause(), false, 'pausing it again says so');
+    assert.equal(await sb.isRunning(), false, 'a paused sandbox is not running until it is connected to');
+    await assert.rejects(sb.files.read('/home/user/kept.txt'), 'its agent answers nothing while it is paused');
     const back = await Sandbox.connect(sb.sandboxId);
     assert.equal((await back.getInfo()).state, 'running');
     assert.equal(await back.files.read('/home/user/kept.txt'), 'kept');

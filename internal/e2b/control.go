@@ -538,7 +538,21 @@ func (c *controller) pause(w http.ResponseWriter, r *http.Request, sb *sandbox) 
 		writeAPIError(w, aerr)
 		return
 	}
+	c.setPaused(sb, true)
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// setPaused records whether the sandbox's client paused it, across
+// restarts too.
+func (c *controller) setPaused(sb *sandbox, paused bool) {
+	if sb.paused.Swap(paused) == paused {
+		return
+	}
+	rec := sb.rec
+	rec.Paused = paused
+	if err := c.s.store.PutE2BSandbox(rec); err != nil {
+		c.s.log.Error("storing a sandbox's pause failed", "sandbox", rec.ID, "error", err)
+	}
 }
 
 // connect resumes a paused sandbox and, given a timeout, sets its end.
@@ -563,6 +577,7 @@ func (c *controller) connect(w http.ResponseWriter, r *http.Request, sb *sandbox
 		writeAPIError(w, aerr)
 		return
 	}
+	c.setPaused(sb, false)
 	status := http.StatusOK
 	if before.State == state.SessionHibernated {
 		status = http.StatusCreated

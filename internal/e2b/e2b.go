@@ -25,6 +25,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
@@ -80,10 +81,11 @@ type Server struct {
 
 // sandbox is an E2B sandbox: a session and what E2B's clients keep in it.
 type sandbox struct {
-	rec   state.E2BSandbox
-	procs *processes
-	cells *cells
-	watch *watchers
+	rec    state.E2BSandbox // its Paused is paused's at start
+	paused atomic.Bool      // by its client: see state.E2BSandbox.Paused
+	procs  *processes
+	cells  *cells
+	watch  *watchers
 }
 
 // New returns the handler, with the sandboxes the store keeps whose
@@ -117,7 +119,9 @@ func New(d *daemon.Daemon, cfg config.E2B, log hclog.Logger) (*Server, error) {
 }
 
 func (s *Server) newSandbox(rec state.E2BSandbox) *sandbox {
-	return &sandbox{rec: rec, procs: newProcesses(), cells: newCells(), watch: newWatchers()}
+	sb := &sandbox{rec: rec, procs: newProcesses(), cells: newCells(), watch: newWatchers()}
+	sb.paused.Store(rec.Paused)
+	return sb
 }
 
 // Close ends the processes and watches E2B clients started.
@@ -178,6 +182,12 @@ func (s *Server) serveSandbox(w http.ResponseWriter, r *http.Request, id string)
 	}
 	if subtle.ConstantTimeCompare([]byte(tok), []byte(sb.rec.Token)) != 1 {
 		writeError(w, http.StatusUnauthorized, "this sandbox's access token is missing or wrong: connect to it with the API key that created it")
+		return
+	}
+	if sb.paused.Load() {
+		// As E2B's proxy: a paused sandbox's agent is not there until
+		// the client connects to it (Sandbox.connect resumes it).
+		writeError(w, http.StatusBadGateway, "sandbox "+id+" is paused: connect to it (Sandbox.connect) to resume it")
 		return
 	}
 	r = r.WithContext(principal.With(context.WithValue(r.Context(), sandboxKey{}, sb), state.Requester{Via: principal.ViaE2B, Key: sb.rec.Key}))

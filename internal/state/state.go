@@ -387,6 +387,9 @@ type E2BSandbox struct {
 	Token     string            `json:"token"`
 	Metadata  map[string]string `json:"metadata,omitempty"`
 	StartedAt time.Time         `json:"started_at"`
+	// Paused: its client paused it, and its agent answers nothing until
+	// the client connects to it again, as on E2B.
+	Paused bool `json:"paused,omitempty"`
 }
 
 type e2bEntry struct {
