@@ -25,8 +25,8 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 
