@@ -116,6 +116,32 @@ test('fork: new sandboxes with the files, apart from it; updateNetwork', async (
   });
 });
 
+test('snapshots: taken, listed, started from, kept apart by key, deleted', async () => {
+  await withSandbox('base', async (sb) => {
+    await sb.files.write('/home/user/saved.txt', 'saved');
+    const snap = await sb.createSnapshot({ name: 'first' });
+    assert.ok(snap.snapshotId && snap.names.includes('first'), JSON.stringify(snap));
+    await sb.files.write('/home/user/saved.txt', 'changed after');
+    const mine = await Sandbox.listSnapshots({ sandboxId: sb.sandboxId }).nextItems();
+    assert.deepEqual(mine.map((s) => s.snapshotId), [snap.snapshotId]);
+    const other = { apiKey: process.env.E2B_OTHER_KEY };
+    assert.deepEqual(await Sandbox.listSnapshots(other).nextItems(), [], "another key's list");
+    await assert.rejects(Sandbox.create(snap.snapshotId, other), "another key's create from it");
+    assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId, other), false, "another key's delete");
+    for (const ref of [snap.snapshotId, 'first']) {
+      const from = await Sandbox.create(ref);
+      try {
+        assert.equal(await from.files.read('/home/user/saved.txt'), 'saved', `started from ${ref}`);
+      } finally {
+        await from.kill();
+      }
+    }
+    assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId), true);
+    assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId), false, 'deleted already');
+    assert.deepEqual(await Sandbox.listSnapshots({ sandboxId: sb.sandboxId }).nextItems(), []);
+  });
+});
+
 test('a paused sandbox keeps its files and resumes on connect', async () => {
   await withSandbox('base', async (sb) => {
     await sb.files.write('/home/user/kept.txt', 'kept');

@@ -48,8 +48,11 @@ func (s *Server) control(key string) http.Handler {
 	mux.HandleFunc("GET /sandboxes/{id}/metrics", c.own(c.metrics))
 	mux.HandleFunc("PUT /sandboxes/{id}/network", c.own(c.network))
 	mux.HandleFunc("POST /sandboxes/{id}/fork", c.own(c.fork))
+	mux.HandleFunc("POST /sandboxes/{id}/snapshots", c.own(c.createSnapshot))
+	mux.HandleFunc("GET /snapshots", c.listSnapshots)
+	mux.HandleFunc("DELETE /templates/{id}", c.deleteTemplate)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, r.Method+" "+r.URL.Path+" is not served by sandboxd's E2B API: it serves sandboxes (create, list, get, kill, timeout, pause, connect, metrics, network, fork), not templates, snapshots, volumes or secrets (see docs/e2b.md)")
+		writeError(w, http.StatusNotFound, r.Method+" "+r.URL.Path+" is not served by sandboxd's E2B API: it serves sandboxes (create, list, get, kill, timeout, pause, connect, metrics, network, fork) and their snapshots, not templates, volumes or secrets (see docs/e2b.md)")
 	})
 	return mux
 }
@@ -117,8 +120,16 @@ func (c *controller) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tmpl, ok := c.s.cfg.Templates[req.TemplateID]
+	fromSnapshot := ""
 	if !ok {
-		writeError(w, http.StatusNotFound, "template '"+req.TemplateID+"' not found: the templates here are "+strings.Join(slices.Sorted(maps.Keys(c.s.cfg.Templates)), ", ")+" (template blocks in the e2b block of sandboxd.hcl)")
+		if sn := c.ownSnapshot(req.TemplateID); sn != nil {
+			// A snapshot of the key's: its files, in a sandbox of its language.
+			tmpl, ok = c.s.cfg.Templates[sn.Language]
+			fromSnapshot = sn.ID
+		}
+	}
+	if !ok {
+		writeError(w, http.StatusNotFound, "template '"+req.TemplateID+"' not found: the templates here are "+strings.Join(slices.Sorted(maps.Keys(c.s.cfg.Templates)), ", ")+" (template blocks in the e2b block of sandboxd.hcl), and this key's snapshots")
 		return
 	}
 	ttl := defaultTimeout
@@ -133,7 +144,7 @@ func (c *controller) create(w http.ResponseWriter, r *http.Request) {
 		env["HOME"] = e2bHome // a link to the workspace in sandboxd's images
 	}
 	maps.Copy(env, req.EnvVars)
-	sreq := api.SessionRequest{Language: tmpl.Language, Env: env, TTL: api.Duration(ttl), IdleTimeout: api.Duration(ttl)}
+	sreq := api.SessionRequest{Language: tmpl.Language, Env: env, TTL: api.Duration(ttl), IdleTimeout: api.Duration(ttl), FromSnapshot: fromSnapshot}
 	if tmpl.Limits != nil {
 		l := wire.APILimits(*tmpl.Limits)
 		sreq.Limits = &l
