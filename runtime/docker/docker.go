@@ -17,12 +17,14 @@ package docker
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -624,6 +626,7 @@ func (d *Docker) Checkpoint(ctx context.Context, id string) error {
 	if err := d.cli.CheckpointCreate(ctx, id, checkpoint.CreateOptions{CheckpointID: hibernation, Exit: true}); err != nil {
 		return d.engineError("checkpointing container "+runtime.ShortID(id), err)
 	}
+	d.markCheckpoint(ctx, id)
 	// The engine answers before it has seen the container stop; a restore
 	// before then would find it running.
 	stopped, failed := d.cli.ContainerWait(ctx, id, container.WaitConditionNotRunning)
@@ -632,6 +635,28 @@ func (d *Docker) Checkpoint(ctx context.Context, id string) error {
 		return nil
 	case err := <-failed:
 		return d.engineError("waiting for checkpointed container "+runtime.ShortID(id)+" to stop", err)
+	}
+}
+
+// markCheckpoint puts a nonce in container id's checkpoint, where the
+// engine is on this host and its directory is ours to write. The engine
+// hands a checkpoint to containerd by its content's digest and (Docker
+// 20.10) fails a restore whose digest the store holds already, as it
+// may from the container's last restore: then the session came back
+// without its memory, now and then. With a nonce every checkpoint is its
+// own. An engine elsewhere keeps that risk.
+func (d *Docker) markCheckpoint(ctx context.Context, id string) {
+	info, err := d.cli.Info(ctx)
+	if err != nil || info.DockerRootDir == "" {
+		return
+	}
+	nonce := make([]byte, 16)
+	_, _ = rand.Read(nonce)
+	dir := filepath.Join(info.DockerRootDir, "containers", id, "checkpoints", hibernation)
+	if _, err := os.Stat(dir); err == nil {
+		if err := os.WriteFile(filepath.Join(dir, "sandboxd-nonce"), nonce, 0o600); err != nil {
+			d.logger.Warn("marking a checkpoint failed: its restore may find its content in the engine's store already", "container_id", runtime.ShortID(id), "error", err)
+		}
 	}
 }
 
