@@ -77,11 +77,12 @@ language "python" {
   }
 }
 
-# A second version side by side: Debian trixie's Python 3.13, by name
-# (--lang python3.13); the block above stays the default for .py files.
-language "python3.13" {
+# A second version side by side: Debian bookworm's Python 3.11, by name
+# (--lang python3.11); the block above (Python 3.13) stays the default for
+# .py files.
+language "python3.11" {
   plugin = "python"
-  image  = "sandboxd/python313:latest"
+  image  = "sandboxd/python311:latest"
   pool {
     min_idle = 1
     max      = 8
@@ -114,6 +115,21 @@ language "go" {
     max      = 8
   }
   limits {                          # the go tool runs compile and link processes
+    timeout = "60s"
+    memory  = "1GiB"
+    pids    = 256
+  }
+}
+
+# Debian's Go 1.24 beside the newest release above, by name (--lang go1.24).
+language "go1.24" {
+  plugin = "go"
+  image  = "sandboxd/go124:latest"
+  pool {
+    min_idle = 0
+    max      = 4
+  }
+  limits {
     timeout = "60s"
     memory  = "1GiB"
     pids    = 256

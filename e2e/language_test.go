@@ -18,16 +18,27 @@ type program struct {
 	lang, greet, fail, crash, broken string
 }
 
+// The programs of languages with a second version (sandboxd.hcl).
+var (
+	pythonProgram = program{"python", "print('hello', input(), '✓')", "import sys\nprint('oops', file=sys.stderr)\nsys.exit(3)", "print(1 // 0)", ""}
+	goProgram     = program{"go", "package main\nimport (\"bufio\"; \"fmt\"; \"os\")\nfunc main() { s := bufio.NewScanner(os.Stdin); s.Scan(); fmt.Println(\"hello\", s.Text(), \"✓\") }",
+		"package main\nimport (\"fmt\"; \"os\")\nfunc main() { fmt.Fprintln(os.Stderr, \"oops\"); os.Exit(3) }",
+		"package main\nfunc main() { var a []int; _ = a[3] }", "package main\nfunc main() { x := 1 }"}
+)
+
+// as is p for another language block of its plugin.
+func (p program) as(lang string) program {
+	p.lang = lang
+	return p
+}
+
 var programs = []program{
-	{"python", "print('hello', input(), '✓')", "import sys\nprint('oops', file=sys.stderr)\nsys.exit(3)", "print(1 // 0)", ""},
-	{"python3.13", "print('hello', input(), '✓')", "import sys\nprint('oops', file=sys.stderr)\nsys.exit(3)", "print(1 // 0)", ""},
+	pythonProgram, pythonProgram.as("python3.11"),
 	{"node", "const l = require('fs').readFileSync(0, 'utf8').trim(); console.log('hello ' + l + ' ✓')",
 		"console.error('oops'); process.exit(3)", "null.x", ""},
 	{"typescript", "const name: string = require('fs').readFileSync(0, 'utf8').trim();\nconsole.log(`hello ${name} ✓`);",
 		"console.error('oops'); process.exit(3);", "const o: any = null; o.x;", "let x: number = ;"},
-	{"go", "package main\nimport (\"bufio\"; \"fmt\"; \"os\")\nfunc main() { s := bufio.NewScanner(os.Stdin); s.Scan(); fmt.Println(\"hello\", s.Text(), \"✓\") }",
-		"package main\nimport (\"fmt\"; \"os\")\nfunc main() { fmt.Fprintln(os.Stderr, \"oops\"); os.Exit(3) }",
-		"package main\nfunc main() { var a []int; _ = a[3] }", "package main\nfunc main() { x := 1 }"},
+	goProgram, goProgram.as("go1.24"),
 	{"java", "import java.util.Scanner;\npublic class Greeter { public static void main(String[] a) { System.out.println(\"hello \" + new Scanner(System.in).nextLine() + \" ✓\"); } }",
 		"public class Fail { public static void main(String[] a) { System.err.println(\"oops\"); System.exit(3); } }",
 		"public class Crash { public static void main(String[] a) { Object o = null; o.toString(); } }",
@@ -82,7 +93,7 @@ func shippedBlock(t *testing.T, name string) string {
 // the real engine: hello world with stdin and unicode, exit code and
 // stderr, a runtime error, and a compile error apart from a crash.
 func TestLanguages(t *testing.T) {
-	images := []string{"python", "node", "go", "java", "ruby", "php", "bash", "c", "rust", "lua", "csharp", "python313"}
+	images := []string{"python", "node", "go", "java", "ruby", "php", "bash", "c", "rust", "lua", "csharp", "python311", "go124"}
 	for i, img := range images {
 		images[i] = "sandboxd/" + img + ":latest"
 	}

@@ -3,14 +3,10 @@ package e2e
 import (
 	"context"
 	"net/http"
-	"path/filepath"
-	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -161,62 +157,4 @@ language "python" {
 		removed, _ := value(m, "sandboxd_containers_removed_total", "language=python")
 		return active == 0 && removed >= 1
 	})
-}
-
-// TestMetricsShippedConfig scrapes a daemon of the repository's
-// sandboxd.hcl as it ships, where blocks share a plugin (python and
-// python3.13 the python plugin) and an image (c and cpp): every series
-// appears once, each block's plugin process has its own, and the
-// exposition lints clean. The file's dashboard listens on 127.0.0.1:7070,
-// which must be free.
-func TestMetricsShippedConfig(t *testing.T) {
-	shipped, err := filepath.Abs(filepath.Join("..", "sandboxd.hcl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	hcl := readFile(t, shipped)
-	var images []string // all there, so that the daemon builds none
-	for _, m := range regexp.MustCompile(`(?m)^\s*image\s*=\s*"([^"]+)"`).FindAllStringSubmatch(hcl, -1) {
-		images = append(images, m[1])
-	}
-	testutil.RequireDocker(t, images...)
-	d := testutil.StartDaemon(t, testutil.Options{ConfigFile: shipped})
-
-	families, body := scrapeText(t, d.Socket)
-	blocks := map[string]int{} // sandboxd_plugin_up series by block
-	for name, f := range families {
-		seen := map[string]bool{}
-		for _, m := range f.GetMetric() {
-			var labels []string
-			for _, l := range m.GetLabel() {
-				labels = append(labels, l.GetName()+"="+l.GetValue())
-				if name == "sandboxd_plugin_up" && l.GetName() == "block" {
-					blocks[l.GetValue()]++
-				}
-			}
-			slices.Sort(labels)
-			key := strings.Join(labels, ",")
-			if seen[key] {
-				t.Errorf("%s{%s} appears twice", name, key)
-			}
-			seen[key] = true
-		}
-	}
-	for _, m := range regexp.MustCompile(`(?m)^(language|policy) "([^"]+)"`).FindAllStringSubmatch(hcl, -1) {
-		if blocks[m[2]] != 1 {
-			t.Errorf("%s %q has %d sandboxd_plugin_up series, want 1", m[1], m[2], blocks[m[2]])
-		}
-	}
-	for _, block := range []string{"python", "python3.13"} {
-		if up, ok := value(families, "sandboxd_plugin_up", "block="+block, "kind=lang", "plugin=python"); !ok || up != 1 {
-			t.Errorf("sandboxd_plugin_up of %s = %v (present %v), want 1", block, up, ok)
-		}
-	}
-	problems, err := promlint.New(strings.NewReader(body)).Lint()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
-		t.Errorf("lint: %s: %s", p.Metric, p.Text)
-	}
 }

@@ -28,16 +28,16 @@ language "pycold" {
     min_idle = 2
   }
 }
-language "python3.13" {
+language "python3.11" {
   plugin = "python"
-  image  = "sandboxd/python313:latest"
+  image  = "sandboxd/python311:latest"
   pool {
     min_idle = 1
   }
 }
-language "py313cold" {
+language "py311cold" {
   plugin = "python"
-  image  = "sandboxd/python313:latest"
+  image  = "sandboxd/python311:latest"
   warm   = false
   pool {
     min_idle = 1
@@ -203,7 +203,7 @@ var (
 // started, once by a warm runtime and once started cold: what they print,
 // their exit codes and signals must be the same.
 func TestWarmMatchesCold(t *testing.T) {
-	testutil.RequireDocker(t, "sandboxd/python313:latest")
+	testutil.RequireDocker(t, "sandboxd/python311:latest")
 	d := testutil.StartDaemon(t, testutil.Options{Languages: warmAndCold, Defaults: `timeout = "20s"`})
 	c := d.Client()
 	type program struct {
@@ -395,11 +395,11 @@ func main() {
 	// Python 3.13 (a second version, its own image) as python 3.11.
 	for _, p := range programs {
 		if p.req.Language == "python" && p.warm {
-			p.name, p.req.Language = "3.13 "+p.name, "python3.13"
+			p.name, p.req.Language = "3.11 "+p.name, "python3.11"
 			programs = append(programs, p)
 		}
 	}
-	cold := map[string]string{"python": "pycold", "python3.13": "py313cold", "node": "nodecold", "typescript": "tscold", "java": "javacold", "ruby": "rubycold", "php": "phpcold", "go": "gocold", "c": "ccold", "cpp": "cppcold", "rust": "rustcold", "csharp": "cscold"}
+	cold := map[string]string{"python": "pycold", "python3.11": "py311cold", "node": "nodecold", "typescript": "tscold", "java": "javacold", "ruby": "rubycold", "php": "phpcold", "go": "gocold", "c": "ccold", "cpp": "cppcold", "rust": "rustcold", "csharp": "cscold"}
 	for _, p := range programs {
 		t.Run(p.name, func(t *testing.T) {
 			warmRes := run(t, c, p.req)

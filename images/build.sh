@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Builds sandboxd's images offline: a Debian base from debootstrap, imported
-# with `docker import`, then one image per language directory under images/
-# (FROM that base through the BASE build argument, so the same Dockerfile
-# builds on an official image elsewhere).
+# Builds sandboxd's images offline: the Debian bases their Dockerfiles name,
+# from debootstrap and imported with `docker import`, then one image per
+# language directory under images/ (FROM its base through the BASE build
+# argument, so the same Dockerfile builds on an official image elsewhere).
 #
 # Usage: [JOBS=2] images/build.sh [LANGUAGE...]   (default: every language directory)
 # Idempotent: the base is kept once made, and language images are rebuilt
@@ -11,7 +11,6 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-base=${SANDBOXD_BASE_IMAGE:-sandboxd/base:bookworm}
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 # What builds trust for HTTPS: the host's bundle (with a TLS-inspecting
 # proxy's CA, where there is one), or BUILD_CA_FILE.
@@ -21,14 +20,32 @@ say() { printf 'images: %s\n' "$*" >&2; }
 # What every image has for agents working on projects, beyond minbase. A
 # base made with another list is made again (its label says which).
 tools=ca-certificates,curl,git,jq,less,procps,vim-tiny,wget
-made_with() { docker image inspect -f '{{index .Config.Labels "io.sandboxd.base.tools"}}' "$base" 2>/dev/null; }
 
-if [ "${FORCE:-0}" = 1 ] || [ "$(made_with)" != "$tools" ]; then
+# base_of LANG: the image LANG's Dockerfile builds FROM: the default of its
+# BASE argument (sandboxd/base:trixie, or :bookworm for the older Python),
+# or SANDBOXD_BASE_IMAGE for every language.
+base_of() {
+	[ -n "${SANDBOXD_BASE_IMAGE:-}" ] && { echo "$SANDBOXD_BASE_IMAGE"; return; }
+	sed -n 's/^ARG BASE=//p' "$here/$1/Dockerfile" | head -n 1
+}
+
+# make_base IMAGE makes sandboxd/base:SUITE with debootstrap, once: any
+# other base is the engine's to pull.
+make_base() {
+	local base=$1 suite rootfs
+	case "$base" in sandboxd/base:*) suite=${base#sandboxd/base:} ;; *) return 0 ;; esac
+	if [ "${FORCE:-0}" != 1 ] &&
+		[ "$(docker image inspect -f '{{index .Config.Labels "io.sandboxd.base.tools"}}' "$base" 2>/dev/null)" = "$tools" ]; then
+		say "$base present"
+		return 0
+	fi
 	rootfs=$(mktemp -d /var/tmp/sandboxd-rootfs.XXXXXX)
-	trap 'rm -rf "$rootfs"' EXIT
-	say "debootstrap bookworm (minbase, $tools) into $rootfs ..."
-	debootstrap --variant=minbase --include="$tools" bookworm "$rootfs" "$mirror" >"$rootfs.log" 2>&1 ||
-		{ tail -n 20 "$rootfs.log" >&2; exit 1; }
+	say "debootstrap $suite (minbase, $tools) into $rootfs ..."
+	if ! debootstrap --variant=minbase --include="$tools" "$suite" "$rootfs" "$mirror" >"$rootfs.log" 2>&1; then
+		tail -n 20 "$rootfs.log" >&2
+		rm -rf "$rootfs" "$rootfs.log"
+		return 1
+	fi
 	rm -f "$rootfs.log"
 	rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
 	# E2B's clients (internal/e2b) find their home, /home/user, in the
@@ -37,10 +54,7 @@ if [ "${FORCE:-0}" = 1 ] || [ "$(made_with)" != "$tools" ]; then
 	say "importing $base"
 	tar -C "$rootfs" -c . | docker import --change "LABEL io.sandboxd.base.tools=$tools" - "$base" >/dev/null
 	rm -rf "$rootfs"
-	trap - EXIT
-else
-	say "$base present"
-fi
+}
 
 langs=("$@")
 if [ ${#langs[@]} -eq 0 ]; then
@@ -49,11 +63,15 @@ fi
 for lang in "${langs[@]}"; do
 	[ -f "$here/$lang/Dockerfile" ] || { say "no images/$lang/Dockerfile"; exit 1; }
 done
+for base in $(for lang in "${langs[@]}"; do base_of "$lang"; done | sort -u); do
+	make_base "$base"
+done
 
 # build LANG builds sandboxd/LANG:latest; a failed build fails even when
 # an older image of that tag exists.
 build() {
-	local lang=$1 tag="sandboxd/$1:latest" start log context nocache=()
+	local lang=$1 tag="sandboxd/$1:latest" base start log context nocache=()
+	base=$(base_of "$lang")
 	say "building $tag ..."
 	start=$(date +%s)
 	[ "${FORCE:-0}" = 1 ] && nocache=(--no-cache)

@@ -77,6 +77,7 @@ type markdownRun struct {
 	asJSON    bool
 	timeout   time.Duration
 	limits    *api.Limits       // of every session
+	env       map[string]string // of every session
 	unlabeled string            // the language of blocks whose fence has none
 	names     map[string]string // name, alias or extension -> language
 	sessions  map[string]string // language -> session id
@@ -176,7 +177,7 @@ func (m *markdownRun) run(ctx context.Context, n int, b codeBlock) (blockResult,
 	var err error
 	if id == "" {
 		var s *api.Session
-		if s, err = m.c.CreateSession(ctx, api.SessionRequest{Language: lang, Limits: m.limits}); err == nil {
+		if s, err = m.c.CreateSession(ctx, api.SessionRequest{Language: lang, Limits: m.limits, Env: m.env}); err == nil {
 			id, m.sessions[lang] = s.ID, s.ID
 		}
 	}

@@ -29,6 +29,7 @@ func newRunCmd(g *globals) *cobra.Command {
 		asJSON, markdown        bool
 		tty, stdinOpen          bool
 		network                 networkFlags
+		env                     envFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run [flags] FILE|- [-- ARGS...]",
@@ -52,6 +53,7 @@ The exit code is the program's; 124 on timeout, 137 when killed for memory,
 		Example: `  sandboxctl run hello.py
   echo 'console.log(1)' | sandboxctl run --lang node -
   sandboxctl run --stdin input.txt --timeout 2s --memory 128m main.py -- arg1 arg2
+  sandboxctl run -e DEBUG=1 --env-file .env main.py
   sandboxctl run --markdown answer.md
   sandboxctl run -it quiz.py`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -69,7 +71,11 @@ The exit code is the program's; 124 on timeout, 137 when killed for memory,
 				if err != nil {
 					return err
 				}
-				md := &markdownRun{c: g.client(), asJSON: asJSON, timeout: timeout, limits: limits, unlabeled: lang}
+				vars, err := env.env()
+				if err != nil {
+					return err
+				}
+				md := &markdownRun{c: g.client(), asJSON: asJSON, timeout: timeout, limits: limits, env: vars, unlabeled: lang}
 				return md.runDocument(cmd.Context(), args[0])
 			}
 			if dash := cmd.ArgsLenAtDash(); dash >= 0 && dash != 1 || dash < 0 && len(args) != 1 {
@@ -91,6 +97,9 @@ The exit code is the program's; 124 on timeout, 137 when killed for memory,
 			}
 			req.Timeout = api.Duration(timeout)
 			req.Network, req.Secrets = network.request(), network.secrets
+			if req.Env, err = env.env(); err != nil {
+				return err
+			}
 			if req.Limits, err = memoryLimit(memory); err != nil {
 				return err
 			}
@@ -114,6 +123,7 @@ The exit code is the program's; 124 on timeout, 137 when killed for memory,
 	f.DurationVar(&timeout, "timeout", 0, "deadline, e.g. 2s (default: the daemon's)")
 	f.StringVar(&memory, "memory", "", "memory limit, e.g. 128m (default: the daemon's)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON instead of streaming the output")
+	env.add(f, "KEY=VALUE in the program's environment")
 	network.add(f)
 	f.BoolVarP(&tty, "tty", "t", false, "run the program on a terminal (with -i: run -it)")
 	f.BoolVarP(&stdinOpen, "interactive", "i", false, "wire the program's terminal to your keys (with -t)")

@@ -127,7 +127,7 @@ func newSessionCreateCmd(g *globals) *cobra.Command {
 		ttl, idle             time.Duration
 		cpus                  float64
 		pids                  int64
-		env                   []string
+		env                   envFlags
 		network               networkFlags
 	)
 	cmd := &cobra.Command{
@@ -151,7 +151,7 @@ func newSessionCreateCmd(g *globals) *cobra.Command {
 			}
 			req.Limits = limits
 			var err error
-			if req.Env, err = parseEnv(env); err != nil {
+			if req.Env, err = env.env(); err != nil {
 				return err
 			}
 			s, err := g.client().CreateSession(cmd.Context(), req)
@@ -171,24 +171,9 @@ func newSessionCreateCmd(g *globals) *cobra.Command {
 	f.Int64Var(&pids, "pids", 0, "process limit")
 	f.StringVar(&project, "project", "", "project to mount read-only at /workspace/project_files")
 	f.StringVar(&fromSnapshot, "from-snapshot", "", "start with a snapshot's workspace (its language unless --lang)")
-	f.StringArrayVarP(&env, "env", "e", nil, "KEY=VALUE for every exec (repeatable)")
+	env.add(f, "KEY=VALUE for every exec")
 	network.add(f)
 	return cmd
-}
-
-func parseEnv(pairs []string) (map[string]string, error) {
-	if len(pairs) == 0 {
-		return nil, nil
-	}
-	env := map[string]string{}
-	for _, kv := range pairs {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, fail("--env %q: use KEY=VALUE", kv)
-		}
-		env[k] = v
-	}
-	return env, nil
 }
 
 func newSessionLsCmd(g *globals) *cobra.Command {
@@ -409,7 +394,7 @@ func newExecCmd(g *globals) *cobra.Command {
 	var (
 		stdinPath, cwd string
 		timeout        time.Duration
-		env            []string
+		env            envFlags
 		asJSON         bool
 		contextName    string
 		tty, stdinOpen bool
@@ -454,7 +439,7 @@ The exit code is the command's; 124 on timeout, 137 when killed for memory,
 				req = api.ExecRequest{Argv: args[1:], Cwd: cwd, Timeout: api.Duration(timeout)}
 			}
 			var err error
-			if req.Env, err = parseEnv(env); err != nil {
+			if req.Env, err = env.env(); err != nil {
 				return err
 			}
 			if stdinPath != "" {
@@ -472,7 +457,7 @@ The exit code is the command's; 124 on timeout, 137 when killed for memory,
 	f.StringVar(&stdinPath, "stdin", "", "file to feed the command's stdin, or - for ours")
 	f.StringVar(&cwd, "cwd", "", "working directory, relative to /workspace")
 	f.DurationVar(&timeout, "timeout", 0, "deadline, e.g. 2s (default: the session's)")
-	f.StringArrayVarP(&env, "env", "e", nil, "KEY=VALUE (repeatable)")
+	env.add(f, "KEY=VALUE")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON instead of streaming the output")
 	f.StringVar(&contextName, "context", "", "run FILE's code in the session's long-lived interpreter of this name")
 	f.BoolVarP(&tty, "tty", "t", false, "run the command on a terminal, interactively (with -i: exec -it)")

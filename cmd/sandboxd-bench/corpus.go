@@ -140,8 +140,8 @@ var corpus = []corpusLanguage{
 			"function insertionSort(xs) {\n  xs = xs.slice();\n  for (let i = 1; i < xs.length; i++) {\n    const x = xs[i];\n    let j = i - 1;\n    while (j >= 0 && xs[j] > x) { xs[j + 1] = xs[j]; j--; }\n    xs[j + 1] = x;\n  }\n  return xs;\n}\n\nconst ys = insertionSort([{{.Arr}}]);\ncheck(ys.every((y, i) => i === 0 || ys[i - 1] <= y), 'sorted');\ncheck(ys.reduce((s, y) => s + y, 0) === {{.Sum}} && ys.length === {{.Len}}, 'same numbers');\n",
 			"function search(xs, v) {\n  let lo = 0, hi = xs.length;\n  while (lo < hi) {\n    const mid = (lo + hi) >> 1;\n    if (xs[mid] < v) lo = mid + 1; else hi = mid;\n  }\n  return lo < xs.length && xs[lo] === v ? lo : -1;\n}\n\nconst xs = Array.from({ length: 100 }, (_, k) => {{.Step}} * k);\ncheck(search(xs, {{.KV}}) === {{.K}}, 'found');\ncheck(search(xs, {{.Missing}}) === -1, 'missing');\n",
 		}},
-	{name: "cpp", file: "main.cpp", steps: "g++ -O2 -std=c++17 -o prog main.cpp && ./prog",
-		image: "c", imageSteps: "g++ -O2 -std=c++17 -I/usr/local/lib/sandboxd/pch -o prog main.cpp && ./prog",
+	{name: "cpp", file: "main.cpp", steps: "g++ -O2 -std=c++20 -o prog main.cpp && ./prog",
+		image: "c", imageSteps: "g++ -O2 -std=c++20 -I/usr/local/lib/sandboxd/pch -o prog main.cpp && ./prog",
 		header: "#include <iostream>\n#include <string>\n#include <vector>\nusing namespace std;\n\nstatic void check(bool ok, const char *what) {\n  if (!ok) { cerr << \"FAIL \" << what << endl; exit(1); }\n}\n\n",
 		footer: "  cout << \"ok\" << endl;\n}\n",
 		tasks: [6]string{
@@ -176,7 +176,7 @@ var corpus = []corpusLanguage{
 			"func insertionSort(xs []int64) []int64 {\n\txs = append([]int64(nil), xs...)\n\tfor i := 1; i < len(xs); i++ {\n\t\tx, j := xs[i], i-1\n\t\tfor j >= 0 && xs[j] > x {\n\t\t\txs[j+1] = xs[j]\n\t\t\tj--\n\t\t}\n\t\txs[j+1] = x\n\t}\n\treturn xs\n}\n\nfunc main() {\n\tys := insertionSort([]int64{ {{.Arr}} })\n\tsum := int64(0)\n\tfor i, y := range ys {\n\t\tsum += y\n\t\tcheck(i == 0 || ys[i-1] <= y, \"sorted\")\n\t}\n\tcheck(sum == {{.Sum}} && len(ys) == {{.Len}}, \"same numbers\")\n",
 			"func search(xs []int64, v int64) int {\n\tlo, hi := 0, len(xs)\n\tfor lo < hi {\n\t\tmid := (lo + hi) / 2\n\t\tif xs[mid] < v {\n\t\t\tlo = mid + 1\n\t\t} else {\n\t\t\thi = mid\n\t\t}\n\t}\n\tif lo < len(xs) && xs[lo] == v {\n\t\treturn lo\n\t}\n\treturn -1\n}\n\nfunc main() {\n\tvar xs []int64\n\tfor k := int64(0); k < 100; k++ {\n\t\txs = append(xs, {{.Step}}*k)\n\t}\n\tcheck(search(xs, {{.KV}}) == {{.K}}, \"found\")\n\tcheck(search(xs, {{.Missing}}) == -1, \"missing\")\n",
 		}},
-	{name: "rust", file: "main.rs", steps: "$RUSTC -C prefer-dynamic -o prog main.rs && LD_LIBRARY_PATH=$RUST_LIB ./prog", image: "rust", imageSteps: "rustc -C prefer-dynamic -o prog main.rs && ./prog",
+	{name: "rust", file: "main.rs", steps: "$RUSTC --edition 2021 -C prefer-dynamic -o prog main.rs && LD_LIBRARY_PATH=$RUST_LIB ./prog", image: "rust", imageSteps: "rustc --edition 2021 -C prefer-dynamic -o prog main.rs && ./prog",
 		header: "fn check(ok: bool, what: &str) {\n    if !ok {\n        eprintln!(\"FAIL {}\", what);\n        std::process::exit(1);\n    }\n}\n\n",
 		footer: "    println!(\"ok\");\n}\n",
 		tasks: [6]string{

@@ -30,8 +30,8 @@ var hellos = []hello{
 	{"php", "php", "main.php", `<?php echo "hello\n";`, "php main.php"},
 	{"bash", "bash", "main.sh", `echo hello`, "bash main.sh"},
 	{"c", "c", "main.c", "#include <stdio.h>\nint main(void) { puts(\"hello\"); return 0; }", "gcc -O2 -o prog main.c -lm && ./prog"},
-	{"cpp", "c", "main.cpp", "#include <iostream>\nint main() { std::cout << \"hello\" << std::endl; }", "g++ -O2 -std=c++17 -I/usr/local/lib/sandboxd/pch -o prog main.cpp && ./prog"},
-	{"rust", "rust", "main.rs", `fn main() { println!("hello"); }`, "rustc -C prefer-dynamic -o prog main.rs && ./prog"},
+	{"cpp", "c", "main.cpp", "#include <iostream>\nint main() { std::cout << \"hello\" << std::endl; }", "g++ -O2 -std=c++20 -I/usr/local/lib/sandboxd/pch -o prog main.cpp && ./prog"},
+	{"rust", "rust", "main.rs", `fn main() { println!("hello"); }`, "rustc --edition 2021 -C prefer-dynamic -o prog main.rs && ./prog"},
 	{"lua", "lua", "main.lua", `print("hello")`, "lua5.4 main.lua"},
 }
 

@@ -19,7 +19,7 @@ function load(file, own = {}) {
   return module.exports;
 }
 
-const ts = load('/usr/share/nodejs/typescript/lib/typescript.js');
+const ts = load(path.join(__dirname, 'node-tools/node_modules/typescript/lib/typescript.js'));
 const transpile = load(path.join(__dirname, 'transpile.js'));
 load(path.join(__dirname, 'prime.js'), { typescript: ts, './transpile.js': transpile });
 require('v8').startupSnapshot.setDeserializeMainFunction(() => {

@@ -37,5 +37,5 @@ function main(ts, [outdir, ...files]) {
 module.exports = { main, options };
 
 if (require.main === module) {
-  process.exit(main(require('typescript'), process.argv.slice(2)));
+  process.exit(main(require('./node-tools/node_modules/typescript'), process.argv.slice(2)));
 }

@@ -30,7 +30,7 @@ var interpreters = map[string]string{
 	"python": "python", "python3": "python", "node": "node", "nodejs": "node", "ruby": "ruby", "php": "php",
 }
 
-// versioned are interpreters named with their version (python3.13).
+// versioned are interpreters named with their version (python3.11).
 var versioned = regexp.MustCompile(`^(python)[0-9.]+$`)
 
 // interpreterOptions are, per language, the options whose program is

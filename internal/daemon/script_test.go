@@ -15,7 +15,7 @@ func TestScriptOf(t *testing.T) {
 	}{
 		{[]string{"bash", "x.sh"}, "", "x.sh", "bash"},
 		{[]string{"sh", "-e", "-x", "/workspace/a/b.sh", "arg"}, "", "a/b.sh", "bash"},
-		{[]string{"python3.13", "-u", "main.py"}, "/workspace/sub", "sub/main.py", "python"},
+		{[]string{"python3.11", "-u", "main.py"}, "/workspace/sub", "sub/main.py", "python"},
 		{[]string{"/usr/bin/node", "app.js"}, "", "app.js", "node"},
 		{[]string{"./tool"}, "/workspace/bin", "bin/tool", ""},
 		{[]string{"bash", "-c", "echo hi"}, "", "", ""},

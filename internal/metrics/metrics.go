@@ -217,7 +217,7 @@ var (
 	denials = prometheus.NewDesc("sandboxd_policy_denials_total",
 		"Requests denied, by the policy and rule that denied them.", []string{"policy", "rule"}, nil)
 	// Each language or policy block has a plugin process of its own: block
-	// tells apart the processes of one plugin (python and python3.13).
+	// tells apart the processes of one plugin (python and python3.11).
 	pluginUp = prometheus.NewDesc("sandboxd_plugin_up",
 		"1 if the plugin's process for the language or policy block is running.", []string{"kind", "plugin", "block"}, nil)
 	sessionCPU = prometheus.NewDesc("sandboxd_session_cpu_cores",

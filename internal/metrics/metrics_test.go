@@ -18,7 +18,7 @@ import (
 )
 
 // figures is a service as the shipped sandboxd.hcl makes it, in small:
-// python and python3.13 each run a process of the python plugin, and two
+// python and python3.11 each run a process of the python plugin, and two
 // policy blocks run the built-in patterns policy.
 type figures struct{}
 
@@ -27,7 +27,7 @@ func (figures) Stats() stats.Figures {
 		InFlight: 1,
 		Pools: map[string]stats.Pool{
 			"python":     {Stats: pool.Stats{Idle: 2, Target: 2, Max: 16, Hits: 5}},
-			"python3.13": {Stats: pool.Stats{Idle: 1, Target: 1, Max: 8, Misses: 1}},
+			"python3.11": {Stats: pool.Stats{Idle: 1, Target: 1, Max: 8, Misses: 1}},
 			"lua":        {Stats: pool.Stats{Starting: 1, Target: 1, Max: 8}},
 		},
 		Rules: map[string]policy.RuleStats{
@@ -44,7 +44,7 @@ func (figures) Plugins() []stats.Plugin {
 	}
 	return []stats.Plugin{
 		plugin(plugins.KindLanguage, "python", "python", true, 0),
-		plugin(plugins.KindLanguage, "python", "python3.13", false, 2),
+		plugin(plugins.KindLanguage, "python", "python3.11", false, 2),
 		plugin(plugins.KindLanguage, "generic", "lua", true, 0),
 		plugin(plugins.KindPolicy, "patterns", "patterns", true, 0),
 		plugin(plugins.KindPolicy, "patterns", "review", true, 0),
@@ -54,7 +54,7 @@ func (figures) Plugins() []stats.Plugin {
 func (figures) SessionUsage() map[string][]stats.SandboxUsage {
 	return map[string][]stats.SandboxUsage{
 		"python":     {{CPUPercent: 50, MemoryBytes: 1 << 20}, {CPUPercent: 25, Processes: 2}},
-		"python3.13": {{WorkspaceBytes: 4096, TmpBytes: 512}},
+		"python3.11": {{WorkspaceBytes: 4096, TmpBytes: 512}},
 	}
 }
 
@@ -71,9 +71,9 @@ func TestSharedPlugin(t *testing.T) {
 
 	m := New(figures{}, "test")
 	m.Executed("python", "run", "ok", &Ran{Queue: time.Millisecond, Run: 10 * time.Millisecond})
-	m.Executed("python3.13", "run", "denied", nil)
+	m.Executed("python3.11", "run", "denied", nil)
 	m.ContainerStarted("python", 300*time.Millisecond, nil)
-	m.ContainerRemoved("python3.13", nil)
+	m.ContainerRemoved("python3.11", nil)
 	m.EgressBytes("python", 10, 20)
 	problems, err = testutil.GatherAndLint(m.registry)
 	if err != nil {
@@ -103,7 +103,7 @@ func TestSharedPlugin(t *testing.T) {
 	}
 	want := map[string]float64{
 		"block=python,kind=lang,plugin=python":       1,
-		"block=python3.13,kind=lang,plugin=python":   0,
+		"block=python3.11,kind=lang,plugin=python":   0,
 		"block=lua,kind=lang,plugin=generic":         1,
 		"block=patterns,kind=policy,plugin=patterns": 1,
 		"block=review,kind=policy,plugin=patterns":   1,

@@ -43,7 +43,7 @@ type Egress struct {
 
 // Plugin is the health of a plugin's process, with its version. Each
 // language or policy block of sandboxd.hcl has a process of its own, so
-// two blocks that name one plugin (python and python3.13) report two:
+// two blocks that name one plugin (python and python3.11) report two:
 // Block tells them apart.
 type Plugin struct {
 	plugins.Health

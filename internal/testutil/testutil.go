@@ -265,8 +265,9 @@ type Options struct {
 	// ConfigFile is a config to run as it is (the repository's
 	// sandboxd.hcl) instead of the one the other options write; of them
 	// only Socket, StateDir, ImagesDir and Env apply. sandboxd reads a
-	// copy beside bin (the test binaries) and images (ImagesDir), where
-	// its relative paths lead, with --socket and --state-dir. Its
+	// copy as far from bin (the test binaries) and images (ImagesDir) as
+	// the file is from the repository's (examples/e2b.hcl one folder
+	// down), where its relative paths lead, with --socket and --state-dir. Its
 	// containers carry no test label (Stop removes them), and its
 	// sandbox_uids are the file's, not Daemon.UIDs.
 	ConfigFile string
@@ -399,6 +400,7 @@ defaults {
 		t.Cleanup(func() { opts.Cluster.removeTestPods(opts.RunID) })
 	}
 	var flags []string
+	cfgPath := filepath.Join(dir, "sandboxd.hcl")
 	if opts.ConfigFile != "" {
 		b, err := os.ReadFile(opts.ConfigFile)
 		if err != nil {
@@ -411,8 +413,15 @@ defaults {
 			}
 		}
 		flags = []string{"--socket", opts.Socket, "--state-dir", opts.StateDir}
+		rel, err := filepath.Rel(repoRoot(), opts.ConfigFile)
+		if err != nil || !filepath.IsLocal(rel) {
+			t.Fatalf("ConfigFile %s is not in the repository", opts.ConfigFile)
+		}
+		cfgPath = filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(cfgPath), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
-	cfgPath := filepath.Join(dir, "sandboxd.hcl")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func main() {
 		MainFile: "main.cpp",
 		// The image's precompiled <iostream> and <bits/stdc++.h> are made
 		// with these flags (images/c/Dockerfile): keep them alike.
-		Compile: []string{"g++", "-O2", "-std=c++17", "-I/usr/local/lib/sandboxd/pch", "-o", "{out}", "{sources}"},
+		Compile: []string{"g++", "-O2", "-std=c++20", "-I/usr/local/lib/sandboxd/pch", "-o", "{out}", "{sources}"},
 		Run:     []string{"{out}"},
 	})
 }

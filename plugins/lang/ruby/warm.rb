@@ -16,13 +16,14 @@ def __sandboxd_warm
   ENV.replace(env)
   path = argv[1]
   ARGV.replace(argv[2..])
-  Process.setproctitle(path)
-  $0.replace(path) # as a fresh start's, not frozen
+  $0 = path # the process's title too, and frozen as a fresh start's
   begin
     iseq = RubyVM::InstructionSequence.compile_file(path)
   rescue SyntaxError => e
-    warn e.message
-    exit 1
+    # Uncaught from the file itself, as a fresh start's is: the
+    # interpreter prints it (with syntax_suggest's hints) and exits 1.
+    e.set_backtrace([path])
+    raise e
   end
   source = File.binread(path)
   if (at = source.index(/^__END__\r?\n/))

@@ -23,7 +23,7 @@ func main() {
 		MainFile: "main.rs",
 		// std linked dynamically: the link is most of a build, and the
 		// image that compiles a program is the one that runs it.
-		Compile: []string{"rustc", "-C", "prefer-dynamic", "-o", "{out}", "{entry}"},
+		Compile: []string{"rustc", "--edition", "2021", "-C", "prefer-dynamic", "-o", "{out}", "{entry}"},
 		Run:     []string{"{out}"},
 	})
 }
