@@ -32,6 +32,7 @@ language "python" {
   limits {
     cpus   = 0.25
     memory = "256MiB"
+    disk   = "128MiB"                # workspace files count toward memory
   }
   pool {
     min_idle = 2
@@ -44,6 +45,7 @@ language "node" {
   limits {
     cpus   = 0.25
     memory = "256MiB"
+    disk   = "128MiB"                # workspace files count toward memory
   }
   pool {
     min_idle = 1

@@ -30,9 +30,9 @@ func (h *handler) connectPort(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr) // before the upgrade: a plain error answer
 		return
 	}
-	conn, err := websocket.Accept(w, r, nil)
-	if err != nil {
-		return // Accept answered the client
+	conn := acceptWebSocket(w, r)
+	if conn == nil {
+		return
 	}
 	defer conn.CloseNow()
 	conn.SetReadLimit(maxTerminalFrame)

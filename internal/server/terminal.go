@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/daemon"
@@ -92,9 +93,9 @@ func serveTerminal(w http.ResponseWriter, r *http.Request, first func(context.Co
 	if n, err := strconv.ParseUint(q.Get("cols"), 10, 16); err == nil && n > 0 {
 		size.Cols = uint16(n)
 	}
-	conn, err := websocket.Accept(w, r, nil)
-	if err != nil {
-		return // Accept answered the client
+	conn := acceptWebSocket(w, r)
+	if conn == nil {
+		return
 	}
 	defer conn.CloseNow()
 	ctx, cancel := context.WithCancel(r.Context())
@@ -188,4 +189,23 @@ func decoupled(write func([]byte) error, lose func(), chunks int) (send func([]b
 		}
 	}
 	return send, func() { close(backlog); <-written }
+}
+
+// acceptWebSocket upgrades r's connection to a WebSocket, or answers and
+// returns nil: a request that asks for no upgrade gets 426 with the API's
+// error body, as every other refusal has.
+func acceptWebSocket(w http.ResponseWriter, r *http.Request) *websocket.Conn {
+	if !httpguts.HeaderValuesContainsToken(r.Header["Connection"], "upgrade") ||
+		!httpguts.HeaderValuesContainsToken(r.Header["Upgrade"], "websocket") {
+		w.Header().Set("Upgrade", "websocket")
+		w.Header().Set("Connection", "Upgrade")
+		writeJSON(w, http.StatusUpgradeRequired, api.ErrorBody{Error: *api.Errorf(api.CodeInvalidRequest,
+			"%s %s is a WebSocket: ask with Connection: Upgrade and Upgrade: websocket", r.Method, r.URL.Path)})
+		return nil
+	}
+	conn, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		return nil // Accept answered the client
+	}
+	return conn
 }
