@@ -22,8 +22,8 @@ say() { printf 'images: %s\n' "$*" >&2; }
 tools=ca-certificates,curl,git,jq,less,procps,vim-tiny,wget
 
 # base_of LANG: the image LANG's Dockerfile builds FROM: the default of its
-# BASE argument (sandboxd/base:trixie, or :bookworm for the older Python),
-# or SANDBOXD_BASE_IMAGE for every language.
+# BASE argument (sandboxd/base:trixie for every shipped one; a Dockerfile
+# may name another Debian release), or SANDBOXD_BASE_IMAGE for all.
 base_of() {
 	[ -n "${SANDBOXD_BASE_IMAGE:-}" ] && { echo "$SANDBOXD_BASE_IMAGE"; return; }
 	sed -n 's/^ARG BASE=//p' "$here/$1/Dockerfile" | head -n 1
