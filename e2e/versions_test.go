@@ -56,8 +56,9 @@ func TestLanguageVersions(t *testing.T) {
 }
 
 // TestCurrentToolchains runs, in each shipped language, a program written
-// with what its toolchain's current release brought (Debian 13's, and the
-// newest Go): code written this year builds and runs as written.
+// with what its toolchain's current release brought (Debian 13's, the
+// newest Go, Node.js 24 LTS): code written this year builds and runs as
+// written.
 func TestCurrentToolchains(t *testing.T) {
 	testutil.RequireDocker(t, "sandboxd/python:latest", "sandboxd/node:latest", "sandboxd/go:latest", "sandboxd/go124:latest",
 		"sandboxd/java:latest", "sandboxd/ruby:latest", "sandboxd/php:latest", "sandboxd/c:latest", "sandboxd/rust:latest")
@@ -68,8 +69,8 @@ func TestCurrentToolchains(t *testing.T) {
 	for _, tc := range []struct{ lang, code, want string }{
 		// 3.12's type parameter syntax, 3.13's copy.replace.
 		{"python", "import copy, dataclasses, sys\n@dataclasses.dataclass\nclass P:\n    x: int\ndef first[T](xs: list[T]) -> T:\n    return xs[0]\nprint(sys.version_info[:2] >= (3, 13), copy.replace(P(1), x=first([2, 3])))", "True P(x=2)\n"},
-		// Node 20's toSorted and Array.prototype.findLast.
-		{"node", "console.log([3, 1, 2].toSorted().join(','), [1, 2, 3].findLast(x => x < 3))", "1,2,3 2\n"},
+		// Node 20's toSorted, 21's Object.groupBy, 22's Promise.withResolvers.
+		{"node", "console.log([3, 1, 2].toSorted().join(','), Object.keys(Object.groupBy([1, 2], x => x % 2 ? 'odd' : 'even')).join(','), typeof Promise.withResolvers)", "1,2,3 odd,even function\n"},
 		// TypeScript 4.9's satisfies, 5.0's const type parameters.
 		{"typescript", "const c = { r: 1 } satisfies Record<string, number>;\nfunction f<const T extends readonly unknown[]>(x: T): T { return x; }\nconsole.log(c.r, f(['a', 'b'] as const).length);", "1 2\n"},
 		{"go", modernGo, "6 1 [a b]\n"},
