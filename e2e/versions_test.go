@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/testutil"
@@ -92,6 +93,17 @@ func TestCurrentToolchains(t *testing.T) {
 			if res.ExitCode != 0 || res.Stdout != tc.want {
 				t.Errorf("exit %d stage %q stdout %q stderr %q, want %q", res.ExitCode, res.Stage, res.Stdout, res.Stderr, tc.want)
 			}
+		})
+	}
+	// The go languages' warm build takes the path baked into their images
+	// (plugins/lang/internal/bashwarm/gobuild.sh), which links without
+	// DWARF; a go build it fell back to (the baked settings no longer the
+	// go command's) links with it.
+	baked := "package main\n\nimport (\n\t\"debug/elf\"\n\t\"fmt\"\n)\n\nfunc main() {\n\tf, err := elf.Open(\"/proc/self/exe\")\n\tif err != nil {\n\t\tpanic(err)\n\t}\n\tif f.Section(\".debug_info\") == nil {\n\t\tfmt.Println(\"baked\")\n\t} else {\n\t\tfmt.Println(\"go build\")\n\t}\n}\n"
+	for _, lang := range []string{"go", "go1.24"} {
+		waitForWithin(t, lang+"'s warm build on its baked path", time.Minute, func() bool {
+			res, err := c.Run(context.Background(), api.RunRequest{Language: lang, Code: baked})
+			return err == nil && res.Warm && res.Stdout == "baked\n"
 		})
 	}
 }

@@ -17,43 +17,50 @@ mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 build_ca=${BUILD_CA_FILE:-/etc/ssl/certs/ca-certificates.crt}
 [ -r "$build_ca" ] || build_ca=/dev/null
 say() { printf 'images: %s\n' "$*" >&2; }
-# What every image has for agents working on projects, beyond minbase. A
-# base made with another list is made again (its label says which).
+# What every image has for agents working on projects, beyond minbase,
+# and the archives its apt reads beside the release's own: its updates and
+# Debian's security archive. A base made otherwise is made again (its
+# label says how it was made).
 tools=ca-certificates,curl,git,jq,less,procps,vim-tiny,wget
+security=${DEBIAN_SECURITY_MIRROR:-http://security.debian.org/debian-security}
+recipe="$tools+updates+security"
 
 # base_of LANG: the image LANG's Dockerfile builds FROM: the default of its
 # BASE argument (sandboxd/base:trixie for every shipped one; a Dockerfile
 # may name another Debian release), or SANDBOXD_BASE_IMAGE for all.
 base_of() {
 	[ -n "${SANDBOXD_BASE_IMAGE:-}" ] && { echo "$SANDBOXD_BASE_IMAGE"; return; }
-	sed -n 's/^ARG BASE=//p' "$here/$1/Dockerfile" | head -n 1
+	local base
+	base=$(sed -n 's/^ARG BASE=//p' "$here/$1/Dockerfile" | head -n 1)
+	[ -n "$base" ] || { say "images/$1/Dockerfile has no ARG BASE=IMAGE line naming its base"; return 1; }
+	echo "$base"
 }
 
 # make_base IMAGE makes sandboxd/base:SUITE with debootstrap, once: any
 # other base is the engine's to pull.
 make_base() {
-	local base=$1 suite rootfs
+	local base=$1 suite
 	case "$base" in sandboxd/base:*) suite=${base#sandboxd/base:} ;; *) return 0 ;; esac
 	if [ "${FORCE:-0}" != 1 ] &&
-		[ "$(docker image inspect -f '{{index .Config.Labels "io.sandboxd.base.tools"}}' "$base" 2>/dev/null)" = "$tools" ]; then
+		[ "$(docker image inspect -f '{{index .Config.Labels "io.sandboxd.base.recipe"}}' "$base" 2>/dev/null)" = "$recipe" ]; then
 		say "$base present"
 		return 0
 	fi
-	rootfs=$(mktemp -d /var/tmp/sandboxd-rootfs.XXXXXX)
+	rootfs=$(mktemp -d /var/tmp/sandboxd-rootfs.XXXXXX) # global: the trap runs after the function
+	trap 'rm -rf "$rootfs" "$rootfs.log"' EXIT
 	say "debootstrap $suite (minbase, $tools) into $rootfs ..."
-	if ! debootstrap --variant=minbase --include="$tools" "$suite" "$rootfs" "$mirror" >"$rootfs.log" 2>&1; then
-		tail -n 20 "$rootfs.log" >&2
-		rm -rf "$rootfs" "$rootfs.log"
-		return 1
-	fi
-	rm -f "$rootfs.log"
+	debootstrap --variant=minbase --include="$tools" "$suite" "$rootfs" "$mirror" >"$rootfs.log" 2>&1 ||
+		{ tail -n 20 "$rootfs.log" >&2; return 1; }
 	rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+	printf 'deb %s %s main\ndeb %s %s-updates main\ndeb %s %s-security main\n' \
+		"$mirror" "$suite" "$mirror" "$suite" "$security" "$suite" >"$rootfs/etc/apt/sources.list"
 	# E2B's clients (internal/e2b) find their home, /home/user, in the
 	# workspace.
 	ln -s /workspace "$rootfs/home/user"
 	say "importing $base"
-	tar -C "$rootfs" -c . | docker import --change "LABEL io.sandboxd.base.tools=$tools" - "$base" >/dev/null
-	rm -rf "$rootfs"
+	tar -C "$rootfs" -c . | docker import --change "LABEL io.sandboxd.base.recipe=$recipe" - "$base" >/dev/null
+	rm -rf "$rootfs" "$rootfs.log"
+	trap - EXIT
 }
 
 langs=("$@")
@@ -63,7 +70,8 @@ fi
 for lang in "${langs[@]}"; do
 	[ -f "$here/$lang/Dockerfile" ] || { say "no images/$lang/Dockerfile"; exit 1; }
 done
-for base in $(for lang in "${langs[@]}"; do base_of "$lang"; done | sort -u); do
+bases=$(for lang in "${langs[@]}"; do base_of "$lang" || exit 1; done | sort -u) || exit 1
+for base in $bases; do
 	make_base "$base"
 done
 
@@ -84,7 +92,7 @@ build() {
 	if ! docker build "${nocache[@]}" --network host --build-arg "BASE=$base" -t "$tag" "$context" >"$log" 2>&1; then
 		sed 's/^/  /' "$log" | tail -n 30 >&2
 		rm -rf "$log" "$context"
-		say "building $tag failed; rerun: docker build --network host --build-arg BASE=$base images/$lang"
+		say "building $tag failed; rerun: images/build.sh $lang"
 		return 1
 	fi
 	sed 's/^/  /' "$log" | grep -E '^  (Step|Successfully)' >&2 || true

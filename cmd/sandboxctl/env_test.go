@@ -37,8 +37,10 @@ func TestEnvFlags(t *testing.T) {
 			"A": "from the second file", "B": "two words  ", "C": "flag", "FROM_HOST": "host value", "EMPTY": "", "QUOTED": `"kept"`}},
 		{name: "no name", flags: envFlags{pairs: []string{"=1"}}, errorSays: "no name"},
 		{name: "white space in a name", flags: envFlags{files: []string{file("space.env", "OK=1\nA B=1\n")}}, errorSays: "line 2: the name \"A B\" has white space"},
+		{name: "a byte order mark", flags: envFlags{files: []string{file("bom.env", "\uFEFF# saved by Notepad\nA=1\n")}}, want: map[string]string{"A": "1"}},
+		{name: "a file too large", flags: envFlags{files: []string{file("large.env", "A="+strings.Repeat("x", 1<<20))}}, errorSays: "over 1048576 bytes"},
 		{name: "a missing file", flags: envFlags{files: []string{filepath.Join(dir, "missing")}}, errorSays: "no such file"},
-		{name: "not text", flags: envFlags{files: []string{file("binary.env", "A=\xff\xfe\n")}}, errorSays: "not UTF-8"},
+		{name: "not text", flags: envFlags{files: []string{file("binary.env", "A=1\nB=\xff\xfe\n")}}, errorSays: "line 2: not UTF-8"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := tc.flags.env()

@@ -419,8 +419,8 @@ The exit code is the command's; 124 on timeout, 137 when killed for memory,
 				return fail("-i goes with -t (exec -it SESSION -- CMD); to feed a file to stdin use --stdin")
 			}
 			if tty {
-				if dash := cmd.ArgsLenAtDash(); dash != 1 || len(args) < 2 || contextName != "" || stdinPath != "" {
-					return fail("exec -it takes SESSION, then -- and the command (no --context, no --stdin)")
+				if dash := cmd.ArgsLenAtDash(); dash != 1 || len(args) < 2 || contextName != "" || stdinPath != "" || env.set() {
+					return fail("exec -it takes SESSION, then -- and the command (no --context, --stdin, -e or --env-file: give the session its environment with session create -e)")
 				}
 				return interactive(cmd.Context(), sessionTerminal(g.client(), args[0], args[1:]))
 			}

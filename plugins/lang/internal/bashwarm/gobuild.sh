@@ -10,9 +10,9 @@
 baked=/usr/local/lib/sandboxd/go
 fast=
 # Only with the settings it was baked with (the environment, a go env file;
-# where that file is, under HOME, is not one, nor the temporary directory
-# GOGCCFLAGS names).
-if [[ -r $baked/importcfg && $(go env 2>/dev/null | grep -v -e ^GOENV= -e ^GOGCCFLAGS=) == "$(<"$baked/goenv")" ]]; then
+# where that file and the telemetry directory are, under HOME, are not
+# settings, nor the temporary directory GOGCCFLAGS names).
+if [[ -r $baked/importcfg && $(go env 2>/dev/null | grep -v -e ^GOENV= -e ^GOGCCFLAGS= -e ^GOTELEMETRYDIR=) == "$(<"$baked/goenv")" ]]; then
 	fast=1
 fi
 receive
@@ -25,6 +25,8 @@ build() {
 		[[ $file == *.go && $file != */* && $file != -* && $file != *_test.go ]] || return 1
 	done
 	tools=$(<"$baked/tooldir")
+	# As go build runs them: the linker records GOROOT for runtime.GOROOT.
+	export GOROOT=${tools%/pkg/tool/*}
 	"$tools/compile" -o "$out.a" -p main -complete -D "_$PWD" -importcfg "$baked/importcfg" -pack "${files[@]/#/./}" &>/dev/null &&
 		"$tools/link" -o "$out" -importcfg "$baked/importcfg.link" -buildmode=exe -w -extld=gcc "$out.a" &>/dev/null
 	ok=$?
