@@ -47,7 +47,9 @@ if ! command -v npm >/dev/null; then
 fi
 dir=` + strings.TrimSuffix(NodeModules, "/node_modules") + `
 mkdir -p "$dir" && cd "$dir"
-$npm install --no-audit --no-fund --no-update-notifier --omit=dev "$@"
+# --prefix: the root is $dir, not an ancestor that has a node_modules
+# (npm's own, where npm is installed under /usr/local).
+$npm install --prefix "$dir" --no-audit --no-fund --no-update-notifier --omit=dev "$@"
 ln -sfn "$dir/node_modules" /node_modules
 rm -rf /tmp/npm /tmp/npm.tgz /root/.npm`, "install", "{packages}"}
 
