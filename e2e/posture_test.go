@@ -47,6 +47,15 @@ print('route added', struct.unpack('i', s.recv(4096)[16:20])[0] == 0)
 t = threading.Thread(target=lambda: print('thread ran')); t.start(); t.join()
 print('ptrace pid 1', call(101, 16, 1, 0, 0))  # PTRACE_ATTACH: the supervisor, the holder, or itself
 print('cluster env', sorted(k for k in os.environ if k.startswith('KUBERNETES')))
+ls = subprocess.run(['ls', '-l', '/'], capture_output=True)  # gVisor before 2023 refused coreutils' statx
+print('ls exit', ls.returncode, ls.stderr[:200])
+try:  # gVisor makes /dev/net/tun; a device on it takes CAP_NET_ADMIN
+    import fcntl
+    with open('/dev/net/tun', 'r+b', buffering=0) as tun:
+        fcntl.ioctl(tun, 0x400454ca, struct.pack('16sH', b'probe', 0x0002))  # TUNSETIFF, IFF_TAP
+    print('tun device made')
+except OSError as e:
+    print('tun device refused', e.errno in (1, 2, 13, 19))
 `
 
 // TestPosture: under gVisor a run is held as under runc. Its uid is not
@@ -69,7 +78,8 @@ func testPosture(t *testing.T, runtime string) {
 		"io_uring errno 1", "unshare user errno 1 mount ns errno 1 net errno 1", "clone user errno 1",
 		"clone3 errno 38", "setns errno 1", "unshare -Ur True", "mknod device errno 1", "mkfifo made",
 		"mount errno 1", "bpf errno 1", "keyctl errno 1", "userfaultfd errno 1", "route added False", "thread ran",
-		"ptrace pid 1 errno 1", "cluster env []",
+		"ptrace pid 1 errno 1", "cluster env []", "tun device refused True",
+		"ls exit 0 b''",
 	}
 	if runtime != "runsc" {
 		// Under gVisor the program's user namespace gives a whole

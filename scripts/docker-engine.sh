@@ -17,13 +17,14 @@ say() { printf 'docker-engine: %s\n' "$*" >&2; }
 # over a channel sandboxd owns: the egress proxy's Unix socket, mounted
 # into the sandbox, which runsc may open (--host-uds=open) but not create.
 # The container's seccomp profile is left to runc: under runsc a program's
-# system calls reach gVisor's kernel, not the host's, and its 2022 release
-# answers EPERM where the profile says ENOSYS (clone3), which breaks every
-# thread start. Experimental features give the checkpoint API, with which a
+# system calls reach gVisor's kernel, not the host's, and sandboxd locks
+# each program down with a filter of its own (gVisor's 2022 release
+# answered EPERM where the profile says ENOSYS, for clone3, which broke
+# every thread start). Experimental features give the checkpoint API, with which a
 # hibernating gVisor session keeps its memory (runsc checkpoint/restore).
 #
 # dockerd runs runsc through a wrapper of ours. containerd pauses a task
-# before it checkpoints it, and Debian's runsc (0.0~20221219) cannot end a
+# before it checkpoints it, and gVisor's 2022 release could not end a
 # paused sandbox: "invalid state transition: paused => stopped". A sandbox
 # restored from a checkpoint and checkpointed again is left "paused" with
 # nothing behind it, its task can never be deleted, its shim runs for good,
@@ -53,7 +54,18 @@ exec $runsc \"\$@\""
 	printf '%s\n' "$want" >"$conf"
 }
 
+# gVisor before 2023 refuses AT_NO_AUTOMOUNT in stat calls, which coreutils
+# 9.2 and later pass: ls, stat and find fail in Debian 13's images. Debian
+# 12 has a current runsc in its backports (Debian 13 in its release).
+runsc_min=20240729
+current_runsc() {
+	local v
+	v=$(runsc --version 2>/dev/null | sed -n 's/^runsc version [^0-9]*\([0-9]\{8\}\).*/\1/p;s/^runsc version 0\.0~\([0-9]\{8\}\).*/\1/p' | head -1)
+	[ -n "$v" ] && [ "$v" -ge "$runsc_min" ]
+}
+
 if docker info >/dev/null 2>&1; then
+	current_runsc || say "runsc is missing or older than $runsc_min: run this script as root with the engine stopped to install a current one; gVisor sandboxes fail until then"
 	# The dockerd this script started takes new settings (runtimes are
 	# among those it reloads on SIGHUP); any other engine is left alone.
 	pid=$(cat /var/run/sandboxd-dockerd.pid 2>/dev/null || true)
@@ -68,15 +80,23 @@ if docker info >/dev/null 2>&1; then
 	exit 0
 fi
 
-if ! command -v dockerd >/dev/null 2>&1 || ! command -v debootstrap >/dev/null 2>&1 || ! command -v runsc >/dev/null 2>&1; then
-	[ "$(id -u)" = 0 ] || { say "docker.io is not installed; run this script as root to install it"; exit 1; }
+if ! command -v dockerd >/dev/null 2>&1 || ! command -v debootstrap >/dev/null 2>&1 || ! current_runsc; then
+	[ "$(id -u)" = 0 ] || { say "docker.io or a current runsc is not installed; run this script as root to install them"; exit 1; }
 	say "installing docker.io, debootstrap and runsc from Debian's packages"
 	export DEBIAN_FRONTEND=noninteractive
+	runsc_from=()
+	if [ "$(. /etc/os-release && echo "${VERSION_CODENAME:-}")" = bookworm ]; then
+		printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+			>/etc/apt/sources.list.d/sandboxd-bookworm-backports.sources
+		runsc_from=(-t bookworm-backports)
+	fi
 	apt-get update -qq
 	# policy-rc.d keeps the package from trying to start a service manager we do not have.
 	printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
-	apt-get install -y -qq --no-install-recommends docker.io debootstrap runsc ca-certificates >/dev/null
+	apt-get install -y -qq --no-install-recommends docker.io debootstrap ca-certificates >/dev/null
+	apt-get install -y -qq --no-install-recommends "${runsc_from[@]}" runsc >/dev/null
 	rm -f /usr/sbin/policy-rc.d
+	current_runsc || { say "runsc $(runsc --version 2>/dev/null | head -1) is older than $runsc_min"; exit 1; }
 fi
 
 # A dockerd that is still starting or shutting down owns the pid file: wait

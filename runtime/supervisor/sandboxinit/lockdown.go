@@ -16,14 +16,14 @@ import (
 
 // Under gVisor a program runs in a user namespace of its own (see
 // isolate.go), whose first process holds every capability in it, and
-// runsc applies no seccomp profile inside the sandbox (its 2022 release
-// cannot load Docker's: see scripts/docker-engine.sh). So the program's
-// last step before its exec, in the namespace, gives up what runc's
-// container never had: every capability, the right to gain privileges,
-// and the system calls Docker's profile keeps
-// from a process without capabilities, by a filter of our own. Under
-// runc the container's profile, capabilities and no_new_privs already do
-// this, and programs start as before.
+// runsc applies no seccomp profile inside the sandbox (see
+// scripts/docker-engine.sh). So the program's last step before its exec,
+// in the namespace, gives up what runc's container never had: every
+// capability, the right to gain privileges, and the system calls Docker's
+// profile keeps from a process without capabilities, by a filter of our
+// own. So does every program wherever no filter holds the supervisor
+// (server.unfiltered). Under runc the container's profile, capabilities
+// and no_new_privs already do this, and programs start as before.
 
 // lockedArg: sandbox-init -locked FD PATH ARGV... locks down and execs
 // PATH with the descriptors below FD; FD is where it says why it could
@@ -60,6 +60,9 @@ var programPolicy = seccomp.Policy{
 			{Name: "clone", Conditions: []seccomp.Condition{{Argument: 0, Operation: seccomp.BitsSet, Value: newNamespaces}}},
 			{Name: "mknod", Conditions: []seccomp.Condition{{Argument: 1, Operation: seccomp.BitsSet, Value: deviceBit}}},
 			{Name: "mknodat", Conditions: []seccomp.Condition{{Argument: 2, Operation: seccomp.BitsSet, Value: deviceBit}}},
+			// gVisor makes /dev/net/tun, and makes a device on it for a
+			// process without CAP_NET_ADMIN.
+			{Name: "ioctl", Conditions: []seccomp.Condition{{Argument: 1, Operation: seccomp.Equal, Value: unix.TUNSETIFF}}},
 		}},
 		// clone3's flags are in memory, out of a filter's reach: as in
 		// Docker's profile, it is "not implemented", and libc falls back

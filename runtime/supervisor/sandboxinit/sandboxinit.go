@@ -139,6 +139,7 @@ func Serve(r io.Reader, w io.Writer, sb Sandbox) error {
 	s := newServer(w, paths{workspace: sb.Workspace, tmp: sb.Tmp, scratch: sb.Scratch},
 		container{killAll: func(int) int { return sb.EndAll() }, clearIPC: func() {}, ownChildrenOnly: true})
 	s.isolation.Do(func() {}) // isolating stays false: no helper binary here
+	s.unfiltered = false      // nor a lockdown step
 	s.begin()
 	stop := make(chan struct{})
 	reaped := make(chan struct{})
