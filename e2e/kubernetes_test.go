@@ -189,16 +189,19 @@ func TestKubernetesImagesPushed(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "built "+pushed+" for python") || !strings.Contains(errOut, pushed+": latest: digest: sha256:") {
 		t.Fatalf("images build: exit %d\n%s\n%s", code, out, errOut)
 	}
+	// Pods name the image by the digest the push made.
+	digest, _, _ := strings.Cut(strings.SplitN(errOut, pushed+": latest: digest: ", 2)[1], " ")
+	pinned := cluster.Registry + "/sandboxd/python@" + digest
 	// Every node pulled it before the build ended, and said so; the
 	// DaemonSet that made them is gone.
 	nodes := cluster.Nodes(t, 1)
 	for _, node := range nodes {
-		if !strings.Contains(errOut, "node "+node+" has "+pushed) {
-			t.Errorf("images build does not say node %s has pulled the image:\n%s", node, errOut)
+		if !strings.Contains(errOut, "node "+node+" has "+pinned) {
+			t.Errorf("images build does not say node %s has pulled the image %s:\n%s", node, pinned, errOut)
 		}
 	}
-	if have := cluster.NodesWithImage(t, pushed); len(have) != len(nodes) {
-		t.Errorf("after images build, the nodes with %s: %v of %v", pushed, have, nodes)
+	if have := cluster.NodesWithImage(t, pinned); len(have) != len(nodes) {
+		t.Errorf("after images build, the nodes with %s: %v of %v", pinned, have, nodes)
 	}
 	waitForWithin(t, "the pull's DaemonSet deleted", 30*time.Second, func() bool {
 		list, err := cluster.Client.AppsV1().DaemonSets(cluster.Namespace).List(ctx(t), metav1.ListOptions{LabelSelector: kubernetes.LabelPull})
@@ -229,7 +232,7 @@ func TestKubernetesImagesPushed(t *testing.T) {
 	}
 	t.Logf("waited %.0f ms for a pod: %q", res.Timings.QueueMS, queued)
 	// A pull from the registry on this host takes seconds (11 s seen).
-	if res.Timings.QueueMS > 3000 && (!slices.ContainsFunc(queued, func(why string) bool { return strings.Contains(why, "is pulling image "+pushed) }) ||
+	if res.Timings.QueueMS > 3000 && (!slices.ContainsFunc(queued, func(why string) bool { return strings.Contains(why, "is pulling image "+pinned) }) ||
 		res.Timings.QueueReason != queued[len(queued)-1]) {
 		t.Errorf("a run that waited %.0f ms was told %q, and its result says %q", res.Timings.QueueMS, queued, res.Timings.QueueReason)
 	}
@@ -243,8 +246,11 @@ func TestKubernetesImagesPushed(t *testing.T) {
 	}
 	s, _ := c.Session(ctx(t), id)
 	pod, err := cluster.Client.CoreV1().Pods(cluster.Namespace).Get(ctx(t), s.ContainerID, metav1.GetOptions{})
-	if err != nil || pod.Spec.Containers[0].Image != pushed {
+	if err != nil {
 		t.Fatalf("the session's pod: %v", err)
+	}
+	if image := pod.Spec.Containers[0].Image; image != pinned {
+		t.Errorf("the session's pod runs %s, want %s", image, pinned)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
@@ -140,6 +141,47 @@ func acceptDefaults(want, have *corev1.PodSpec) {
 			w.ImagePullPolicy = h.ImagePullPolicy
 		}
 	}
+}
+
+// A pod carries the spec sandboxd asked for, and its MAC under the
+// channel key, in its annotations: Attach (after a restart) compares the
+// pod running with it, as Create compares the pod admitted, so that what
+// was changed since (an ephemeral container, another image) is caught.
+// Anyone who may patch pods may change the annotations too, not the MAC.
+const (
+	annotationSpec    = "io.sandboxd.spec"
+	annotationSpecMAC = "io.sandboxd.spec-mac"
+)
+
+// seal records pod's spec in its annotations.
+func (k *Kubernetes) seal(pod *corev1.Pod) {
+	spec, _ := json.Marshal(pod.Spec)
+	pod.Annotations = map[string]string{annotationSpec: string(spec), annotationSpecMAC: k.specMAC(pod.Name, spec)}
+}
+
+func (k *Kubernetes) specMAC(name string, spec []byte) string {
+	mac := hmac.New(sha256.New, k.opts.ChannelKey)
+	mac.Write([]byte("spec\x00" + name + "\x00")) // apart from the tokens' input, a bare name
+	mac.Write(spec)
+	return hex.EncodeToString(mac.Sum(nil))
+}
+
+// changedSince names what of pod differs from the spec it was created
+// with (see seal), or why that cannot be told.
+func (k *Kubernetes) changedSince(pod *corev1.Pod) string {
+	spec := pod.Annotations[annotationSpec]
+	if !hmac.Equal([]byte(pod.Annotations[annotationSpecMAC]), []byte(k.specMAC(pod.Name, []byte(spec)))) {
+		return "the record of the spec it was created with is missing or altered"
+	}
+	asked := &corev1.Pod{}
+	if err := json.Unmarshal([]byte(spec), &asked.Spec); err != nil {
+		return "the record of the spec it was created with cannot be read"
+	}
+	running := pod.DeepCopy()
+	if asked.Spec.NodeName == "" {
+		running.Spec.NodeName = "" // the scheduler's, since
+	}
+	return changed(asked, running)
 }
 
 // token is the channel token of pod name: an HMAC of its name under the

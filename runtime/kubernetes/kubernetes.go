@@ -73,6 +73,7 @@ type Kubernetes struct {
 	mu       sync.Mutex
 	forwards map[string]io.Closer // open port forwards by pod name
 	owners   map[string]uint32    // the uid each known pod runs as
+	pins     map[string]string    // image refs by digest (see digest.go)
 }
 
 // callTimeout bounds one call to the API server.
@@ -109,7 +110,7 @@ func newWith(client kubernetes.Interface, cfg *rest.Config, opts Options) *Kuber
 	}
 	return &Kubernetes{
 		client: client, rest: cfg, opts: opts, uids: opts.UIDs, log: opts.Logger.Named("kubernetes"),
-		forwards: map[string]io.Closer{}, owners: map[string]uint32{},
+		forwards: map[string]io.Closer{}, owners: map[string]uint32{}, pins: map[string]string{},
 	}
 }
 
@@ -145,6 +146,9 @@ func (k *Kubernetes) Create(ctx context.Context, spec runtime.Spec) (sb *runtime
 	}
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
+	if _, err := k.pin(ctx, spec.Image); err != nil {
+		return nil, err
+	}
 	uid, err := k.uids.Take()
 	if err != nil {
 		return nil, err
@@ -208,7 +212,7 @@ func (k *Kubernetes) waitRunning(ctx context.Context, name, image string, waitin
 			if w := cs.State.Waiting; w != nil {
 				switch w.Reason {
 				case "ErrImagePull", "ImagePullBackOff", "InvalidImageName":
-					return fmt.Errorf("%w: the cluster cannot pull %s (%s): push the images with `make images-push` or images/push.sh", runtime.ErrImageMissing, k.image(image), w.Message)
+					return fmt.Errorf("%w: the cluster cannot pull %s (%s): push the images with `make images-push` or images/push.sh", runtime.ErrImageMissing, k.pinned(image), w.Message)
 				case "CreateContainerConfigError", "CreateContainerError", "RunContainerError":
 					return fmt.Errorf("pod %s: %s: %s", name, w.Reason, w.Message)
 				}
@@ -439,6 +443,9 @@ func (k *Kubernetes) Attach(ctx context.Context, c runtime.Container) (*runtime.
 	if pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
 		return nil, fmt.Errorf("pod %s on node %s is not running: %s", c.ID, pod.Spec.NodeName, describe(pod))
 	}
+	if diff := k.changedSince(pod); diff != "" {
+		return nil, fmt.Errorf("pod %s was changed since sandboxd created it (%s): sandboxd runs only the pod it asked for", c.ID, diff)
+	}
 	conn, err := k.connect(ctx, c.ID, k.token(c.ID))
 	if err != nil {
 		return nil, err
@@ -544,7 +551,11 @@ func (k *Kubernetes) List(ctx context.Context) ([]runtime.Container, error) {
 // Image implements runtime.Runtime. The cluster pulls images itself,
 // each node from the registry: what sandboxd can tell is the reference.
 func (k *Kubernetes) Image(ctx context.Context, ref string) (runtime.Image, error) {
-	return runtime.Image{ID: k.image(ref)}, nil
+	if k.opts.ImageRegistry == "" {
+		return runtime.Image{ID: ref}, nil
+	}
+	pin, err := k.resolve(ctx, ref)
+	return runtime.Image{ID: pin}, err
 }
 
 // BuildImage implements runtime.Runtime: a cluster builds nothing.

@@ -103,7 +103,7 @@ func (k *Kubernetes) podFor(spec runtime.Spec, name, token string, uid uint32) *
 			},
 			Containers: []corev1.Container{{
 				Name:       containerName,
-				Image:      k.image(spec.Image),
+				Image:      k.pinned(spec.Image), // see digest.go
 				Command:    []string{runtime.SupervisorPath},
 				WorkingDir: runtime.Workspace,
 				Env:        env,
@@ -127,6 +127,7 @@ func (k *Kubernetes) podFor(spec runtime.Spec, name, token string, uid uint32) *
 	if k.opts.RuntimeClass != "" {
 		pod.Spec.RuntimeClassName = ptr(k.opts.RuntimeClass)
 	}
+	k.seal(pod)
 	return pod
 }
 

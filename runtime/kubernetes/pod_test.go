@@ -2,11 +2,18 @@ package kubernetes
 
 import (
 	"context"
+	"io"
+	"log"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -20,10 +27,37 @@ import (
 // key is the test runtime's channel key.
 var key = []byte("0123456789abcdef0123456789abcdef")
 
+// testRegistry is a registry on loopback whose sandboxd/python:latest
+// is a new image; it returns its address and that image's digest.
+func testRegistry(t *testing.T) (host, digest string) {
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	host = strings.TrimPrefix(srv.URL, "http://")
+	return host, pushRandom(t, host+"/sandboxd/python:latest")
+}
+
+// pushRandom pushes a new image to ref and returns its digest.
+func pushRandom(t *testing.T, ref string) string {
+	img, err := random.Image(64, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(tag, img); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := img.Digest()
+	return d.String()
+}
+
 func testRuntime(t *testing.T) (*Kubernetes, *fake.Clientset) {
+	host, _ := testRegistry(t)
 	client := fake.NewClientset()
 	k := newWith(client, nil, Options{ChannelKey: key,
-		Namespace: "sandboxd", Instance: "inst1", ImageRegistry: "127.0.0.1:5000", RuntimeClass: "gvisor",
+		Namespace: "sandboxd", Instance: "inst1", ImageRegistry: host, RuntimeClass: "gvisor",
 		NodeSelector: map[string]string{"pool": "sandboxes"}, Labels: map[string]string{"team": "a", runtime.LabelInstance: "forged"},
 		UIDs: runtime.NewUIDs(runtime.UIDRange{First: 61000, Last: 61009}),
 	})
@@ -100,7 +134,7 @@ func TestPodCarriesTheHardening(t *testing.T) {
 
 	check("one container", len(ps.Containers) == 1 && len(ps.InitContainers) == 0)
 	c := ps.Containers[0]
-	check("the image from the registry", c.Image == "127.0.0.1:5000/sandboxd/python:latest")
+	check("the image from the registry, by digest", strings.HasPrefix(c.Image, "127.0.0.1:") && strings.Contains(c.Image, "/sandboxd/python@sha256:"))
 	check("the supervisor as PID 1", len(c.Command) == 1 && c.Command[0] == runtime.SupervisorPath)
 	sc := c.SecurityContext
 	check("not privileged", sc.Privileged != nil && !*sc.Privileged)

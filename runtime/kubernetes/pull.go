@@ -34,6 +34,9 @@ var _ runtime.Puller = (*Kubernetes)(nil)
 func (k *Kubernetes) Pull(ctx context.Context, _, language, ref string, progress func(line string)) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, pullTimeout)
 	defer cancel()
+	if _, err := k.pin(ctx, ref); err != nil {
+		return nil, err
+	}
 	ds := k.pullerFor(language, ref)
 	daemonSets := k.client.AppsV1().DaemonSets(k.opts.Namespace)
 	// One of an earlier pull that sandboxd did not live to delete.
@@ -83,7 +86,7 @@ func (k *Kubernetes) pullerFor(language, ref string) *appsv1.DaemonSet {
 					},
 					Containers: []corev1.Container{{
 						Name:  "pull",
-						Image: k.image(ref),
+						Image: k.pinned(ref),
 						// Idles until deleted; an image without sleep fails
 						// to start, and has been pulled all the same.
 						Command:   []string{"sleep", "3600"},

@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -13,11 +14,15 @@ import (
 // nothing, and carries the operator's labels under its own.
 func TestPullerGoesWhereSandboxesGo(t *testing.T) {
 	k, _ := testRuntime(t)
+	pin, err := k.pin(context.Background(), "sandboxd/python:latest")
+	if err != nil {
+		t.Fatal(err)
+	}
 	ds := k.pullerFor("python", "sandboxd/python:latest")
 	spec := ds.Spec.Template.Spec
 	c := spec.Containers[0]
 	switch {
-	case c.Image != "127.0.0.1:5000/sandboxd/python:latest":
+	case c.Image != pin || !strings.Contains(pin, "/sandboxd/python@sha256:"):
 		t.Errorf("image %q", c.Image)
 	case spec.NodeSelector["pool"] != "sandboxes" || spec.RuntimeClassName == nil || *spec.RuntimeClassName != "gvisor":
 		t.Errorf("placement: %v %v", spec.NodeSelector, spec.RuntimeClassName)

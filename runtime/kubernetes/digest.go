@@ -1,0 +1,80 @@
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/sandboxd/sandboxd/runtime"
+)
+
+// Pods name their image by digest: the one the registry held for the tag
+// when sandboxd last resolved it (Image: at start, after each build, and
+// while a language waits for its image). A tag moved by a later push, or a
+// registry that answers a node with other bytes, cannot change what a
+// sandbox runs; a new digest is a new image, which renews the pools.
+// Without an image_registry the nodes' own images are used, by tag.
+
+// resolve asks the registry for the digest of ref (as the cluster pulls
+// it), and remembers it as ref's pin. A registry that cannot be asked
+// leaves an earlier pin in place.
+func (k *Kubernetes) resolve(ctx context.Context, ref string) (string, error) {
+	full := k.image(ref)
+	parsed, err := name.ParseReference(full)
+	if err != nil {
+		return "", fmt.Errorf("image %s: %w", full, err)
+	}
+	if d, ok := parsed.(name.Digest); ok {
+		return d.String(), nil
+	}
+	desc, err := remote.Head(parsed, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain))
+	if err != nil {
+		k.mu.Lock()
+		earlier, ok := k.pins[ref]
+		k.mu.Unlock()
+		var terr *transport.Error
+		switch {
+		case errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound:
+			return "", fmt.Errorf("%w: the registry has no image %s: push the images with `sandboxctl images build` or images/push.sh", runtime.ErrImageMissing, full)
+		case ok:
+			k.log.Warn("the registry did not say the image's digest; pods keep the one it said last", "image", full, "digest", earlier, "error", err)
+			return earlier, nil
+		}
+		return "", fmt.Errorf("%w: asking the registry for the digest of %s: %v", runtime.ErrUnavailable, full, err)
+	}
+	pin := parsed.Context().Digest(desc.Digest.String()).String()
+	k.mu.Lock()
+	k.pins[ref] = pin
+	k.mu.Unlock()
+	return pin, nil
+}
+
+// pin is ref as pods name it, resolved now if it was not before.
+func (k *Kubernetes) pin(ctx context.Context, ref string) (string, error) {
+	if k.opts.ImageRegistry == "" {
+		return ref, nil
+	}
+	k.mu.Lock()
+	pin, ok := k.pins[ref]
+	k.mu.Unlock()
+	if ok {
+		return pin, nil
+	}
+	return k.resolve(ctx, ref)
+}
+
+// pinned is ref as pods name it: by its digest once resolve has found it.
+func (k *Kubernetes) pinned(ref string) string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if pin, ok := k.pins[ref]; ok {
+		return pin
+	}
+	return k.image(ref)
+}
