@@ -47,6 +47,13 @@ print('route added', struct.unpack('i', s.recv(4096)[16:20])[0] == 0)
 t = threading.Thread(target=lambda: print('thread ran')); t.start(); t.join()
 print('ptrace pid 1', call(101, 16, 1, 0, 0))  # PTRACE_ATTACH: the supervisor, the holder, or itself
 print('cluster env', sorted(k for k in os.environ if k.startswith('KUBERNETES')))
+try:  # a pod's: the kubelet mounts it from the node's disk, writable by anyone
+    there = os.path.exists('/dev/termination-log')
+    with open('/dev/termination-log', 'a') as log:
+        log.write('x' * 4096)
+    print('termination log there', there, 'written')
+except OSError as e:
+    print('termination log there', there, 'errno', e.errno)
 ls = subprocess.run(['ls', '-l', '/'], capture_output=True)  # gVisor before 2023 refused coreutils' statx
 print('ls exit', ls.returncode, ls.stderr[:200])
 try:  # gVisor makes /dev/net/tun; a device on it takes CAP_NET_ADMIN
@@ -80,6 +87,11 @@ func testPosture(t *testing.T, runtime string) {
 		"mount errno 1", "bpf errno 1", "keyctl errno 1", "userfaultfd errno 1", "route added False", "thread ran",
 		"ptrace pid 1 errno 1", "cluster env []", "tun device refused True",
 		"ls exit 0 b''",
+	}
+	if runtime == "kubernetes" {
+		want = append(want, "termination log there True errno 13") // see keepTerminationLog in sandboxinit
+	} else {
+		want = append(want, "termination log there False errno 13")
 	}
 	if runtime != "runsc" {
 		// Under gVisor the program's user namespace gives a whole

@@ -80,6 +80,7 @@ func Main() {
 		_ = os.Unsetenv(name)
 	}
 	unsetClusterEnv()
+	keepTerminationLog()
 	if err := limitProcesses(nproc); err != nil {
 		fmt.Fprintf(os.Stderr, "sandbox-init: %v\n", err)
 		os.Exit(2)
