@@ -143,7 +143,7 @@ SOAK ?= 10m
 soak: build images
 	$(GO) run ./cmd/sandboxd-soak -duration $(SOAK) -clients 8
 
-bench: build images
+bench: build images npm-tools
 	$(GO) run ./cmd/sandboxd-bench -bin $(BIN)
 
 # The protocols' Go code: both plugin protocols (gRPC) and the E2B agent's

@@ -100,18 +100,67 @@ func e2bCreate(t *testing.T, url, key string) (id, token string) {
 func TestE2BSDK(t *testing.T) {
 	testutil.NPMTool(t, "node_modules/e2b/package.json")
 	testutil.NPMTool(t, "node_modules/@e2b/code-interpreter/package.json")
+	runE2BSuite(t, filepath.Join(filepath.Dir(testutil.NPMTool(t, "package.json")), "e2b.test.mjs"))
+}
+
+// TestE2BNewestSDK runs the same suite with the newest e2b and
+// @e2b/code-interpreter the npm registry has, where they are newer than
+// the pinned ones (e2e/npm/package.json).
+func TestE2BNewestSDK(t *testing.T) {
+	pkg := testutil.NPMTool(t, "package.json")
+	var pinned struct{ Dependencies map[string]string }
+	if b, err := os.ReadFile(pkg); err != nil || json.Unmarshal(b, &pinned) != nil {
+		t.Fatalf("reading %s: %v", pkg, err)
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		testutil.Missing(t, "npm is not installed")
+	}
+	var newest []string
+	newer := false
+	for _, name := range []string{"e2b", "@e2b/code-interpreter"} {
+		out, err := exec.Command(npm, "view", name, "version").Output()
+		if err != nil {
+			testutil.Missing(t, fmt.Sprintf("the npm registry did not say the newest %s: %v", name, err))
+		}
+		v := strings.TrimSpace(string(out))
+		t.Logf("%s: newest %s, pinned %s", name, v, pinned.Dependencies[name])
+		newest = append(newest, name+"@"+v)
+		newer = newer || v != pinned.Dependencies[name]
+	}
+	if !newer {
+		t.Skip("the pinned SDKs are the newest: TestE2BSDK runs them")
+	}
+	dir := t.TempDir()
+	install := exec.Command(npm, append([]string{"install", "--prefix", dir, "--no-audit", "--no-fund"}, newest...)...)
+	if out, err := install.CombinedOutput(); err != nil {
+		testutil.Missing(t, fmt.Sprintf("npm install %v: %v\n%s", newest, err, out))
+	}
+	suite, err := os.ReadFile(filepath.Join(filepath.Dir(pkg), "e2b.test.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The suite imports the SDKs from its own directory's node_modules.
+	if err := os.WriteFile(filepath.Join(dir, "e2b.test.mjs"), suite, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runE2BSuite(t, filepath.Join(dir, "e2b.test.mjs"))
+}
+
+// runE2BSuite runs the node test suite at path against a daemon on
+// examples/e2b.hcl.
+func runE2BSuite(t *testing.T, suite string) {
 	node, err := exec.LookPath("node")
 	if err != nil {
 		testutil.Missing(t, "node is not installed")
 	}
 	d, url := e2bDaemon(t)
-	suite := filepath.Join(filepath.Dir(testutil.NPMTool(t, "package.json")), "e2b.test.mjs")
 	// --test-force-exit: the SDK keeps timers for its requests running.
 	cmd := exec.Command(node, "--test", "--test-force-exit", "--test-reporter=spec", suite)
 	cmd.Env = append(os.Environ(), "E2B_API_KEY="+e2bKey, "E2B_API_URL="+url, "E2B_SANDBOX_URL="+url,
 		"E2B_OTHER_KEY="+e2bOtherKey, "SANDBOXCTL="+filepath.Join(d.Bin, "sandboxctl"), "SANDBOXD_SOCKET="+d.Socket)
 	out, err := cmd.CombinedOutput()
-	t.Logf("node --test e2b.test.mjs:\n%s", out)
+	t.Logf("node --test %s:\n%s", filepath.Base(suite), out)
 	if err != nil {
 		t.Fatalf("E2B's SDKs failed against sandboxd: %v\nsandboxd's log:\n%s", err, d.Logs())
 	}

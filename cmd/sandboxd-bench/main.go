@@ -9,7 +9,8 @@
 // world in every shipped language, one-shot through `sandboxctl run`
 // against `docker run --rm` of the same image doing the same steps, with
 // the compile and run steps apart; then python under runc against gVisor's
-// runsc. It starts its own daemon from -bin with
+// runsc; and a sandbox's create to its first command through E2B's SDK
+// against the native API's. It starts its own daemon from -bin with
 // the language blocks of the repository's sandboxd.hcl; run it through
 // `make bench`.
 package main
@@ -46,7 +47,7 @@ func main() {
 	bin := flag.String("bin", "bin", "directory with sandboxd, sandboxctl, sandbox-init and plugins/")
 	n := flag.Int("n", 40, "iterations per sandboxd measurement")
 	nDocker := flag.Int("n-docker", 15, "iterations per docker baseline")
-	only := flag.String("only", "", "one section alone: runtimes (runc against runsc), kubernetes (pods against Docker), contexts, egress, warm, languages, paced, throughput or hibernation")
+	only := flag.String("only", "", "one section alone: runtimes (runc against runsc), kubernetes (pods against Docker), contexts, egress, e2b, warm, languages, paced, throughput or hibernation")
 	langs := flag.String("langs", "", "throughput: these languages of the corpus alone, comma separated")
 	flag.Parse()
 	var err error
@@ -83,6 +84,8 @@ func main() {
 			err = throughput(client.New(d.socket), splitList(*langs))
 			d.stop()
 		}
+	case "e2b":
+		err = e2bPath(*bin, *n)
 	case "contexts":
 		var d *daemon
 		if d, err = startDaemon(*bin, ""); err == nil {
@@ -90,7 +93,7 @@ func main() {
 			d.stop()
 		}
 	default:
-		err = fmt.Errorf("-only %q: runtimes, kubernetes, contexts, egress, warm, languages, paced, throughput or hibernation", *only)
+		err = fmt.Errorf("-only %q: runtimes, kubernetes, contexts, egress, e2b, warm, languages, paced, throughput or hibernation", *only)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -209,6 +212,9 @@ func run(bin string, n, nDocker int) error {
 		return err
 	}
 	if err := hibernation(bin, max(n/4, 5)); err != nil {
+		return err
+	}
+	if err := e2bPath(bin, n); err != nil {
 		return err
 	}
 	st, err := c.Stats(context.Background())
@@ -374,7 +380,7 @@ func waitPool(c *client.Client, name string, ready func(api.PoolStats) bool) {
 	}
 }
 
-type stats struct{ p50, p95 float64 }
+type stats struct{ p50, p95, p99 float64 }
 
 // measure runs prepare (untimed) then op (timed) n times, after one
 // untimed warm-up.
@@ -402,7 +408,7 @@ func summarize(samples []float64) stats {
 	}
 	sort.Float64s(samples)
 	at := func(q float64) float64 { return samples[min(len(samples)-1, int(q*float64(len(samples))))] }
-	return stats{p50: at(0.5), p95: at(0.95)}
+	return stats{p50: at(0.5), p95: at(0.95), p99: at(0.99)}
 }
 
 func ratio(x, base float64) string {
