@@ -104,7 +104,7 @@ func fieldsDiffering[T any](a, b T) []string {
 // unreachable after a while.
 func defaultTolerations(ts []corev1.Toleration) bool {
 	for _, t := range ts {
-		if t.Operator != corev1.TolerationOpExists || t.Effect != corev1.TaintEffectNoExecute ||
+		if t.Operator != corev1.TolerationOpExists || t.Effect != corev1.TaintEffectNoExecute || t.TolerationSeconds == nil ||
 			t.Key != corev1.TaintNodeNotReady && t.Key != corev1.TaintNodeUnreachable {
 			return false
 		}
@@ -167,8 +167,19 @@ func (k *Kubernetes) specMAC(name string, spec []byte) string {
 }
 
 // changedSince names what of pod differs from the spec it was created
-// with (see seal), or why that cannot be told.
+// with (see seal), or why that cannot be told. A container that was
+// restarted (with restartPolicy Never, only a change of its spec does
+// that, since undone perhaps) or an ephemeral container that ran is a
+// change too: either may have left anything in the pod's volumes.
 func (k *Kubernetes) changedSince(pod *corev1.Pod) string {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.RestartCount > 0 {
+			return fmt.Sprintf("its container %s was restarted %d times", cs.Name, cs.RestartCount)
+		}
+	}
+	if len(pod.Status.EphemeralContainerStatuses) > 0 {
+		return "an ephemeral container ran in it"
+	}
 	spec := pod.Annotations[annotationSpec]
 	if !hmac.Equal([]byte(pod.Annotations[annotationSpecMAC]), []byte(k.specMAC(pod.Name, []byte(spec)))) {
 		return "the record of the spec it was created with is missing or altered"

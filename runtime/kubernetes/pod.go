@@ -119,6 +119,11 @@ func (k *Kubernetes) podFor(spec runtime.Spec, name, token string, uid uint32) *
 					{Name: "workspace", MountPath: runtime.Workspace},
 					{Name: "tmp", MountPath: "/tmp"},
 				},
+				// Set, not left to the API server's default: a webhook
+				// that moves it (where the supervisor would not keep
+				// programs from writing it, see keepTerminationLog in
+				// sandboxinit) changes the pod.
+				TerminationMessagePath:   "/dev/termination-log",
 				TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 			}},
 			Volumes: []corev1.Volume{scratch("workspace"), scratch("tmp")},

@@ -18,7 +18,6 @@ func TestChangedSinceCreated(t *testing.T) {
 	stored := func() *corev1.Pod {
 		p := k.podFor(spec, "sbx-1", "tok", 61000)
 		p.Spec.NodeName, p.Spec.SchedulerName = "node-2", "default-scheduler"
-		p.Spec.Containers[0].TerminationMessagePath = "/dev/termination-log"
 		p.Spec.Containers[0].ImagePullPolicy = corev1.PullIfNotPresent
 		return p
 	}
@@ -36,6 +35,16 @@ func TestChangedSinceCreated(t *testing.T) {
 		"a toleration": {func(p *corev1.Pod) {
 			p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Operator: "Exists"})
 		}, "Tolerations"},
+		"an unreachable node tolerated for ever": {func(p *corev1.Pod) {
+			p.Spec.Tolerations = []corev1.Toleration{{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}}
+		}, "Tolerations"},
+		"the termination log moved": {func(p *corev1.Pod) { p.Spec.Containers[0].TerminationMessagePath = "/tmp/log" }, "TerminationMessagePath"},
+		"a restart (a change since undone)": {func(p *corev1.Pod) {
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "sandbox", RestartCount: 1}}
+		}, "restarted"},
+		"an ephemeral container that ran": {func(p *corev1.Pod) {
+			p.Status.EphemeralContainerStatuses = []corev1.ContainerStatus{{Name: "debug"}}
+		}, "ephemeral"},
 		"no record": {func(p *corev1.Pod) { p.Annotations = nil }, "missing or altered"},
 		"record changed": {func(p *corev1.Pod) {
 			p.Annotations[annotationSpec] = strings.Replace(p.Annotations[annotationSpec], "sandboxd/python", "evil/python", 1)

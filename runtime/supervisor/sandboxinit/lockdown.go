@@ -9,8 +9,10 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+	"unsafe"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
+	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -64,6 +66,11 @@ var programPolicy = seccomp.Policy{
 			// process without CAP_NET_ADMIN.
 			{Name: "ioctl", Conditions: []seccomp.Condition{{Argument: 1, Operation: seccomp.Equal, Value: unix.TUNSETIFF}}},
 		}},
+		// A kernel reads an ioctl's request as 32 bits: with the upper
+		// ones set, TUNSETIFF would not be the number above.
+		{Action: errno(unix.EPERM), NamesWithCondtions: []seccomp.NameWithConditions{
+			{Name: "ioctl", Conditions: []seccomp.Condition{{Argument: 1, Operation: seccomp.GreaterThan, Value: 0xffffffff}}},
+		}},
 		// clone3's flags are in memory, out of a filter's reach: as in
 		// Docker's profile, it is "not implemented", and libc falls back
 		// to clone.
@@ -96,7 +103,44 @@ func lockDown() error {
 	if err := unix.Capset(&unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}, &none[0]); err != nil {
 		return fmt.Errorf("dropping capabilities: %w", err)
 	}
-	return seccomp.LoadFilter(seccomp.Filter{NoNewPrivs: true, Flag: seccomp.FilterFlagTSync, Policy: programPolicy})
+	if err := seccomp.LoadFilter(seccomp.Filter{NoNewPrivs: true, Flag: seccomp.FilterFlagTSync, Policy: programPolicy}); err != nil {
+		return err
+	}
+	return loadNativeOnly()
+}
+
+// loadNativeOnly refuses, with ENOSYS, every system call made in another
+// architecture's convention (int $0x80, x32), which programPolicy's
+// library lets through to its default action: under gVisor they do not
+// get that far, but the lockdown also holds wherever no filter holds the
+// supervisor, on a kernel of its own.
+func loadNativeOnly() error {
+	arch, ok := map[string]uint32{"amd64": unix.AUDIT_ARCH_X86_64, "arm64": unix.AUDIT_ARCH_AARCH64}[runtime.GOARCH]
+	if !ok {
+		return fmt.Errorf("no lockdown for architecture %s", runtime.GOARCH)
+	}
+	const x32 = 0x40000000 // the x32 ABI's bit in an amd64 call's number
+	deny := uint32(unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS))
+	prog, err := bpf.Assemble([]bpf.Instruction{
+		bpf.LoadAbsolute{Off: 4, Size: 4}, // seccomp_data.arch
+		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: arch, SkipTrue: 3},
+		bpf.LoadAbsolute{Off: 0, Size: 4}, // seccomp_data.nr
+		bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: x32, SkipTrue: 1},
+		bpf.RetConstant{Val: unix.SECCOMP_RET_ALLOW},
+		bpf.RetConstant{Val: deny},
+	})
+	if err != nil {
+		return err
+	}
+	filter := make([]unix.SockFilter, len(prog))
+	for i, in := range prog {
+		filter[i] = unix.SockFilter{Code: in.Op, Jt: in.Jt, Jf: in.Jf, K: in.K}
+	}
+	fprog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog))); errno != 0 {
+		return fmt.Errorf("loading the architecture filter: %w", errno)
+	}
+	return nil
 }
 
 // startLocked starts argv0 locked down: fork starts sandbox-init as
