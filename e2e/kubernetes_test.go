@@ -515,7 +515,9 @@ func TestKubernetesTwoNodes(t *testing.T) {
 func TestKubernetesLeastPrivilege(t *testing.T) {
 	cluster := *testutil.RequireCluster(t)
 	cluster.Kubeconfig = cluster.ServiceAccountKubeconfig(t, "../examples/kubernetes-rbac.yaml")
-	cluster.Registry += "/sandboxd-test" // the image pushed tests' own
+	// A repository of its own: TestKubernetesImagesPushed, beside it,
+	// pushes and removes its own, and pods pin the tag's digest.
+	cluster.Registry += "/sandboxd-test-sa"
 	d := testutil.StartDaemon(t, testutil.Options{Cluster: &cluster, Languages: kubernetesLanguages(1, 4)})
 	// The build's pull on every node, and the events of slow pods.
 	if out, errOut, code := d.Ctl("", "images", "build", "python"); code != 0 || !strings.Contains(out, "pulled by nodes sandboxd-node") {
