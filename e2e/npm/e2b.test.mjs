@@ -237,6 +237,34 @@ test('files: write, read, list, stat, rename, remove; nothing outside the home',
   });
 });
 
+test('signed file URLs: downloadUrl and uploadUrl work with no header, for their path and operation alone, until they expire', async () => {
+  await withSandbox('base', async (sb) => {
+    await sb.files.write('/home/user/shared.txt', 'signed');
+    const down = await sb.downloadUrl('/home/user/shared.txt');
+    assert.match(down, /signature=v1_/);
+    const got = await fetch(down);
+    assert.equal(got.status, 200);
+    assert.equal(await got.text(), 'signed');
+
+    const up = await sb.uploadUrl('/home/user/uploaded.txt', { useSignatureExpiration: 60 });
+    const form = new FormData();
+    form.append('file', new Blob(['uploaded']), 'uploaded.txt');
+    const put = await fetch(up, { method: 'POST', body: form });
+    assert.equal(put.status, 200, await put.text());
+    assert.equal(await sb.files.read('/home/user/uploaded.txt'), 'uploaded');
+
+    const other = new URL(down);
+    other.searchParams.set('path', '/home/user/uploaded.txt');
+    assert.equal((await fetch(other)).status, 401, 'a signature is for its own path');
+    assert.equal((await fetch(down, { method: 'POST', body: form })).status, 401, 'a download URL does not upload');
+    const expired = await sb.downloadUrl('/home/user/shared.txt', { useSignatureExpiration: -10 });
+    assert.equal((await fetch(expired)).status, 401, 'an expired signature');
+    const bare = new URL(down);
+    bare.searchParams.delete('signature');
+    assert.notEqual((await fetch(bare)).status, 200, 'no signature, no header');
+  });
+});
+
 test('files.watchDir reports what changes', async () => {
   await withSandbox('base', async (sb) => {
     await sb.files.makeDir('/home/user/watched');

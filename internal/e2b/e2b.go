@@ -20,13 +20,16 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -143,6 +146,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveSandbox(w, r, id)
 		return
 	}
+	if r.URL.Path == "/files" && r.URL.Query().Has("signature") {
+		s.serveSigned(w, r)
+		return
+	}
 	key, ok := s.keyOf(r.Header.Get("X-API-KEY"))
 	if !ok {
 		writeError(w, http.StatusUnauthorized, "invalid API key: set E2B_API_KEY to one of the api_keys of the e2b block in sandboxd.hcl")
@@ -180,10 +187,39 @@ func (s *Server) serveSandbox(w http.ResponseWriter, r *http.Request, id string)
 	if tok == "" {
 		tok = r.Header.Get("E2B-Traffic-Access-Token")
 	}
-	if subtle.ConstantTimeCompare([]byte(tok), []byte(sb.rec.Token)) != 1 {
+	if subtle.ConstantTimeCompare([]byte(tok), []byte(sb.rec.Token)) != 1 && !(tok == "" && signedFor(r, sb.rec.Token) && !signatureExpired(r)) {
 		writeError(w, http.StatusUnauthorized, "this sandbox's access token is missing or wrong: connect to it with the API key that created it")
 		return
 	}
+	s.serveAgent(w, r, sb)
+}
+
+// serveSigned serves a file URL the SDK signed (downloadUrl, uploadUrl)
+// with no header: the sandbox is the one whose token the signature was
+// made with.
+func (s *Server) serveSigned(w http.ResponseWriter, r *http.Request) {
+	if signatureExpired(r) {
+		writeError(w, http.StatusUnauthorized, "the file URL's signature has expired: ask the SDK for a new one")
+		return
+	}
+	s.mu.Lock()
+	var found *sandbox
+	for _, sb := range s.sandboxes {
+		if signedFor(r, sb.rec.Token) {
+			found = sb
+		}
+	}
+	s.mu.Unlock()
+	if found == nil || s.sandbox(found.rec.ID) == nil {
+		writeError(w, http.StatusUnauthorized, "the file URL's signature is not valid for this path and operation, or its sandbox is gone")
+		return
+	}
+	s.serveAgent(w, r, found)
+}
+
+// serveAgent serves a call to sandbox sb's agent, its caller checked.
+func (s *Server) serveAgent(w http.ResponseWriter, r *http.Request, sb *sandbox) {
+	id := sb.rec.ID
 	if sb.paused.Load() {
 		// As E2B's proxy: a paused sandbox's agent is not there until
 		// the client connects to it (Sandbox.connect resumes it).
@@ -199,6 +235,37 @@ func (s *Server) serveSandbox(w http.ResponseWriter, r *http.Request, id string)
 	default:
 		writeError(w, http.StatusBadGateway, "port "+r.Header.Get("E2b-Sandbox-Port")+" of a sandbox is not served here: only its agents' (49983 and 49999); use sandboxctl port-forward for a server of its own")
 	}
+}
+
+// signedFor says whether r's signature is the one E2B's SDKs make for
+// its file URL with a sandbox's token: "v1_" and the unpadded base64 of
+// the SHA-256 of path:operation:user:token, and :expiration when it has
+// one, operation read for a download (GET) and write for an upload
+// (POST). It does not check the expiration (signatureExpired does).
+func signedFor(r *http.Request, token string) bool {
+	q := r.URL.Query()
+	op := map[string]string{http.MethodGet: "read", http.MethodPost: "write"}[r.Method]
+	if op == "" || !q.Has("signature") {
+		return false
+	}
+	raw := q.Get("path") + ":" + op + ":" + q.Get("username") + ":" + token
+	if exp := q.Get("signature_expiration"); exp != "" {
+		raw += ":" + exp
+	}
+	sum := sha256.Sum256([]byte(raw))
+	want := "v1_" + base64.RawStdEncoding.EncodeToString(sum[:])
+	return subtle.ConstantTimeCompare([]byte(q.Get("signature")), []byte(want)) == 1
+}
+
+// signatureExpired says whether r's signature has an expiration (Unix
+// seconds) that has passed, or one that is not a number.
+func signatureExpired(r *http.Request) bool {
+	exp := r.URL.Query().Get("signature_expiration")
+	if exp == "" {
+		return false
+	}
+	at, err := strconv.ParseInt(exp, 10, 64)
+	return err != nil || time.Now().Unix() > at
 }
 
 type sandboxKey struct{}
