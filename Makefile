@@ -68,8 +68,8 @@ images-push: build images
 	@bash images/push.sh $(REGISTRY) $(PUSH)
 
 cluster-images: build images cluster
-	@bash images/push.sh $(REGISTRY) python
-	@bash scripts/cluster.sh pull $(REGISTRY)/sandboxd/python:latest
+	@bash images/push.sh $(REGISTRY) python node
+	@bash scripts/cluster.sh pull $(REGISTRY)/sandboxd/python:latest $(REGISTRY)/sandboxd/node:latest
 
 npm-tools: $(NPM_TOOLS)
 

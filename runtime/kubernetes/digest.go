@@ -14,12 +14,12 @@ import (
 	"github.com/sandboxd/sandboxd/runtime"
 )
 
-// Pods name their image by digest: the one the registry held for the tag
-// when sandboxd last resolved it (Image: at start, after each build, and
-// while a language waits for its image). A tag moved by a later push, or a
-// registry that answers a node with other bytes, cannot change what a
-// sandbox runs; a new digest is a new image, which renews the pools.
-// Without an image_registry the nodes' own images are used, by tag.
+// Pods name their image by digest: the one the registry gives for the
+// tag when the pod is made (and the pre-pull DaemonSet's when it is), so
+// each pod runs the bytes it names, whatever the tag or a node's cache
+// says later, and every node of a pull pulls the same. A registry that
+// cannot be asked leaves the digest it gave last. Without an
+// image_registry the nodes' own images are used, by tag.
 
 // resolve asks the registry for the digest of ref (as the cluster pulls
 // it), and remembers it as ref's pin. A registry that cannot be asked
@@ -55,21 +55,15 @@ func (k *Kubernetes) resolve(ctx context.Context, ref string) (string, error) {
 	return pin, nil
 }
 
-// pin is ref as pods name it, resolved now if it was not before.
+// pin is ref as a pod made now names it (see resolve).
 func (k *Kubernetes) pin(ctx context.Context, ref string) (string, error) {
 	if k.opts.ImageRegistry == "" {
 		return ref, nil
 	}
-	k.mu.Lock()
-	pin, ok := k.pins[ref]
-	k.mu.Unlock()
-	if ok {
-		return pin, nil
-	}
 	return k.resolve(ctx, ref)
 }
 
-// pinned is ref as pods name it: by its digest once resolve has found it.
+// pinned is ref by the digest resolve found last.
 func (k *Kubernetes) pinned(ref string) string {
 	k.mu.Lock()
 	defer k.mu.Unlock()

@@ -9,10 +9,10 @@ import (
 	"github.com/sandboxd/sandboxd/runtime"
 )
 
-// Pods name the digest the registry said when the image was last
-// resolved: a tag pushed anew changes nothing until then; a registry that
-// cannot be asked keeps the last digest; a tag it does not have is a
-// missing image.
+// A pod names the digest the registry gave when it was made: a tag
+// pushed anew is the image of the pods made after, never of one made
+// before; a registry that cannot be asked keeps the last digest; a tag
+// it does not have is a missing image.
 func TestImagesArePinnedByDigest(t *testing.T) {
 	host, first := testRegistry(t)
 	k, _ := testRuntime(t)
@@ -28,12 +28,13 @@ func TestImagesArePinnedByDigest(t *testing.T) {
 		t.Errorf("the pod's image %q, want %q", got, img.ID)
 	}
 
+	made := k.podFor(spec, "sbx-2", "tok", 61000)
 	second := pushRandom(t, host+"/"+ref)
-	if got := k.podFor(spec, "sbx-2", "tok", 61000).Spec.Containers[0].Image; !strings.HasSuffix(got, first) {
-		t.Errorf("a tag pushed anew changed the pods' image before it was resolved: %q", got)
+	if got := made.Spec.Containers[0].Image; !strings.HasSuffix(got, first) {
+		t.Errorf("a tag pushed anew changed a pod made before: %q", got)
 	}
-	if img, err = k.Image(ctx, ref); err != nil || !strings.HasSuffix(img.ID, second) {
-		t.Errorf("resolved again: %+v %v, want the digest %s", img, err, second)
+	if pin, err := k.pin(ctx, ref); err != nil || !strings.HasSuffix(pin, second) { // as Create and Pull do
+		t.Errorf("a pod made after the push: %q %v, want the digest %s", pin, err, second)
 	}
 	if got := k.podFor(spec, "sbx-3", "tok", 61000).Spec.Containers[0].Image; !strings.HasSuffix(got, second) {
 		t.Errorf("the pod's image %q after the new digest", got)
