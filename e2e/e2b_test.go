@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sandboxd/sandboxd/internal/testutil"
 )
@@ -119,7 +120,13 @@ func TestE2BNewestSDK(t *testing.T) {
 	var newest []string
 	newer := false
 	for _, name := range []string{"e2b", "@e2b/code-interpreter"} {
-		out, err := exec.Command(npm, "view", name, "version").Output()
+		var out []byte
+		for try := 0; try < 3; try++ { // the registry is across the network
+			if out, err = exec.Command(npm, "view", name, "version").Output(); err == nil {
+				break
+			}
+			time.Sleep(2 * time.Second)
+		}
 		if err != nil {
 			testutil.Missing(t, fmt.Sprintf("the npm registry did not say the newest %s: %v", name, err))
 		}
@@ -132,8 +139,14 @@ func TestE2BNewestSDK(t *testing.T) {
 		t.Skip("the pinned SDKs are the newest: TestE2BSDK runs them")
 	}
 	dir := t.TempDir()
-	install := exec.Command(npm, append([]string{"install", "--prefix", dir, "--no-audit", "--no-fund"}, newest...)...)
-	if out, err := install.CombinedOutput(); err != nil {
+	var out []byte
+	for try := 0; try < 3; try++ {
+		install := exec.Command(npm, append([]string{"install", "--prefix", dir, "--no-audit", "--no-fund"}, newest...)...)
+		if out, err = install.CombinedOutput(); err == nil {
+			break
+		}
+	}
+	if err != nil {
 		testutil.Missing(t, fmt.Sprintf("npm install %v: %v\n%s", newest, err, out))
 	}
 	suite, err := os.ReadFile(filepath.Join(filepath.Dir(pkg), "e2b.test.mjs"))
