@@ -259,6 +259,14 @@ test('signed file URLs: downloadUrl and uploadUrl work with no header, for their
     assert.equal((await fetch(down, { method: 'POST', body: form })).status, 401, 'a download URL does not upload');
     const expired = await sb.downloadUrl('/home/user/shared.txt', { useSignatureExpiration: -10 });
     assert.equal((await fetch(expired)).status, 401, 'an expired signature');
+    // A signature opens that file alone, not the rest of the agent.
+    const envs = new URL(down);
+    envs.pathname = '/envs';
+    assert.equal((await fetch(envs, { headers: { 'E2b-Sandbox-Id': sb.sandboxId } })).status, 401, 'a download URL does not read the environment');
+    const start = new URL(up);
+    start.pathname = '/process.Process/Start';
+    const started = await fetch(start, { method: 'POST', headers: { 'E2b-Sandbox-Id': sb.sandboxId, 'Content-Type': 'application/json' }, body: '{"process":{"cmd":"true"}}' });
+    assert.equal(started.status, 401, 'an upload URL starts no process');
     const bare = new URL(down);
     bare.searchParams.delete('signature');
     assert.notEqual((await fetch(bare)).status, 200, 'no signature, no header');

@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -187,7 +188,7 @@ func (s *Server) serveSandbox(w http.ResponseWriter, r *http.Request, id string)
 	if tok == "" {
 		tok = r.Header.Get("E2B-Traffic-Access-Token")
 	}
-	if subtle.ConstantTimeCompare([]byte(tok), []byte(sb.rec.Token)) != 1 && !(tok == "" && signedFor(r, sb.rec.Token) && !signatureExpired(r)) {
+	if subtle.ConstantTimeCompare([]byte(tok), []byte(sb.rec.Token)) != 1 && !(tok == "" && len(r.URL.RawQuery) <= maxSignedQuery && signedFor(r, sb.rec.Token) && !signatureExpired(r)) {
 		writeError(w, http.StatusUnauthorized, "this sandbox's access token is missing or wrong: connect to it with the API key that created it")
 		return
 	}
@@ -198,24 +199,41 @@ func (s *Server) serveSandbox(w http.ResponseWriter, r *http.Request, id string)
 // with no header: the sandbox is the one whose token the signature was
 // made with.
 func (s *Server) serveSigned(w http.ResponseWriter, r *http.Request) {
+	if len(r.URL.RawQuery) > maxSignedQuery {
+		writeError(w, http.StatusRequestURITooLong, "a file URL's query is at most 8 KiB")
+		return
+	}
 	if signatureExpired(r) {
 		writeError(w, http.StatusUnauthorized, "the file URL's signature has expired: ask the SDK for a new one")
 		return
 	}
 	s.mu.Lock()
-	var found *sandbox
+	candidates := make([]*sandbox, 0, len(s.sandboxes))
 	for _, sb := range s.sandboxes {
-		if signedFor(r, sb.rec.Token) {
+		candidates = append(candidates, sb)
+	}
+	s.mu.Unlock()
+	q := r.URL.Query()
+	var found *sandbox
+	for _, sb := range candidates {
+		if signedQuery(r, q, sb.rec.Token) {
 			found = sb
 		}
 	}
-	s.mu.Unlock()
 	if found == nil || s.sandbox(found.rec.ID) == nil {
 		writeError(w, http.StatusUnauthorized, "the file URL's signature is not valid for this path and operation, or its sandbox is gone")
 		return
 	}
+	if found.paused.Load() {
+		writeError(w, http.StatusBadGateway, "the file's sandbox is paused: its client resumes it by connecting to it")
+		return
+	}
 	s.serveAgent(w, r, found)
 }
+
+// maxSignedQuery bounds the query of a signed file URL: a path, a user,
+// a signature and an expiration.
+const maxSignedQuery = 8 << 10
 
 // serveAgent serves a call to sandbox sb's agent, its caller checked.
 func (s *Server) serveAgent(w http.ResponseWriter, r *http.Request, sb *sandbox) {
@@ -243,9 +261,15 @@ func (s *Server) serveAgent(w http.ResponseWriter, r *http.Request, sb *sandbox)
 // one, operation read for a download (GET) and write for an upload
 // (POST). It does not check the expiration (signatureExpired does).
 func signedFor(r *http.Request, token string) bool {
-	q := r.URL.Query()
+	return signedQuery(r, r.URL.Query(), token)
+}
+
+// signedQuery is signedFor with r's query parsed: a signature opens the
+// files endpoint of the sandbox's agent, nothing else of it.
+func signedQuery(r *http.Request, q url.Values, token string) bool {
 	op := map[string]string{http.MethodGet: "read", http.MethodPost: "write"}[r.Method]
-	if op == "" || !q.Has("signature") {
+	port := r.Header.Get("E2b-Sandbox-Port")
+	if op == "" || r.URL.Path != "/files" || (port != "" && port != envdPort) || !q.Has("signature") {
 		return false
 	}
 	raw := q.Get("path") + ":" + op + ":" + q.Get("username") + ":" + token

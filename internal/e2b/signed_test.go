@@ -45,12 +45,26 @@ func TestSignedFileURLs(t *testing.T) {
 		{"a later expiration", "GET", sign("/home/user/a", "read", "", later), func(q url.Values) { q.Set("signature_expiration", strconv.FormatInt(later+3600, 10)) }, false, false},
 		{"expired", "GET", sign("/home/user/a", "read", "", time.Now().Add(-time.Second).Unix()), nil, true, true},
 		{"another method", "PUT", sign("/home/user/a", "write", "", 0), nil, false, false},
+		// A signature opens the files endpoint alone: not the agent's
+		// processes, file system RPCs or environment, nor the Code
+		// Interpreter's port.
+		{"a process started", "POST", sign("/home/user/a", "write", "", 0), nil, false, false},
+		{"the environment read", "GET", sign("/home/user/a", "read", "", 0), nil, false, false},
+		{"the interpreter's port", "POST", sign("/home/user/a", "write", "", 0), nil, false, false},
 	}
+	endpoint := map[string]string{"a process started": "/process.Process/Start", "the environment read": "/envs"}
 	for _, tc := range cases {
 		if tc.edit != nil {
 			tc.edit(tc.q)
 		}
-		r := httptest.NewRequest(tc.method, "/files?"+tc.q.Encode(), nil)
+		path := "/files"
+		if p, ok := endpoint[tc.name]; ok {
+			path = p
+		}
+		r := httptest.NewRequest(tc.method, path+"?"+tc.q.Encode(), nil)
+		if tc.name == "the interpreter's port" {
+			r.Header.Set("E2b-Sandbox-Port", interpreterPort)
+		}
 		if got := signedFor(r, token); got != tc.ok {
 			t.Errorf("%s: signed %v, want %v", tc.name, got, tc.ok)
 		}
