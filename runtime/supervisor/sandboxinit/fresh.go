@@ -70,8 +70,14 @@ func (s *server) recycle() *supervisor.FileResult {
 	}
 	var diff []string
 	for deadline := time.Now().Add(time.Second); ; time.Sleep(10 * time.Millisecond) {
+		// The processes reset killed are gone once reaped: until then a
+		// program would find their zombies in /proc.
 		if diff = differences(s.fresh, s.observe()); len(diff) == 0 {
-			return &supervisor.FileResult{}
+			if n := s.unreaped(); n > 0 {
+				diff = []string{fmt.Sprintf("%d ended processes not yet reaped", n)}
+			} else {
+				return &supervisor.FileResult{}
+			}
 		}
 		if time.Now().After(deadline) {
 			break
@@ -101,6 +107,21 @@ func (s *server) recycleAndWarm(warms []supervisor.WarmRequest) *supervisor.File
 		}
 	}
 	return res
+}
+
+// unreaped counts the zombies ours to reap (the container's orphans
+// among them): none where we are not the container's reaper (Serve).
+func (s *server) unreaped() int {
+	if s.ownChildrenOnly {
+		return 0
+	}
+	n := 0
+	forEachProcess(func(pid string, stat []byte) {
+		if f := statFields(stat); pid != "1" && len(f) > 1 && f[0] == "Z" && f[1] == "1" {
+			n++
+		}
+	})
+	return n
 }
 
 // differences says what now has more of than fresh had, and the other way.
