@@ -364,7 +364,10 @@ func (k *Kubernetes) connect(ctx context.Context, name, token string) (*supervis
 				}
 				k.forwards[name] = closer
 				k.mu.Unlock()
-				return supervisor.NewConn(stream, stream), nil
+				conn := supervisor.NewConn(stream, stream)
+				// Its diagnostics come here, not to the node's log.
+				conn.TakeLogs(k.supervisorLog(name))
+				return conn, nil
 			}
 			_ = closer.Close()
 		}
@@ -374,6 +377,18 @@ func (k *Kubernetes) connect(ctx context.Context, name, token string) (*supervis
 			// kubelet cannot be reached, which may pass.
 			return nil, fmt.Errorf("%w: forwarding to the supervisor of pod %s: %v", runtime.ErrUnavailable, name, err)
 		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// supervisorLog logs what the supervisor of pod name says, 64 KiB of it
+// for each connection.
+func (k *Kubernetes) supervisorLog(name string) func(line string) {
+	log, left := k.log.With("pod", name), 64<<10
+	return func(line string) {
+		if left > 0 {
+			left -= len(line)
+			log.Warn("supervisor says", "message", line)
 		}
 	}
 }

@@ -38,8 +38,18 @@ type Conn struct {
 	nextID uint64
 	calls  map[uint64]*call
 	hello  map[string]chan int
+	logs   func(line string) // see TakeLogs
 	err    error
 	done   chan struct{}
+}
+
+// TakeLogs asks the supervisor, at the next Hello, for its diagnostics
+// as OpLog messages, each line given to fn (on the reading goroutine:
+// fn must not block). Without it they go to the supervisor's stderr.
+func (c *Conn) TakeLogs(fn func(line string)) {
+	c.mu.Lock()
+	c.logs = fn
+	c.mu.Unlock()
 }
 
 type call struct {
@@ -122,7 +132,10 @@ func (c *Conn) Hello(ctx context.Context) error {
 	_, err := c.w.Write([]byte("\n"))
 	c.wmu.Unlock()
 	if err == nil {
-		err = c.send(Message{Op: OpHello, Nonce: nonce})
+		c.mu.Lock()
+		logs := c.logs != nil
+		c.mu.Unlock()
+		err = c.send(Message{Op: OpHello, Nonce: nonce, Logs: logs})
 	}
 	if err != nil {
 		return err
@@ -413,6 +426,14 @@ func (c *Conn) dispatch(m Message) error {
 			}
 		}
 		c.mu.Unlock()
+		return nil
+	}
+	if m.Op == OpLog {
+		logs := c.logs
+		c.mu.Unlock()
+		if logs != nil {
+			logs(string(m.Data))
+		}
 		return nil
 	}
 	cl := c.calls[m.ID]

@@ -210,3 +210,41 @@ func TestSilentSupervisorIsDeclaredDead(t *testing.T) {
 		t.Fatalf("err %v after %s", err, time.Since(start))
 	}
 }
+
+// A host that takes the supervisor's diagnostics says so in its hello and
+// gets each line; one that does not take them is not harmed by one.
+func TestLogsGoToAHostThatAsks(t *testing.T) {
+	c, f := newPair(t)
+	lines := make(chan string, 2)
+	c.TakeLogs(func(line string) { lines <- line })
+	asked := make(chan bool, 1)
+	go func() {
+		m := f.next(t)
+		asked <- m.Logs
+		f.say(Message{Op: OpLog, Data: []byte("sandbox-init: something to know")})
+		f.say(Message{Op: OpHello, Nonce: m.Nonce, Version: Version})
+	}()
+	if err := c.Hello(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !<-asked {
+		t.Error("the hello did not ask for the diagnostics")
+	}
+	if got := <-lines; got != "sandbox-init: something to know" {
+		t.Errorf("line %q", got)
+	}
+
+	plain, g := newPair(t)
+	go func() {
+		m := g.next(t)
+		asked <- m.Logs
+		g.say(Message{Op: OpLog, Data: []byte("unasked")})
+		g.say(Message{Op: OpHello, Nonce: m.Nonce, Version: Version})
+	}()
+	if err := plain.Hello(context.Background()); err != nil {
+		t.Fatalf("a log line the host did not ask for: %v", err)
+	}
+	if <-asked {
+		t.Error("a host that takes no diagnostics asked for them")
+	}
+}

@@ -86,7 +86,11 @@ const (
 
 // Message ops.
 const (
-	OpHello   = "hello"
+	OpHello = "hello"
+	// OpLog is a line of the supervisor's own diagnostics, sent to a
+	// host whose hello asked for them (Message.Logs) instead of to its
+	// stderr: a pod's stderr is its node's log.
+	OpLog     = "log"
 	OpExec    = "exec"
 	OpIn      = "in" // a chunk of an exec's stdin or of a put's file
 	OpInClose = "in_close"
@@ -176,6 +180,7 @@ type Message struct {
 	ID      uint64       `json:"id,omitempty"`
 	Nonce   string       `json:"nonce,omitempty"`
 	Version int          `json:"version,omitempty"`
+	Logs    bool         `json:"logs,omitempty"` // hello: the host takes OpLog
 	Exec    *ExecRequest `json:"exec,omitempty"`
 	Stream  string       `json:"stream,omitempty"`
 	Data    []byte       `json:"data,omitempty"`

@@ -110,9 +110,9 @@ func (s *server) recycleAndWarm(warms []supervisor.WarmRequest) *supervisor.File
 }
 
 // unreaped counts the zombies ours to reap (the container's orphans
-// among them): none where we are not the container's reaper (Serve).
+// among them): none where we are not the container's reaper, PID 1.
 func (s *server) unreaped() int {
-	if s.ownChildrenOnly {
+	if s.ownChildrenOnly || os.Getpid() != 1 {
 		return 0
 	}
 	n := 0

@@ -72,6 +72,7 @@ func (s *server) listenAndServe(out *channel, ln net.Listener, tokenSum string) 
 			}
 			<-done // the previous connection's last message is handled
 			current, done = a.conn, make(chan struct{})
+			s.logsWanted.Store(false) // until its hello asks
 			out.set(a.conn)
 			go func(in io.Reader, done chan struct{}) {
 				defer close(done)
@@ -96,6 +97,38 @@ func (s *server) listenAndServe(out *channel, ln net.Listener, tokenSum string) 
 			}
 		}()
 	}
+}
+
+// diagnostics is where our own messages go where our stderr is a node's
+// log (a pod's): to sandboxd, as OpLog, while the host connected asked
+// for them in its hello; otherwise to stderr, 64 KiB of them in all.
+// Only what we write to os.Stderr goes this way: a crash's trace, which
+// the Go runtime writes to fd 2, still reaches the node's log.
+func (s *server) diagnostics(stderr *os.File) *os.File {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return stderr
+	}
+	go func() {
+		left := 64 << 10
+		lines := bufio.NewReader(r)
+		for {
+			line, err := lines.ReadString('\n')
+			if line = strings.TrimRight(line, "\n"); line != "" {
+				line = line[:min(len(line), 4096)]
+				if s.logsWanted.Load() {
+					s.send(supervisor.Message{Op: supervisor.OpLog, Data: []byte(line)})
+				} else if left > 0 {
+					left -= len(line) + 1
+					fmt.Fprintln(stderr, line)
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return w
 }
 
 // authenticate reads the token line a connection must open with, within

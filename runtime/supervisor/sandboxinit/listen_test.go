@@ -3,8 +3,10 @@ package sandboxinit
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -97,4 +99,59 @@ func channelServer(t *testing.T, network, address string) (net.Listener, *server
 	out := &channel{}
 	dirs := paths{workspace: t.TempDir(), tmp: t.TempDir()}
 	return ln, newServer(out, dirs, container{killAll: func(int) int { return 0 }, clearIPC: func() {}}), out
+}
+
+// A listening supervisor's diagnostics go to the connected sandboxd that
+// asked for them in its hello, and to stderr (bounded) otherwise: not to
+// a newer connection that did not ask.
+func TestDiagnosticsGoToTheHostThatAsks(t *testing.T) {
+	ln, s, out := channelServer(t, "tcp", "127.0.0.1:0")
+	stderrR, stderrW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stderrR.Close()
+	diag := s.diagnostics(stderrW)
+	go s.listenAndServe(out, ln, supervisor.TokenSum("s3cret"))
+	connect := func(logs func(string)) *supervisor.Conn {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		_, _ = io.WriteString(c, "s3cret\n")
+		conn := supervisor.NewConn(c, c)
+		if logs != nil {
+			conn.TakeLogs(logs)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		if err := conn.Hello(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return conn
+	}
+	lines := make(chan string, 4)
+	connect(func(line string) { lines <- line })
+	fmt.Fprintln(diag, "sandbox-init: to the host")
+	select {
+	case got := <-lines:
+		if got != "sandbox-init: to the host" {
+			t.Errorf("the host got %q", got)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("the host that asked got no diagnostics")
+	}
+
+	connect(nil) // a newer sandboxd that takes none
+	fmt.Fprintln(diag, "sandbox-init: to stderr")
+	got, _ := bufio.NewReader(stderrR).ReadString('\n')
+	if got != "sandbox-init: to stderr\n" {
+		t.Errorf("stderr got %q", got)
+	}
+	select {
+	case line := <-lines:
+		t.Errorf("a replaced connection got %q", line)
+	default:
+	}
 }

@@ -100,6 +100,9 @@ func Main() {
 		}
 	}
 	s := newServer(out, containerPaths, realContainer)
+	if listen != "" {
+		os.Stderr = s.diagnostics(os.Stderr)
+	}
 	egress := listenEgress()
 	s.begin() // our own listeners are part of the sandbox as new
 	go s.reap(nil)

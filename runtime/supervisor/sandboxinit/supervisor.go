@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -96,6 +97,9 @@ type server struct {
 	self      string
 	isolation sync.Once
 	isolating bool
+	// logsWanted: the host connected now asked for our diagnostics (see
+	// diagnostics).
+	logsWanted atomic.Bool
 	// unfiltered: no seccomp filter is in force on the supervisor, so
 	// the container's profile does not hold its programs (gVisor does
 	// not load it inside the sandbox) and each is locked down.
@@ -144,6 +148,7 @@ func (s *server) send(m supervisor.Message) {
 func (s *server) handle(m supervisor.Message) {
 	switch m.Op {
 	case supervisor.OpHello:
+		s.logsWanted.Store(m.Logs)
 		s.send(supervisor.Message{Op: supervisor.OpHello, Nonce: m.Nonce, Version: supervisor.Version})
 	case supervisor.OpExec:
 		if m.Exec != nil {
