@@ -16,9 +16,14 @@ import (
 // enough for a sparkline and `sandboxctl session top`, little enough that
 // a thousand sessions cost a few megabytes.
 const (
-	usageEvery   = 2 * time.Second
-	usageKept    = 150
-	usageTimeout = 2 * time.Second
+	usageEvery = 2 * time.Second
+	usageKept  = 150
+	// A sample taken in the background may wait sampleTimeout; one a
+	// client asks for, askTimeout: a sandbox whose program keeps every
+	// core busy (gVisor's kernel shares them) can take seconds to answer,
+	// and the client wants the figure, not an error.
+	sampleTimeout = 2 * time.Second
+	askTimeout    = 10 * time.Second
 	// usageParallel bounds the sandboxes asked at once.
 	usageParallel = 8
 )
@@ -33,7 +38,7 @@ func (m *Sessions) Metrics(ctx context.Context, id string) (*stats.SessionUsage,
 	}
 	out := &stats.SessionUsage{Session: id, Language: ss.Lang.Name(), Limits: ss.Limits, Every: usageEvery}
 	if sb := ss.running(); sb != nil {
-		now, err := m.sample(ctx, ss, sb)
+		now, err := m.sample(ctx, ss, sb, askTimeout)
 		if err != nil {
 			return nil, fmt.Errorf("reading what session %s uses: %w", id, err)
 		}
@@ -72,7 +77,7 @@ func (m *Sessions) sampleAll(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			u, err := m.sample(ctx, ss, sb)
+			u, err := m.sample(ctx, ss, sb, sampleTimeout)
 			if err != nil {
 				return // a sandbox that does not answer now is left out
 			}
@@ -90,8 +95,8 @@ func (m *Sessions) sampleAll(ctx context.Context) {
 // sample asks the session's supervisor what the sandbox uses, and its
 // egress gate what went through it; the CPU share is against the
 // session's last sample.
-func (m *Sessions) sample(ctx context.Context, ss *Session, sb *runtime.Sandbox) (stats.SandboxUsage, error) {
-	ctx, cancel := context.WithTimeout(ctx, usageTimeout)
+func (m *Sessions) sample(ctx context.Context, ss *Session, sb *runtime.Sandbox, timeout time.Duration) (stats.SandboxUsage, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	res, err := sb.File(ctx, supervisor.OpUsage, supervisor.FileRequest{}, nil, nil)
 	if err == nil && res.Usage == nil {
