@@ -37,8 +37,10 @@ sessions {
   ttl          = "24h"        # default lifetime; a request may ask up to max_ttl
   max_ttl      = "168h"
   idle_timeout = "10m"        # after this long unused, on_idle applies
+  freeze_after = "30s"        # after this long unused, freeze: processes and memory kept, no CPU; the next call thaws it ("0s": never)
+  max_frozen   = 1000         # frozen sessions at once; past it, the longest frozen hibernates
   on_idle      = "hibernate"  # "hibernate": the workspace sleeps on disk, the next call wakes it; "end"
-  max          = 32           # active sessions at once; more get too_many_sessions (429)
+  max          = 32           # running sessions at once (not frozen or hibernated); more get too_many_sessions (429)
   max_hibernated       = 1000 # hibernated sessions at once (state_dir/sessions)
   max_hibernated_bytes = "20GiB"
   keep_memory  = true         # under gVisor, checkpoint processes and contexts too (slower to pause and resume)

@@ -676,8 +676,9 @@ type Stats struct {
 	InFlight           int64                `json:"in_flight"`
 	Outcomes           map[string]uint64    `json:"outcomes"` // ok, nonzero, timeout, oom, error
 	Pools              map[string]PoolStats `json:"pools"`
-	Rules              map[string]RuleStats `json:"rules"`         // by "policy/rule"
-	Sessions           int                  `json:"sessions"`      // active
+	Rules              map[string]RuleStats `json:"rules"`    // by "policy/rule"
+	Sessions           int                  `json:"sessions"` // running: neither frozen nor hibernated
+	SessionsFrozen     int                  `json:"sessions_frozen"`
 	SessionsLost       int                  `json:"sessions_lost"` // whose container vanished, kept until deleted or expired
 	SessionsHibernated int                  `json:"sessions_hibernated"`
 	Egress             EgressCounts         `json:"egress"` // connections since the start
@@ -784,6 +785,7 @@ type ForkResult struct {
 const (
 	SessionActive     = "active"
 	SessionHibernated = "hibernated" // its workspace on disk, no container; the next call resumes it
+	SessionFrozen     = "frozen"     // its container paused, memory and processes kept, no CPU used; the next call thaws it
 	SessionLost       = "lost"       // its container vanished, or its archive cannot be trusted
 )
 
@@ -837,6 +839,8 @@ type Session struct {
 	Executions  int               `json:"executions"`
 	// Hibernation is set while the session is hibernated.
 	Hibernation *Hibernation `json:"hibernation,omitempty"`
+	// FrozenAt is set while the session is frozen: since when.
+	FrozenAt *time.Time `json:"frozen_at,omitempty"`
 	// Resumes counts the times it woke from hibernation; ResumeMS is how
 	// long the last took.
 	Resumes  int     `json:"resumes,omitempty"`

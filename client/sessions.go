@@ -52,7 +52,15 @@ func (c *Client) PauseSession(ctx context.Context, id string) (*api.Session, err
 	return &s, c.call(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/pause", nil, &s)
 }
 
-// ResumeSession wakes a hibernated session now.
+// FreezeSession freezes a session: its processes stop where they stand,
+// keeping their memory, until a call that needs it (or ResumeSession)
+// thaws it.
+func (c *Client) FreezeSession(ctx context.Context, id string) (*api.Session, error) {
+	var s api.Session
+	return &s, c.call(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/freeze", nil, &s)
+}
+
+// ResumeSession wakes a hibernated or frozen session now.
 func (c *Client) ResumeSession(ctx context.Context, id string) (*api.Session, error) {
 	var s api.Session
 	return &s, c.call(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/resume", nil, &s)

@@ -421,11 +421,13 @@ setsid python3 swap.py >/dev/null 2>&1 < /dev/null &`)
 }
 
 // TestSessionLimitsAndExpiry uses a daemon with a low ceiling and short
-// lifetimes.
+// lifetimes, and no freezing: a create past the ceiling would freeze the
+// least recently used session (TestFreeze).
 func TestSessionLimitsAndExpiry(t *testing.T) {
 	d := testutil.StartDaemon(t, testutil.Options{Extra: `
 sessions {
   max          = 2
+  max_frozen   = 0
   idle_timeout = "2s"
   on_idle      = "end"
 }`})

@@ -166,3 +166,15 @@ func (r *Router) Checkpoint(ctx context.Context, id string) error {
 func (r *Router) Restore(ctx context.Context, id string) error {
 	return Checkpoints(r.of(id)).Restore(ctx, id)
 }
+
+var _ Freezer = (*Router)(nil)
+
+// Freeze implements Freezer.
+func (r *Router) Freeze(ctx context.Context, id string) error {
+	return Freezes(r.of(id)).Freeze(ctx, id)
+}
+
+// Thaw implements Freezer.
+func (r *Router) Thaw(ctx context.Context, id string) error {
+	return Freezes(r.of(id)).Thaw(ctx, id)
+}

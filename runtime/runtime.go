@@ -160,6 +160,7 @@ type Container struct {
 	Labels   map[string]string
 	Created  time.Time
 	Running  bool
+	Paused   bool // frozen (Freezer), and running once thawed
 	Language string
 }
 
@@ -238,6 +239,31 @@ type Checkpointer interface {
 	// it then deletes; Attach connects to it again.
 	Restore(ctx context.Context, id string) error
 }
+
+// Freezer is a Runtime that can freeze a sandbox where it stands: its
+// processes stop, keeping their memory and the channel to the supervisor,
+// and use no CPU until Thaw (the cgroup freezer under runc, `runsc pause`
+// under gVisor). A frozen sandbox answers nothing; Remove takes it.
+type Freezer interface {
+	Freeze(ctx context.Context, id string) error
+	Thaw(ctx context.Context, id string) error
+}
+
+// ErrNoFreeze: the runtime cannot freeze sandboxes.
+var ErrNoFreeze = errors.New("this runtime cannot freeze sandboxes")
+
+// Freezes is rt's Freezer, or one that never can.
+func Freezes(rt Runtime) Freezer {
+	if f, ok := rt.(Freezer); ok {
+		return f
+	}
+	return noFreeze{}
+}
+
+type noFreeze struct{}
+
+func (noFreeze) Freeze(context.Context, string) error { return ErrNoFreeze }
+func (noFreeze) Thaw(context.Context, string) error   { return ErrNoFreeze }
 
 // ErrNoCheckpoint: the runtime cannot checkpoint sandboxes.
 var ErrNoCheckpoint = errors.New("this runtime cannot checkpoint sandboxes")

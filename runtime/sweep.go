@@ -110,3 +110,13 @@ func (s *Sweeper) Checkpoint(ctx context.Context, id string) error {
 func (s *Sweeper) Restore(ctx context.Context, id string) error {
 	return Checkpoints(s.Runtime).Restore(ctx, id)
 }
+
+// Freeze implements Freezer, as the runtime swept can.
+func (s *Sweeper) Freeze(ctx context.Context, id string) error {
+	return Freezes(s.Runtime).Freeze(ctx, id)
+}
+
+// Thaw implements Freezer.
+func (s *Sweeper) Thaw(ctx context.Context, id string) error {
+	return Freezes(s.Runtime).Thaw(ctx, id)
+}

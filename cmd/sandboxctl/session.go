@@ -25,14 +25,14 @@ import (
 func newSessionCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "session",
-		Short: "Create, list, inspect, reset, pause, resume and remove sessions",
+		Short: "Create, list, inspect, reset, freeze, pause, resume and remove sessions",
 		Long: `A session is a sandbox of one's own that keeps its files across executions
 (sandboxctl exec, sandboxctl cp) until it is removed or expires. An idle
 session hibernates: its workspace sleeps on disk, without a container, and
 the next call that needs it wakes it.`,
 	}
 	cmd.AddCommand(newSessionCreateCmd(g), newSessionLsCmd(g), newSessionInspectCmd(g),
-		newSessionResetCmd(g), newSessionPauseCmd(g), newSessionResumeCmd(g), newSessionNetworkCmd(g), newSessionPortsCmd(g), newSessionPreviewCmd(g), newSessionTopCmd(g), newSessionRmCmd(g), newSessionSnapshotCmd(g), newSessionForkCmd(g))
+		newSessionResetCmd(g), newSessionPauseCmd(g), newSessionFreezeCmd(g), newSessionResumeCmd(g), newSessionNetworkCmd(g), newSessionPortsCmd(g), newSessionPreviewCmd(g), newSessionTopCmd(g), newSessionRmCmd(g), newSessionSnapshotCmd(g), newSessionForkCmd(g))
 	return cmd
 }
 
@@ -326,18 +326,50 @@ memory of contexts' interpreters does not. Any call that needs the sandbox
 	}
 }
 
+func newSessionFreezeCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "freeze SESSION...",
+		Short: "Freeze sessions: their processes stop where they stand, memory kept, until the next call",
+		Long: `Freeze sessions now, as sessions.freeze_after does: the runtime stops every
+process in the sandbox where it stands (the cgroup freezer under runc,
+runsc pause under gVisor). Processes, servers and contexts' memory stay,
+no CPU is used, and a frozen session does not count against sessions.max.
+Any call that needs the sandbox (exec, cp, terminal, ...) or sandboxctl
+session resume thaws it in milliseconds. A session with a terminal or
+another operation open is refused.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return eachSession(args, func(id string) (string, error) {
+				if _, err := g.client().FreezeSession(cmd.Context(), id); err != nil {
+					return "", err
+				}
+				return id + " frozen", nil
+			})
+		},
+	}
+}
+
 func newSessionResumeCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "resume SESSION...",
-		Short: "Wake hibernated sessions now",
+		Short: "Wake hibernated or frozen sessions now",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return eachSession(args, func(id string) (string, error) {
-				s, err := g.client().ResumeSession(cmd.Context(), id)
+				before, err := g.client().Session(cmd.Context(), id)
 				if err != nil {
 					return "", err
 				}
-				return fmt.Sprintf("%s active (resumed in %.0f ms)", id, s.ResumeMS), nil
+				s, err := g.client().ResumeSession(cmd.Context(), id)
+				switch {
+				case err != nil:
+					return "", err
+				case before.State == api.SessionHibernated:
+					return fmt.Sprintf("%s active (resumed in %.0f ms)", id, s.ResumeMS), nil
+				case before.State == api.SessionFrozen:
+					return id + " active (thawed)", nil
+				}
+				return id + " active", nil
 			})
 		},
 	}

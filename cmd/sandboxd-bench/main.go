@@ -47,13 +47,14 @@ func main() {
 	bin := flag.String("bin", "bin", "directory with sandboxd, sandboxctl, sandbox-init and plugins/")
 	n := flag.Int("n", 40, "iterations per sandboxd measurement")
 	nDocker := flag.Int("n-docker", 15, "iterations per docker baseline")
-	only := flag.String("only", "", "one section alone: runtimes (runc against runsc), kubernetes (pods against Docker), contexts, egress, e2b, warm, languages, paced, throughput or hibernation")
+	only := flag.String("only", "", "one section alone: runtimes (runc against runsc), kubernetes (pods against Docker), contexts, egress, e2b, warm, languages, paced, throughput, hibernation or density")
 	langs := flag.String("langs", "", "throughput: these languages of the corpus alone, comma separated")
+	sessions := flag.Int("sessions", 1000, "density: python sessions held frozen at once")
 	flag.Parse()
 	var err error
 	switch *bin, _ = filepath.Abs(*bin); *only {
 	case "":
-		err = run(*bin, *n, *nDocker)
+		err = run(*bin, *n, *nDocker, *sessions)
 	case "runtimes":
 		err = ociRuntimes(*bin, *n, *nDocker)
 	case "egress":
@@ -86,6 +87,8 @@ func main() {
 		}
 	case "e2b":
 		err = e2bPath(*bin, *n)
+	case "density":
+		err = density(*bin, *n, *sessions)
 	case "contexts":
 		var d *daemon
 		if d, err = startDaemon(*bin, ""); err == nil {
@@ -93,7 +96,7 @@ func main() {
 			d.stop()
 		}
 	default:
-		err = fmt.Errorf("-only %q: runtimes, kubernetes, contexts, egress, e2b, warm, languages, paced, throughput or hibernation", *only)
+		err = fmt.Errorf("-only %q: runtimes, kubernetes, contexts, egress, e2b, warm, languages, paced, throughput, hibernation or density", *only)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -101,7 +104,7 @@ func main() {
 	}
 }
 
-func run(bin string, n, nDocker int) error {
+func run(bin string, n, nDocker, sessions int) error {
 	d, err := startDaemon(bin, warmTwins())
 	if err != nil {
 		return err
@@ -215,6 +218,9 @@ func run(bin string, n, nDocker int) error {
 		return err
 	}
 	if err := e2bPath(bin, n); err != nil {
+		return err
+	}
+	if err := density(bin, n, sessions); err != nil {
 		return err
 	}
 	st, err := c.Stats(context.Background())

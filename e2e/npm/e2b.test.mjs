@@ -142,18 +142,46 @@ test('snapshots: taken, listed, started from, kept apart by key, deleted', async
   });
 });
 
-test('a paused sandbox keeps its files and resumes on connect', async () => {
+test('a paused sandbox keeps its files, processes and streams, and resumes on connect', async () => {
   await withSandbox('base', async (sb) => {
     await sb.files.write('/home/user/kept.txt', 'kept');
+    // A process left running in the background, and a command the
+    // client follows: both stop with the pause and go on after.
+    await sb.commands.run('sleep 600 >/dev/null 2>&1 & echo $! > /home/user/bg.pid');
+    let seen = '';
+    const ticking = await sb.commands.run('for i in $(seq 1 40); do echo tick $i; sleep 0.1; done', { background: true, onStdout: (d) => { seen += d; } });
+    assert.ok(await until(5_000, () => seen.includes('tick 3')), `the command's first ticks: ${seen}`);
     assert.equal(await sb.pause(), true);
     assert.equal((await sb.getInfo()).state, 'paused');
     assert.equal(await sb.pause(), false, 'pausing it again says so');
     assert.equal(await sb.isRunning(), false, 'a paused sandbox is not running until it is connected to');
     await assert.rejects(sb.files.read('/home/user/kept.txt'), 'its agent answers nothing while it is paused');
+    const paused = seen;
+    await sleep(1_000);
+    assert.equal(seen, paused, 'a paused command prints nothing');
     const back = await Sandbox.connect(sb.sandboxId);
     assert.equal((await back.getInfo()).state, 'running');
     assert.equal(await back.files.read('/home/user/kept.txt'), 'kept');
+    assert.equal((await back.commands.run('kill -0 "$(cat /home/user/bg.pid)" && echo alive')).stdout, 'alive\n', 'the background process survived');
+    const done = await ticking.wait();
+    assert.equal(done.exitCode, 0);
+    assert.ok(seen.includes('tick 40'), `the followed command went on where it stood: ${seen.slice(-40)}`);
   });
+});
+
+test("a paused code interpreter keeps its variables", async () => {
+  const sb = await CodeSandbox.create();
+  try {
+    await sb.runCode('x = 41');
+    const ctx = await sb.createCodeContext({ language: 'python' });
+    await sb.runCode('y = 5', { context: ctx });
+    assert.equal(await sb.pause(), true);
+    const back = await CodeSandbox.connect(sb.sandboxId);
+    assert.equal((await back.runCode('x + 1')).text, '42');
+    assert.equal((await back.runCode('y * 2', { context: ctx })).text, '10');
+  } finally {
+    await sb.kill().catch(() => {});
+  }
 });
 
 test('commands: output, exit codes, env, cwd, stdin, background, timeouts', async () => {

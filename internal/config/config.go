@@ -95,8 +95,14 @@ type Sessions struct {
 	TTL         time.Duration // default lifetime
 	MaxTTL      time.Duration // the longest a request may ask for
 	IdleTimeout time.Duration // default time without use before expiry
-	Max         int           // active sessions at once
-	MaxTransfer int64         // bytes per upload or download
+	// FreezeAfter is how long a session is unused before it is frozen
+	// (0: never), where the runtime can freeze.
+	FreezeAfter time.Duration
+	// MaxFrozen bounds the frozen sessions; past it, the longest frozen
+	// hibernates.
+	MaxFrozen   int
+	Max         int   // running sessions at once: neither frozen nor hibernated
+	MaxTransfer int64 // bytes per upload or download
 	// OnIdle is what idle_timeout does to a session: OnIdleHibernate or
 	// OnIdleEnd.
 	OnIdle string
@@ -240,7 +246,7 @@ func Builtin() Config {
 			OutputLimit: 1 << 20,
 		},
 		Sessions: Sessions{
-			TTL: 24 * time.Hour, MaxTTL: 7 * 24 * time.Hour, IdleTimeout: 10 * time.Minute,
+			TTL: 24 * time.Hour, MaxTTL: 7 * 24 * time.Hour, IdleTimeout: 10 * time.Minute, FreezeAfter: 30 * time.Second, MaxFrozen: 1000,
 			Max: 32, MaxTransfer: 256 << 20,
 			OnIdle: OnIdleHibernate, MaxHibernated: 1000, MaxHibernatedBytes: 20 << 30, KeepMemory: true,
 		},
@@ -346,6 +352,8 @@ type sessionsSchema struct {
 	TTL         *string  `hcl:"ttl,optional"`
 	MaxTTL      *string  `hcl:"max_ttl,optional"`
 	IdleTimeout *string  `hcl:"idle_timeout,optional"`
+	FreezeAfter *string  `hcl:"freeze_after,optional"`
+	MaxFrozen   *int     `hcl:"max_frozen,optional"`
 	Max         *int     `hcl:"max,optional"`
 	MaxTransfer *string  `hcl:"max_transfer,optional"`
 	OnIdle      *string  `hcl:"on_idle,optional"`
@@ -781,6 +789,15 @@ func (v *validator) sessions(ss *sessionsSchema, s Sessions) Sessions {
 	}
 	if ss.IdleTimeout != nil {
 		s.IdleTimeout = v.duration(ss.Body, "idle_timeout", *ss.IdleTimeout, time.Second, s.MaxTTL)
+	}
+	if ss.FreezeAfter != nil {
+		s.FreezeAfter = v.duration(ss.Body, "freeze_after", *ss.FreezeAfter, 0, s.MaxTTL)
+	}
+	if ss.MaxFrozen != nil {
+		s.MaxFrozen = *ss.MaxFrozen
+		if s.MaxFrozen < 0 || s.MaxFrozen > 100000 {
+			v.fail(ss.Body, "max_frozen", fmt.Sprintf("is %d", s.MaxFrozen), "a number of frozen sessions from 0 (none are frozen) to 100000")
+		}
 	}
 	if ss.Max != nil {
 		s.Max = *ss.Max

@@ -239,7 +239,8 @@ func (d *Daemon) Stats() stats.Figures {
 		Pools: d.Languages.Pools(), Rules: d.policies.Stats(),
 	}
 	st.Executions, st.Outcomes = d.records.counts()
-	st.Sessions, st.SessionsHibernated, st.SessionsLost = d.Sessions.Counts()
+	c := d.Sessions.Counts()
+	st.Sessions, st.SessionsFrozen, st.SessionsHibernated, st.SessionsLost = c.Active, c.Frozen, c.Hibernated, c.Lost
 	st.Egress.Allowed, st.Egress.Denied = d.egressed.allowed.Load(), d.egressed.denied.Load()
 	return st
 }

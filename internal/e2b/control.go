@@ -175,7 +175,7 @@ func (c *controller) create(w http.ResponseWriter, r *http.Request) {
 		p.unsubscribe(sub)
 	}
 	c.s.log.Info("sandbox created", "sandbox", rec.ID, "template", rec.Template, "language", tmpl.Language, "key", c.key)
-	writeJSON(w, http.StatusCreated, c.info(rec, *sess, true))
+	writeJSON(w, http.StatusCreated, c.info(rec, *sess, false, true))
 }
 
 // register makes session sess the key's sandbox of template, with
@@ -231,7 +231,7 @@ func (c *controller) fork(w http.ResponseWriter, r *http.Request, sb *sandbox) {
 			out = append(out, result{Error: &errorBody{Code: http.StatusInternalServerError, Message: err.Error()}})
 			continue
 		}
-		in := c.info(rec, sess, true)
+		in := c.info(rec, sess, false, true)
 		out = append(out, result{Sandbox: &in})
 	}
 	c.s.log.Info("sandbox forked", "sandbox", sb.rec.ID, "into", len(out), "snapshot", forked.Snapshot.ID, "key", c.key)
@@ -272,10 +272,13 @@ func (c *controller) network(w http.ResponseWriter, r *http.Request, sb *sandbox
 // processes.
 const startTag = "start"
 
-// info describes a sandbox; withToken adds what its clients reach it with.
-func (c *controller) info(rec state.E2BSandbox, sess state.Session, withToken bool) sandboxInfo {
+// info describes a sandbox, paused by its client or not; withToken adds
+// what its clients reach it with. A session sandboxd froze or hibernated
+// when idle is running to E2B's clients unless hibernated: any call
+// thaws a frozen one in milliseconds.
+func (c *controller) info(rec state.E2BSandbox, sess state.Session, paused, withToken bool) sandboxInfo {
 	st := "running"
-	if sess.State == state.SessionHibernated {
+	if paused || sess.State == state.SessionHibernated {
 		st = "paused"
 	}
 	in := sandboxInfo{
@@ -411,14 +414,15 @@ func (c *controller) list(w http.ResponseWriter, r *http.Request) {
 		if l.after != nil && l.before(at(rec), *l.after) {
 			continue
 		}
-		if c.s.sandbox(rec.ID) == nil {
+		sb := c.s.sandbox(rec.ID)
+		if sb == nil {
 			continue
 		}
 		sess, aerr := c.s.d.Sessions.Get(rec.ID)
 		if aerr != nil {
 			continue
 		}
-		in := c.info(rec, *sess, false)
+		in := c.info(rec, *sess, sb.paused.Load(), false)
 		if !l.wants(in, rec.Metadata) {
 			continue
 		}
@@ -498,7 +502,7 @@ func (c *controller) get(w http.ResponseWriter, r *http.Request, sb *sandbox) {
 		writeAPIError(w, aerr)
 		return
 	}
-	writeJSON(w, http.StatusOK, c.info(sb.rec, *sess, true))
+	writeJSON(w, http.StatusOK, c.info(sb.rec, *sess, sb.paused.Load(), true))
 }
 
 func (c *controller) kill(w http.ResponseWriter, r *http.Request, sb *sandbox) {
@@ -537,15 +541,21 @@ func (c *controller) timeout(w http.ResponseWriter, r *http.Request, sb *sandbox
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// pause hibernates the sandbox: its files to disk, its container and
-// processes gone (E2B keeps memory; sandboxd keeps files).
+// pause freezes the sandbox, as E2B's pause keeps it: its processes,
+// commands and interpreters stop where they stand, memory kept, until
+// connect. Where its runtime cannot freeze (Kubernetes), it hibernates:
+// its files go to disk, its processes end.
 func (c *controller) pause(w http.ResponseWriter, r *http.Request, sb *sandbox) {
-	if sess, aerr := c.s.d.Sessions.Get(sb.rec.ID); aerr == nil && sess.State == state.SessionHibernated {
+	if sb.paused.Load() {
 		writeError(w, http.StatusConflict, "sandbox "+sb.rec.ID+" is paused already")
 		return
 	}
-	sb.procs.killAll()
-	if _, aerr := c.s.d.Sessions.Pause(r.Context(), sb.rec.ID); aerr != nil {
+	_, aerr := c.s.d.Sessions.FreezeInUse(r.Context(), sb.rec.ID)
+	if aerr != nil && c.s.d.Sessions.Unfreezable(sb.rec.ID) {
+		sb.procs.killAll()
+		_, aerr = c.s.d.Sessions.Pause(r.Context(), sb.rec.ID)
+	}
+	if aerr != nil {
 		writeAPIError(w, aerr)
 		return
 	}
@@ -580,6 +590,7 @@ func (c *controller) connect(w http.ResponseWriter, r *http.Request, sb *sandbox
 		writeAPIError(w, aerr)
 		return
 	}
+	wasPaused := sb.paused.Load()
 	sess, aerr := c.s.d.Sessions.Resume(r.Context(), sb.rec.ID)
 	if aerr == nil && req.Timeout != nil && time.Until(sess.ExpiresAt) < time.Duration(*req.Timeout)*time.Second {
 		sess, aerr = c.s.d.Sessions.Expire(sb.rec.ID, time.Duration(*req.Timeout)*time.Second)
@@ -590,8 +601,8 @@ func (c *controller) connect(w http.ResponseWriter, r *http.Request, sb *sandbox
 	}
 	c.setPaused(sb, false)
 	status := http.StatusOK
-	if before.State == state.SessionHibernated {
+	if before.State == state.SessionHibernated || wasPaused {
 		status = http.StatusCreated
 	}
-	writeJSON(w, status, c.info(sb.rec, *sess, true))
+	writeJSON(w, status, c.info(sb.rec, *sess, false, true))
 }

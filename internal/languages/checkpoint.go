@@ -60,3 +60,14 @@ func (r *Registry) Restore(ctx context.Context, l *Language, id string, allow eg
 func (r *Registry) RemoveStopped(l *Language, id string) {
 	r.Remove(&runtime.Sandbox{ID: id, Language: l.Name()})
 }
+
+// Freeze stops sb's processes where they stand, memory kept, until Thaw;
+// runtime.ErrNoFreeze where its runtime cannot.
+func (r *Registry) Freeze(ctx context.Context, sb *runtime.Sandbox) error {
+	return runtime.Freezes(r.rt).Freeze(ctx, sb.ID)
+}
+
+// Thaw lets the processes of frozen container id run again.
+func (r *Registry) Thaw(ctx context.Context, id string) error {
+	return runtime.Freezes(r.rt).Thaw(ctx, id)
+}

@@ -211,7 +211,7 @@ var (
 	inFlight = prometheus.NewDesc("sandboxd_executions_in_flight",
 		"Executions running now.", nil, nil)
 	sessions = prometheus.NewDesc("sandboxd_sessions",
-		"Sessions by state (active, lost).", []string{"state"}, nil)
+		"Sessions by state (active, frozen, hibernated, lost).", []string{"state"}, nil)
 	findings = prometheus.NewDesc("sandboxd_policy_findings_total",
 		"Policy findings by policy and rule, validate requests included.", []string{"policy", "rule"}, nil)
 	denials = prometheus.NewDesc("sandboxd_policy_denials_total",
@@ -263,6 +263,8 @@ func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(inFlight, float64(st.InFlight))
 	gauge(sessions, float64(st.Sessions), "active")
+	gauge(sessions, float64(st.SessionsFrozen), "frozen")
+	gauge(sessions, float64(st.SessionsHibernated), "hibernated")
 	gauge(sessions, float64(st.SessionsLost), "lost")
 	for key, r := range st.Rules {
 		policy, rule, _ := strings.Cut(key, "/")

@@ -54,6 +54,16 @@ func (m *Sessions) dropArchive(id string) {
 // Pause hibernates a session now: its workspace goes to disk, its
 // container away. Pausing a hibernated session changes nothing.
 func (m *Sessions) Pause(ctx context.Context, id string) (*state.Session, error) {
+	return m.inTurn(ctx, id, func(ss *Session) error {
+		if ss.Record().Hibernation != nil {
+			return nil
+		}
+		return m.hibernate(ctx, ss)
+	})
+}
+
+// inTurn runs fn on session id in its turn, and returns its record after.
+func (m *Sessions) inTurn(ctx context.Context, id string, fn func(*Session) error) (*state.Session, error) {
 	if aerr := m.gate.Enter(); aerr != nil {
 		return nil, aerr
 	}
@@ -66,16 +76,14 @@ func (m *Sessions) Pause(ctx context.Context, id string) (*state.Session, error)
 		return nil, aerr
 	}
 	defer func() { ss.turn <- struct{}{} }()
-	if ss.Record().Hibernation == nil {
-		if aerr := m.hibernate(ctx, ss); aerr != nil {
-			return nil, aerr
-		}
+	if aerr := fn(ss); aerr != nil {
+		return nil, aerr
 	}
 	return m.Get(id)
 }
 
-// Resume wakes a hibernated session now, as any call that needs its
-// sandbox would. Resuming an active session changes nothing.
+// Resume wakes a hibernated or frozen session now, as any call that
+// needs its sandbox would. Resuming an active session changes nothing.
 func (m *Sessions) Resume(ctx context.Context, id string) (*state.Session, error) {
 	if aerr := m.Use(ctx, id, func(*Session, *runtime.Sandbox) error { return nil }); aerr != nil {
 		return nil, aerr
@@ -108,6 +116,11 @@ const hibernateTimeout = 10 * time.Minute
 // container instead, memory and all, and keeps it stopped (the archive
 // stays as the fallback). On any failure the session stays active.
 func (m *Sessions) hibernate(ctx context.Context, ss *Session) error {
+	// Its supervisor writes the archive: a frozen session thaws first,
+	// outside sessions.max, as it is on its way out.
+	if aerr := m.unfreeze(ctx, ss); aerr != nil {
+		return aerr
+	}
 	ss.mu.Lock()
 	sb, rec, users := ss.sb, ss.rec, ss.users
 	ss.mu.Unlock()
@@ -209,8 +222,9 @@ func (ss *Session) forgetContexts(contexts []string) {
 // may take, or why there is no room for one.
 func (m *Sessions) hibernationRoom() (int64, error) {
 	m.mu.Lock()
-	_, n, bytes := m.census()
+	c := m.census()
 	m.mu.Unlock()
+	n, bytes := c.Hibernated, c.HibernatedBytes
 	if n >= m.cfg.MaxHibernated {
 		return 0, errdefs.Errorf(errdefs.TooLarge, "%d sessions are hibernated, the most sandboxd.hcl allows (sessions.max_hibernated); delete one (sandboxctl session rm)", n)
 	}
@@ -246,7 +260,7 @@ func (m *Sessions) resume(ctx context.Context, ss *Session) error {
 	if rec.Hibernation == nil {
 		return nil // resumed, or closed, while we waited
 	}
-	if aerr := m.reserveEvicting(ctx, ss); aerr != nil {
+	if aerr := m.reserveEvicting(ctx, ss, true); aerr != nil {
 		return aerr
 	}
 	defer m.unreserve()
@@ -313,14 +327,17 @@ func (m *Sessions) lose(ss *Session, why string) error {
 	return errdefs.Errorf(errdefs.SessionLost, "session %s is lost: %s; delete it and create a new one", rec.ID, why)
 }
 
-// reserveEvicting reserves a place for one more active session of
-// except's language. When sessions.max are active, or the language's pool
-// has all its containers out, it hibernates the least recently used idle
-// session (of that language, for the pool; never except) to make room, or,
-// when every one is busy, waits for one to be idle, up to resumeWait.
-func (m *Sessions) reserveEvicting(ctx context.Context, except *Session) error {
+// reserveEvicting reserves a place for one more running session of
+// except's language. When sessions.max are running, it freezes the least
+// recently used idle one (or, where its runtime cannot freeze or
+// sessions.max_frozen are frozen, hibernates it); when the session needs
+// a container and the language's pool has all its containers out, it
+// hibernates the least recently used idle session of that language,
+// frozen or not. Never except. When every one is busy, it waits for one
+// to be idle, up to resumeWait.
+func (m *Sessions) reserveEvicting(ctx context.Context, except *Session, needContainer bool) error {
 	deadline := time.Now().Add(resumeWait)
-	failed := map[*Session]bool{} // could not hibernate: not tried again
+	failed := map[*Session]bool{} // could not be moved: not tried again
 	for {
 		aerr := m.reserve()
 		if aerr != nil && !errdefs.Is(aerr, errdefs.TooManySessions) {
@@ -328,20 +345,20 @@ func (m *Sessions) reserveEvicting(ctx context.Context, except *Session) error {
 		}
 		var only *languages.Language // whose sessions free what is short
 		if aerr == nil {
-			if !m.langs.PoolFull(except.Lang) {
+			if !needContainer || !m.langs.PoolFull(except.Lang) {
 				return nil
 			}
 			m.unreserve() // while room is made in the pool
 			only = except.Lang
 		}
 		if victim := m.leastRecentlyUsed(except, failed, only); victim != nil {
-			herr := m.hibernate(ctx, victim)
+			what, err := m.setAside(ctx, victim, only == nil)
 			victim.turn <- struct{}{}
-			if herr != nil {
+			if err != nil {
 				failed[victim] = true
-				m.log.Warn("making room for a resume: a session could not hibernate", "session", victim.Record().ID, "error", herr)
+				m.log.Warn("making room for a session: one could not "+what, "session", victim.Record().ID, "error", err)
 			} else {
-				m.log.Info("hibernated the least recently used session to make room for a resume", "session", victim.Record().ID, "for", except.Record().ID)
+				m.log.Info("made room for a session: the least recently used did "+what, "session", victim.Record().ID, "for", except.Record().ID)
 			}
 			continue
 		}
@@ -353,29 +370,51 @@ func (m *Sessions) reserveEvicting(ctx context.Context, except *Session) error {
 		}
 		select {
 		case <-ctx.Done():
-			return errdefs.Errorf(errdefs.Invalid, "gave up waiting for room to resume the session: %v", ctx.Err())
+			return errdefs.Errorf(errdefs.Invalid, "gave up waiting for room to wake the session: %v", ctx.Err())
 		case <-time.After(resumePoll):
 		}
 	}
 }
 
-// A resume that finds every active session busy waits this long at most,
+// setAside freezes ss, whose turn the caller holds, when freezing does
+// and may (its runtime can, and fewer than sessions.max_frozen are), or
+// else hibernates it; it says which.
+func (m *Sessions) setAside(ctx context.Context, ss *Session, freezingDoes bool) (string, error) {
+	m.mu.Lock()
+	room := m.census().Frozen < m.cfg.MaxFrozen
+	m.mu.Unlock()
+	if freezingDoes && room {
+		err := m.freeze(ctx, ss, false)
+		ss.mu.Lock()
+		unfreezable := ss.unfreezable
+		ss.mu.Unlock()
+		if !unfreezable {
+			return "freeze", err
+		}
+	}
+	return "hibernate", m.hibernate(ctx, ss)
+}
+
+// A wake that finds every running session busy waits this long at most,
 // trying again every resumePoll.
 const (
 	resumeWait = 30 * time.Second
 	resumePoll = 20 * time.Millisecond
 )
 
-// leastRecentlyUsed takes the turn of the active session (of language
-// only, unless nil) used longest ago that nothing uses now, other than
-// except and those in skip.
+// leastRecentlyUsed takes the turn of the session used longest ago that
+// nothing uses now, other than except and those in skip: a running one,
+// or, given a language only, one of that language with a container
+// (running or frozen).
 func (m *Sessions) leastRecentlyUsed(except *Session, skip map[*Session]bool, only *languages.Language) *Session {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var idle []*Session
 	for _, ss := range m.live {
 		ss.mu.Lock()
-		if ss != except && !skip[ss] && ss.sb != nil && ss.users == 0 && (only == nil || ss.Lang == only) {
+		hasContainer := ss.sb != nil || ss.detached != nil
+		running := ss.sb != nil && ss.rec.State == state.SessionActive
+		if ss != except && !skip[ss] && ss.users == 0 && (only == nil && running || only != nil && hasContainer && ss.Lang == only) {
 			idle = append(idle, ss)
 		}
 		ss.mu.Unlock()

@@ -72,8 +72,8 @@ func TestPauseAndResume(t *testing.T) {
 	if list, _ := rt.List(ctx); slices.ContainsFunc(list, func(c runtime.Container) bool { return c.ID == active.ContainerID }) {
 		t.Fatal("a hibernated session kept its container")
 	}
-	if active, hibernated, _ := d.Sessions.Counts(); active != 0 || hibernated != 1 {
-		t.Fatalf("counts: %d active, %d hibernated", active, hibernated)
+	if c := d.Sessions.Counts(); c.Active != 0 || c.Hibernated != 1 {
+		t.Fatalf("counts: %+v", c)
 	}
 	if again, aerr := d.Sessions.Pause(ctx, id); aerr != nil || again.Hibernation.SHA256 != s.Hibernation.SHA256 {
 		t.Fatalf("pausing twice: %v", aerr)
@@ -288,8 +288,8 @@ func TestResumeStorm(t *testing.T) {
 	t.Run("sessions.max", func(t *testing.T) {
 		d, _ := daemontest.NewWith(t, daemontest.Options{Languages: daemontest.Bash, Extra: "sessions {\n  max = 2\n}"})
 		resumeStorm(t, d)
-		if active, _, _ := d.Sessions.Counts(); active > 2 {
-			t.Errorf("%d sessions active, past sessions.max", active)
+		if c := d.Sessions.Counts(); c.Active > 2 {
+			t.Errorf("%d sessions active, past sessions.max", c.Active)
 		}
 	})
 	t.Run("pool max", func(t *testing.T) {
@@ -340,7 +340,7 @@ func resumeStorm(t *testing.T, d *daemon.Daemon) {
 			t.Error(err)
 		}
 	}
-	if active, hibernated, lost := d.Sessions.Counts(); active+hibernated != len(ids) || lost != 0 {
-		t.Errorf("after the storm: %d active, %d hibernated, %d lost", active, hibernated, lost)
+	if c := d.Sessions.Counts(); c.Active+c.Hibernated != len(ids) || c.Lost != 0 {
+		t.Errorf("after the storm: %+v", c)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -53,16 +54,21 @@ type Session struct {
 	Limits runtime.Limits // its ceilings, at most the language's
 	turn   chan struct{}  // holds one token: whoever has it may use sb
 
-	mu    sync.Mutex // guards what follows
-	rec   state.Session
-	sb    *runtime.Sandbox // nil while hibernated, and once lost or closed
-	dirty bool             // rec changed since it was stored
-	users int              // operations using sb now
-	// idleFrom restarts the idle clock after a hibernation that failed,
-	// so that the janitor tries again an idle_timeout later.
-	idleFrom  time.Time
-	usage     []stats.SandboxUsage     // the last samples, oldest first
-	cellTurns map[string]chan struct{} // per context: see InContext
+	mu  sync.Mutex // guards what follows
+	rec state.Session
+	sb  *runtime.Sandbox // nil while hibernated, and once lost or closed; kept while frozen
+	// detached is the container of a session frozen when sandboxd
+	// started, connected to once it thaws.
+	detached *runtime.Container
+	dirty    bool // rec changed since it was stored
+	users    int  // operations using sb now
+	// idleFrom restarts the idle clock after a hibernation or a freeze
+	// that failed, so that the janitor tries again later.
+	idleFrom    time.Time
+	freezing    bool                     // a freeze is under way, in its turn
+	unfreezable bool                     // its runtime cannot freeze it
+	usage       []stats.SandboxUsage     // the last samples, oldest first
+	cellTurns   map[string]chan struct{} // per context: see InContext
 }
 
 func newSession(l *languages.Language, limits runtime.Limits, rec state.Session, sb *runtime.Sandbox) *Session {
@@ -197,7 +203,7 @@ func (m *Sessions) Create(ctx context.Context, req Request) (*state.Session, err
 	}
 
 	// Reserve a place under the ceiling before the (possibly slow) create.
-	if aerr := m.reserve(); aerr != nil {
+	if aerr := m.reserveFreezing(ctx); aerr != nil {
 		return nil, aerr
 	}
 	defer m.unreserve()
@@ -263,40 +269,48 @@ func (m *Sessions) Get(id string) (*state.Session, error) {
 	return nil, noSession(id)
 }
 
-// Counts are the active, hibernated and lost sessions.
-func (m *Sessions) Counts() (active, hibernated, lost int) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	active, hibernated, _ = m.census()
-	return active, hibernated, len(m.lost)
+// Census counts sessions by state.
+type Census struct {
+	Active, Frozen, Hibernated, Lost int
+	HibernatedBytes                  int64 // their archives'
 }
 
-// census counts the live sessions by state, and the hibernated ones'
-// archive bytes; m.mu is held.
-func (m *Sessions) census() (active, hibernated int, bytes int64) {
+// Counts are the sessions by state.
+func (m *Sessions) Counts() Census {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.census()
+}
+
+// census counts the sessions by state; m.mu is held.
+func (m *Sessions) census() Census {
+	c := Census{Lost: len(m.lost)}
 	for _, ss := range m.live {
 		ss.mu.Lock()
-		if h := ss.rec.Hibernation; h != nil {
-			hibernated++
-			bytes += h.Bytes
-		} else {
-			active++
+		switch h := ss.rec.Hibernation; {
+		case h != nil:
+			c.Hibernated++
+			c.HibernatedBytes += h.Bytes
+		case ss.rec.State == state.SessionFrozen:
+			c.Frozen++
+		default:
+			c.Active++
 		}
 		ss.mu.Unlock()
 	}
-	return active, hibernated, bytes
+	return c
 }
 
-// reserve takes a place for one more active session under sessions.max,
-// or says why there is none. Lost sessions count too: they hold state
-// until deleted or expired, so create-and-kill loops cannot grow it
-// without bound.
+// reserve takes a place for one more running session under
+// sessions.max, or says why there is none. Frozen and hibernated sessions
+// do not count; lost ones do: they hold state until deleted or expired,
+// so create-and-kill loops cannot grow it without bound.
 func (m *Sessions) reserve() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	active, _, _ := m.census()
-	if active+len(m.lost)+m.pending >= m.cfg.Max {
-		return errdefs.Errorf(errdefs.TooManySessions, "%d sessions are active or lost (%d lost), the most sandboxd.hcl allows (sessions.max); pause one (sandboxctl session pause), delete one, or wait for one to go idle", m.cfg.Max, len(m.lost))
+	c := m.census()
+	if c.Active+c.Lost+m.pending >= m.cfg.Max {
+		return errdefs.Errorf(errdefs.TooManySessions, "%d sessions are running or lost (%d lost), the most sandboxd.hcl allows (sessions.max); freeze one (sandboxctl session freeze), delete one, or wait for one to go idle", m.cfg.Max, c.Lost)
 	}
 	m.pending++
 	return nil
@@ -353,8 +367,8 @@ func (m *Sessions) Delete(id string) error {
 func (m *Sessions) close(ss *Session, why string) {
 	ss.mu.Lock()
 	sb, id, stopped := ss.sb, ss.rec.ID, ""
-	if sb == nil && ss.rec.Hibernation != nil {
-		stopped = ss.rec.ContainerID
+	if sb == nil && (ss.rec.Hibernation != nil || ss.detached != nil) {
+		stopped = ss.rec.ContainerID // checkpointed, or frozen since the start
 	}
 	ss.sb = nil
 	ss.mu.Unlock()
@@ -492,20 +506,22 @@ func (m *Sessions) take(ctx context.Context, ss *Session) error {
 }
 
 // awake returns the session's sandbox, counted as in use (the caller
-// ends that), resuming the session first when it is hibernated, in its
-// turn: taken here unless the caller has it.
+// ends that), resuming the session first when it is hibernated, or
+// thawing it when it is frozen, in its turn: taken here unless the caller
+// has it.
 func (m *Sessions) awake(ctx context.Context, ss *Session, haveTurn bool) (*runtime.Sandbox, error) {
 	for {
 		ss.mu.Lock()
-		sb, id, hibernated := ss.sb, ss.rec.ID, ss.rec.Hibernation != nil
-		if sb != nil {
+		sb, id, hibernated, frozen := ss.sb, ss.rec.ID, ss.rec.Hibernation != nil, ss.rec.State == state.SessionFrozen || ss.freezing
+		running := sb != nil && !frozen
+		if running {
 			ss.users++ // a hibernation under way now stops short of removing it
 		}
 		ss.mu.Unlock()
 		switch {
-		case sb != nil:
+		case running:
 			return sb, nil
-		case !hibernated:
+		case !hibernated && !frozen:
 			return nil, noSession(id) // closed while we waited
 		}
 		if !haveTurn {
@@ -513,7 +529,11 @@ func (m *Sessions) awake(ctx context.Context, ss *Session, haveTurn bool) (*runt
 				return nil, aerr
 			}
 		}
-		aerr := m.resume(ctx, ss)
+		wake := m.resume
+		if frozen {
+			wake = m.thaw
+		}
+		aerr := wake(ctx, ss)
 		if !haveTurn {
 			ss.turn <- struct{}{}
 		}
@@ -792,30 +812,41 @@ func (m *Sessions) Close() map[string]bool {
 }
 
 // expire ends sessions past their TTL, and hibernates (or ends, as
-// on_idle says) those idle too long. A session in use is left until its
-// operation ends.
+// on_idle says) those idle too long; it freezes those unused and quiet
+// for freeze_after, and hibernates the longest frozen past max_frozen. A
+// session in use is left until its operation ends.
 func (m *Sessions) expire(now time.Time) {
 	m.mu.Lock()
-	var due, idle []*Session
+	var due, idle, freeze []*Session
+	var frozen []*Session // idle and frozen, for max_frozen
 	for id, ss := range m.live {
 		ss.mu.Lock()
-		rec, users, idleFrom := ss.rec, ss.users, ss.idleFrom
+		rec, users, idleFrom, unfreezable := ss.rec, ss.users, ss.idleFrom, ss.unfreezable
+		quiet := ss.quiet(now, m.cfg.FreezeAfter)
 		ss.mu.Unlock()
 		ttl := now.After(rec.ExpiresAt)
 		idleFor := now.Sub(rec.LastUsedAt)
 		if since := now.Sub(idleFrom); since < idleFor {
 			idleFor = since
 		}
-		if !ttl && (rec.Hibernation != nil || users > 0 || idleFor <= time.Duration(rec.IdleTimeout)) {
+		idleOut := idleFor > time.Duration(rec.IdleTimeout)
+		toFreeze := rec.State == state.SessionActive && m.cfg.FreezeAfter > 0 && idleFor > m.cfg.FreezeAfter && quiet && !unfreezable
+		if rec.State == state.SessionFrozen && users == 0 {
+			frozen = append(frozen, ss)
+		}
+		if !ttl && (rec.Hibernation != nil || users > 0 || !idleOut && !toFreeze) {
 			continue
 		}
 		select {
 		case <-ss.turn: // idle: it is ours now, and stays taken
-			if ttl || m.cfg.OnIdle == config.OnIdleEnd {
+			switch {
+			case ttl || idleOut && m.cfg.OnIdle == config.OnIdleEnd:
 				delete(m.live, id)
 				due = append(due, ss)
-			} else {
+			case idleOut:
 				idle = append(idle, ss)
+			default:
+				freeze = append(freeze, ss)
 			}
 		default:
 		}
@@ -843,6 +874,39 @@ func (m *Sessions) expire(now time.Time) {
 	for _, ss := range idle {
 		go m.hibernateIdle(ss)
 	}
+	for _, ss := range freeze {
+		go m.freezeIdle(ss)
+	}
+	m.hibernateLongestFrozen(frozen, len(freeze))
+}
+
+// hibernateLongestFrozen hibernates the longest frozen of frozen (idle,
+// their turns free) while more than max_frozen are frozen, counting
+// freezing that are about to be.
+func (m *Sessions) hibernateLongestFrozen(frozen []*Session, freezing int) {
+	over := len(frozen) + freezing - m.cfg.MaxFrozen
+	if over <= 0 {
+		return
+	}
+	slices.SortFunc(frozen, func(a, b *Session) int { return frozenAt(a).Compare(frozenAt(b)) })
+	for _, ss := range frozen {
+		if over == 0 {
+			return
+		}
+		select {
+		case <-ss.turn:
+			over--
+			go m.hibernateIdle(ss)
+		default:
+		}
+	}
+}
+
+func frozenAt(ss *Session) time.Time {
+	if at := ss.Record().FrozenAt; at != nil {
+		return *at
+	}
+	return time.Time{}
 }
 
 // flush stores the sessions whose usage changed.
@@ -895,12 +959,19 @@ func (m *Sessions) Recover(ctx context.Context, containers []runtime.Container) 
 		}
 		if rec.State != state.SessionActive {
 			mu.Lock() // the attaches below write the same maps
-			if rec.State == state.SessionHibernated {
+			switch rec.State {
+			case state.SessionFrozen:
+				if why := m.recoverFrozen(rec, byID[rec.ContainerID]); why != "" {
+					m.loseAtStart(rec, why)
+				} else {
+					keep[rec.ContainerID] = true
+				}
+			case state.SessionHibernated:
 				m.recoverHibernated(rec)
 				if rec.ContainerID != "" {
 					keep[rec.ContainerID] = true // checkpointed
 				}
-			} else {
+			default:
 				m.lost[rec.ID] = rec
 			}
 			mu.Unlock()
@@ -914,12 +985,7 @@ func (m *Sessions) Recover(ctx context.Context, containers []runtime.Container) 
 			mu.Lock()
 			defer mu.Unlock()
 			if why != "" {
-				rec.State, rec.Error = state.SessionLost, why
-				m.lost[rec.ID] = rec
-				m.log.Warn("session lost", "session", rec.ID, "why", why)
-				if err := m.store.PutSession(rec); err != nil {
-					m.log.Error("storing a lost session failed", "session", rec.ID, "error", err)
-				}
+				m.loseAtStart(rec, why)
 				return
 			}
 			limits := request.KeptLimits(l.Limits(), rec.Limits)
@@ -933,6 +999,17 @@ func (m *Sessions) Recover(ctx context.Context, containers []runtime.Container) 
 	return keep, nil
 }
 
+// loseAtStart records a stored session lost at start for why. The caller
+// holds what guards the maps.
+func (m *Sessions) loseAtStart(rec state.Session, why string) {
+	rec.State, rec.Error = state.SessionLost, why
+	m.lost[rec.ID] = rec
+	m.log.Warn("session lost", "session", rec.ID, "why", why)
+	if err := m.store.PutSession(rec); err != nil {
+		m.log.Error("storing a lost session failed", "session", rec.ID, "error", err)
+	}
+}
+
 // recoverParallel is how many session containers Recover attaches to at once.
 const recoverParallel = 8
 
@@ -943,8 +1020,13 @@ func (m *Sessions) reattach(ctx context.Context, rec state.Session, byID map[str
 	switch {
 	case !known:
 		return nil, nil, "its language " + rec.Language + " is no longer configured"
-	case !found || !c.Running:
+	case !found || !c.Running && !c.Paused:
 		return nil, nil, "its container was gone when sandboxd restarted"
+	case c.Paused: // a crash came between its freeze and its record
+		if err := m.langs.Thaw(ctx, c.ID); err != nil {
+			return nil, nil, "its container could not be thawed when sandboxd restarted: " + err.Error()
+		}
+		c.Paused, c.Running = false, true
 	}
 	sb, err := m.langs.Attach(ctx, l, c, storedAllow(rec, l))
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/internal/stats"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
@@ -56,7 +57,7 @@ func (m *Sessions) Usage() map[string][]stats.SandboxUsage {
 	out := map[string][]stats.SandboxUsage{}
 	for _, ss := range m.all() {
 		ss.mu.Lock()
-		if n := len(ss.usage); n > 0 && ss.sb != nil {
+		if n := len(ss.usage); n > 0 && ss.sb != nil && ss.rec.State == state.SessionActive {
 			out[ss.Lang.Name()] = append(out[ss.Lang.Name()], ss.usage[n-1])
 		}
 		ss.mu.Unlock()
@@ -124,14 +125,34 @@ func (m *Sessions) sample(ctx context.Context, ss *Session, sb *runtime.Sandbox,
 	return u, nil
 }
 
-// running returns the session's sandbox, or nil while it hibernates or
-// once it is gone. It is not counted as in use: a sample never stands in
+// quietCPU is the CPU share (percent of one CPU) under which a sandbox
+// is quiet: an idle interpreter or server, not a job at work.
+const quietCPU = 3.0
+
+// quiet says whether the sandbox was measured quiet all through the last
+// window before now: a session unused but at work in the background (a
+// build, a training run) is not frozen. ss.mu is held.
+func (ss *Session) quiet(now time.Time, window time.Duration) bool {
+	window = min(window, usageKept*usageEvery*4/5) // what the series keeps, less samples missed
+	if len(ss.usage) == 0 || now.Sub(ss.usage[0].At) < window {
+		return false // not measured for long enough yet
+	}
+	for i := len(ss.usage) - 1; i >= 0 && now.Sub(ss.usage[i].At) <= window; i-- {
+		if ss.usage[i].CPUPercent >= quietCPU {
+			return false
+		}
+	}
+	return true
+}
+
+// running returns the session's sandbox, or nil while it is frozen or
+// hibernated, or once it is gone. It is not counted as in use: a sample never stands in
 // the way of a pause, and one that a pause or a close cuts short fails
 // and is left out.
 func (ss *Session) running() *runtime.Sandbox {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if ss.sb != nil && ss.sb.Alive() {
+	if ss.sb != nil && ss.rec.State == state.SessionActive && !ss.freezing && ss.sb.Alive() {
 		return ss.sb
 	}
 	return nil

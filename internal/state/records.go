@@ -28,6 +28,7 @@ const (
 const (
 	SessionActive     = "active"
 	SessionHibernated = "hibernated" // its workspace on disk, no container; the next call resumes it
+	SessionFrozen     = "frozen"     // its container paused, memory and processes kept; the next call thaws it
 	SessionLost       = "lost"       // its container vanished, or its archive cannot be trusted
 )
 
@@ -164,6 +165,7 @@ type Session struct {
 	ContainerID  string            `json:"container_id"`
 	Executions   int               `json:"executions"`
 	Hibernation  *Hibernation      `json:"hibernation,omitempty"`
+	FrozenAt     *time.Time        `json:"frozen_at,omitempty"`
 	Resumes      int               `json:"resumes,omitempty"`
 	ResumeMS     float64           `json:"resume_ms,omitempty"`
 	ContextsLost []string          `json:"contexts_lost,omitempty"`

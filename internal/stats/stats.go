@@ -23,8 +23,8 @@ type Figures struct {
 	Pools      map[string]Pool   // by language
 	Rules      map[string]policy.RuleStats
 	// Sessions by state: active, hibernated, lost.
-	Sessions, SessionsHibernated, SessionsLost int
-	Egress                                     Egress
+	Sessions, SessionsFrozen, SessionsHibernated, SessionsLost int
+	Egress                                                     Egress
 }
 
 // Pool are a language's pool figures, with its warm runtime's: the runs

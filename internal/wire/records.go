@@ -32,7 +32,7 @@ func Session(s state.Session) api.Session {
 		Limits: api.Limits(s.Limits), Network: api.Network(s.Network), Env: s.Env, Secrets: s.Secrets,
 		ContainerID: s.ContainerID, Executions: s.Executions,
 		Hibernation: ptr(s.Hibernation, func(h state.Hibernation) api.Hibernation { return api.Hibernation(h) }),
-		Resumes:     s.Resumes, ResumeMS: s.ResumeMS, ContextsLost: s.ContextsLost,
+		FrozenAt:    s.FrozenAt, Resumes: s.Resumes, ResumeMS: s.ResumeMS, ContextsLost: s.ContextsLost,
 	}
 }
 

@@ -22,7 +22,7 @@ func Stats(f stats.Figures) api.Stats {
 		Uptime: api.Duration(f.Uptime), Executions: f.Executions, InFlight: f.InFlight, Outcomes: f.Outcomes,
 		Pools:    values(f.Pools, PoolStats),
 		Rules:    values(f.Rules, func(r policy.RuleStats) api.RuleStats { return api.RuleStats(r) }),
-		Sessions: f.Sessions, SessionsLost: f.SessionsLost, SessionsHibernated: f.SessionsHibernated,
+		Sessions: f.Sessions, SessionsLost: f.SessionsLost, SessionsHibernated: f.SessionsHibernated, SessionsFrozen: f.SessionsFrozen,
 		Egress: api.EgressCounts(f.Egress),
 	}
 }

@@ -85,6 +85,7 @@ type Docker struct {
 	mu     sync.Mutex
 	conns  map[string]io.Closer // open channels (socket or attach stream) by container id
 	owners map[string]uint32    // the uid each known container runs as
+	frozen map[string]bool      // containers paused (Freeze), which Remove thaws first
 }
 
 var _ runtime.Runtime = (*Docker)(nil)
@@ -530,6 +531,11 @@ func (d *Docker) Remove(ctx context.Context, id string) error {
 	d.detach(id)
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
+	if d.setFrozen(id, false) {
+		// gVisor cannot kill a paused sandbox: the engine gives up after
+		// 10 s, "is zombie and can not be killed".
+		_ = d.cli.ContainerUnpause(ctx, id)
+	}
 	err := d.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	if err != nil && !cerrdefs.IsNotFound(err) && !strings.Contains(err.Error(), "is already in progress") {
 		return d.engineError("removing container "+runtime.ShortID(id), err)
@@ -557,7 +563,10 @@ func (d *Docker) List(ctx context.Context) ([]runtime.Container, error) {
 		}
 		out[i] = runtime.Container{
 			ID: c.ID, Labels: c.Labels, Created: time.Unix(c.Created, 0),
-			Running: c.State == "running", Language: c.Labels[runtime.LabelLanguage],
+			Running: c.State == "running", Paused: c.State == "paused", Language: c.Labels[runtime.LabelLanguage],
+		}
+		if out[i].Paused {
+			d.setFrozen(c.ID, true)
 		}
 	}
 	return out, nil
@@ -675,3 +684,47 @@ func (d *Docker) Restore(ctx context.Context, id string) error {
 }
 
 var _ runtime.Checkpointer = (*Docker)(nil)
+
+var _ runtime.Freezer = (*Docker)(nil)
+
+// Freeze implements runtime.Freezer: `docker pause`.
+func (d *Docker) Freeze(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	d.setFrozen(id, true) // before: a Remove racing the pause must thaw
+	if err := d.cli.ContainerPause(ctx, id); err != nil {
+		d.setFrozen(id, false)
+		return d.engineError("freezing container "+runtime.ShortID(id), err)
+	}
+	return nil
+}
+
+// Thaw implements runtime.Freezer: `docker unpause`. Thawing a container
+// that is not paused is not an error: a crash may have come between the
+// two records.
+func (d *Docker) Thaw(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	if err := d.cli.ContainerUnpause(ctx, id); err != nil && !strings.Contains(err.Error(), "is not paused") {
+		return d.engineError("thawing container "+runtime.ShortID(id), err)
+	}
+	d.setFrozen(id, false)
+	return nil
+}
+
+// setFrozen records whether container id is paused, and says whether it
+// was.
+func (d *Docker) setFrozen(id string, frozen bool) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	was := d.frozen[id]
+	if frozen {
+		if d.frozen == nil {
+			d.frozen = map[string]bool{}
+		}
+		d.frozen[id] = true
+	} else {
+		delete(d.frozen, id)
+	}
+	return was
+}

@@ -251,7 +251,12 @@ export class SessionHandle {
     this.info = (await this.client.request<Session>("POST", this.path + "/pause")).json;
   }
 
-  /** Wake a hibernated session now (any call on it does so too). */
+  /** Freeze the session: its processes stop where they stand, keeping their memory (contexts, servers), and use no CPU; the next call thaws it. */
+  async freeze(): Promise<void> {
+    this.info = (await this.client.request<Session>("POST", this.path + "/freeze")).json;
+  }
+
+  /** Wake a hibernated or frozen session now (any call on it does so too). */
   async resume(): Promise<void> {
     this.info = (await this.client.request<Session>("POST", this.path + "/resume")).json;
   }

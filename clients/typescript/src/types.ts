@@ -238,6 +238,8 @@ export interface Session {
   executions: number;
   /** Set while hibernated: where its workspace sleeps. */
   hibernation?: Hibernation;
+  /** Set while frozen: since when (RFC 3339). */
+  frozen_at?: string;
   resumes?: number;
   resume_ms?: number;
   contexts_lost?: string[];

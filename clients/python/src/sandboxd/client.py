@@ -309,8 +309,13 @@ class SessionHandle:
         the next call wakes it (processes and contexts' memory do not survive)."""
         self.info = build(Session, self.client._call("POST", self._path + "/pause"))
 
+    def freeze(self) -> None:
+        """Freeze the session: its processes stop where they stand, keeping their
+        memory (contexts, servers), and use no CPU; the next call thaws it."""
+        self.info = build(Session, self.client._call("POST", self._path + "/freeze"))
+
     def resume(self) -> None:
-        """Wake a hibernated session now (any call on it does so too)."""
+        """Wake a hibernated or frozen session now (any call on it does so too)."""
         self.info = build(Session, self.client._call("POST", self._path + "/resume"))
 
     def ports(self) -> List[Dict[str, Any]]:

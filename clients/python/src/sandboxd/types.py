@@ -218,6 +218,7 @@ class Session:
     container_id: str = ""
     executions: int = 0
     hibernation: Optional[Dict[str, Any]] = None
+    frozen_at: Optional[str] = None
     resumes: int = 0
     resume_ms: float = 0
     contexts_lost: List[str] = field(default_factory=list)

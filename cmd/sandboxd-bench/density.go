@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/client"
+)
+
+// densityFloor is the memory the host keeps available: density stops
+// opening sessions below it, and says so.
+const densityFloor = 3 << 30
+
+// density prints what freezing costs and holds: a frozen session's thaw
+// (alone, and with a cell that reads its context's variable), bursts of
+// session creates, and count python sessions open at once, each with a
+// context holding a variable, frozen: sandboxd's memory, the host's memory
+// per session, and the thaw of a sample of them.
+func density(bin string, n, count int) error {
+	d, err := startDaemon(bin, "sandbox_uids = \"1000300000-1000302999\"\n"+
+		"sessions {\n  max = 32\n  max_frozen = 4000\n  freeze_after = \"0s\"\n  ttl = \"2h\"\n}\n")
+	if err != nil {
+		return err
+	}
+	defer d.stop()
+	c := client.New(d.socket)
+	ctx := context.Background()
+	fmt.Printf("\n| frozen python session, runc | p50 ms | p99 ms |\n|---|---|---|\n")
+	s, err := c.CreateSession(ctx, api.SessionRequest{Language: "python"})
+	if err != nil {
+		return err
+	}
+	if _, err := c.Exec(ctx, s.ID, api.ExecRequest{Code: "x = 41", Context: "main"}); err != nil {
+		return err
+	}
+	freeze := func() error { _, err := c.FreezeSession(ctx, s.ID); return err }
+	thaw := measure(n, freeze, func() error { _, err := c.ResumeSession(ctx, s.ID); return err })
+	cell := func() error {
+		res, err := c.Exec(ctx, s.ID, api.ExecRequest{Code: "print(x + 1)", Context: "main"})
+		if err == nil && res.Stdout != "42\n" {
+			err = fmt.Errorf("the context's variable: %q", res.Stdout)
+		}
+		return err
+	}
+	warmCell := measure(n, nil, cell)
+	frozenCell := measure(n, freeze, cell)
+	fmt.Printf("| thaw (resume) | %.1f | %.1f |\n", thaw.p50, thaw.p99)
+	fmt.Printf("| a cell reading its context's variable, running session | %.1f | %.1f |\n", warmCell.p50, warmCell.p99)
+	fmt.Printf("| the same cell, frozen session (thaw included) | %.1f | %.1f |\n", frozenCell.p50, frozenCell.p99)
+	_ = c.DeleteSession(ctx, s.ID)
+
+	for _, burst := range []int{32, 100} {
+		waitQuiet(c, "python")
+		fmt.Print(createBurst(c, burst))
+	}
+	deleteAll(c)
+	waitQuiet(c, "python")
+	hold, err := frozenHold(c, d, count)
+	fmt.Print(hold)
+	deleteAll(c)
+	return err
+}
+
+// createBurst asks for count sessions at once, and says how long each
+// took to be created and how many failed.
+func createBurst(c *client.Client, count int) string {
+	var failed atomic.Int64
+	var mu sync.Mutex
+	var samples []float64
+	var wg sync.WaitGroup
+	for range count {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			if _, err := c.CreateSession(context.Background(), api.SessionRequest{Language: "python"}); err != nil {
+				failed.Add(1)
+				fmt.Fprintln(os.Stderr, "bench: burst:", err)
+				return
+			}
+			mu.Lock()
+			samples = append(samples, float64(time.Since(start).Microseconds())/1000)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	st := summarize(samples)
+	return fmt.Sprintf("\n%d session creates at once (sessions.max 32; past it each create freezes the least recently used): p50 %.0f ms, p99 %.0f ms, %d failed.\n",
+		count, st.p50, st.p99, failed.Load())
+}
+
+// frozenHold opens count python sessions, each with a context holding its
+// number, and freezes them; it reports memory, and the thaw of 100 of
+// them, at random, with their variables read back.
+func frozenHold(c *client.Client, d *daemon, count int) (string, error) {
+	ctx := context.Background()
+	rssBefore, availBefore := rssKiB(d.cmd.Process.Pid), memAvailable()
+	started := time.Now()
+	var ids []string
+	stopped := ""
+	for i := range count {
+		if memAvailable() < densityFloor {
+			stopped = fmt.Sprintf(" (stopped at %d of %d: the host had less than %s available)", i, count, api.ByteSize(densityFloor))
+			break
+		}
+		s, err := c.CreateSession(ctx, api.SessionRequest{Language: "python"})
+		if err != nil {
+			return "", fmt.Errorf("session %d: %w", i, err)
+		}
+		ids = append(ids, s.ID)
+		if _, err := c.Exec(ctx, s.ID, api.ExecRequest{Code: "v = " + strconv.Itoa(i), Context: "main"}); err != nil {
+			return "", fmt.Errorf("session %d's cell: %w", i, err)
+		}
+		if _, err := c.FreezeSession(ctx, s.ID); err != nil {
+			return "", fmt.Errorf("freezing session %d: %w", i, err)
+		}
+	}
+	opened := time.Since(started)
+	waitQuiet(c, "python")
+	rssAfter, availAfter := rssKiB(d.cmd.Process.Pid), memAvailable()
+	perSession := (availBefore - availAfter) / int64(max(len(ids), 1))
+	var samples []float64
+	failed := 0
+	for range min(100, len(ids)) {
+		i := rand.IntN(len(ids))
+		start := time.Now()
+		res, err := c.Exec(ctx, ids[i], api.ExecRequest{Code: "print(v)", Context: "main"})
+		if err != nil || res.Stdout != strconv.Itoa(i)+"\n" {
+			failed++
+			fmt.Fprintln(os.Stderr, "bench: frozen session", i, err)
+			continue
+		}
+		samples = append(samples, float64(time.Since(start).Microseconds())/1000)
+		if _, err := c.FreezeSession(ctx, ids[i]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: freezing again:", err)
+		}
+	}
+	st := summarize(samples)
+	return fmt.Sprintf("\n| %d frozen python sessions, each with a context holding a variable%s | |\n|---|---|\n", len(ids), stopped) +
+		fmt.Sprintf("| opened (create, cell, freeze, one after another) in | %.0f s |\n", opened.Seconds()) +
+		fmt.Sprintf("| sandboxd resident memory, before → after | %s → %s |\n", api.ByteSize(rssBefore<<10), api.ByteSize(rssAfter<<10)) +
+		fmt.Sprintf("| host memory per frozen session (MemAvailable's fall / sessions) | %s |\n", api.ByteSize(perSession)) +
+		fmt.Sprintf("| a cell in one of them at random, thaw included: p50 / p99 | %.1f / %.1f ms (%d failed) |\n", st.p50, st.p99, failed), nil
+}
+
+// deleteAll deletes every session.
+func deleteAll(c *client.Client) {
+	list, err := c.Sessions(context.Background())
+	if err != nil {
+		return
+	}
+	slots := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for _, s := range list {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			_ = c.DeleteSession(context.Background(), s.ID)
+		}()
+	}
+	wg.Wait()
+}
+
+// memAvailable is the host's MemAvailable in bytes, 0 if unknown.
+func memAvailable() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n << 10
+		}
+	}
+	return 0
+}

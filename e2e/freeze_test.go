@@ -1,0 +1,141 @@
+package e2e
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/client"
+	"github.com/sandboxd/sandboxd/internal/testutil"
+)
+
+// paused says whether the engine holds session id's container paused.
+func paused(t *testing.T, id string) bool {
+	t.Helper()
+	out, err := exec.Command("docker", "ps", "-a", "--filter", "label=io.sandboxd.session="+id, "--format", "{{.State}}").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out)) == "paused"
+}
+
+// stateOf is a session's state.
+func stateOf(t *testing.T, c *client.Client, id string) string {
+	t.Helper()
+	s, err := c.Session(ctx(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.State
+}
+
+// A frozen session keeps its processes, its context's variables and its
+// server, uses no CPU and does not count against sessions.max; the next
+// call thaws it. Idle and quiet, a session freezes by itself; busy in the
+// background, it does not. Frozen sessions survive a SIGKILL of sandboxd,
+// and their TTL and deletion remove their containers, under both
+// runtimes.
+func TestFreeze(t *testing.T) { ociRuntimes(t, testFreeze) }
+
+func testFreeze(t *testing.T, runtime string) {
+	d := testutil.StartDaemon(t, testutil.Options{Runtime: runtime, Extra: "sessions {\n  max = 2\n  freeze_after = \"3s\"\n}"})
+	c := d.Client()
+	id := newSession(t, c, api.SessionRequest{Language: "python"})
+	if _, err := c.Exec(ctx(t), id, api.ExecRequest{Code: "x = 41", Context: "main"}); err != nil {
+		t.Fatal(err)
+	}
+	sh(t, c, id, "python3 -m http.server 8765 --bind 127.0.0.1 >/dev/null 2>&1 </dev/null & "+
+		"(while :; do date +%s%N >> ticks; sleep 0.2; done) >/dev/null 2>&1 </dev/null & echo $! > ticker.pid")
+	server := api.Port{Address: "127.0.0.1", Port: 8765}
+	waitFor(t, "the server listening", func() bool {
+		ports, err := c.Ports(ctx(t), id)
+		return err == nil && len(ports) > 0 && ports[0] == server
+	})
+
+	out, errOut, code := d.Ctl("", "session", "freeze", id)
+	if code != 0 || out != id+" frozen\n" {
+		t.Fatalf("sandboxctl session freeze: %d %q %s", code, out, errOut)
+	}
+	s, err := c.Session(ctx(t), id)
+	if err != nil || s.State != api.SessionFrozen || s.FrozenAt == nil || !paused(t, id) {
+		t.Fatalf("a frozen session: %+v %v (paused %v)", s, err, paused(t, id))
+	}
+	if m, err := c.Metrics(ctx(t), id); err != nil || m.Now != nil {
+		t.Fatalf("a frozen session's metrics: %+v %v", m, err)
+	}
+	if stateOf(t, c, id) != api.SessionFrozen {
+		t.Fatal("asking for its metrics thawed it")
+	}
+	st, err := c.Stats(ctx(t))
+	if err != nil || st.SessionsFrozen != 1 || st.Sessions != 0 {
+		t.Fatalf("status: %+v %v", st, err)
+	}
+	// Frozen sessions do not count against sessions.max = 2.
+	other := newSession(t, c, api.SessionRequest{Language: "python", TTL: api.Duration(20 * time.Second)})
+	third := newSession(t, c, api.SessionRequest{Language: "python"})
+
+	time.Sleep(time.Second) // the ticker stands still meanwhile
+	res, err := c.Exec(ctx(t), id, api.ExecRequest{Code: "print(x + 1)", Context: "main"})
+	if err != nil || res.Stdout != "42\n" || res.Context == nil || res.Context.Lost != "" || !res.Resumed {
+		t.Fatalf("the context after a thaw (which the result tells): %+v %v", res, err)
+	}
+	if stateOf(t, c, id) != api.SessionActive || paused(t, id) {
+		t.Fatal("the call did not thaw the session")
+	}
+	gaps := sh(t, c, id, `awk 'NR>1 && $1-p > 800000000 {n++} {p=$1} END {print n+0}' ticks`)
+	if gaps.Stdout != "1\n" {
+		t.Errorf("the background loop's pauses over 0.8 s: %q; want the one freeze", gaps.Stdout)
+	}
+	if res := sh(t, c, id, "python3 -c \"import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:8765/').status)\""); res.Stdout != "200\n" {
+		t.Errorf("the server after a thaw: %+v", res)
+	}
+	// The thaw made room under sessions.max = 2 by freezing the least
+	// recently used of the others.
+	if n := stateOf(t, c, other) + " " + stateOf(t, c, third); n != "frozen active" {
+		t.Errorf("the others after the thaw: %s; want the older frozen", n)
+	}
+	if _, err := c.FreezeSession(ctx(t), id); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := d.Ctl("", "session", "resume", id); code != 0 || out != id+" active (thawed)\n" {
+		t.Fatalf("sandboxctl session resume: %d %q %s", code, out, errOut)
+	}
+
+	// Idle and quiet, it freezes by itself; busy, it does not.
+	sh(t, c, id, "kill $(cat ticker.pid)")
+	busy := newSession(t, c, api.SessionRequest{Language: "python"})
+	sh(t, c, busy, "(timeout 60 python3 -c 'while True: pass' >/dev/null 2>&1 &)")
+	waitForWithin(t, "the quiet session to freeze by itself", 30*time.Second, func() bool {
+		if m, err := c.Metrics(ctx(t), id); err == nil && len(m.Series) > 0 {
+			t.Logf("CPU %.2f%%", m.Series[len(m.Series)-1].CPUPercent)
+		}
+		return stateOf(t, c, id) == api.SessionFrozen
+	})
+	if s := stateOf(t, c, busy); s != api.SessionActive {
+		t.Errorf("a session busy in the background: %s; want it running", s)
+	}
+
+	// SIGKILL: the frozen session comes back frozen, then thaws whole.
+	d.Kill()
+	d.Restart()
+	if s := stateOf(t, c, id); s != api.SessionFrozen || !paused(t, id) {
+		t.Fatalf("after a SIGKILL: %s (paused %v)", s, paused(t, id))
+	}
+	res, err = c.Exec(ctx(t), id, api.ExecRequest{Code: "print(x + 2)", Context: "main"})
+	if err != nil || res.Stdout != "43\n" {
+		t.Fatalf("the context after a restart and a thaw: %+v %v", res, err)
+	}
+
+	// TTL (other's minute) and deletion take frozen sessions' containers.
+	if _, err := c.FreezeSession(ctx(t), id); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteSession(ctx(t), id); err != nil {
+		t.Fatal(err)
+	}
+	waitForWithin(t, "the frozen sessions' containers gone", 40*time.Second, func() bool {
+		return len(testutil.Containers(t, "io.sandboxd.session="+id))+len(testutil.Containers(t, "io.sandboxd.session="+other)) == 0
+	})
+}

@@ -1,0 +1,228 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/sandboxd/sandboxd/internal/errdefs"
+	"github.com/sandboxd/sandboxd/internal/request"
+	"github.com/sandboxd/sandboxd/internal/state"
+	"github.com/sandboxd/sandboxd/runtime"
+)
+
+// Freezing. A session unused for sessions.freeze_after is frozen: the
+// runtime stops its processes where they stand (runtime.Freezer), so
+// that they keep their memory, its contexts their variables and its
+// servers their sockets, and use no CPU. Its container and its channel to
+// the supervisor stay; it does not count against sessions.max. Any call
+// that needs its sandbox thaws it first (awake), in the session's turn.
+// After idle_timeout it hibernates as an active session does.
+//
+// The record says "frozen" only while the container may be paused: freeze
+// pauses, then stores; thaw unpauses, then stores. A crash between leaves
+// an active record with a paused container, which Recover thaws, or a
+// frozen record with a running one, whose thaw finds nothing to do.
+
+// Freeze freezes a session now; one with a terminal or another
+// operation open is refused. Freezing a frozen or hibernated session
+// changes nothing.
+func (m *Sessions) Freeze(ctx context.Context, id string) (*state.Session, error) {
+	return m.freezeNow(ctx, id, false)
+}
+
+// FreezeInUse is Freeze for a session whatever runs in it, as E2B's pause
+// is: its commands and their streams stop with it and go on once it thaws.
+func (m *Sessions) FreezeInUse(ctx context.Context, id string) (*state.Session, error) {
+	return m.freezeNow(ctx, id, true)
+}
+
+func (m *Sessions) freezeNow(ctx context.Context, id string, evenInUse bool) (*state.Session, error) {
+	return m.inTurn(ctx, id, func(ss *Session) error { return m.freeze(ctx, ss, evenInUse) })
+}
+
+// Unfreezable says whether session id's runtime was found unable to
+// freeze it.
+func (m *Sessions) Unfreezable(id string) bool {
+	ss, aerr := m.find(id)
+	if aerr != nil {
+		return false
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.unfreezable
+}
+
+// freeze freezes ss, whose turn the caller holds.
+func (m *Sessions) freeze(ctx context.Context, ss *Session, evenInUse bool) error {
+	ss.mu.Lock()
+	sb, rec, users := ss.sb, ss.rec, ss.users
+	switch {
+	case sb == nil || rec.State != state.SessionActive:
+		ss.mu.Unlock()
+		return nil // frozen, hibernated or closed meanwhile
+	case users > 0 && !evenInUse:
+		ss.mu.Unlock()
+		return errdefs.Errorf(errdefs.Conflict, "session %s has a terminal or another operation open; close it, then freeze", rec.ID)
+	case !sb.Alive():
+		ss.mu.Unlock()
+		return errdefs.Errorf(errdefs.RuntimeUnavailable, "session %s's sandbox does not answer now (%v); it stays active", rec.ID, sb.Err())
+	}
+	// Freezing from now: a call arriving meanwhile waits for the turn,
+	// then thaws it. The record says frozen once the container is.
+	ss.freezing = true
+	ss.mu.Unlock()
+	defer func() {
+		ss.mu.Lock()
+		ss.freezing = false
+		ss.mu.Unlock()
+	}()
+	started := time.Now()
+	if err := m.langs.Freeze(ctx, sb); err != nil {
+		if errors.Is(err, runtime.ErrNoFreeze) {
+			ss.mu.Lock()
+			ss.unfreezable = true
+			ss.mu.Unlock()
+			return errdefs.Errorf(errdefs.Conflict, "session %s's runtime cannot freeze sandboxes; pause it instead (its workspace goes to disk)", rec.ID)
+		}
+		return errdefs.Errorf(errdefs.RuntimeUnavailable, "freezing session %s: %v; it stays active", rec.ID, err)
+	}
+	now := time.Now().UTC()
+	ss.mu.Lock()
+	ss.rec.State, ss.rec.FrozenAt = state.SessionFrozen, &now
+	rec = ss.rec
+	ss.mu.Unlock()
+	if err := m.store.PutSession(rec); err != nil {
+		if terr := m.langs.Thaw(ctx, sb.ID); terr != nil {
+			m.log.Error("thawing a session whose freeze could not be stored failed", "session", rec.ID, "error", terr)
+		}
+		ss.mu.Lock()
+		ss.rec.State, ss.rec.FrozenAt = state.SessionActive, nil
+		ss.mu.Unlock()
+		return errdefs.Errorf(errdefs.Internal, "storing session %s as frozen: %v; it stays active", rec.ID, err)
+	}
+	m.log.Debug("session frozen", "session", rec.ID, "took", time.Since(started).Round(time.Microsecond), "in_use", users)
+	return nil
+}
+
+// thaw makes a frozen session, whose turn the caller holds, run again,
+// within sessions.max: it freezes (or hibernates) the least recently
+// used idle session to make room, as a resume does.
+func (m *Sessions) thaw(ctx context.Context, ss *Session) error {
+	started := time.Now()
+	if ss.Record().State != state.SessionFrozen {
+		return nil // thawed, or closed, while we waited
+	}
+	if aerr := m.reserveEvicting(ctx, ss, false); aerr != nil {
+		return aerr
+	}
+	defer m.unreserve()
+	if aerr := m.unfreeze(ctx, ss); aerr != nil {
+		return aerr
+	}
+	noticeResume(ctx, time.Since(started))
+	return nil
+}
+
+// unfreeze thaws ss, whose turn the caller holds, and connects to its
+// supervisor if this sandboxd has not yet (it was frozen at start).
+func (m *Sessions) unfreeze(ctx context.Context, ss *Session) error {
+	started := time.Now()
+	ss.mu.Lock()
+	sb, rec, detached := ss.sb, ss.rec, ss.detached
+	ss.mu.Unlock()
+	if rec.State != state.SessionFrozen {
+		return nil
+	}
+	if err := m.langs.Thaw(ctx, rec.ContainerID); err != nil {
+		return errdefs.Errorf(errdefs.RuntimeUnavailable, "thawing session %s: %v; it stays frozen, retry later", rec.ID, err)
+	}
+	if sb == nil {
+		again, err := m.langs.Attach(ctx, ss.Lang, *detached, storedAllow(rec, ss.Lang))
+		if err != nil {
+			return m.lose(ss, "its container did not answer once thawed: "+err.Error())
+		}
+		m.rearm(again, rec, ss.Lang)
+		sb = again
+	}
+	ss.mu.Lock()
+	ss.rec.State, ss.rec.FrozenAt = state.SessionActive, nil
+	ss.sb, ss.detached, ss.idleFrom = sb, nil, time.Time{}
+	rec = ss.rec
+	ss.mu.Unlock()
+	if err := m.store.PutSession(rec); err != nil {
+		// The record says frozen still: at the next start it is thawed
+		// again, which finds it running.
+		m.log.Error("storing a thawed session failed", "session", rec.ID, "error", err)
+	}
+	m.log.Debug("session thawed", "session", rec.ID, "took", time.Since(started).Round(time.Microsecond))
+	return nil
+}
+
+// reserveFreezing reserves a place for one more running session: when
+// sessions.max are running, it freezes the least recently used idle one
+// (milliseconds), never hibernating one on a create's path; when none can
+// be frozen, it says why there is no place.
+func (m *Sessions) reserveFreezing(ctx context.Context) error {
+	failed := map[*Session]bool{}
+	for {
+		aerr := m.reserve()
+		if aerr == nil || !errdefs.Is(aerr, errdefs.TooManySessions) {
+			return aerr
+		}
+		m.mu.Lock()
+		room := m.census().Frozen < m.cfg.MaxFrozen
+		m.mu.Unlock()
+		victim := m.leastRecentlyUsed(nil, failed, nil)
+		if victim == nil || !room {
+			if victim != nil {
+				victim.turn <- struct{}{}
+			}
+			return aerr
+		}
+		err := m.freeze(ctx, victim, false)
+		victim.turn <- struct{}{}
+		if err != nil {
+			failed[victim] = true
+		}
+	}
+}
+
+// freezeIdle freezes a session the janitor found idle, whose turn it
+// took.
+func (m *Sessions) freezeIdle(ss *Session) {
+	defer func() { ss.turn <- struct{}{} }()
+	ctx, cancel := context.WithTimeout(context.Background(), freezeTimeout)
+	defer cancel()
+	if aerr := m.freeze(ctx, ss, false); aerr != nil {
+		ss.mu.Lock()
+		unfreezable := ss.unfreezable
+		if !unfreezable {
+			ss.idleFrom = time.Now() // tried again a freeze_after later
+		}
+		ss.mu.Unlock()
+		if unfreezable {
+			return // it hibernates at idle_timeout
+		}
+		m.log.Warn("an idle session could not freeze; it stays active", "session", ss.Record().ID, "error", aerr)
+	}
+}
+
+// freezeTimeout bounds the freezing of one idle session.
+const freezeTimeout = 30 * time.Second
+
+// recoverFrozen keeps a stored frozen session at start, its container c
+// attached to when it thaws. The caller holds what guards the maps.
+func (m *Sessions) recoverFrozen(rec state.Session, c runtime.Container) string {
+	l, known := m.langs.Lookup(rec.Language)
+	switch {
+	case !known:
+		return "its language " + rec.Language + " is no longer configured"
+	case !c.Paused && !c.Running:
+		return "its container was gone when sandboxd restarted"
+	}
+	ss := newSession(l, request.KeptLimits(l.Limits(), rec.Limits), rec, nil)
+	ss.detached = &c
+	m.live[rec.ID] = ss
+	return ""
+}
