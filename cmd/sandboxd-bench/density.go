@@ -25,8 +25,10 @@ const densityFloor = 3 << 30
 // context holding a variable, frozen: sandboxd's memory, the host's memory
 // per session, and the thaw of a sample of them.
 func density(bin string, n, count int) error {
+	// pyburst is python with a pool sized for a burst of 32.
 	d, err := startDaemon(bin, "sandbox_uids = \"1000300000-1000302999\"\n"+
-		"sessions {\n  max = 32\n  max_frozen = 4000\n  freeze_after = \"0s\"\n  ttl = \"2h\"\n}\n")
+		"sessions {\n  max = 32\n  max_frozen = 4000\n  freeze_after = \"0s\"\n  ttl = \"2h\"\n}\n"+
+		"language \"pyburst\" {\n  plugin = \"python\"\n  pool {\n    min_idle = 32\n    max = 48\n  }\n}\n")
 	if err != nil {
 		return err
 	}
@@ -57,9 +59,13 @@ func density(bin string, n, count int) error {
 	fmt.Printf("| the same cell, frozen session (thaw included) | %.1f | %.1f |\n", frozenCell.p50, frozenCell.p99)
 	_ = c.DeleteSession(ctx, s.ID)
 
-	for _, burst := range []int{32, 100} {
-		waitQuiet(c, "python")
-		fmt.Print(createBurst(c, burst))
+	for _, burst := range []struct {
+		lang  string
+		count int
+	}{{"python", 32}, {"python", 100}, {"pyburst", 32}} {
+		deleteAll(c)
+		waitQuiet(c, burst.lang)
+		fmt.Print(createBurst(c, burst.lang, burst.count))
 	}
 	deleteAll(c)
 	waitQuiet(c, "python")
@@ -69,9 +75,9 @@ func density(bin string, n, count int) error {
 	return err
 }
 
-// createBurst asks for count sessions at once, and says how long each
-// took to be created and how many failed.
-func createBurst(c *client.Client, count int) string {
+// createBurst asks for count sessions of lang at once, and says how long
+// each took to be created and how many failed.
+func createBurst(c *client.Client, lang string, count int) string {
 	var failed atomic.Int64
 	var mu sync.Mutex
 	var samples []float64
@@ -81,7 +87,7 @@ func createBurst(c *client.Client, count int) string {
 		go func() {
 			defer wg.Done()
 			start := time.Now()
-			if _, err := c.CreateSession(context.Background(), api.SessionRequest{Language: "python"}); err != nil {
+			if _, err := c.CreateSession(context.Background(), api.SessionRequest{Language: lang}); err != nil {
 				failed.Add(1)
 				fmt.Fprintln(os.Stderr, "bench: burst:", err)
 				return
@@ -93,8 +99,12 @@ func createBurst(c *client.Client, count int) string {
 	}
 	wg.Wait()
 	st := summarize(samples)
-	return fmt.Sprintf("\n%d session creates at once (sessions.max 32; past it each create freezes the least recently used): p50 %.0f ms, p99 %.0f ms, %d failed.\n",
-		count, st.p50, st.p99, failed.Load())
+	pool := "the shipped pool, min_idle 2"
+	if lang != "python" {
+		pool = "a pool of min_idle 32"
+	}
+	return fmt.Sprintf("\n%d %s session creates at once (%s; sessions.max 32, past it each create freezes the least recently used): p50 %.0f ms, p99 %.0f ms, %d failed.\n",
+		count, "python", pool, st.p50, st.p99, failed.Load())
 }
 
 // frozenHold opens count python sessions, each with a context holding its

@@ -100,7 +100,10 @@ type Sessions struct {
 	FreezeAfter time.Duration
 	// MaxFrozen bounds the frozen sessions; past it, the longest frozen
 	// hibernates.
-	MaxFrozen   int
+	MaxFrozen int
+	// MemoryLow is the host's available memory under which frozen
+	// sessions hibernate, the longest frozen first (0: never).
+	MemoryLow   int64
 	Max         int   // running sessions at once: neither frozen nor hibernated
 	MaxTransfer int64 // bytes per upload or download
 	// OnIdle is what idle_timeout does to a session: OnIdleHibernate or
@@ -246,7 +249,7 @@ func Builtin() Config {
 			OutputLimit: 1 << 20,
 		},
 		Sessions: Sessions{
-			TTL: 24 * time.Hour, MaxTTL: 7 * 24 * time.Hour, IdleTimeout: 10 * time.Minute, FreezeAfter: 30 * time.Second, MaxFrozen: 1000,
+			TTL: 24 * time.Hour, MaxTTL: 7 * 24 * time.Hour, IdleTimeout: 10 * time.Minute, FreezeAfter: 30 * time.Second, MaxFrozen: 1000, MemoryLow: 1 << 30,
 			Max: 32, MaxTransfer: 256 << 20,
 			OnIdle: OnIdleHibernate, MaxHibernated: 1000, MaxHibernatedBytes: 20 << 30, KeepMemory: true,
 		},
@@ -354,6 +357,7 @@ type sessionsSchema struct {
 	IdleTimeout *string  `hcl:"idle_timeout,optional"`
 	FreezeAfter *string  `hcl:"freeze_after,optional"`
 	MaxFrozen   *int     `hcl:"max_frozen,optional"`
+	MemoryLow   *string  `hcl:"memory_low,optional"`
 	Max         *int     `hcl:"max,optional"`
 	MaxTransfer *string  `hcl:"max_transfer,optional"`
 	OnIdle      *string  `hcl:"on_idle,optional"`
@@ -798,6 +802,9 @@ func (v *validator) sessions(ss *sessionsSchema, s Sessions) Sessions {
 		if s.MaxFrozen < 0 || s.MaxFrozen > 100000 {
 			v.fail(ss.Body, "max_frozen", fmt.Sprintf("is %d", s.MaxFrozen), "a number of frozen sessions from 0 (none are frozen) to 100000")
 		}
+	}
+	if ss.MemoryLow != nil {
+		s.MemoryLow = v.size(ss.Body, "memory_low", *ss.MemoryLow, 0)
 	}
 	if ss.Max != nil {
 		s.Max = *ss.Max

@@ -87,7 +87,7 @@ func New(c *client.Client, version string) *mcp.Server {
 		Description: "Hibernate a session you will not use for a while: its files stay on disk and its sandbox goes away (running processes and contexts' variables do not survive). The next call on it wakes it; idle sessions hibernate by themselves."},
 		t.sessionCall((*client.Client).PauseSession))
 	mcp.AddTool(s, &mcp.Tool{Name: "resume_session", Annotations: &mcp.ToolAnnotations{IdempotentHint: true, OpenWorldHint: ptr(false)},
-		Description: "Wake a hibernated session now (any call on it does so too)."},
+		Description: "Wake a hibernated or frozen session now (any call on it does so too)."},
 		t.sessionCall((*client.Client).ResumeSession))
 	mcp.AddTool(s, &mcp.Tool{Name: "close_session", Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)},
 		Description: "Close a session and remove its sandbox with every file in it."},

@@ -145,45 +145,51 @@ func (m *Sessions) unfreeze(ctx context.Context, ss *Session) error {
 		m.rearm(again, rec, ss.Lang)
 		sb = again
 	}
+	// Stored by the janitor's next flush, off the caller's path: a crash
+	// before leaves a frozen record of a running container, whose thaw
+	// at the next start finds nothing to do.
 	ss.mu.Lock()
 	ss.rec.State, ss.rec.FrozenAt = state.SessionActive, nil
-	ss.sb, ss.detached, ss.idleFrom = sb, nil, time.Time{}
-	rec = ss.rec
+	ss.sb, ss.detached, ss.idleFrom, ss.dirty = sb, nil, time.Time{}, true
 	ss.mu.Unlock()
-	if err := m.store.PutSession(rec); err != nil {
-		// The record says frozen still: at the next start it is thawed
-		// again, which finds it running.
-		m.log.Error("storing a thawed session failed", "session", rec.ID, "error", err)
-	}
 	m.log.Debug("session thawed", "session", rec.ID, "took", time.Since(started).Round(time.Microsecond))
 	return nil
 }
 
 // reserveFreezing reserves a place for one more running session: when
 // sessions.max are running, it freezes the least recently used idle one
-// (milliseconds), never hibernating one on a create's path; when none can
-// be frozen, it says why there is no place.
+// (milliseconds), never hibernating one on a create's path. While other
+// creates are under way (a burst), whose sessions will be idle once made,
+// it waits for one, up to resumeWait; otherwise, when none can be frozen,
+// it says at once why there is no place.
 func (m *Sessions) reserveFreezing(ctx context.Context) error {
 	failed := map[*Session]bool{}
+	deadline := time.Now().Add(resumeWait)
 	for {
 		aerr := m.reserve()
 		if aerr == nil || !errdefs.Is(aerr, errdefs.TooManySessions) {
 			return aerr
 		}
 		m.mu.Lock()
-		room := m.census().Frozen < m.cfg.MaxFrozen
+		room, pending := m.census().Frozen < m.cfg.MaxFrozen, m.pending
 		m.mu.Unlock()
-		victim := m.leastRecentlyUsed(nil, failed, nil)
-		if victim == nil || !room {
-			if victim != nil {
-				victim.turn <- struct{}{}
-			}
+		if !room {
 			return aerr
 		}
-		err := m.freeze(ctx, victim, false)
-		victim.turn <- struct{}{}
-		if err != nil {
-			failed[victim] = true
+		if victim := m.leastRecentlyUsed(nil, failed, nil); victim != nil {
+			if err := m.freeze(ctx, victim, false); err != nil {
+				failed[victim] = true
+			}
+			victim.turn <- struct{}{}
+			continue
+		}
+		if pending == 0 || time.Now().After(deadline) {
+			return aerr
+		}
+		select {
+		case <-ctx.Done():
+			return errdefs.Errorf(errdefs.Invalid, "gave up waiting for room for the session: %v", ctx.Err())
+		case <-time.After(resumePoll):
 		}
 	}
 }

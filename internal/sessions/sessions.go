@@ -21,10 +21,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -112,6 +115,23 @@ type Sessions struct {
 	idleSlots chan struct{}
 	stop      chan struct{} // ends the janitor and the usage sampler
 	workers   sync.WaitGroup
+}
+
+// memoryAvailable is the host's MemAvailable, in bytes (a very large
+// number when it cannot be read: no pressure).
+func memoryAvailable() int64 {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return math.MaxInt64
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
+			if kib, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64); err == nil {
+				return kib << 10
+			}
+		}
+	}
+	return math.MaxInt64
 }
 
 // New returns the sessions, none yet: Recover brings back the stored ones.
@@ -877,29 +897,33 @@ func (m *Sessions) expire(now time.Time) {
 	for _, ss := range freeze {
 		go m.freezeIdle(ss)
 	}
-	m.hibernateLongestFrozen(frozen, len(freeze))
+	// Past max_frozen, or under memory pressure, the longest frozen go to
+	// disk.
+	over := len(frozen) + len(freeze) - m.cfg.MaxFrozen
+	if m.cfg.MemoryLow > 0 && memoryAvailable() < m.cfg.MemoryLow {
+		over = max(over, hibernateParallel)
+	}
+	for _, ss := range longestFrozen(frozen, over) {
+		go m.hibernateIdle(ss)
+	}
 }
 
-// hibernateLongestFrozen hibernates the longest frozen of frozen (idle,
-// their turns free) while more than max_frozen are frozen, counting
-// freezing that are about to be.
-func (m *Sessions) hibernateLongestFrozen(frozen []*Session, freezing int) {
-	over := len(frozen) + freezing - m.cfg.MaxFrozen
-	if over <= 0 {
-		return
-	}
+// longestFrozen takes the turns of the n longest frozen of frozen whose
+// turns are free, and returns them.
+func longestFrozen(frozen []*Session, n int) []*Session {
 	slices.SortFunc(frozen, func(a, b *Session) int { return frozenAt(a).Compare(frozenAt(b)) })
+	var out []*Session
 	for _, ss := range frozen {
-		if over == 0 {
-			return
+		if len(out) >= n {
+			break
 		}
 		select {
 		case <-ss.turn:
-			over--
-			go m.hibernateIdle(ss)
+			out = append(out, ss)
 		default:
 		}
 	}
+	return out
 }
 
 func frozenAt(ss *Session) time.Time {

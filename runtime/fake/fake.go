@@ -36,7 +36,10 @@ type Runtime struct {
 	creates int // Create calls that made a sandbox
 	// Builds, when set, holds every image build until it receives (or is
 	// closed): a test sees what happens while an image builds.
-	Builds   chan struct{}
+	Builds chan struct{}
+	// Freezes makes it a runtime.Freezer that records which sandboxes are
+	// frozen (Frozen) but stops nothing: for the bookkeeping of freezing.
+	Freezes  bool
 	onCreate func(spec runtime.Spec)
 }
 
@@ -316,3 +319,35 @@ func endUnder(dirs ...string) int {
 }
 
 var _ runtime.Runtime = (*Runtime)(nil)
+
+// Freeze implements runtime.Freezer when Freezes is set: it marks the
+// sandbox paused.
+func (r *Runtime) Freeze(ctx context.Context, id string) error { return r.setPaused(id, true) }
+
+// Thaw implements runtime.Freezer when Freezes is set.
+func (r *Runtime) Thaw(ctx context.Context, id string) error { return r.setPaused(id, false) }
+
+// Frozen says whether sandbox id is frozen.
+func (r *Runtime) Frozen(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sb, ok := r.sandboxes[id]
+	return ok && sb.c.Paused
+}
+
+func (r *Runtime) setPaused(id string, paused bool) error {
+	if err := r.check(); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.Freezes {
+		return runtime.ErrNoFreeze
+	}
+	sb, ok := r.sandboxes[id]
+	if !ok {
+		return fmt.Errorf("no sandbox %s", id)
+	}
+	sb.c.Paused = paused
+	return nil
+}

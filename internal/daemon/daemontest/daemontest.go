@@ -75,6 +75,8 @@ type Options struct {
 	// HoldBuilds holds every image build until the test sends on (or
 	// closes) the runtime's Builds.
 	HoldBuilds bool
+	// Freezes makes the fake runtime a Freezer (see fake.Runtime.Freezes).
+	Freezes bool
 }
 
 // NewWith is New with more to say.
@@ -110,6 +112,7 @@ images_dir = %q
 	if o.HoldBuilds {
 		rt.Builds = make(chan struct{})
 	}
+	rt.Freezes = o.Freezes
 	d, err := daemon.New(context.Background(), cfg, rt, store, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
