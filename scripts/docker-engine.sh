@@ -99,6 +99,20 @@ if ! command -v dockerd >/dev/null 2>&1 || ! command -v debootstrap >/dev/null 2
 	current_runsc || { say "runsc $(runsc --version 2>/dev/null | head -1) is older than $runsc_min"; exit 1; }
 fi
 
+# Each sandbox holds about 30 threads (its containerd shim, its supervisor,
+# its interpreters), and every thread takes a pid: a host left at the
+# kernel's old default of 32768 pids runs out near a thousand sessions, and
+# then no program on it can start a thread. systemd raises it to 4194304
+# where it runs; here, nothing does.
+pid_max_wanted=4194304
+if [ "$(cat /proc/sys/kernel/pid_max)" -lt "$pid_max_wanted" ]; then
+	if echo "$pid_max_wanted" >/proc/sys/kernel/pid_max 2>/dev/null; then
+		say "kernel.pid_max raised to $pid_max_wanted (as systemd sets it)"
+	else
+		say "kernel.pid_max is $(cat /proc/sys/kernel/pid_max), and could not be raised: about 1000 sessions at most"
+	fi
+fi
+
 # A dockerd that is still starting or shutting down owns the pid file: wait
 # for it. Files left by one that died (a machine's previous session) go.
 running_dockerd() {

@@ -3,6 +3,10 @@ package sessions
 import (
 	"context"
 	"errors"
+	"math"
+	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sandboxd/sandboxd/internal/errdefs"
@@ -231,4 +235,39 @@ func (m *Sessions) recoverFrozen(rec state.Session, c runtime.Container) string 
 	ss.detached = &c
 	m.live[rec.ID] = ss
 	return ""
+}
+
+// threadsReserve is the share of the host's pids (kernel.pid_max, and
+// threads-max) kept free: past it, a Go program that needs another thread
+// (sandboxd itself, the engine, a container's shim) aborts.
+const threadsReserve = 0.1
+
+// roomForThreads says why no new sandbox should start when the host's
+// threads near its pid limit: each sandbox takes about 30.
+func roomForThreads() error {
+	load, err := os.ReadFile("/proc/loadavg") // "0.5 0.3 0.2 1/250 12345": 250 threads
+	if err != nil {
+		return nil
+	}
+	f := strings.Fields(string(load))
+	if len(f) < 4 {
+		return nil
+	}
+	_, total, _ := strings.Cut(f[3], "/")
+	threads, err := strconv.Atoi(total)
+	if err != nil {
+		return nil
+	}
+	limit := math.MaxInt
+	for _, name := range []string{"/proc/sys/kernel/pid_max", "/proc/sys/kernel/threads-max"} {
+		if b, err := os.ReadFile(name); err == nil {
+			if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				limit = min(limit, n)
+			}
+		}
+	}
+	if float64(threads) > (1-threadsReserve)*float64(limit) {
+		return errdefs.Errorf(errdefs.TooManySessions, "the host runs %d threads of the %d its kernel allows (kernel.pid_max, kernel.threads-max); end sessions, or raise kernel.pid_max (scripts/docker-engine.sh sets 4194304)", threads, limit)
+	}
+	return nil
 }

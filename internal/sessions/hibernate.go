@@ -260,6 +260,9 @@ func (m *Sessions) resume(ctx context.Context, ss *Session) error {
 	if rec.Hibernation == nil {
 		return nil // resumed, or closed, while we waited
 	}
+	if aerr := roomForThreads(); aerr != nil {
+		return aerr
+	}
 	if aerr := m.reserveEvicting(ctx, ss, true); aerr != nil {
 		return aerr
 	}

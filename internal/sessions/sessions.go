@@ -222,7 +222,10 @@ func (m *Sessions) Create(ctx context.Context, req Request) (*state.Session, err
 		mounts = m.mounts(project.ID)
 	}
 
-	// Reserve a place under the ceiling before the (possibly slow) create.
+	// Reserve a place under the ceilings before the (possibly slow) create.
+	if aerr := roomForThreads(); aerr != nil {
+		return nil, aerr
+	}
 	if aerr := m.reserveFreezing(ctx); aerr != nil {
 		return nil, aerr
 	}
