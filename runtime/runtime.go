@@ -249,6 +249,9 @@ type Freezer interface {
 	Thaw(ctx context.Context, id string) error
 }
 
+// ErrGone: the sandbox's container is not there any more.
+var ErrGone = errors.New("the container is gone")
+
 // ErrNoFreeze: the runtime cannot freeze sandboxes.
 var ErrNoFreeze = errors.New("this runtime cannot freeze sandboxes")
 

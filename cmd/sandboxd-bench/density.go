@@ -35,6 +35,7 @@ func density(bin string, n, count int) error {
 	defer d.stop()
 	c := client.New(d.socket)
 	ctx := context.Background()
+	waitAllQuiet(c)
 	fmt.Printf("\n| frozen python session, runc | p50 ms | p99 ms |\n|---|---|---|\n")
 	s, err := c.CreateSession(ctx, api.SessionRequest{Language: "python"})
 	if err != nil {
@@ -62,7 +63,7 @@ func density(bin string, n, count int) error {
 	for _, burst := range []struct {
 		lang  string
 		count int
-	}{{"python", 32}, {"python", 100}, {"pyburst", 32}} {
+	}{{"python", 32}, {"python", 100}, {"pyburst", 32}, {"pyburst", 100}} {
 		deleteAll(c)
 		waitQuiet(c, burst.lang)
 		fmt.Print(createBurst(c, burst.lang, burst.count))

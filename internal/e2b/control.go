@@ -550,8 +550,11 @@ func (c *controller) pause(w http.ResponseWriter, r *http.Request, sb *sandbox) 
 		writeError(w, http.StatusConflict, "sandbox "+sb.rec.ID+" is paused already")
 		return
 	}
-	_, aerr := c.s.d.Sessions.FreezeInUse(r.Context(), sb.rec.ID)
-	if aerr != nil && c.s.d.Sessions.Unfreezable(sb.rec.ID) {
+	var aerr error
+	if c.s.d.Sessions.CanFreeze(sb.rec.ID) {
+		_, aerr = c.s.d.Sessions.FreezeInUse(r.Context(), sb.rec.ID)
+	}
+	if !c.s.d.Sessions.CanFreeze(sb.rec.ID) { // found so now, or known before
 		sb.procs.killAll()
 		_, aerr = c.s.d.Sessions.Pause(r.Context(), sb.rec.ID)
 	}

@@ -45,16 +45,24 @@ func (m *Sessions) freezeNow(ctx context.Context, id string, evenInUse bool) (*s
 	return m.inTurn(ctx, id, func(ss *Session) error { return m.freeze(ctx, ss, evenInUse) })
 }
 
-// Unfreezable says whether session id's runtime was found unable to
-// freeze it.
-func (m *Sessions) Unfreezable(id string) bool {
+// CanFreeze says whether session id may be frozen: sandboxd.hcl freezes
+// sessions (max_frozen), and its runtime was not found unable to.
+func (m *Sessions) CanFreeze(id string) bool {
 	ss, aerr := m.find(id)
-	if aerr != nil {
+	if aerr != nil || m.cfg.MaxFrozen == 0 {
 		return false
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	return ss.unfreezable
+	return !ss.unfreezable
+}
+
+// isLive says whether ss is still one of the live sessions: not deleted,
+// expired or lost.
+func (m *Sessions) isLive(ss *Session) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.live[ss.Record().ID] == ss
 }
 
 // freeze freezes ss, whose turn the caller holds.
@@ -71,6 +79,9 @@ func (m *Sessions) freeze(ctx context.Context, ss *Session, evenInUse bool) erro
 	case !sb.Alive():
 		ss.mu.Unlock()
 		return errdefs.Errorf(errdefs.RuntimeUnavailable, "session %s's sandbox does not answer now (%v); it stays active", rec.ID, sb.Err())
+	case m.cfg.MaxFrozen == 0:
+		ss.mu.Unlock()
+		return errdefs.Errorf(errdefs.Conflict, "sandboxd.hcl freezes no session (sessions.max_frozen = 0); pause it instead (its workspace goes to disk)")
 	}
 	// Freezing from now: a call arriving meanwhile waits for the turn,
 	// then thaws it. The record says frozen once the container is.
@@ -82,7 +93,9 @@ func (m *Sessions) freeze(ctx context.Context, ss *Session, evenInUse bool) erro
 		ss.mu.Unlock()
 	}()
 	started := time.Now()
+	sb.Froze() // calls under way wait for it past their deadlines
 	if err := m.langs.Freeze(ctx, sb); err != nil {
+		sb.Thawed()
 		if errors.Is(err, runtime.ErrNoFreeze) {
 			ss.mu.Lock()
 			ss.unfreezable = true
@@ -90,6 +103,11 @@ func (m *Sessions) freeze(ctx context.Context, ss *Session, evenInUse bool) erro
 			return errdefs.Errorf(errdefs.Conflict, "session %s's runtime cannot freeze sandboxes; pause it instead (its workspace goes to disk)", rec.ID)
 		}
 		return errdefs.Errorf(errdefs.RuntimeUnavailable, "freezing session %s: %v; it stays active", rec.ID, err)
+	}
+	if !m.isLive(ss) {
+		// Deleted or lost meanwhile: its removal thaws and removes the
+		// container; its record must not come back.
+		return noSession(rec.ID)
 	}
 	now := time.Now().UTC()
 	ss.mu.Lock()
@@ -100,6 +118,7 @@ func (m *Sessions) freeze(ctx context.Context, ss *Session, evenInUse bool) erro
 		if terr := m.langs.Thaw(ctx, sb.ID); terr != nil {
 			m.log.Error("thawing a session whose freeze could not be stored failed", "session", rec.ID, "error", terr)
 		}
+		sb.Thawed()
 		ss.mu.Lock()
 		ss.rec.State, ss.rec.FrozenAt = state.SessionActive, nil
 		ss.mu.Unlock()
@@ -139,9 +158,14 @@ func (m *Sessions) unfreeze(ctx context.Context, ss *Session) error {
 		return nil
 	}
 	if err := m.langs.Thaw(ctx, rec.ContainerID); err != nil {
+		if errors.Is(err, runtime.ErrGone) {
+			return m.lose(ss, "its container was gone when it was to thaw")
+		}
 		return errdefs.Errorf(errdefs.RuntimeUnavailable, "thawing session %s: %v; it stays frozen, retry later", rec.ID, err)
 	}
-	if sb == nil {
+	if sb != nil {
+		sb.Thawed()
+	} else {
 		again, err := m.langs.Attach(ctx, ss.Lang, *detached, storedAllow(rec, ss.Lang))
 		if err != nil {
 			return m.lose(ss, "its container did not answer once thawed: "+err.Error())

@@ -89,7 +89,7 @@ func TestFreezeUnsupported(t *testing.T) {
 	if aerr != nil {
 		t.Fatal(aerr)
 	}
-	if _, aerr := d.Sessions.Freeze(ctx, s.ID); !errdefs.Is(aerr, errdefs.Conflict) || !d.Sessions.Unfreezable(s.ID) {
+	if _, aerr := d.Sessions.Freeze(ctx, s.ID); !errdefs.Is(aerr, errdefs.Conflict) || d.Sessions.CanFreeze(s.ID) {
 		t.Fatalf("freezing where the runtime cannot: %v", aerr)
 	}
 	if got, _ := d.Sessions.Get(s.ID); got.State != state.SessionActive {

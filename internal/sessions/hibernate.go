@@ -116,11 +116,35 @@ const hibernateTimeout = 10 * time.Minute
 // container instead, memory and all, and keeps it stopped (the archive
 // stays as the fallback). On any failure the session stays active.
 func (m *Sessions) hibernate(ctx context.Context, ss *Session) error {
+	ss.mu.Lock()
+	frozen, users := ss.rec.State == state.SessionFrozen, ss.users
+	ss.mu.Unlock()
+	if !frozen {
+		return m.hibernateRunning(ctx, ss)
+	}
 	// Its supervisor writes the archive: a frozen session thaws first,
-	// outside sessions.max, as it is on its way out.
+	// outside sessions.max, as it is on its way out; what would stop it
+	// is checked before, and one that fails after is frozen again.
+	if users > 0 {
+		return errdefs.Errorf(errdefs.Conflict, "session %s has a terminal or another operation open; close it, then pause", ss.Record().ID)
+	}
+	if _, aerr := m.hibernationRoom(); aerr != nil {
+		return aerr
+	}
 	if aerr := m.unfreeze(ctx, ss); aerr != nil {
 		return aerr
 	}
+	aerr := m.hibernateRunning(ctx, ss)
+	if aerr != nil {
+		if ferr := m.freeze(ctx, ss, true); ferr != nil {
+			m.log.Warn("freezing again a session that could not hibernate failed; it runs", "session", ss.Record().ID, "error", ferr)
+		}
+	}
+	return aerr
+}
+
+// hibernateRunning is hibernate for a running session.
+func (m *Sessions) hibernateRunning(ctx context.Context, ss *Session) error {
 	ss.mu.Lock()
 	sb, rec, users := ss.sb, ss.rec, ss.users
 	ss.mu.Unlock()

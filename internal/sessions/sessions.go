@@ -613,6 +613,9 @@ func (m *Sessions) reviveDropped() {
 	}
 	m.mu.Unlock()
 	for _, ss := range dropped {
+		if rec := ss.Record(); rec.State == state.SessionFrozen {
+			continue // its thaw connects again
+		}
 		select {
 		case <-ss.turn: // idle; while it is tried, the turn stays taken
 			go func() {
@@ -716,6 +719,7 @@ func (m *Sessions) Expire(id string, ttl time.Duration) (*state.Session, error) 
 	ss.mu.Lock()
 	ss.rec.ExpiresAt = time.Now().UTC().Add(ttl)
 	ss.rec.IdleTimeout = units.Duration(m.cfg.MaxTTL)
+	ss.dirty = true // stored again by flush, whatever another store wrote meanwhile
 	rec := ss.rec
 	ss.mu.Unlock()
 	if err := m.store.PutSession(rec); err != nil {
@@ -842,6 +846,7 @@ func (m *Sessions) expire(now time.Time) {
 	m.mu.Lock()
 	var due, idle, freeze []*Session
 	var frozen []*Session // idle and frozen, for max_frozen
+	frozenNow := m.census().Frozen
 	for id, ss := range m.live {
 		ss.mu.Lock()
 		rec, users, idleFrom, unfreezable := ss.rec, ss.users, ss.idleFrom, ss.unfreezable
@@ -853,7 +858,8 @@ func (m *Sessions) expire(now time.Time) {
 			idleFor = since
 		}
 		idleOut := idleFor > time.Duration(rec.IdleTimeout)
-		toFreeze := rec.State == state.SessionActive && m.cfg.FreezeAfter > 0 && idleFor > m.cfg.FreezeAfter && quiet && !unfreezable
+		toFreeze := rec.State == state.SessionActive && m.cfg.FreezeAfter > 0 && idleFor > m.cfg.FreezeAfter && quiet && !unfreezable &&
+			frozenNow+len(freeze) < m.cfg.MaxFrozen
 		if rec.State == state.SessionFrozen && users == 0 {
 			frozen = append(frozen, ss)
 		}
@@ -983,6 +989,11 @@ func (m *Sessions) Recover(ctx context.Context, containers []runtime.Container) 
 		if now.After(rec.ExpiresAt) {
 			_ = m.store.DeleteSession(rec.ID)
 			continue
+		}
+		if c, ok := byID[rec.ContainerID]; ok && rec.State == state.SessionFrozen && !c.Paused {
+			// Thawed, and the crash came before the record said so: it is
+			// attached to as an active one.
+			rec.State, rec.FrozenAt = state.SessionActive, nil
 		}
 		if rec.State != state.SessionActive {
 			mu.Lock() // the attaches below write the same maps

@@ -131,18 +131,24 @@ const quietCPU = 3.0
 
 // quiet says whether the sandbox was measured quiet all through the last
 // window before now: a session unused but at work in the background (a
-// build, a training run) is not frozen. ss.mu is held.
+// build, a training run) is not frozen. A sandbox too busy to answer its
+// samples (they are left out) is not known to be quiet: the last sample
+// must be recent, and the window hold half the samples it should. ss.mu
+// is held.
 func (ss *Session) quiet(now time.Time, window time.Duration) bool {
 	window = min(window, usageKept*usageEvery*4/5) // what the series keeps, less samples missed
-	if len(ss.usage) == 0 || now.Sub(ss.usage[0].At) < window {
-		return false // not measured for long enough yet
+	n := len(ss.usage)
+	if n == 0 || now.Sub(ss.usage[0].At) < window || now.Sub(ss.usage[n-1].At) > 3*usageEvery {
+		return false
 	}
-	for i := len(ss.usage) - 1; i >= 0 && now.Sub(ss.usage[i].At) <= window; i-- {
+	seen := 0
+	for i := n - 1; i >= 0 && now.Sub(ss.usage[i].At) <= window; i-- {
 		if ss.usage[i].CPUPercent >= quietCPU {
 			return false
 		}
+		seen++
 	}
-	return true
+	return seen >= max(1, int(window/usageEvery)/2)
 }
 
 // running returns the session's sandbox, or nil while it is frozen or

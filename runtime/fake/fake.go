@@ -39,7 +39,9 @@ type Runtime struct {
 	Builds chan struct{}
 	// Freezes makes it a runtime.Freezer that records which sandboxes are
 	// frozen (Frozen) but stops nothing: for the bookkeeping of freezing.
-	Freezes  bool
+	Freezes bool
+	// OnFreeze, when set, is called by each Freeze once it has paused.
+	OnFreeze func(id string)
 	onCreate func(spec runtime.Spec)
 }
 
@@ -321,8 +323,18 @@ func endUnder(dirs ...string) int {
 var _ runtime.Runtime = (*Runtime)(nil)
 
 // Freeze implements runtime.Freezer when Freezes is set: it marks the
-// sandbox paused.
-func (r *Runtime) Freeze(ctx context.Context, id string) error { return r.setPaused(id, true) }
+// sandbox paused, then calls OnFreeze, if set (the engine has paused it
+// and not yet answered).
+func (r *Runtime) Freeze(ctx context.Context, id string) error {
+	err := r.setPaused(id, true)
+	r.mu.Lock()
+	onFreeze := r.OnFreeze
+	r.mu.Unlock()
+	if err == nil && onFreeze != nil {
+		onFreeze(id)
+	}
+	return err
+}
 
 // Thaw implements runtime.Freezer when Freezes is set.
 func (r *Runtime) Thaw(ctx context.Context, id string) error { return r.setPaused(id, false) }

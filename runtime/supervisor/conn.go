@@ -41,6 +41,55 @@ type Conn struct {
 	logs   func(line string) // see TakeLogs
 	err    error
 	done   chan struct{}
+	// The time the supervisor spent frozen (Froze, Thawed), which no
+	// deadline of a call counts: a frozen supervisor cannot answer.
+	frozenAt    time.Time
+	frozenTotal time.Duration
+}
+
+// Froze says the supervisor is frozen from now: calls under way wait for
+// it, past their deadlines.
+func (c *Conn) Froze() {
+	c.mu.Lock()
+	if c.frozenAt.IsZero() {
+		c.frozenAt = time.Now()
+	}
+	c.mu.Unlock()
+}
+
+// Thawed says the supervisor runs again.
+func (c *Conn) Thawed() {
+	c.mu.Lock()
+	if !c.frozenAt.IsZero() {
+		c.frozenTotal += time.Since(c.frozenAt)
+		c.frozenAt = time.Time{}
+	}
+	c.mu.Unlock()
+}
+
+// frozen is the time the supervisor spent frozen so far, and whether it
+// is now.
+func (c *Conn) frozen() (time.Duration, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.frozenAt.IsZero() {
+		return c.frozenTotal, false
+	}
+	return c.frozenTotal + time.Since(c.frozenAt), true
+}
+
+// owed waits out the time the supervisor was frozen since a wait began
+// (had counted already): it returns how much longer to wait, and the new
+// total counted; 0 when the wait is over.
+func (c *Conn) owed(had time.Duration) (time.Duration, time.Duration) {
+	total, now := c.frozen()
+	switch {
+	case now:
+		return killGrace, total // frozen still: look again later
+	case total > had:
+		return total - had, total
+	}
+	return 0, total
 }
 
 // TakeLogs asks the supervisor, at the next Hello, for its diagnostics
@@ -280,25 +329,57 @@ func (c *Conn) call(ctx context.Context, m Message, limit int64, feed feeder, ou
 	}
 	defer close(inDone)
 
-	backstop := time.NewTimer(timeout + killGrace)
-	defer backstop.Stop()
-	select {
-	case end := <-cl.end:
+	counted, _ := c.frozen()
+	end, how := c.await(cl, timeout+killGrace, &counted, ctx.Done())
+	switch how {
+	case answered:
 		return end, nil
-	case <-c.done:
+	case connEnded:
 		return Message{}, c.Err()
-	case <-backstop.C:
+	case timedOut:
 		return Message{}, fmt.Errorf("%w (%s, %s)", ErrPastDeadline, m.Op, killGrace)
-	case <-ctx.Done():
 	}
 	_ = c.send(Message{Op: OpKill, ID: id})
-	select {
-	case end := <-cl.end:
+	switch end, how = c.await(cl, killGrace, &counted, nil); how {
+	case answered:
 		return end, nil
-	case <-c.done:
+	case connEnded:
 		return Message{}, c.Err()
-	case <-time.After(killGrace):
-		return Message{}, fmt.Errorf("%w: no answer to %s %s after kill", ErrDead, m.Op, killGrace)
+	}
+	return Message{}, fmt.Errorf("%w: no answer to %s %s after kill", ErrDead, m.Op, killGrace)
+}
+
+// How a wait for a call's end ended.
+type waited int
+
+const (
+	answered  waited = iota // the end message came
+	connEnded               // the connection ended
+	timedOut                // the limit passed
+	cancelled               // cancel was closed
+)
+
+// await waits for cl's end message, for at most limit plus the time the
+// supervisor spends frozen meanwhile (counted is the frozen time already
+// waited out), or until cancel is closed.
+func (c *Conn) await(cl *call, limit time.Duration, counted *time.Duration, cancel <-chan struct{}) (Message, waited) {
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	for {
+		select {
+		case end := <-cl.end:
+			return end, answered
+		case <-c.done:
+			return Message{}, connEnded
+		case <-cancel:
+			return Message{}, cancelled
+		case <-timer.C:
+			var more time.Duration
+			if more, *counted = c.owed(*counted); more == 0 {
+				return Message{}, timedOut
+			}
+			timer.Reset(more) // it was frozen meanwhile
+		}
 	}
 }
 

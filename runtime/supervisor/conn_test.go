@@ -248,3 +248,25 @@ func TestLogsGoToAHostThatAsks(t *testing.T) {
 		t.Error("a host that takes no diagnostics asked for them")
 	}
 }
+
+// A supervisor frozen past a call's deadline is waited for: the time it
+// was frozen does not count, so the call gets its answer once it thaws.
+func TestFrozenTimeDoesNotCount(t *testing.T) {
+	c, f := newPair(t)
+	hello(t, c, f)
+	go func() {
+		m := f.next(t)
+		c.Froze()
+		time.Sleep(killGrace + 500*time.Millisecond) // past the deadline and its grace
+		c.Thawed()
+		f.say(Message{Op: OpDone, ID: m.ID, Done: &FileResult{}})
+	}()
+	if _, err := c.call(context.Background(), Message{Op: OpList, File: &FileRequest{Path: "."}}, 0, nil, nil, 100*time.Millisecond); err != nil {
+		t.Fatalf("a call whose supervisor was frozen past its deadline: %v", err)
+	}
+	// Without a freeze, the deadline holds.
+	go func() { f.next(t) }()
+	if _, err := c.call(context.Background(), Message{Op: OpList, File: &FileRequest{Path: "."}}, 0, nil, nil, 100*time.Millisecond); !errors.Is(err, ErrPastDeadline) {
+		t.Fatalf("a silent supervisor past the deadline: %v", err)
+	}
+}
