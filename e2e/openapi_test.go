@@ -300,6 +300,8 @@ http { listen = "127.0.0.1:0" }`})
 		{"PATCH", sp + "/network", "", `{"allow":[]}`, "application/json", 200},
 		{"GET", sp + "/ports", "", "", "", 200},
 		{"GET", sp + "/metrics", "", "", "", 200},
+		{"POST", sp + "/freeze", "", "", "", 200},
+		{"POST", sp + "/resume", "", "", "", 200},
 		{"POST", sp + "/pause", "", "", "", 200},
 		{"POST", sp + "/resume", "", "", "", 200},
 		{"POST", "/v1/sessions/s-none/pause", "", "", "", 404},
