@@ -120,6 +120,25 @@ type SecretList struct {
 // nothing.
 type Network struct {
 	Allow []string `json:"allow"`
+	// Deny refuses what its entries cover (a name, a wildcard, an IP or
+	// a CIDR; without a port, every port), though Allow lets it through,
+	// unless Except covers it too; a name is refused by its name and by
+	// each address it resolves to. Sessions only.
+	Deny   []string `json:"deny,omitempty"`
+	Except []string `json:"except,omitempty"`
+	// Proxy is a SOCKS5 proxy every connection Allow lets through goes
+	// through; when it cannot be reached, the connection fails. Its
+	// host:port must be one the language's network.allow names.
+	// Sessions only.
+	Proxy *Proxy `json:"proxy,omitempty"`
+}
+
+// Proxy is a SOCKS5 proxy (RFC 1928), with RFC 1929's user name and
+// password when Username is set. The password is never shown back.
+type Proxy struct {
+	Address  string `json:"address"` // host:port
+	Username string `json:"username,omitempty"`
+	Password string `json:"password,omitempty"`
 }
 
 // Egress is one connection a program opened (or tried to) through the

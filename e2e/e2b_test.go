@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxd/sandboxd/internal/egress/egresstest"
 	"github.com/sandboxd/sandboxd/internal/testutil"
 )
 
@@ -23,9 +25,9 @@ const (
 	e2bOtherKey = "e2b_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 )
 
-// e2bDaemon starts sandboxd with an e2b block; it returns the listener's
-// URL.
-func e2bDaemon(t *testing.T) (*testutil.Daemon, string) {
+// e2bDaemon starts sandboxd with an e2b block, and extra HCL; it returns
+// the listener's URL.
+func e2bDaemon(t *testing.T, extra ...string) (*testutil.Daemon, string) {
 	t.Helper()
 	d := testutil.StartDaemon(t, testutil.Options{Languages: pythonOnly + `
 language "node" {
@@ -40,7 +42,8 @@ e2b {
 }
 policy "commands" {}
 sessions { max_transfer = "1MiB" }
-`, e2bKey, e2bOtherKey)})
+%s
+`, e2bKey, e2bOtherKey, strings.Join(extra, "\n"))})
 	return d, e2bURL(t, d)
 }
 
@@ -167,11 +170,24 @@ func runE2BSuite(t *testing.T, suite string) {
 	if err != nil {
 		testutil.Missing(t, "node is not installed")
 	}
-	d, url := e2bDaemon(t)
+	// What the sandboxes may reach: a server on loopback, directly or
+	// through a SOCKS5 proxy, which says where the proxy connected.
+	socks := egresstest.NewSocks5(t, "proxy-user", "proxy-password")
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/socks-targets" {
+			_ = json.NewEncoder(w).Encode(socks.Targets())
+			return
+		}
+		_, _ = io.WriteString(w, "hello from the origin")
+	}))
+	t.Cleanup(origin.Close)
+	originAddr := strings.TrimPrefix(origin.URL, "http://")
+	d, url := e2bDaemon(t, fmt.Sprintf("network {\n  allow = [%q, %q]\n}", originAddr, socks.Addr))
 	// --test-force-exit: the SDK keeps timers for its requests running.
 	cmd := exec.Command(node, "--test", "--test-force-exit", "--test-reporter=spec", suite)
 	cmd.Env = append(os.Environ(), "E2B_API_KEY="+e2bKey, "E2B_API_URL="+url, "E2B_SANDBOX_URL="+url,
-		"E2B_OTHER_KEY="+e2bOtherKey, "SANDBOXCTL="+filepath.Join(d.Bin, "sandboxctl"), "SANDBOXD_SOCKET="+d.Socket)
+		"E2B_OTHER_KEY="+e2bOtherKey, "SANDBOXCTL="+filepath.Join(d.Bin, "sandboxctl"), "SANDBOXD_SOCKET="+d.Socket,
+		"ORIGIN="+originAddr, "SOCKS="+socks.Addr)
 	out, err := cmd.CombinedOutput()
 	t.Logf("node --test %s:\n%s", filepath.Base(suite), out)
 	if err != nil {

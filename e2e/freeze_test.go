@@ -121,7 +121,14 @@ func testFreeze(t *testing.T, runtime string) {
 	// Idle and quiet, it freezes by itself; busy, it does not.
 	sh(t, c, id, "kill $(cat ticker.pid)")
 	busy := newSession(t, c, api.SessionRequest{Language: "python"})
-	sh(t, c, busy, "(timeout 60 python3 -c 'while True: pass' >/dev/null 2>&1 &)")
+	// About a third of a CPU: at work, well past the 10% of a quiet one,
+	// and leaving the cores to the engine and the other tests.
+	sh(t, c, busy, "(timeout 60 python3 -c '"+`
+import time
+while True:
+    t = time.time()
+    while time.time() - t < 0.03: pass
+    time.sleep(0.07)`+"' >/dev/null 2>&1 &)")
 	waitForWithin(t, "the quiet session to freeze by itself", 30*time.Second, func() bool {
 		if m, err := c.Metrics(ctx(t), id); err == nil && len(m.Series) > 0 {
 			t.Logf("CPU %.2f%%", m.Series[len(m.Series)-1].CPUPercent)
@@ -130,6 +137,9 @@ func testFreeze(t *testing.T, runtime string) {
 	})
 	if s := stateOf(t, c, busy); s != api.SessionActive {
 		t.Errorf("a session busy in the background: %s; want it running", s)
+	}
+	if err := c.DeleteSession(ctx(t), busy); err != nil {
+		t.Fatal(err)
 	}
 
 	// SIGKILL: the frozen session comes back frozen, then thaws whole.

@@ -113,7 +113,7 @@ func createBurst(c *client.Client, lang string, count int) string {
 // them, at random, with their variables read back.
 func frozenHold(c *client.Client, d *daemon, count int) (string, error) {
 	ctx := context.Background()
-	rssBefore, availBefore := rssKiB(d.cmd.Process.Pid), memAvailable()
+	rssBefore, availBefore, threadsBefore := rssKiB(d.cmd.Process.Pid), memAvailable(), hostThreads()
 	started := time.Now()
 	var ids []string
 	stopped := ""
@@ -136,7 +136,7 @@ func frozenHold(c *client.Client, d *daemon, count int) (string, error) {
 	}
 	opened := time.Since(started)
 	waitQuiet(c, "python")
-	rssAfter, availAfter := rssKiB(d.cmd.Process.Pid), memAvailable()
+	rssAfter, availAfter, threadsAfter := rssKiB(d.cmd.Process.Pid), memAvailable(), hostThreads()
 	perSession := (availBefore - availAfter) / int64(max(len(ids), 1))
 	var samples []float64
 	failed := 0
@@ -159,6 +159,7 @@ func frozenHold(c *client.Client, d *daemon, count int) (string, error) {
 		fmt.Sprintf("| opened (create, cell, freeze, one after another) in | %.0f s |\n", opened.Seconds()) +
 		fmt.Sprintf("| sandboxd resident memory, before → after | %s → %s |\n", api.ByteSize(rssBefore<<10), api.ByteSize(rssAfter<<10)) +
 		fmt.Sprintf("| host memory per frozen session (MemAvailable's fall / sessions) | %s |\n", api.ByteSize(perSession)) +
+		fmt.Sprintf("| host threads (pids) per frozen session | %d |\n", (threadsAfter-threadsBefore)/max(len(ids), 1)) +
 		fmt.Sprintf("| a cell in one of them at random, thaw included: p50 / p99 | %.1f / %.1f ms (%d failed) |\n", st.p50, st.p99, failed), nil
 }
 
@@ -179,6 +180,19 @@ func deleteAll(c *client.Client) {
 		}()
 	}
 	wg.Wait()
+}
+
+// hostThreads is how many threads the host runs (/proc/loadavg), 0 if
+// unknown.
+func hostThreads() int {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 4 {
+		if _, total, ok := strings.Cut(f[3], "/"); ok {
+			n, _ := strconv.Atoi(total)
+			return n
+		}
+	}
+	return 0
 }
 
 // memAvailable is the host's MemAvailable in bytes, 0 if unknown.

@@ -184,6 +184,66 @@ test("a paused code interpreter keeps its variables", async () => {
   }
 });
 
+test('network: denyOut by CIDR with allowOut exceptions, all traffic denied, egressProxy, as getInfo shows them', async () => {
+  const { ORIGIN, SOCKS } = process.env;
+  // The origin is on the host's loopback: through the egress proxy, which
+  // NO_PROXY would skip for 127.0.0.1.
+  const fetchIn = (sb) => sb.commands.run(`python3 -c "import urllib.request; print(urllib.request.urlopen('http://${ORIGIN}/', timeout=10).read().decode())"`,
+    { envs: { NO_PROXY: '', no_proxy: '' } });
+  // reaches says whether sb fetched the origin; what it got otherwise
+  // goes to the log.
+  const reaches = async (sb) => {
+    try {
+      return (await fetchIn(sb)).stdout === 'hello from the origin\n';
+    } catch (e) {
+      if (!(e instanceof CommandExitError)) throw e;
+      console.log(`fetching the origin: exit ${e.exitCode}: ${e.stderr.trim().split('\n').pop()}`);
+      return false;
+    }
+  };
+  const socksTargets = async () => (await fetch(`http://${ORIGIN}/socks-targets`)).json();
+
+  await withSandbox('python', async (sb) => {
+    assert.equal(await reaches(sb), true, 'the template allows the origin');
+    await sb.updateNetwork({ denyOut: ['127.0.0.0/8'] });
+    assert.equal(await reaches(sb), false, 'a CIDR in denyOut, every port');
+    await sb.updateNetwork({ denyOut: ['127.0.0.0/8'], allowOut: [ORIGIN] });
+    assert.equal(await reaches(sb), true, 'allowOut wins over denyOut');
+    await sb.updateNetwork({ denyOut: ['0.0.0.0/0'] });
+    assert.equal(await reaches(sb), false, 'all traffic denied');
+    assert.deepEqual((await sb.getInfo()).network?.denyOut, ['0.0.0.0/0']);
+    await sb.updateNetwork({});
+    assert.equal(await reaches(sb), true, 'an update without rules gives back what the template allows');
+  });
+
+  const before = (await socksTargets()).length;
+  await withSandbox('python', async (sb) => {
+    assert.equal(await reaches(sb), true, 'through the SOCKS5 proxy');
+    const targets = await socksTargets();
+    assert.deepEqual(targets.slice(before), [ORIGIN], 'the proxy made the connection');
+    const info = await sb.getInfo();
+    assert.deepEqual(info.network?.egressProxy, { address: SOCKS, username: 'proxy-user' }, 'shown without its password');
+    await sb.updateNetwork({ egressProxy: { address: SOCKS, username: 'proxy-user', password: 'wrong' } });
+    assert.equal(await reaches(sb), false, 'a proxy that refuses fails closed: nothing goes out directly');
+    await sb.updateNetwork({});
+    assert.equal(await reaches(sb), true);
+    assert.equal((await socksTargets()).length, before + 1, 'without the proxy, directly');
+  }, { network: { egressProxy: { address: SOCKS, username: 'proxy-user', password: 'proxy-password' } } });
+
+  await assert.rejects(Sandbox.create('python', { network: { egressProxy: { address: '127.0.0.1:9' } } }), /network allows/, 'a proxy the template does not allow');
+});
+
+test('pause({ keepMemory: false }) keeps the files alone', async () => {
+  await withSandbox('base', async (sb) => {
+    await sb.files.write('/home/user/kept.txt', 'kept');
+    await sb.commands.run('sleep 600 >/dev/null 2>&1 & echo $! > /home/user/bg.pid');
+    assert.equal(await sb.pause({ keepMemory: false }), true);
+    const back = await Sandbox.connect(sb.sandboxId);
+    assert.equal(await back.files.read('/home/user/kept.txt'), 'kept');
+    await assert.rejects(back.commands.run('kill -0 "$(cat /home/user/bg.pid)"'), CommandExitError, 'its processes are gone');
+  });
+});
+
 test('commands: output, exit codes, env, cwd, stdin, background, timeouts', async () => {
   await withSandbox('base', async (sb) => {
     const r = await sb.commands.run('echo out; echo err >&2');

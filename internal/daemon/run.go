@@ -78,6 +78,9 @@ func (d *Daemon) run(ctx context.Context, req RunRequest, out OutputFunc, tty *T
 	if aerr != nil {
 		return nil, aerr
 	}
+	if n := req.Network; n != nil && (len(n.Deny) > 0 || len(n.Except) > 0 || n.Proxy != nil) {
+		return nil, errdefs.Errorf(errdefs.Invalid, "network.deny, network.except and network.proxy are for sessions: a run's network is its allow-list alone")
+	}
 	secrets, aerr := d.Languages.Secrets(l, req.Secrets)
 	if aerr != nil {
 		return nil, aerr

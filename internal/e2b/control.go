@@ -83,6 +83,7 @@ type newSandbox struct {
 	Metadata            map[string]string `json:"metadata"`
 	EnvVars             map[string]string `json:"envVars"`
 	AllowInternetAccess *bool             `json:"allow_internet_access"`
+	Network             networkBody       `json:"network"`
 }
 
 // sandboxInfo is a sandbox as the control API describes it.
@@ -101,6 +102,15 @@ type sandboxInfo struct {
 	MemoryMB           int64             `json:"memoryMB"`
 	Metadata           map[string]string `json:"metadata"`
 	State              string            `json:"state"`
+	Network            *networkInfo      `json:"network,omitempty"`
+}
+
+// networkInfo is a sandbox's network as E2B's getInfo shows it: its
+// proxy without the password.
+type networkInfo struct {
+	AllowOut    []string   `json:"allowOut,omitempty"`
+	DenyOut     []string   `json:"denyOut,omitempty"`
+	EgressProxy *api.Proxy `json:"egressProxy,omitempty"`
 }
 
 // decodeBody reads a control call's JSON body; fields sandboxd does not
@@ -149,9 +159,13 @@ func (c *controller) create(w http.ResponseWriter, r *http.Request) {
 		l := wire.APILimits(*tmpl.Limits)
 		sreq.Limits = &l
 	}
-	if req.AllowInternetAccess != nil && !*req.AllowInternetAccess {
-		sreq.Network = &api.Network{Allow: []string{}}
+	req.Network.AllowInternetAccess = req.AllowInternetAccess
+	network, err := c.e2bNetwork(tmpl.Language, req.Network)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
 	}
+	sreq.Network = network
 	sess, aerr := c.s.d.Sessions.Create(r.Context(), wire.SessionRequest(sreq))
 	if aerr != nil {
 		writeAPIError(w, aerr)
@@ -239,33 +253,75 @@ func (c *controller) fork(w http.ResponseWriter, r *http.Request, sb *sandbox) {
 }
 
 // network replaces what the sandbox may reach, as E2B's updateNetwork
-// asks: allowOut names the hosts (within its template's network.allow in
-// sandboxd.hcl), allow_internet_access false or a denyOut without
-// allowOut shuts it, and neither gives back all its template allows.
+// asks (see e2bNetwork); what the update leaves out is cleared.
 func (c *controller) network(w http.ResponseWriter, r *http.Request, sb *sandbox) {
-	var req struct {
-		AllowOut            []string `json:"allowOut"`
-		DenyOut             []string `json:"denyOut"`
-		AllowInternetAccess *bool    `json:"allow_internet_access"`
-	}
+	var req networkBody
 	if err := decodeBody(r, &req); err != nil {
 		writeError(w, http.StatusBadRequest, "malformed JSON: "+err.Error())
 		return
 	}
-	var allow *state.Network // nil: all the template allows
-	switch {
-	case req.AllowInternetAccess != nil && !*req.AllowInternetAccess:
-		allow = &state.Network{Allow: []string{}}
-	case len(req.AllowOut) > 0:
-		allow = &state.Network{Allow: req.AllowOut}
-	case len(req.DenyOut) > 0:
-		allow = &state.Network{Allow: []string{}}
+	sess, aerr := c.s.d.Sessions.Get(sb.rec.ID)
+	if aerr != nil {
+		writeAPIError(w, aerr)
+		return
 	}
-	if _, aerr := c.s.d.Sessions.SetNetwork(r.Context(), sb.rec.ID, allow); aerr != nil {
+	asked, err := c.e2bNetwork(sess.Language, req)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if _, aerr := c.s.d.Sessions.SetNetwork(r.Context(), sb.rec.ID, wire.Network(asked)); aerr != nil {
 		writeAPIError(w, aerr)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// networkBody is E2B's network, as create (its network, with the body's
+// allow_internet_access) and updateNetwork send it.
+type networkBody struct {
+	AllowOut            []string        `json:"allowOut"`
+	DenyOut             []string        `json:"denyOut"`
+	AllowInternetAccess *bool           `json:"allow_internet_access"`
+	EgressProxy         *api.Proxy      `json:"egressProxy"`
+	Rules               json.RawMessage `json:"rules"`
+}
+
+// templateAllow is the allow-list of language's sandboxes in sandboxd.hcl.
+func (c *controller) templateAllow(language string) []string {
+	if l, aerr := c.s.d.Languages.Resolve(language); aerr == nil {
+		return l.Egress().Strings()
+	}
+	return nil
+}
+
+// e2bNetwork maps E2B's network onto a session's of language, within its
+// template's network.allow in sandboxd.hcl. allow_internet_access false,
+// or a denyOut of all traffic, leaves allowOut alone; otherwise denyOut is
+// a deny list that allowOut excepts, as on E2B (allowOut wins); allowOut
+// alone narrows the allow-list to it; egressProxy is the SOCKS5 proxy.
+// nil: all the template allows, directly.
+func (c *controller) e2bNetwork(language string, n networkBody) (*api.Network, error) {
+	if len(n.Rules) > 0 && string(n.Rules) != "null" && string(n.Rules) != "{}" {
+		return nil, errors.New("network rules (request transforms) are not served by sandboxd: a secret block in sandboxd.hcl puts a credential on the requests to its host (see docs/e2b.md)")
+	}
+	template := c.templateAllow(language)
+	allTraffic := func(e string) bool { return e == "0.0.0.0/0" || e == "::/0" }
+	var out *api.Network
+	switch {
+	case n.AllowInternetAccess != nil && !*n.AllowInternetAccess || slices.ContainsFunc(n.DenyOut, allTraffic):
+		out = &api.Network{Allow: append([]string{}, n.AllowOut...)}
+	case len(n.DenyOut) > 0:
+		out = &api.Network{Allow: template, Deny: n.DenyOut, Except: n.AllowOut}
+	case len(n.AllowOut) > 0:
+		out = &api.Network{Allow: n.AllowOut}
+	case n.EgressProxy != nil:
+		out = &api.Network{Allow: template}
+	}
+	if out != nil {
+		out.Proxy = n.EgressProxy
+	}
+	return out, nil
 }
 
 // startTag is the tag of a template's start command among a sandbox's
@@ -288,6 +344,16 @@ func (c *controller) info(rec state.E2BSandbox, sess state.Session, paused, with
 	}
 	if in.Metadata == nil {
 		in.Metadata = map[string]string{}
+	}
+	if n := sess.Network; len(n.Deny) > 0 || n.Proxy != nil || !slices.Equal(n.Allow, c.templateAllow(sess.Language)) {
+		info := &networkInfo{AllowOut: n.Except, DenyOut: n.Deny}
+		if len(n.Deny) == 0 && !slices.Equal(n.Allow, c.templateAllow(sess.Language)) {
+			info.AllowOut, info.DenyOut = n.Allow, []string{"0.0.0.0/0"}
+		}
+		if p := n.Proxy; p != nil {
+			info.EgressProxy = &api.Proxy{Address: p.Address, Username: p.Username}
+		}
+		in.Network = info
 	}
 	if withToken {
 		in.EnvdAccessToken, in.TrafficAccessToken = rec.Token, rec.Token
@@ -543,18 +609,27 @@ func (c *controller) timeout(w http.ResponseWriter, r *http.Request, sb *sandbox
 
 // pause freezes the sandbox, as E2B's pause keeps it: its processes,
 // commands and interpreters stop where they stand, memory kept, until
-// connect. Where its runtime cannot freeze (Kubernetes), it hibernates:
-// its files go to disk, its processes end.
+// connect. Asked not to keep memory (keepMemory: false), or where it
+// cannot be frozen (Kubernetes), it hibernates: its files go to disk, its
+// processes end.
 func (c *controller) pause(w http.ResponseWriter, r *http.Request, sb *sandbox) {
+	var req struct {
+		Memory *bool `json:"memory"`
+	}
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "malformed JSON: "+err.Error())
+		return
+	}
 	if sb.paused.Load() {
 		writeError(w, http.StatusConflict, "sandbox "+sb.rec.ID+" is paused already")
 		return
 	}
+	filesOnly := req.Memory != nil && !*req.Memory
 	var aerr error
-	if c.s.d.Sessions.CanFreeze(sb.rec.ID) {
+	if !filesOnly && c.s.d.Sessions.CanFreeze(sb.rec.ID) {
 		_, aerr = c.s.d.Sessions.FreezeInUse(r.Context(), sb.rec.ID)
 	}
-	if !c.s.d.Sessions.CanFreeze(sb.rec.ID) { // found so now, or known before
+	if filesOnly || !c.s.d.Sessions.CanFreeze(sb.rec.ID) { // found so now, or known before
 		sb.procs.killAll()
 		_, aerr = c.s.d.Sessions.Pause(r.Context(), sb.rec.ID)
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/net/http/httpproxy"
+	"golang.org/x/net/proxy"
 
 	"github.com/sandboxd/sandboxd/internal/redact"
 	"github.com/sandboxd/sandboxd/internal/units"
@@ -228,15 +229,19 @@ type Gate struct {
 	limits   Limits
 	srv      *http.Server
 
-	mu         sync.Mutex
-	allow      List
-	records    []*record
-	unrecorded int
-	conns      int                // open client connections
-	open       map[io.Closer]bool // hijacked tunnels, closed with the gate
-	closed     bool
-	secrets    []Secret
-	scrubber   *redact.Replacer // every form of the secrets' values, to their placeholders
+	mu    sync.Mutex
+	allow List
+	// deny refuses what it covers though allow lets it through, unless
+	// except covers it too (E2B's denyOut and allowOut).
+	deny, except List
+	socks        *Socks // every connection goes through it, when set
+	records      []*record
+	unrecorded   int
+	conns        int                // open client connections
+	open         map[io.Closer]bool // hijacked tunnels, closed with the gate
+	closed       bool
+	secrets      []Secret
+	scrubber     *redact.Replacer // every form of the secrets' values, to their placeholders
 	// intercepted are the servers of connections read for secrets.
 	intercepted map[*http.Server]bool
 	ca          *authority
@@ -252,6 +257,46 @@ func (g *Gate) Allow(l List) {
 	g.mu.Lock()
 	g.allow = l
 	g.mu.Unlock()
+}
+
+// Deny refuses, from now on, what deny covers, though the allow-list lets
+// it through, unless except covers it too; a name is refused by its name
+// and by each address it resolves to.
+func (g *Gate) Deny(deny, except List) {
+	g.mu.Lock()
+	g.deny, g.except = deny, except
+	g.mu.Unlock()
+}
+
+// Socks is a SOCKS5 proxy (RFC 1928, with RFC 1929's user and password
+// when Username is set) that a sandbox's connections go through.
+type Socks struct {
+	Address            string // host:port
+	Username, Password string
+}
+
+// Tunnel sends, from now on, every connection the gate lets through to
+// s (nil: directly), after the gate's own checks; when s cannot be
+// reached, the connection fails: it never goes out directly instead.
+func (g *Gate) Tunnel(s *Socks) {
+	g.mu.Lock()
+	g.socks = s
+	g.mu.Unlock()
+}
+
+// denied is the deny entry that refuses host (at address a, when valid)
+// at port, or "".
+func (g *Gate) denied(host string, a netip.Addr, port uint16) string {
+	g.mu.Lock()
+	deny, except := g.deny, g.except
+	g.mu.Unlock()
+	if except.Entry(host, port) != "" || a.IsValid() && except.AddrEntry(a, port) != "" {
+		return ""
+	}
+	if d := deny.Entry(host, port); d != "" || !a.IsValid() {
+		return d
+	}
+	return deny.AddrEntry(a, port)
 }
 
 // Allowed is the current list.
@@ -579,6 +624,9 @@ func (g *Gate) check(host string, port uint16) (entry, denied string) {
 	if entry = g.Allowed().Entry(host, port); entry == "" {
 		return "", fmt.Sprintf("%s port %d is not in the sandbox's allow-list", host, port)
 	}
+	if d := g.denied(host, netip.Addr{}, port); d != "" {
+		return "", fmt.Sprintf("%s port %d is in the sandbox's deny list (%s)", host, port, d)
+	}
 	return entry, ""
 }
 
@@ -616,16 +664,25 @@ func (g *Gate) connect(ctx context.Context, rec *record) (net.Conn, error) {
 			return fail(true, "resolving "+rec.host+": "+err.Error())
 		}
 		allow := g.Allowed()
-		var refused []string
+		var refused, denied []string
 		for _, a := range found {
 			a = a.Unmap()
 			if Special(a) && allow.AddrEntry(a, rec.port) == "" {
 				refused = append(refused, a.String())
 				continue
 			}
+			if d := g.denied(rec.host, a, rec.port); d != "" {
+				denied = append(denied, a.String()+" ("+d+")")
+				continue
+			}
 			addrs = append(addrs, a)
 		}
-		if len(addrs) == 0 {
+		switch {
+		case len(addrs) > 0:
+		case len(denied) > 0:
+			g.release()
+			return fail(false, fmt.Sprintf("%s resolves to %s, in the sandbox's deny list", rec.host, strings.Join(denied, ", ")))
+		default:
 			g.release()
 			return fail(false, fmt.Sprintf("%s resolves to %s: loopback, private, link-local or metadata addresses need an address entry of their own",
 				rec.host, strings.Join(refused, ", ")))
@@ -667,6 +724,24 @@ func (g *Gate) release() {
 // (never for loopback: the host's own services are not behind it).
 func (g *Gate) dial(ctx context.Context, ap netip.AddrPort) (net.Conn, error) {
 	var d net.Dialer
+	g.mu.Lock()
+	socks := g.socks
+	g.mu.Unlock()
+	if socks != nil {
+		var auth *proxy.Auth
+		if socks.Username != "" {
+			auth = &proxy.Auth{User: socks.Username, Password: socks.Password}
+		}
+		via, err := proxy.SOCKS5("tcp", socks.Address, auth, &d)
+		if err != nil {
+			return nil, fmt.Errorf("SOCKS5 proxy %s: %w", socks.Address, err)
+		}
+		c, err := via.(proxy.ContextDialer).DialContext(ctx, "tcp", ap.String())
+		if err != nil {
+			return nil, fmt.Errorf("through the SOCKS5 proxy %s: %w", socks.Address, err)
+		}
+		return c, nil
+	}
 	var up *url.URL
 	if !ap.Addr().IsLoopback() {
 		var err error

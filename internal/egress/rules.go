@@ -23,11 +23,14 @@ var DefaultPorts = []uint16{80, 443}
 // Rule is one allow-list entry: a host name, a "*." wildcard (any name
 // below the suffix, not the suffix itself), an IP or a CIDR, with ports.
 type Rule struct {
-	Name   string       // lower case; "*.example.net" for a wildcard; empty for an address rule
-	Prefix netip.Prefix // valid for an address rule
-	Ports  []uint16
-	text   string
+	Name    string       // lower case; "*.example.net" for a wildcard; empty for an address rule
+	Prefix  netip.Prefix // valid for an address rule
+	Ports   []uint16
+	AnyPort bool // a deny entry written without a port (ParseDenyList)
+	text    string
 }
+
+func (r Rule) hasPort(port uint16) bool { return r.AnyPort || slices.Contains(r.Ports, port) }
 
 func (r Rule) String() string { return r.text }
 
@@ -48,37 +51,57 @@ const RuleSyntax = `a host name ("files.example.org"), a wildcard ("*.example.ne
 
 // ParseRule reads one entry.
 func ParseRule(s string) (Rule, error) {
-	r := Rule{Ports: DefaultPorts}
-	portGiven := false
+	r, _, err := parseRule(s)
+	return r, err
+}
+
+// ParseDenyList reads a deny list: entries as ParseRule reads them, where
+// one written without a port denies every port.
+func ParseDenyList(entries []string) (List, error) {
+	l := make(List, 0, len(entries))
+	for _, e := range entries {
+		r, portGiven, err := parseRule(e)
+		if err != nil {
+			return nil, err
+		}
+		r.AnyPort = !portGiven
+		l = append(l, r)
+	}
+	return l, nil
+}
+
+// parseRule reads one entry, and says whether it names its port.
+func parseRule(s string) (r Rule, portGiven bool, err error) {
+	r = Rule{Ports: DefaultPorts}
 	host := strings.TrimSpace(s)
 	if host == "" {
-		return r, fmt.Errorf("empty entry")
+		return r, portGiven, fmt.Errorf("empty entry")
 	}
 	if _, rest, ok := strings.Cut(host, "://"); ok {
-		return r, fmt.Errorf("%q is a URL: write the host alone, such as %q", s, strings.SplitN(rest, "/", 2)[0])
+		return r, portGiven, fmt.Errorf("%q is a URL: write the host alone, such as %q", s, strings.SplitN(rest, "/", 2)[0])
 	}
 	if strings.HasPrefix(host, "[") {
 		end := strings.Index(host, "]")
 		if end < 0 {
-			return r, fmt.Errorf("%q: no closing ]", s)
+			return r, portGiven, fmt.Errorf("%q: no closing ]", s)
 		}
 		rest := host[end+1:]
 		host = host[1:end]
 		if rest != "" {
 			p, ok := strings.CutPrefix(rest, ":")
 			if !ok {
-				return r, fmt.Errorf("%q: expected :port after ]", s)
+				return r, portGiven, fmt.Errorf("%q: expected :port after ]", s)
 			}
 			port, err := parsePort(p)
 			if err != nil {
-				return r, fmt.Errorf("%q: %w", s, err)
+				return r, portGiven, fmt.Errorf("%q: %w", s, err)
 			}
 			r.Ports, portGiven = []uint16{port}, true
 		}
 	} else if i := strings.LastIndex(host, ":"); i >= 0 && strings.Count(host, ":") == 1 {
 		port, err := parsePort(host[i+1:])
 		if err != nil {
-			return r, fmt.Errorf("%q: %w", s, err)
+			return r, portGiven, fmt.Errorf("%q: %w", s, err)
 		}
 		host, r.Ports, portGiven = host[:i], []uint16{port}, true
 	}
@@ -87,27 +110,27 @@ func ParseRule(s string) (Rule, error) {
 	if strings.Contains(host, "/") {
 		p, err := netip.ParsePrefix(host)
 		if err != nil {
-			return r, fmt.Errorf("%q: not a CIDR: %v", s, err)
+			return r, portGiven, fmt.Errorf("%q: not a CIDR: %v", s, err)
 		}
 		r.Prefix = p.Masked()
-		return r, nil
+		return r, portGiven, nil
 	}
 	if a, err := netip.ParseAddr(host); err == nil {
 		r.Prefix = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
-		return r, nil
+		return r, portGiven, nil
 	}
 	name, wild := strings.CutPrefix(host, "*.")
 	if !validName(name) {
-		return r, fmt.Errorf("%q is not a host name", s)
+		return r, portGiven, fmt.Errorf("%q is not a host name", s)
 	}
 	if host == HostName && !portGiven {
-		return r, fmt.Errorf("%q needs a port: the host's services are let through one port at a time, such as %s:11434", s, HostName)
+		return r, portGiven, fmt.Errorf("%q needs a port: the host's services are let through one port at a time, such as %s:11434", s, HostName)
 	}
 	r.Name = host
 	if wild && !strings.Contains(name, ".") {
-		return r, fmt.Errorf("%q: a wildcard needs a domain of at least two labels, such as *.example.net", s)
+		return r, portGiven, fmt.Errorf("%q: a wildcard needs a domain of at least two labels, such as *.example.net", s)
 	}
-	return r, nil
+	return r, portGiven, nil
 }
 
 func parsePort(s string) (uint16, error) {
@@ -153,7 +176,7 @@ func Parse(entries []string) (List, error) {
 // at port, as written; "" when none does.
 func (l List) NameEntry(host string, port uint16) string {
 	for _, r := range l {
-		if r.Name != "" && slices.Contains(r.Ports, port) && nameCovers(r.Name, host) {
+		if r.Name != "" && r.hasPort(port) && nameCovers(r.Name, host) {
 			return r.text
 		}
 	}
@@ -177,7 +200,7 @@ func (l List) Entry(host string, port uint16) string {
 func (l List) AddrEntry(a netip.Addr, port uint16) string {
 	a = a.Unmap()
 	for _, r := range l {
-		if r.Prefix.IsValid() && slices.Contains(r.Ports, port) && r.Prefix.Contains(a) {
+		if r.Prefix.IsValid() && r.hasPort(port) && r.Prefix.Contains(a) {
 			return r.text
 		}
 	}

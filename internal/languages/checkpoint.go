@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/sandboxd/sandboxd/internal/egress"
 	"github.com/sandboxd/sandboxd/runtime"
 )
 
@@ -34,9 +33,10 @@ func (r *Registry) Checkpoint(ctx context.Context, sb *runtime.Sandbox) error {
 }
 
 // Restore starts l's checkpointed container id again, with its memory,
-// and connects to it, allowing it allow. Its egress socket is made again
-// first: the container's mount of it must find it.
-func (r *Registry) Restore(ctx context.Context, l *Language, id string, allow egress.List) (*runtime.Sandbox, error) {
+// and connects to it. Its egress socket is made again first (the
+// container's mount of it must find it), letting nothing through until
+// the caller arms its gate.
+func (r *Registry) Restore(ctx context.Context, l *Language, id string) (*runtime.Sandbox, error) {
 	list, err := r.rt.List(ctx)
 	if err != nil {
 		return nil, err
@@ -46,7 +46,7 @@ func (r *Registry) Restore(ctx context.Context, l *Language, id string, allow eg
 		return nil, fmt.Errorf("container %s is gone", runtime.ShortID(id))
 	}
 	c := list[i]
-	return r.withGate(l, c, allow, func() (*runtime.Sandbox, error) {
+	return r.withGate(l, c, func() (*runtime.Sandbox, error) {
 		if err := runtime.Checkpoints(r.rt).Restore(ctx, id); err != nil {
 			return nil, err
 		}

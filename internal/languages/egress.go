@@ -2,6 +2,8 @@ package languages
 
 import (
 	"context"
+	"net"
+	"strconv"
 	"strings"
 
 	"github.com/sandboxd/sandboxd/images"
@@ -33,6 +35,46 @@ func (l *Language) Narrow(asked *state.Network) (egress.List, error) {
 		return nil, errdefs.Errorf(errdefs.Invalid, "network.allow: %q is beyond what language %s allows: %s", beyond, l.Name(), strings.Join(l.allow.Strings(), ", "))
 	}
 	return list, nil
+}
+
+// Extras is what a session asks of its egress beyond its allow-list: a
+// deny list, its exceptions, and a SOCKS5 proxy.
+type Extras struct {
+	Deny, Except egress.List
+	Socks        *egress.Socks
+}
+
+// Extras reads asked's deny list, exceptions and proxy. The proxy must be
+// a host:port l's network allows: the operator's ceiling holds for where
+// a sandbox's bytes go first too.
+func (l *Language) Extras(asked *state.Network) (Extras, error) {
+	var x Extras
+	if asked == nil {
+		return x, nil
+	}
+	var err error
+	if x.Deny, err = egress.ParseDenyList(asked.Deny); err != nil {
+		return x, errdefs.Errorf(errdefs.Invalid, "network.deny: %v; each entry is %s (without a port: every port)", err, egress.RuleSyntax)
+	}
+	if x.Except, err = egress.ParseDenyList(asked.Except); err != nil {
+		return x, errdefs.Errorf(errdefs.Invalid, "network.except: %v; each entry is %s (without a port: every port)", err, egress.RuleSyntax)
+	}
+	if p := asked.Proxy; p != nil {
+		host, port, err := net.SplitHostPort(p.Address)
+		n, perr := strconv.ParseUint(port, 10, 16)
+		switch {
+		case err != nil || perr != nil || host == "" || n == 0:
+			return x, errdefs.Errorf(errdefs.Invalid, "network.proxy.address %q is not host:port, such as proxy.example.com:1080", p.Address)
+		case l.allow.Entry(strings.ToLower(host), uint16(n)) == "":
+			return x, errdefs.Errorf(errdefs.Invalid, "network.proxy.address %s is not a host:port language %s's network allows (%s): an operator allows it in sandboxd.hcl", p.Address, l.Name(), strings.Join(l.allow.Strings(), ", "))
+		case len(p.Username) > 255 || len(p.Password) > 255:
+			return x, errdefs.Errorf(errdefs.Invalid, "network.proxy: a SOCKS5 user name and password are 255 bytes at most")
+		case p.Password != "" && p.Username == "":
+			return x, errdefs.Errorf(errdefs.Invalid, "network.proxy: a password needs a user name")
+		}
+		x.Socks = &egress.Socks{Address: p.Address, Username: p.Username, Password: p.Password}
+	}
+	return x, nil
 }
 
 func (l *Language) egressLimits() egress.Limits {
@@ -89,21 +131,21 @@ func (r *Registry) Reconnect(ctx context.Context, sb *runtime.Sandbox) (*runtime
 }
 
 // Attach connects again to a container of l a previous sandboxd made,
-// listening again on its egress socket (allowing allow).
-func (r *Registry) Attach(ctx context.Context, l *Language, c runtime.Container, allow egress.List) (*runtime.Sandbox, error) {
-	return r.withGate(l, c, allow, func() (*runtime.Sandbox, error) { return r.rt.Attach(ctx, c) })
+// listening again on its egress socket, which lets nothing through until
+// the caller arms its gate.
+func (r *Registry) Attach(ctx context.Context, l *Language, c runtime.Container) (*runtime.Sandbox, error) {
+	return r.withGate(l, c, func() (*runtime.Sandbox, error) { return r.rt.Attach(ctx, c) })
 }
 
-// withGate listens on container c's egress socket (allowing allow), which
-// must be there before connect runs, and closes it again if connect fails.
-func (r *Registry) withGate(l *Language, c runtime.Container, allow egress.List, connect func() (*runtime.Sandbox, error)) (*runtime.Sandbox, error) {
+// withGate listens on container c's egress socket (letting nothing
+// through), which must be there before connect runs, and closes it again
+// if connect fails.
+func (r *Registry) withGate(l *Language, c runtime.Container, connect func() (*runtime.Sandbox, error)) (*runtime.Sandbox, error) {
 	key := c.Labels[runtime.LabelEgress]
 	if key != "" && r.egress != nil {
-		g, err := r.egress.Open(key, l.Name(), l.egressLimits())
-		if err != nil {
+		if _, err := r.egress.Open(key, l.Name(), l.egressLimits()); err != nil {
 			return nil, err
 		}
-		g.Allow(allow)
 	}
 	sb, err := connect()
 	if err != nil {

@@ -166,7 +166,7 @@ func (m *Sessions) unfreeze(ctx context.Context, ss *Session) error {
 	if sb != nil {
 		sb.Thawed()
 	} else {
-		again, err := m.langs.Attach(ctx, ss.Lang, *detached, storedAllow(rec, ss.Lang))
+		again, err := m.langs.Attach(ctx, ss.Lang, *detached)
 		if err != nil {
 			return m.lose(ss, "its container did not answer once thawed: "+err.Error())
 		}

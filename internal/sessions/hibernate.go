@@ -292,7 +292,7 @@ func (m *Sessions) resume(ctx context.Context, ss *Session) error {
 	}
 	defer m.unreserve()
 	if rec.Hibernation.Memory {
-		sb, err := m.langs.Restore(ctx, ss.Lang, rec.ContainerID, storedAllow(rec, ss.Lang))
+		sb, err := m.langs.Restore(ctx, ss.Lang, rec.ContainerID)
 		if err == nil {
 			m.rearm(sb, rec, ss.Lang)
 			m.woke(ctx, ss, sb, started)

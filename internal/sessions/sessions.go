@@ -191,6 +191,10 @@ func (m *Sessions) Create(ctx context.Context, req Request) (*state.Session, err
 	if aerr != nil {
 		return nil, aerr
 	}
+	extras, aerr := l.Extras(req.Network)
+	if aerr != nil {
+		return nil, aerr
+	}
 	secrets, aerr := m.langs.Secrets(l, req.Secrets)
 	if aerr != nil {
 		return nil, aerr
@@ -235,7 +239,7 @@ func (m *Sessions) Create(ctx context.Context, req Request) (*state.Session, err
 	if err != nil {
 		return nil, err
 	}
-	m.arm(sb, allow, secrets)
+	m.arm(sb, allow, extras, secrets)
 	if snapshot != nil {
 		if aerr := restore(ctx, sb, snapshot); aerr != nil {
 			m.langs.Remove(sb)
@@ -246,7 +250,7 @@ func (m *Sessions) Create(ctx context.Context, req Request) (*state.Session, err
 	rec := state.Session{
 		ID: sb.Session(), Language: l.Name(), State: state.SessionActive,
 		CreatedAt: now, ExpiresAt: now.Add(ttl), LastUsedAt: now, IdleTimeout: units.Duration(idle),
-		Limits: request.Record(limits), Network: state.Network{Allow: allow.Strings()}, Env: env, ContainerID: sb.ID,
+		Limits: request.Record(limits), Network: network(allow, req.Network), Env: env, ContainerID: sb.ID,
 		Secrets: req.Secrets,
 	}
 	if project != nil {
@@ -738,10 +742,16 @@ func (m *Sessions) SetNetwork(ctx context.Context, id string, req *state.Network
 		if aerr != nil {
 			return aerr
 		}
-		m.allow(sb, list)
+		extras, aerr := ss.Lang.Extras(req)
+		if aerr != nil {
+			return aerr
+		}
+		if g := m.langs.Gate(sb); g != nil {
+			shape(g, list, extras)
+		}
 		ss.mu.Lock()
 		before := ss.rec.Network.Allow
-		ss.rec.Network = state.Network{Allow: append([]string{}, list.Strings()...)} // [] rather than null: nothing allowed
+		ss.rec.Network = network(list, req)
 		ss.dirty = true
 		rec := ss.rec
 		ss.mu.Unlock()
@@ -757,26 +767,45 @@ func (m *Sessions) SetNetwork(ctx context.Context, id string, req *state.Network
 	return m.Get(id)
 }
 
-// allow sets what a session's sandbox may reach.
-func (m *Sessions) allow(sb *runtime.Sandbox, list egress.List) {
-	if g := m.langs.Gate(sb); g != nil {
-		g.Allow(list)
+// network is a session's record of its network: the allow-list it got,
+// and the deny list and proxy it asked for.
+func network(allow egress.List, asked *state.Network) state.Network {
+	n := state.Network{Allow: append([]string{}, allow.Strings()...)} // [] rather than null: nothing allowed
+	if asked != nil {
+		n.Deny, n.Except, n.Proxy = asked.Deny, asked.Except, asked.Proxy
 	}
+	return n
+}
+
+// shape sets what a gate lets through: its allow-list, deny list and
+// proxy; the proxy and deny list first, so that no connection goes out
+// allowed but not yet tunnelled.
+func shape(g *egress.Gate, list egress.List, x languages.Extras) {
+	g.Deny(x.Deny, x.Except)
+	g.Tunnel(x.Socks)
+	g.Allow(list)
 }
 
 // arm sets what a session's sandbox may reach, and the secrets its
 // requests may carry there.
-func (m *Sessions) arm(sb *runtime.Sandbox, list egress.List, secrets []egress.Secret) {
+func (m *Sessions) arm(sb *runtime.Sandbox, list egress.List, x languages.Extras, secrets []egress.Secret) {
 	if g := m.langs.Gate(sb); g != nil {
-		g.Allow(list)
+		shape(g, list, x)
 		g.SetSecrets(secrets)
 	}
 }
 
 // rearm is arm for a session's sandbox made or connected again: what its
-// record says.
+// record says. A record whose deny list or proxy the configuration no
+// longer takes reaches nothing, rather than reaching more than it asked.
 func (m *Sessions) rearm(sb *runtime.Sandbox, rec state.Session, l *languages.Language) {
-	m.arm(sb, storedAllow(rec, l), m.langs.StoredSecrets(rec.Secrets, rec.Env))
+	allow := storedAllow(rec, l)
+	x, aerr := l.Extras(&rec.Network)
+	if aerr != nil {
+		m.log.Warn("a session's network no longer fits sandboxd.hcl: it reaches nothing until set again", "session", rec.ID, "error", aerr)
+		allow, x = nil, languages.Extras{}
+	}
+	m.arm(sb, allow, x, m.langs.StoredSecrets(rec.Secrets, rec.Env))
 }
 
 // storedAllow is a session record's allow-list, less what its language
@@ -1066,7 +1095,7 @@ func (m *Sessions) reattach(ctx context.Context, rec state.Session, byID map[str
 		}
 		c.Paused, c.Running = false, true
 	}
-	sb, err := m.langs.Attach(ctx, l, c, storedAllow(rec, l))
+	sb, err := m.langs.Attach(ctx, l, c)
 	if err != nil {
 		return nil, nil, "its container did not answer when sandboxd restarted: " + err.Error()
 	}

@@ -127,7 +127,7 @@ func (m *Sessions) sample(ctx context.Context, ss *Session, sb *runtime.Sandbox,
 
 // quietCPU is the CPU share (percent of one CPU) under which a sandbox
 // is quiet: an idle interpreter or server, not a job at work.
-const quietCPU = 3.0
+const quietCPU = 10.0
 
 // quiet says whether the sandbox was measured quiet all through the last
 // window before now: a session unused but at work in the background (a

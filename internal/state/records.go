@@ -133,7 +133,17 @@ type Execution struct {
 
 // Network is what a sandbox may reach.
 type Network struct {
-	Allow []string `json:"allow"`
+	Allow  []string `json:"allow"`
+	Deny   []string `json:"deny,omitempty"`
+	Except []string `json:"except,omitempty"`
+	Proxy  *Proxy   `json:"proxy,omitempty"`
+}
+
+// Proxy is a SOCKS5 proxy a sandbox's connections go through.
+type Proxy struct {
+	Address  string `json:"address"`
+	Username string `json:"username,omitempty"`
+	Password string `json:"password,omitempty"`
 }
 
 // Hibernation is where a hibernated session's workspace waits.

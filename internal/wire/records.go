@@ -29,7 +29,7 @@ func Session(s state.Session) api.Session {
 	return api.Session{
 		ID: s.ID, Language: s.Language, State: s.State, Error: s.Error, Project: s.Project,
 		CreatedAt: s.CreatedAt, ExpiresAt: s.ExpiresAt, LastUsedAt: s.LastUsedAt, IdleTimeout: s.IdleTimeout,
-		Limits: api.Limits(s.Limits), Network: api.Network(s.Network), Env: s.Env, Secrets: s.Secrets,
+		Limits: api.Limits(s.Limits), Network: APINetwork(s.Network), Env: s.Env, Secrets: s.Secrets,
 		ContainerID: s.ContainerID, Executions: s.Executions,
 		Hibernation: ptr(s.Hibernation, func(h state.Hibernation) api.Hibernation { return api.Hibernation(h) }),
 		FrozenAt:    s.FrozenAt, Resumes: s.Resumes, ResumeMS: s.ResumeMS, ContextsLost: s.ContextsLost,

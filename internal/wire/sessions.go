@@ -12,7 +12,22 @@ import (
 
 // Network is a request's network block as the daemon reads it (nil:
 // none, the language's allow-list).
-func Network(n *api.Network) *state.Network { return (*state.Network)(n) }
+func Network(n *api.Network) *state.Network {
+	if n == nil {
+		return nil
+	}
+	return &state.Network{Allow: n.Allow, Deny: n.Deny, Except: n.Except, Proxy: (*state.Proxy)(n.Proxy)}
+}
+
+// APINetwork is a session's network as the wire shows it: its proxy's
+// password left out.
+func APINetwork(n state.Network) api.Network {
+	out := api.Network{Allow: n.Allow, Deny: n.Deny, Except: n.Except}
+	if p := n.Proxy; p != nil {
+		out.Proxy = &api.Proxy{Address: p.Address, Username: p.Username}
+	}
+	return out
+}
 
 // SessionRequest is a request for a session as the daemon reads it.
 func SessionRequest(r api.SessionRequest) sessions.Request {

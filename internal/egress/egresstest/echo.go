@@ -1,7 +1,7 @@
-// Package egresstest holds a fixture for tests of the egress proxy's
-// secrets, from its unit tests to a sandbox's: a service that reflects
-// the credentials it is sent in every way a real one might, and the
-// values it is tested with.
+// Package egresstest holds fixtures for tests of the egress proxy, from
+// its unit tests to a sandbox's: a service that reflects the credentials
+// it is sent in every way a real one might, and the values it is tested
+// with; and a SOCKS5 server that records where it connected.
 package egresstest
 
 import (
