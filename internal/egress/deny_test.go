@@ -2,6 +2,7 @@ package egress
 
 import (
 	"fmt"
+	"time"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -30,7 +31,7 @@ func TestDenyList(t *testing.T) {
 		t.Fatalf("a deny entry without a port: %+v %v", deny, err)
 	}
 	except, _ := ParseDenyList([]string{"b.test"})
-	g.Deny(deny, except)
+	g.SetPolicy(g.Allowed(), deny, except, nil)
 	if ok("a.test") || ok("127.0.0.1") {
 		t.Error("a name resolving into a denied CIDR, or an address in it, went through")
 	}
@@ -41,7 +42,7 @@ func TestDenyList(t *testing.T) {
 	if !ok("b.test") {
 		t.Error("an exception to the deny list was refused")
 	}
-	g.Deny(nil, nil)
+	g.SetPolicy(g.Allowed(), nil, nil, nil)
 	if !ok("a.test") {
 		t.Error("still refused once the deny list is gone")
 	}
@@ -53,9 +54,9 @@ func TestDenyList(t *testing.T) {
 func TestTunnelThroughSocks5(t *testing.T) {
 	_, port := origin(t, "hello")
 	p := fmt.Sprint(port)
-	g, c, _ := testGate(t, Options{}, Limits{}, "127.0.0.1:"+p)
 	socks := egresstest.NewSocks5(t, "u", "secret")
-	g.Tunnel(&Socks{Address: socks.Addr, Username: "u", Password: "secret"})
+	g, c, _ := testGate(t, Options{}, Limits{}, "127.0.0.1:"+p, socks.Addr) // the proxy is in the allow-list, as a session's must be
+	g.SetPolicy(g.Allowed(), nil, nil, &Socks{Address: socks.Addr, Username: "u", Password: "secret"})
 	if code, body, err := get(c, "http://127.0.0.1:"+p+"/"); err != nil || code != 200 || body != "hello" {
 		t.Fatalf("through the proxy: %d %q %v", code, body, err)
 	}
@@ -65,16 +66,61 @@ func TestTunnelThroughSocks5(t *testing.T) {
 	if code, _, _ := get(c, "http://127.0.0.2:"+p+"/"); code != http.StatusForbidden || len(socks.Targets()) != 1 {
 		t.Errorf("an address off the allow-list: %d, proxy targets %v", code, socks.Targets())
 	}
-	g.Tunnel(&Socks{Address: socks.Addr, Username: "u", Password: "wrong"})
+	g.SetPolicy(g.Allowed(), nil, nil, &Socks{Address: socks.Addr, Username: "u", Password: "wrong"})
 	if code, _, _ := get(c, "http://127.0.0.1:"+p+"/"); code != http.StatusBadGateway || socks.Refused() != 1 {
 		t.Errorf("wrong credentials: %d, refused %d", code, socks.Refused())
 	}
-	g.Tunnel(&Socks{Address: "127.0.0.1:1"})
+	g.SetPolicy(g.Allowed(), nil, nil, &Socks{Address: "127.0.0.1:1"})
 	if code, _, _ := get(c, "http://127.0.0.1:"+p+"/"); code != http.StatusBadGateway {
 		t.Errorf("a proxy that is not there: %d; want the connection to fail, not to go out directly", code)
 	}
-	g.Tunnel(nil)
+	g.SetPolicy(g.Allowed(), nil, nil, nil)
 	if code, _, _ := get(c, "http://127.0.0.1:"+p+"/"); code != 200 || len(socks.Targets()) != 1 {
 		t.Errorf("without the proxy: %d", code)
+	}
+}
+
+// Outside review: with a proxy, the host's services by name go directly
+// (their secrets in the clear never cross to the proxy); the sandbox may
+// not use the proxy itself; a deny of the loopback range covers the
+// host's services' name; an IPv4-mapped CIDR covers its IPv4 addresses;
+// a change of policy closes the tunnels opened under the last one.
+func TestReviewDenyAndProxy(t *testing.T) {
+	_, port := origin(t, "hello")
+	p := fmt.Sprint(port)
+	socks := egresstest.NewSocks5(t, "", "")
+	_, socksPort, _ := strings.Cut(socks.Addr, ":")
+	g, c, sock := testGate(t, Options{}, Limits{}, "127.0.0.1:"+p, "127.0.0.1:"+socksPort, HostName+":"+p)
+	allow := g.Allowed()
+	g.SetPolicy(allow, nil, nil, &Socks{Address: socks.Addr})
+	if code, _, _ := get(c, "http://"+HostName+":"+p+"/"); code != 200 || len(socks.Targets()) != 0 {
+		t.Errorf("the host's services through the proxy: %d, proxy targets %v", code, socks.Targets())
+	}
+	if code, body, _ := get(c, "http://127.0.0.1:"+socksPort+"/"); code != http.StatusForbidden || strings.Contains(body, socks.Addr) && !strings.Contains(body, "own egress proxy") {
+		t.Errorf("the sandbox using the session's proxy itself: %d %q", code, body)
+	}
+	deny, _ := ParseDenyList([]string{"127.0.0.0/8"})
+	g.SetPolicy(allow, deny, nil, nil)
+	if code, _, _ := get(c, "http://"+HostName+":"+p+"/"); code == 200 {
+		t.Error("the host's services' name escaped a deny of the loopback range")
+	}
+	mapped, err := ParseDenyList([]string{"::ffff:127.0.0.0/104"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.SetPolicy(allow, mapped, nil, nil)
+	if code, _, _ := get(c, "http://127.0.0.1:"+p+"/"); code == 200 {
+		t.Error("an IPv4-mapped CIDR in the deny list matched nothing")
+	}
+	g.SetPolicy(allow, nil, nil, nil)
+	conn, br, status := connect(t, sock, "127.0.0.1:"+p)
+	if !strings.Contains(status, "200") {
+		t.Fatalf("CONNECT: %s", status)
+	}
+	g.SetPolicy(allow, deny, nil, nil)
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	fmt.Fprintf(conn, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	if _, err := br.ReadString('\n'); err == nil {
+		t.Error("a tunnel opened before a deny list still carries bytes")
 	}
 }

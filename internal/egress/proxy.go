@@ -229,19 +229,15 @@ type Gate struct {
 	limits   Limits
 	srv      *http.Server
 
-	mu    sync.Mutex
-	allow List
-	// deny refuses what it covers though allow lets it through, unless
-	// except covers it too (E2B's denyOut and allowOut).
-	deny, except List
-	socks        *Socks // every connection goes through it, when set
-	records      []*record
-	unrecorded   int
-	conns        int                // open client connections
-	open         map[io.Closer]bool // hijacked tunnels, closed with the gate
-	closed       bool
-	secrets      []Secret
-	scrubber     *redact.Replacer // every form of the secrets' values, to their placeholders
+	mu         sync.Mutex
+	pol        *policy // replaced whole, never changed
+	records    []*record
+	unrecorded int
+	conns      int                // open client connections
+	open       map[io.Closer]bool // hijacked tunnels, closed with the gate
+	closed     bool
+	secrets    []Secret
+	scrubber   *redact.Replacer // every form of the secrets' values, to their placeholders
 	// intercepted are the servers of connections read for secrets.
 	intercepted map[*http.Server]bool
 	ca          *authority
@@ -252,20 +248,49 @@ type Gate struct {
 	sentAt, receivedAt atomic.Int64
 }
 
-// Allow sets what the sandbox may reach from now on.
-func (g *Gate) Allow(l List) {
-	g.mu.Lock()
-	g.allow = l
-	g.mu.Unlock()
+// policy is what a gate lets through. Each connection is judged, resolved
+// and dialled under the one it began with; a change replaces it whole.
+type policy struct {
+	allow List
+	// deny refuses what it covers though allow lets it through, unless
+	// except covers it too (E2B's denyOut and allowOut).
+	deny, except List
+	socks        *Socks // every connection but the host's services goes through it, when set
 }
 
-// Deny refuses, from now on, what deny covers, though the allow-list lets
-// it through, unless except covers it too; a name is refused by its name
-// and by each address it resolves to.
-func (g *Gate) Deny(deny, except List) {
+// Allow sets what the sandbox may reach from now on: allow alone.
+func (g *Gate) Allow(l List) { g.SetPolicy(l, nil, nil, nil) }
+
+// SetPolicy sets, from now on and at once, what the sandbox may reach:
+// what allow covers, less what deny covers (a name by its name and by
+// each address it resolves to) unless except covers it too, through the
+// SOCKS5 proxy socks when set. Tunnels it opened before under a deny list
+// or a proxy, or opens now under one, are closed: what it may reach now
+// is all it reaches.
+func (g *Gate) SetPolicy(allow, deny, except List, socks *Socks) {
 	g.mu.Lock()
-	g.deny, g.except = deny, except
+	before := g.pol
+	g.pol = &policy{allow: allow, deny: deny, except: except, socks: socks}
+	var open []io.Closer
+	if before != nil && (len(before.deny) > 0 || before.socks != nil || len(deny) > 0 || socks != nil) {
+		for c := range g.open {
+			open = append(open, c)
+		}
+	}
 	g.mu.Unlock()
+	for _, c := range open {
+		_ = c.Close()
+	}
+}
+
+// policy is the gate's policy now.
+func (g *Gate) policy() *policy {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.pol == nil {
+		return &policy{}
+	}
+	return g.pol
 }
 
 // Socks is a SOCKS5 proxy (RFC 1928, with RFC 1929's user and password
@@ -275,36 +300,37 @@ type Socks struct {
 	Username, Password string
 }
 
-// Tunnel sends, from now on, every connection the gate lets through to
-// s (nil: directly), after the gate's own checks; when s cannot be
-// reached, the connection fails: it never goes out directly instead.
-func (g *Gate) Tunnel(s *Socks) {
-	g.mu.Lock()
-	g.socks = s
-	g.mu.Unlock()
-}
-
 // denied is the deny entry that refuses host (at address a, when valid)
 // at port, or "".
-func (g *Gate) denied(host string, a netip.Addr, port uint16) string {
-	g.mu.Lock()
-	deny, except := g.deny, g.except
-	g.mu.Unlock()
-	if except.Entry(host, port) != "" || a.IsValid() && except.AddrEntry(a, port) != "" {
+func (p *policy) denied(host string, a netip.Addr, port uint16) string {
+	if p.except.Entry(host, port) != "" || a.IsValid() && p.except.AddrEntry(a, port) != "" {
 		return ""
 	}
-	if d := deny.Entry(host, port); d != "" || !a.IsValid() {
+	if d := p.deny.Entry(host, port); d != "" || !a.IsValid() {
 		return d
 	}
-	return deny.AddrEntry(a, port)
+	return p.deny.AddrEntry(a, port)
 }
 
-// Allowed is the current list.
-func (g *Gate) Allowed() List {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.allow
+// toProxy says whether host:port (at address a, when valid) is the
+// session's SOCKS5 proxy, which the sandbox may not use itself: it would
+// route around the gate's deny list.
+func (p *policy) toProxy(host string, a netip.Addr, port uint16) bool {
+	if p.socks == nil {
+		return false
+	}
+	ph, pp, err := net.SplitHostPort(p.socks.Address)
+	if err != nil || pp != strconv.Itoa(int(port)) {
+		return false
+	}
+	if pa, err := netip.ParseAddr(ph); err == nil {
+		return a.IsValid() && pa.Unmap() == a.Unmap() || host == pa.Unmap().String()
+	}
+	return strings.TrimSuffix(strings.ToLower(ph), ".") == host
 }
+
+// Allowed is the current allow-list.
+func (g *Gate) Allowed() List { return g.policy().allow }
 
 // Begin starts an execution: a fresh byte budget and record.
 func (g *Gate) Begin() {
@@ -363,7 +389,8 @@ func (g *Gate) close() {
 type record struct {
 	host     string
 	port     uint16
-	entry    string // the allow-list entry that lets it through, if any
+	entry    string  // the allow-list entry that lets it through, if any
+	pol      *policy // the gate's when it was judged
 	counted  sync.Once
 	mu       sync.Mutex
 	allowed  bool
@@ -397,8 +424,8 @@ func (r *record) refuse(msg string) {
 
 // newRecord notes a connection attempt: refused when denied says why,
 // else allowed (so far) by the allow-list's entry.
-func (g *Gate) newRecord(host string, port uint16, entry, denied string) *record {
-	r := &record{host: host, port: port, entry: entry, allowed: denied == "", err: denied}
+func (g *Gate) newRecord(host string, port uint16, entry, denied string, pol *policy) *record {
+	r := &record{host: host, port: port, entry: entry, allowed: denied == "", err: denied, pol: pol}
 	g.mu.Lock()
 	if len(g.records) < MaxRecords {
 		g.records = append(g.records, r)
@@ -478,8 +505,8 @@ func (g *Gate) tunnel(w http.ResponseWriter, r *http.Request) {
 		refuse(w, http.StatusBadRequest, "sandboxd egress: CONNECT needs host:port")
 		return
 	}
-	entry, denied := g.check(host, port)
-	rec := g.newRecord(host, port, entry, denied)
+	entry, denied, pol := g.check(host, port)
+	rec := g.newRecord(host, port, entry, denied, pol)
 	if !rec.allowed {
 		refuse(w, http.StatusForbidden, "sandboxd egress: "+rec.err)
 		return
@@ -571,11 +598,11 @@ func (g *Gate) forward(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	secrets, scrubber := g.secretList()
-	entry, denied := g.check(host, port)
+	entry, denied, pol := g.check(host, port)
 	if denied == "" {
-		denied = writeSecrets(r, exchange{host: host, port: port, inClear: true, foreign: foreignName(r, "", host, port, 80)}, secrets)
+		denied = writeSecrets(r, exchange{host: host, port: port, inClear: true, foreign: foreignName(r, "", host, port, 80), tunnelled: pol.tunnels(host)}, secrets)
 	}
-	rec := g.newRecord(host, port, entry, denied)
+	rec := g.newRecord(host, port, entry, denied, pol)
 	if !rec.allowed {
 		refuse(w, http.StatusForbidden, "sandboxd egress: "+rec.err)
 		return
@@ -618,16 +645,21 @@ func (f finalOnly) WriteHeader(code int) {
 // Unwrap lets the reverse proxy flush and hijack the connection.
 func (f finalOnly) Unwrap() http.ResponseWriter { return f.ResponseWriter }
 
-// check finds the allow-list entry that lets host:port through, or says
-// why none does.
-func (g *Gate) check(host string, port uint16) (entry, denied string) {
-	if entry = g.Allowed().Entry(host, port); entry == "" {
-		return "", fmt.Sprintf("%s port %d is not in the sandbox's allow-list", host, port)
+// check finds the allow-list entry that lets host:port through under the
+// gate's policy now, or says why none does; the connection is made under
+// that policy.
+func (g *Gate) check(host string, port uint16) (entry, denied string, pol *policy) {
+	pol = g.policy()
+	if entry = pol.allow.Entry(host, port); entry == "" {
+		return "", fmt.Sprintf("%s port %d is not in the sandbox's allow-list", host, port), pol
 	}
-	if d := g.denied(host, netip.Addr{}, port); d != "" {
-		return "", fmt.Sprintf("%s port %d is in the sandbox's deny list (%s)", host, port, d)
+	if d := pol.denied(host, netip.Addr{}, port); d != "" {
+		return "", fmt.Sprintf("%s port %d is in the sandbox's deny list (%s)", host, port, d), pol
 	}
-	return entry, ""
+	if pol.toProxy(host, netip.Addr{}, port) {
+		return "", fmt.Sprintf("%s port %d is the session's own egress proxy", host, port), pol
+	}
+	return entry, "", pol
 }
 
 // errBudget ends a connection over the execution's byte limit.
@@ -651,46 +683,48 @@ func (g *Gate) connect(ctx context.Context, rec *record) (net.Conn, error) {
 	if !g.claim() {
 		return fail(false, fmt.Sprintf("too many connections at once (limit %d)", g.limits.MaxConnections))
 	}
-	var addrs []netip.Addr
+	pol := rec.pol
+	var candidates, addrs []netip.Addr
+	var refused, denied []string
 	if a, err := netip.ParseAddr(rec.host); err == nil {
-		addrs = []netip.Addr{a.Unmap()}
+		candidates = []netip.Addr{a.Unmap()}
 	} else if rec.host == HostName {
 		// The entry that let it through names the host's services.
-		addrs = hostLoopback
+		candidates = hostLoopback
 	} else {
 		found, err := g.p.opts.Resolve(ctx, rec.host)
 		if err != nil {
 			g.release()
 			return fail(true, "resolving "+rec.host+": "+err.Error())
 		}
-		allow := g.Allowed()
-		var refused, denied []string
 		for _, a := range found {
-			a = a.Unmap()
-			if Special(a) && allow.AddrEntry(a, rec.port) == "" {
+			if a = a.Unmap(); Special(a) && pol.allow.AddrEntry(a, rec.port) == "" {
 				refused = append(refused, a.String())
 				continue
 			}
-			if d := g.denied(rec.host, a, rec.port); d != "" {
-				denied = append(denied, a.String()+" ("+d+")")
-				continue
-			}
-			addrs = append(addrs, a)
+			candidates = append(candidates, a)
 		}
-		switch {
-		case len(addrs) > 0:
-		case len(denied) > 0:
-			g.release()
-			return fail(false, fmt.Sprintf("%s resolves to %s, in the sandbox's deny list", rec.host, strings.Join(denied, ", ")))
-		default:
-			g.release()
-			return fail(false, fmt.Sprintf("%s resolves to %s: loopback, private, link-local or metadata addresses need an address entry of their own",
-				rec.host, strings.Join(refused, ", ")))
+	}
+	for _, a := range candidates {
+		if d := pol.denied(rec.host, a, rec.port); d != "" || pol.toProxy(rec.host, a, rec.port) {
+			denied = append(denied, a.String())
+			continue
 		}
+		addrs = append(addrs, a)
+	}
+	switch {
+	case len(addrs) > 0:
+	case len(denied) > 0:
+		g.release()
+		return fail(false, fmt.Sprintf("%s port %d leads to %s, which the sandbox's deny list refuses", rec.host, rec.port, strings.Join(denied, ", ")))
+	default:
+		g.release()
+		return fail(false, fmt.Sprintf("%s resolves to %s: loopback, private, link-local or metadata addresses need an address entry of their own",
+			rec.host, strings.Join(refused, ", ")))
 	}
 	var errs []string
 	for _, a := range addrs {
-		c, err := g.dial(ctx, netip.AddrPortFrom(a, rec.port))
+		c, err := g.dial(ctx, netip.AddrPortFrom(a, rec.port), pol, rec.host)
 		if err == nil {
 			return &meteredConn{Conn: c, g: g, rec: rec}, nil
 		}
@@ -701,6 +735,49 @@ func (g *Gate) connect(ctx context.Context, rec *record) (net.Conn, error) {
 		return fail(true, fmt.Sprintf("connecting to %s took longer than %s", rec.host, g.limits.ConnectTimeout))
 	}
 	return fail(true, strings.Join(errs, "; "))
+}
+
+// dialSocks connects to ap through s. The proxy's own name is resolved
+// as a sandbox's names are, its special addresses refused unless the
+// allow-list has an address entry for them: the proxy cannot lead to the
+// host's loopback, the private network or a metadata service that way.
+// Errors do not name the proxy: the sandbox is not told where it is.
+func (g *Gate) dialSocks(ctx context.Context, ap netip.AddrPort, s *Socks) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(s.Address)
+	if err != nil {
+		return nil, errors.New("the session's SOCKS5 proxy has no host:port")
+	}
+	n, _ := strconv.ParseUint(port, 10, 16)
+	var found []netip.Addr
+	if a, err := netip.ParseAddr(host); err == nil {
+		found = []netip.Addr{a}
+	} else if found, err = g.p.opts.Resolve(ctx, host); err != nil {
+		return nil, errors.New("the session's SOCKS5 proxy does not resolve")
+	}
+	allow := g.Allowed()
+	var at netip.Addr
+	for _, a := range found {
+		if a = a.Unmap(); !Special(a) || allow.AddrEntry(a, uint16(n)) != "" {
+			at = a
+			break
+		}
+	}
+	if !at.IsValid() {
+		return nil, errors.New("the session's SOCKS5 proxy resolves only to special addresses the allow-list has no address entry for")
+	}
+	var auth *proxy.Auth
+	if s.Username != "" {
+		auth = &proxy.Auth{User: s.Username, Password: s.Password}
+	}
+	via, err := proxy.SOCKS5("tcp", netip.AddrPortFrom(at, uint16(n)).String(), auth, &net.Dialer{})
+	if err != nil {
+		return nil, errors.New("the session's SOCKS5 proxy: " + err.Error())
+	}
+	c, err := via.(proxy.ContextDialer).DialContext(ctx, "tcp", ap.String())
+	if err != nil {
+		return nil, errors.New("through the session's SOCKS5 proxy: it refused or could not be reached")
+	}
+	return c, nil
 }
 
 // claim takes one of the sandbox's connections at once.
@@ -720,27 +797,19 @@ func (g *Gate) release() {
 	g.mu.Unlock()
 }
 
-// dial connects to ap, through the upstream proxy when one serves it
-// (never for loopback: the host's own services are not behind it).
-func (g *Gate) dial(ctx context.Context, ap netip.AddrPort) (net.Conn, error) {
+// tunnels says whether a connection to host goes through the session's
+// SOCKS5 proxy: every one but to the host's own services by name, which
+// are this host's, not the proxy's.
+func (p *policy) tunnels(host string) bool { return p.socks != nil && host != HostName }
+
+// dial connects to ap (the address host led to), through the session's
+// SOCKS5 proxy when the policy has one, else through the upstream proxy
+// when one serves it (never for loopback: the host's own services are not
+// behind it).
+func (g *Gate) dial(ctx context.Context, ap netip.AddrPort, pol *policy, host string) (net.Conn, error) {
 	var d net.Dialer
-	g.mu.Lock()
-	socks := g.socks
-	g.mu.Unlock()
-	if socks != nil {
-		var auth *proxy.Auth
-		if socks.Username != "" {
-			auth = &proxy.Auth{User: socks.Username, Password: socks.Password}
-		}
-		via, err := proxy.SOCKS5("tcp", socks.Address, auth, &d)
-		if err != nil {
-			return nil, fmt.Errorf("SOCKS5 proxy %s: %w", socks.Address, err)
-		}
-		c, err := via.(proxy.ContextDialer).DialContext(ctx, "tcp", ap.String())
-		if err != nil {
-			return nil, fmt.Errorf("through the SOCKS5 proxy %s: %w", socks.Address, err)
-		}
-		return c, nil
+	if pol.tunnels(host) {
+		return g.dialSocks(ctx, ap, pol.socks)
 	}
 	var up *url.URL
 	if !ap.Addr().IsLoopback() {
@@ -877,7 +946,7 @@ func (l *gateListener) Accept() (net.Conn, error) {
 			return &clientConn{Conn: c, l: l}, nil
 		}
 		l.clients.Add(-1)
-		l.g.newRecord("", 0, "", fmt.Sprintf("too many connections at once (limit %d)", l.g.limits.MaxConnections))
+		l.g.newRecord("", 0, "", fmt.Sprintf("too many connections at once (limit %d)", l.g.limits.MaxConnections), nil)
 		go func() {
 			_ = c.SetWriteDeadline(time.Now().Add(time.Second))
 			_, _ = io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")

@@ -51,57 +51,69 @@ const RuleSyntax = `a host name ("files.example.org"), a wildcard ("*.example.ne
 
 // ParseRule reads one entry.
 func ParseRule(s string) (Rule, error) {
-	r, _, err := parseRule(s)
-	return r, err
+	return parseRule(s, false)
 }
 
+// MaxDenyEntries bounds a deny list, which every connection is checked
+// against.
+const MaxDenyEntries = 1000
+
 // ParseDenyList reads a deny list: entries as ParseRule reads them, where
-// one written without a port denies every port.
+// one written without a port (the host's services' name included) covers
+// every port.
 func ParseDenyList(entries []string) (List, error) {
+	if len(entries) > MaxDenyEntries {
+		return nil, fmt.Errorf("%d entries; %d at most", len(entries), MaxDenyEntries)
+	}
 	l := make(List, 0, len(entries))
 	for _, e := range entries {
-		r, portGiven, err := parseRule(e)
+		r, err := parseRule(e, true)
 		if err != nil {
 			return nil, err
 		}
-		r.AnyPort = !portGiven
 		l = append(l, r)
 	}
 	return l, nil
 }
 
-// parseRule reads one entry, and says whether it names its port.
-func parseRule(s string) (r Rule, portGiven bool, err error) {
+// parseRule reads one entry; anyPort: one without a port covers every
+// port.
+func parseRule(s string, anyPort bool) (r Rule, err error) {
 	r = Rule{Ports: DefaultPorts}
+	portGiven := false
+	if len(s) > 255 {
+		return r, fmt.Errorf("an entry of %d bytes; 255 at most", len(s))
+	}
+	defer func() { r.AnyPort = anyPort && !portGiven }()
 	host := strings.TrimSpace(s)
 	if host == "" {
-		return r, portGiven, fmt.Errorf("empty entry")
+		return r, fmt.Errorf("empty entry")
 	}
 	if _, rest, ok := strings.Cut(host, "://"); ok {
-		return r, portGiven, fmt.Errorf("%q is a URL: write the host alone, such as %q", s, strings.SplitN(rest, "/", 2)[0])
+		return r, fmt.Errorf("%q is a URL: write the host alone, such as %q", s, strings.SplitN(rest, "/", 2)[0])
 	}
 	if strings.HasPrefix(host, "[") {
 		end := strings.Index(host, "]")
 		if end < 0 {
-			return r, portGiven, fmt.Errorf("%q: no closing ]", s)
+			return r, fmt.Errorf("%q: no closing ]", s)
 		}
 		rest := host[end+1:]
 		host = host[1:end]
 		if rest != "" {
 			p, ok := strings.CutPrefix(rest, ":")
 			if !ok {
-				return r, portGiven, fmt.Errorf("%q: expected :port after ]", s)
+				return r, fmt.Errorf("%q: expected :port after ]", s)
 			}
 			port, err := parsePort(p)
 			if err != nil {
-				return r, portGiven, fmt.Errorf("%q: %w", s, err)
+				return r, fmt.Errorf("%q: %w", s, err)
 			}
 			r.Ports, portGiven = []uint16{port}, true
 		}
 	} else if i := strings.LastIndex(host, ":"); i >= 0 && strings.Count(host, ":") == 1 {
 		port, err := parsePort(host[i+1:])
 		if err != nil {
-			return r, portGiven, fmt.Errorf("%q: %w", s, err)
+			return r, fmt.Errorf("%q: %w", s, err)
 		}
 		host, r.Ports, portGiven = host[:i], []uint16{port}, true
 	}
@@ -110,27 +122,30 @@ func parseRule(s string) (r Rule, portGiven bool, err error) {
 	if strings.Contains(host, "/") {
 		p, err := netip.ParsePrefix(host)
 		if err != nil {
-			return r, portGiven, fmt.Errorf("%q: not a CIDR: %v", s, err)
+			return r, fmt.Errorf("%q: not a CIDR: %v", s, err)
+		}
+		if p.Addr().Is4In6() && p.Bits() >= 96 { // ::ffff:a.b.c.d/n: the IPv4 range, as addresses are compared
+			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
 		}
 		r.Prefix = p.Masked()
-		return r, portGiven, nil
+		return r, nil
 	}
 	if a, err := netip.ParseAddr(host); err == nil {
 		r.Prefix = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
-		return r, portGiven, nil
+		return r, nil
 	}
 	name, wild := strings.CutPrefix(host, "*.")
 	if !validName(name) {
-		return r, portGiven, fmt.Errorf("%q is not a host name", s)
+		return r, fmt.Errorf("%q is not a host name", s)
 	}
-	if host == HostName && !portGiven {
-		return r, portGiven, fmt.Errorf("%q needs a port: the host's services are let through one port at a time, such as %s:11434", s, HostName)
+	if host == HostName && !portGiven && !anyPort {
+		return r, fmt.Errorf("%q needs a port: the host's services are let through one port at a time, such as %s:11434", s, HostName)
 	}
 	r.Name = host
 	if wild && !strings.Contains(name, ".") {
-		return r, portGiven, fmt.Errorf("%q: a wildcard needs a domain of at least two labels, such as *.example.net", s)
+		return r, fmt.Errorf("%q: a wildcard needs a domain of at least two labels, such as *.example.net", s)
 	}
-	return r, portGiven, nil
+	return r, nil
 }
 
 func parsePort(s string) (uint16, error) {

@@ -146,6 +146,9 @@ type exchange struct {
 	// foreign, when not "", is the name the request (or its TLS
 	// connection) gives instead of host's.
 	foreign string
+	// tunnelled: the request goes through the session's SOCKS5 proxy, so
+	// even to a loopback address it crosses a network.
+	tunnelled bool
 }
 
 // writeSecrets puts each placeholder's value where its secret may go in
@@ -178,7 +181,7 @@ func writeSecrets(r *http.Request, ex exchange, secrets []Secret) string {
 		case ex.foreign != "":
 			return fmt.Sprintf("secret %s's placeholder is in a request for %s inside a connection to %s; a secret goes only to the host the connection is for",
 				s.Name, ex.foreign, ex.host)
-		case ex.inClear && !loopback(ex.host):
+		case ex.inClear && (!loopback(ex.host) || ex.tunnelled):
 			return fmt.Sprintf("secret %s would go to %s in the clear; use https", s.Name, ex.host)
 		}
 		s.write(r)

@@ -21,8 +21,8 @@ func (l *Language) Egress() egress.List { return l.allow }
 // Narrow is the allow-list a request asked for (nil: the language's
 // own), refused when it reaches beyond the language's.
 func (l *Language) Narrow(asked *state.Network) (egress.List, error) {
-	if asked == nil {
-		return l.allow, nil
+	if asked == nil || asked.Allow == nil && (len(asked.Deny) > 0 || len(asked.Except) > 0 || asked.Proxy != nil) {
+		return l.allow, nil // a deny list or a proxy alone narrows nothing
 	}
 	list, err := egress.Parse(asked.Allow)
 	if err != nil {

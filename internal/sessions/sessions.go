@@ -777,13 +777,10 @@ func network(allow egress.List, asked *state.Network) state.Network {
 	return n
 }
 
-// shape sets what a gate lets through: its allow-list, deny list and
-// proxy; the proxy and deny list first, so that no connection goes out
-// allowed but not yet tunnelled.
+// shape sets what a gate lets through, at once: its allow-list, deny
+// list and proxy.
 func shape(g *egress.Gate, list egress.List, x languages.Extras) {
-	g.Deny(x.Deny, x.Except)
-	g.Tunnel(x.Socks)
-	g.Allow(list)
+	g.SetPolicy(list, x.Deny, x.Except, x.Socks)
 }
 
 // arm sets what a session's sandbox may reach, and the secrets its
