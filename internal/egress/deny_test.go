@@ -2,11 +2,11 @@ package egress
 
 import (
 	"fmt"
-	"time"
 	"net/http"
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sandboxd/sandboxd/internal/egress/egresstest"
 )
