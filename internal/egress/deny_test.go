@@ -2,6 +2,8 @@ package egress
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -122,5 +124,38 @@ func TestReviewDenyAndProxy(t *testing.T) {
 	fmt.Fprintf(conn, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 	if _, err := br.ReadString('\n'); err == nil {
 		t.Error("a tunnel opened before a deny list still carries bytes")
+	}
+}
+
+// A client's half-close goes through the SOCKS5 proxy to the server, as
+// it goes directly (outside review).
+func TestHalfCloseThroughSocks5(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { b, _ := io.ReadAll(c); fmt.Fprintf(c, "got %d bytes", len(b)); c.Close() }()
+		}
+	}()
+	addr := ln.Addr().String()
+	socks := egresstest.NewSocks5(t, "", "")
+	g, _, sock := testGate(t, Options{}, Limits{}, addr, socks.Addr)
+	g.SetPolicy(g.Allowed(), nil, nil, &Socks{Address: socks.Addr})
+	c, br, status := connect(t, sock, addr)
+	if !strings.Contains(status, "200") {
+		t.Fatalf("CONNECT: %s", status)
+	}
+	io.WriteString(c, "hello")
+	c.(*net.UnixConn).CloseWrite()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if b, err := io.ReadAll(br); string(b) != "got 5 bytes" {
+		t.Errorf("after a half-close through the proxy: %q %v", b, err)
 	}
 }

@@ -769,7 +769,13 @@ func (g *Gate) dialSocks(ctx context.Context, ap netip.AddrPort, s *Socks) (net.
 	if s.Username != "" {
 		auth = &proxy.Auth{User: s.Username, Password: s.Password}
 	}
-	via, err := proxy.SOCKS5("tcp", netip.AddrPortFrom(at, uint16(n)).String(), auth, &net.Dialer{})
+	var raw net.Conn // the proxy's TCP connection, which the SOCKS one hides
+	forward := dialFunc(func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		raw = c
+		return c, err
+	})
+	via, err := proxy.SOCKS5("tcp", netip.AddrPortFrom(at, uint16(n)).String(), auth, forward)
 	if err != nil {
 		return nil, errors.New("the session's SOCKS5 proxy: " + err.Error())
 	}
@@ -777,7 +783,33 @@ func (g *Gate) dialSocks(ctx context.Context, ap netip.AddrPort, s *Socks) (net.
 	if err != nil {
 		return nil, errors.New("through the session's SOCKS5 proxy: it refused or could not be reached")
 	}
-	return c, nil
+	return halfClosable{Conn: c, raw: raw}, nil
+}
+
+// dialFunc is a function as the SOCKS5 dialer's forward dialer.
+type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+func (f dialFunc) Dial(network, addr string) (net.Conn, error) {
+	return f(context.Background(), network, addr)
+}
+
+func (f dialFunc) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	return f(ctx, network, addr)
+}
+
+// halfClosable is a connection through a SOCKS5 proxy whose write side
+// can be closed alone, as a direct one's can: a client's half-close goes
+// on to the server.
+type halfClosable struct {
+	net.Conn
+	raw net.Conn
+}
+
+func (c halfClosable) CloseWrite() error {
+	if cw, ok := c.raw.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }
 
 // claim takes one of the sandbox's connections at once.

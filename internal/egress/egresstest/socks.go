@@ -122,8 +122,16 @@ func (s *Socks5) serve(c net.Conn) {
 	}
 	defer up.Close()
 	c.Write([]byte{5, 0, 0, 1, 0, 0, 0, 0, 0, 0})
-	go io.Copy(up, c)
+	// Each way until its end, which goes on as a half-close.
+	done := make(chan struct{})
+	go func() {
+		io.Copy(up, c)
+		up.(*net.TCPConn).CloseWrite()
+		close(done)
+	}()
 	io.Copy(c, up)
+	c.(*net.TCPConn).CloseWrite()
+	<-done
 }
 
 func readAuth(c net.Conn) (user, pass string, ok bool) {
