@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/testutil"
+	runtimepkg "github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/kubernetes"
 )
 
@@ -107,6 +110,31 @@ sys.exit(3)`})
 		}
 	})
 
+	// make cluster's nodes run pods in user namespaces (runc 1.5), so
+	// sandboxd asks for one: the session's supervisor runs as uid 1000 in
+	// the pod and as a uid of the kubelet's range on the node, nobody's.
+	t.Run("user namespaces", func(t *testing.T) {
+		s, err := c.Session(ctx(t), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod, err := cluster.Client.CoreV1().Pods(cluster.Namespace).Get(ctx(t), s.ContainerID, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pod.Spec.HostUsers == nil || *pod.Spec.HostUsers || *pod.Spec.SecurityContext.RunAsUser != 1000 {
+			t.Fatalf("the pod: hostUsers %v, runAsUser %v", pod.Spec.HostUsers, pod.Spec.SecurityContext.RunAsUser)
+		}
+		res, err := c.Exec(ctx(t), id, api.ExecRequest{Argv: []string{"id", "-u"}})
+		if err != nil || res.Stdout != "1000\n" {
+			t.Fatalf("the uid in the pod: %+v %v", res, err)
+		}
+		uid := hostUIDOfPod(t, string(pod.UID))
+		if uid < 65536 || uid%65536 != 1000 {
+			t.Fatalf("the supervisor runs as host uid %d: not one of a user namespace's", uid)
+		}
+	})
+
 	t.Run("restarts", func(t *testing.T) {
 		for _, how := range []string{"SIGTERM", "SIGKILL"} {
 			before := cluster.Pods(t, label)
@@ -173,6 +201,32 @@ sys.exit(3)`})
 			return err == nil && p["python"].Idle >= 2
 		})
 	})
+}
+
+// hostUIDOfPod is the host uid the supervisor of the pod with uid podUID
+// runs as, read from /proc on this machine, where make cluster's nodes
+// run.
+func hostUIDOfPod(t *testing.T, podUID string) int {
+	t.Helper()
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		cmdline, _ := os.ReadFile(p + "/cmdline")
+		cgroup, _ := os.ReadFile(p + "/cgroup")
+		if !strings.HasPrefix(string(cmdline), runtimepkg.SupervisorPath+"\x00") || !strings.Contains(string(cgroup), podUID) {
+			continue
+		}
+		status, _ := os.ReadFile(p + "/status")
+		for _, line := range strings.Split(string(status), "\n") {
+			if f := strings.Fields(line); len(f) > 1 && f[0] == "Uid:" {
+				uid, err := strconv.Atoi(f[1])
+				if err == nil {
+					return uid
+				}
+			}
+		}
+	}
+	t.Fatalf("no supervisor of pod %s among this machine's processes", podUID)
+	return 0
 }
 
 // `sandboxctl images build` of a language on the cluster puts its image,

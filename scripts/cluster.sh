@@ -14,8 +14,10 @@
 # Nothing is downloaded but packages: Kubernetes, etcd and containerd are
 # built with the Go toolchain from the Go module proxy (pinned by the
 # modules under scripts/cluster/build, cached under $CACHE so a second `up`
-# takes seconds); runc, the CNI plugins, the registry and openssl come from
-# Debian; the pause image is built here from scripts/cluster/pause.c.
+# takes seconds), and so is runc (1.2 or later, for pods in user
+# namespaces of their own; Debian 12's is 1.1); the CNI plugins, the
+# registry, libseccomp and openssl come from Debian; the pause image is
+# built here from scripts/cluster/pause.c.
 #
 # Everything listens on 127.0.0.1 only: etcd, the API server, the
 # controller manager, the scheduler, the kubelet, containerd's streaming
@@ -74,7 +76,8 @@ build() {
 
 packages() {
 	local missing=()
-	command -v runc >/dev/null || missing+=(runc)
+	[[ -f /usr/include/seccomp.h ]] || missing+=(libseccomp-dev)
+	command -v pkg-config >/dev/null || missing+=(pkg-config)
 	[[ -x /usr/lib/cni/loopback ]] || missing+=(containernetworking-plugins)
 	command -v docker-registry >/dev/null || missing+=(docker-registry)
 	command -v openssl >/dev/null || missing+=(openssl)
@@ -315,7 +318,7 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.tracing.processor
     [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
       [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
-        BinaryName = "${RUNC:-$(command -v runc)}"
+        BinaryName = "${RUNC:-$BIN/runc}"
         SystemdCgroup = false
         Root = "$NODE_RUN/runc"
 EOF
@@ -436,6 +439,7 @@ up() {
 	build kubernetes k8s.io/kubernetes k8s.io/component-base/version.gitVersion k8s.io/client-go/pkg/version.gitVersion
 	build etcd go.etcd.io/etcd/server/v3
 	CGO=0 TAGS=no_btrfs,no_devmapper,no_zfs build containerd github.com/containerd/containerd/v2 github.com/containerd/containerd/v2/version.Version
+	TAGS=seccomp,urfave_cli_no_docs build runc github.com/opencontainers/runc main.version
 	mkdir -p "$DIR" "$RUN" "$LOGS"
 	certificates
 	kubeconfig admin admin

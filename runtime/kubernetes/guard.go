@@ -15,6 +15,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // What the runtime guards against in the cluster it is given: readers of
@@ -46,6 +47,44 @@ func (k *Kubernetes) networkWarning(ctx context.Context) string {
 		return ""
 	}
 	return fmt.Sprintf("namespace %s has no default-deny NetworkPolicy: on a cluster whose network plugin enforces policies, sandboxes there can reach the API server, the kubelets, cloud metadata and other pods. Apply the one in examples/kubernetes-rbac.yaml (and block metadata endpoints on the nodes)", k.opts.Namespace)
+}
+
+// userNamespaces says whether sandboxes' pods can run in user namespaces
+// of their own (`hostUsers: false`), so that a pod's uids are nobody's on
+// its node: when every node the pods may land on says its default runtime
+// handler supports them (runc 1.2 or later under containerd 2). A pod of
+// a runtime class (gVisor) keeps the node's uids: its handler is its own
+// kernel's, which keeps its own users. why says what stands in the way.
+func (k *Kubernetes) userNamespaces(ctx context.Context) (ok bool, why string) {
+	if k.opts.RuntimeClass != "" {
+		return false, "pods of runtime class " + k.opts.RuntimeClass + " keep the nodes' uids"
+	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	nodes, err := k.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(k.opts.NodeSelector).String()})
+	if err != nil {
+		return false, fmt.Sprintf("cannot read the nodes (%v): grant the service account list on nodes, as examples/kubernetes-rbac.yaml does", err)
+	}
+	if len(nodes.Items) == 0 {
+		return false, "no node matches the node selector yet"
+	}
+	for _, n := range nodes.Items {
+		if !defaultHandlerHasUserNamespaces(n) {
+			return false, fmt.Sprintf("node %s does not run pods in user namespaces (it needs Kubernetes 1.33 or later, containerd 2 and runc 1.2 or later; `make cluster` builds one)", n.Name)
+		}
+	}
+	return true, ""
+}
+
+// defaultHandlerHasUserNamespaces says whether n's default runtime
+// handler (named "") supports user namespaces.
+func defaultHandlerHasUserNamespaces(n corev1.Node) bool {
+	for _, h := range n.Status.RuntimeHandlers {
+		if h.Name == "" && h.Features != nil && h.Features.UserNamespaces != nil {
+			return *h.Features.UserNamespaces
+		}
+	}
+	return false
 }
 
 // defaultDeny says whether p selects every pod and allows no traffic in

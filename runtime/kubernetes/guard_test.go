@@ -94,3 +94,44 @@ func TestNetworkWarning(t *testing.T) {
 		}
 	}
 }
+
+func TestUserNamespacesWhereEveryNodeHasThem(t *testing.T) {
+	node := func(name string, userns *bool, labels map[string]string) corev1.Node {
+		n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+		n.Status.RuntimeHandlers = []corev1.NodeRuntimeHandler{{Name: "", Features: &corev1.NodeRuntimeHandlerFeatures{UserNamespaces: userns}}}
+		return n
+	}
+	yes, no := ptr(true), ptr(false)
+	pool := map[string]string{"pool": "sandboxes"}
+	for _, c := range []struct {
+		name         string
+		runtimeClass string
+		nodes        []corev1.Node
+		want         bool
+		why          string
+	}{
+		{"no node", "", nil, false, "no node matches"},
+		{"every node", "", []corev1.Node{node("a", yes, pool), node("b", yes, pool)}, true, ""},
+		{"one node without", "", []corev1.Node{node("a", yes, pool), node("b", no, pool)}, false, "node b does not"},
+		{"one node that does not say", "", []corev1.Node{node("a", yes, pool), node("b", nil, pool)}, false, "node b does not"},
+		{"a node outside the selector", "", []corev1.Node{node("a", yes, pool), node("c", no, nil)}, true, ""},
+		{"a runtime class", "gvisor", []corev1.Node{node("a", yes, pool)}, false, "runtime class gvisor"},
+	} {
+		k, client := testRuntime(t)
+		k.opts.RuntimeClass = c.runtimeClass
+		for _, n := range c.nodes {
+			if _, err := client.CoreV1().Nodes().Create(context.Background(), &n, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ok, why := k.userNamespaces(context.Background())
+		if ok != c.want || !strings.Contains(why, c.why) {
+			t.Errorf("%s: %v %q, want %v %q", c.name, ok, why, c.want, c.why)
+		}
+		k.userNS.Store(ok)
+		pod := k.podFor(runtime.Spec{Language: "python", Image: "sandboxd/python:latest"}, "sbx-1", "token", 61000)
+		if inNS := pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers; inNS != c.want || inNS && *pod.Spec.SecurityContext.RunAsUser != userNSUID {
+			t.Errorf("%s: the pod's hostUsers %v, uid %d", c.name, pod.Spec.HostUsers, *pod.Spec.SecurityContext.RunAsUser)
+		}
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -68,7 +69,8 @@ type Kubernetes struct {
 	uids   *runtime.UIDs
 	log    hclog.Logger
 
-	checkNetwork sync.Once // at the first answer of the API server
+	checkCluster sync.Once   // at the first answer of the API server
+	userNS       atomic.Bool // pods in user namespaces of their own (see userNamespaces)
 
 	mu       sync.Mutex
 	forwards map[string]io.Closer // open port forwards by pod name
@@ -126,9 +128,16 @@ func (k *Kubernetes) Ping(ctx context.Context) (runtime.EngineInfo, error) {
 	if err != nil {
 		return runtime.EngineInfo{}, fmt.Errorf("%w: the Kubernetes API server: %v", runtime.ErrUnavailable, err)
 	}
-	k.checkNetwork.Do(func() {
+	k.checkCluster.Do(func() {
 		if warning := k.networkWarning(ctx); warning != "" {
 			k.log.Warn("SANDBOXES ARE NOT CUT OFF THE NETWORK: " + warning)
+		}
+		ok, why := k.userNamespaces(ctx)
+		k.userNS.Store(ok)
+		if ok {
+			k.log.Info("pods run in user namespaces of their own (hostUsers: false): a pod's uids are nobody's on its node")
+		} else {
+			k.log.Warn("pods share the nodes' uids (hostUsers: true): " + why)
 		}
 	})
 	rc := k.opts.RuntimeClass

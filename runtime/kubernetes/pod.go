@@ -23,6 +23,8 @@ const (
 	// `sandboxd -seccomp-profile` prints it, to be put in each node's
 	// kubelet seccomp directory (make cluster does).
 	SeccompProfile = "sandboxd.json"
+	// userNSUID is the uid of a pod in a user namespace of its own.
+	userNSUID = 1000
 	// ephemeralStorage is a pod's share of its node's disk.
 	ephemeralStorage = 64 << 20
 )
@@ -131,6 +133,14 @@ func (k *Kubernetes) podFor(spec runtime.Spec, name, token string, uid uint32) *
 	}
 	if k.opts.RuntimeClass != "" {
 		pod.Spec.RuntimeClassName = ptr(k.opts.RuntimeClass)
+	}
+	if k.userNS.Load() {
+		// The pod's uids map to a range of the node's that is its alone,
+		// so one uid serves every pod: sandboxd's own (the label) stays
+		// its bookkeeping. A uid past 65535 would be outside the map.
+		pod.Spec.HostUsers = ptr(false)
+		pod.Spec.SecurityContext.RunAsUser = ptr(int64(userNSUID))
+		pod.Spec.SecurityContext.RunAsGroup = ptr(int64(userNSUID))
 	}
 	k.seal(pod)
 	return pod
