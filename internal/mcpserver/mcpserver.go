@@ -20,7 +20,6 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/client"
-	"github.com/sandboxd/sandboxd/internal/wire"
 )
 
 // maxRead bounds what read_file returns by default: an agent's context is
@@ -152,6 +151,7 @@ type Output struct {
 type Display struct {
 	MIME string `json:"mime"`
 	Data string `json:"data"`
+	Main bool   `json:"main,omitempty" jsonschema:"part of the final value, not a figure's or a display() call's"`
 }
 
 // Egress is one connection through the egress proxy.
@@ -202,14 +202,19 @@ func withImages(r *api.RunResult) (*mcp.CallToolResult, Result) {
 		out.ContextLost = r.Context.Lost
 	}
 	var images []mcp.Content
-	for _, d := range r.Display {
+	for i, d := range r.Display {
 		if strings.HasPrefix(d.MIME, "image/") && d.MIME != "image/svg+xml" {
 			if data, err := base64.StdEncoding.DecodeString(d.Data); err == nil {
 				images = append(images, &mcp.ImageContent{Data: data, MIMEType: d.MIME})
 			}
 			continue
 		}
-		out.Display = append(out.Display, Display{MIME: d.MIME, Data: d.Data})
+		// An agent's context has no use for an image's caption nor a
+		// table's columns twice over (its text and HTML say them).
+		if api.IsCaption(r.Display, i) || d.MIME == api.DataFrameMIME {
+			continue
+		}
+		out.Display = append(out.Display, Display{MIME: d.MIME, Data: d.Data, Main: d.Main})
 	}
 	if len(images) == 0 {
 		return nil, out
@@ -226,10 +231,14 @@ func egress(list []api.Egress) []Egress {
 	return out
 }
 
-// failure is the tool error for a daemon error: its message, and for a
-// policy denial every finding, one per line, for the agent to fix.
+// failure is the tool error for an error of the client: the daemon's
+// message, and for a policy denial every finding, one per line, for the
+// agent to fix; any other error as it is (the socket, a cancel).
 func failure(err error) error {
-	ae := wire.ErrorOf(err)
+	var ae *api.Error
+	if !errors.As(err, &ae) {
+		return err
+	}
 	msg := ae.Message
 	for _, f := range ae.Findings {
 		msg += "\n" + f.String()
