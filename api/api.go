@@ -6,6 +6,7 @@ package api
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -154,11 +155,24 @@ type Egress struct {
 
 // Display is one representation of something shown: "image/png" (data
 // base64), "image/svg+xml", "text/html", "application/json" or
-// "text/plain".
+// "text/plain". A figure or a display() call comes as one or more, its
+// text last; Main marks those of the cell's final value (Jupyter's
+// execute result).
 type Display struct {
 	MIME string `json:"mime"`
 	Data string `json:"data"`
+	Main bool   `json:"main,omitempty"`
 }
+
+// IsCaption says whether ds[i] is the text of the image before it (a
+// figure's repr), which the image stands for where images are shown.
+func IsCaption(ds []Display, i int) bool {
+	return i > 0 && ds[i].MIME == "text/plain" && !ds[i].Main && strings.HasPrefix(ds[i-1].MIME, "image/")
+}
+
+// DataFrameMIME is a pandas DataFrame's columns as a JSON object of lists
+// (small frames; beside its text/html and text/plain).
+const DataFrameMIME = "application/vnd.sandboxd.dataframe+json"
 
 // OutputFile is a file an exec made or changed.
 type OutputFile struct {

@@ -22,9 +22,10 @@ func cell(t *testing.T, c *client.Client, id, name, code string, timeout time.Du
 	return res
 }
 
+// plain is the final value's text.
 func plain(res *api.RunResult) string {
 	for _, d := range res.Display {
-		if d.MIME == "text/plain" {
+		if d.MIME == "text/plain" && d.Main {
 			return d.Data
 		}
 	}
@@ -149,7 +150,7 @@ language "bash" {
 		t.Parallel()
 		id := newSession(t, c, api.SessionRequest{Language: "python"})
 		res := cell(t, c, id, "main", "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.title('t')\nplt.savefig('outputs/plot.png')\nplt.show()\nopen('outputs/data.csv', 'w').write('a,b\\n1,2\\n')", 0)
-		if res.ExitCode != 0 || mimes(res) != "image/png,text/plain" || res.Stderr != "" {
+		if res.ExitCode != 0 || mimes(res) != "image/png,text/plain,text/plain" || res.Stderr != "" {
 			t.Errorf("a figure: exit %d, %s, stderr %q", res.ExitCode, mimes(res), res.Stderr)
 		}
 		if png := res.Display[0].Data; !strings.HasPrefix(png, "iVBORw0KGgo") || len(png) < 1000 {

@@ -170,8 +170,22 @@ func runE2BSuite(t *testing.T, suite string) {
 	if err != nil {
 		testutil.Missing(t, "node is not installed")
 	}
-	// What the sandboxes may reach: a server on loopback, directly or
-	// through a SOCKS5 proxy, which says where the proxy connected.
+	d, env := e2bSuiteDaemon(t)
+	// --test-force-exit: the SDK keeps timers for its requests running.
+	cmd := exec.Command(node, "--test", "--test-force-exit", "--test-reporter=spec", suite)
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	t.Logf("node --test %s:\n%s", filepath.Base(suite), out)
+	if err != nil {
+		t.Fatalf("E2B's SDKs failed against sandboxd: %v\nsandboxd's log:\n%s", err, d.Logs())
+	}
+}
+
+// e2bSuiteDaemon starts the daemon an SDK suite runs against and gives
+// the suite's environment: examples/e2b.env's variables, and what the
+// sandboxes may reach, a server on loopback (ORIGIN), directly or through
+// a SOCKS5 proxy (SOCKS), which says where the proxy connected.
+func e2bSuiteDaemon(t *testing.T) (*testutil.Daemon, []string) {
 	socks := egresstest.NewSocks5(t, "proxy-user", "proxy-password")
 	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/socks-targets" {
@@ -183,15 +197,61 @@ func runE2BSuite(t *testing.T, suite string) {
 	t.Cleanup(origin.Close)
 	originAddr := strings.TrimPrefix(origin.URL, "http://")
 	d, url := e2bDaemon(t, fmt.Sprintf("network {\n  allow = [%q, %q]\n}", originAddr, socks.Addr))
-	// --test-force-exit: the SDK keeps timers for its requests running.
-	cmd := exec.Command(node, "--test", "--test-force-exit", "--test-reporter=spec", suite)
-	cmd.Env = append(os.Environ(), "E2B_API_KEY="+e2bKey, "E2B_API_URL="+url, "E2B_SANDBOX_URL="+url,
+	return d, append(os.Environ(), "E2B_API_KEY="+e2bKey, "E2B_API_URL="+url, "E2B_SANDBOX_URL="+url,
 		"E2B_OTHER_KEY="+e2bOtherKey, "SANDBOXCTL="+filepath.Join(d.Bin, "sandboxctl"), "SANDBOXD_SOCKET="+d.Socket,
 		"ORIGIN="+originAddr, "SOCKS="+socks.Addr)
-	out, err := cmd.CombinedOutput()
-	t.Logf("node --test %s:\n%s", filepath.Base(suite), out)
+}
+
+// TestE2BOwnTests runs E2B's own tests of its JS SDK and of its Code
+// Interpreter SDK (e2e/npm/e2b-suite, copied from E2B's repositories)
+// with vitest against sandboxd. Every test that e2b-suite/skips.mjs does
+// not list must pass. E2B_SUITE_ONLY (vitest's file filters, space
+// separated) runs some of them.
+func TestE2BOwnTests(t *testing.T) {
+	t.Parallel() // it mostly waits: beside another test
+	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Fatalf("E2B's SDKs failed against sandboxd: %v\nsandboxd's log:\n%s", err, d.Logs())
+		testutil.Missing(t, "node is not installed")
+	}
+	vitest := testutil.NPMTool(t, "node_modules/vitest/vitest.mjs")
+	suite := filepath.Join(filepath.Dir(testutil.NPMTool(t, "package.json")), "e2b-suite")
+	d, env := e2bSuiteDaemon(t)
+	report := filepath.Join(t.TempDir(), "report.json")
+	args := []string{vitest, "run", "--root", suite, "--reporter=default", "--reporter=json", "--outputFile.json=" + report}
+	cmd := exec.Command(node, append(args, strings.Fields(os.Getenv("E2B_SUITE_ONLY"))...)...)
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	t.Logf("vitest run (E2B's own tests):\n%s", out)
+	var results struct {
+		NumPassedTests, NumFailedTests, NumPendingTests, NumTotalTests int
+		TestResults                                                    []struct {
+			Name             string
+			Message          string
+			AssertionResults []struct {
+				FullName, Status string
+				FailureMessages  []string
+			}
+		}
+	}
+	b, rerr := os.ReadFile(report)
+	if rerr != nil || json.Unmarshal(b, &results) != nil {
+		t.Fatalf("vitest gave no report (%v, %v); sandboxd's log:\n%s", err, rerr, d.Logs())
+	}
+	var failed []string
+	for _, file := range results.TestResults {
+		if file.Message != "" { // the file itself failed, before its tests
+			failed = append(failed, fmt.Sprintf("%s: %s", file.Name, file.Message))
+		}
+		for _, a := range file.AssertionResults {
+			if a.Status == "failed" {
+				failed = append(failed, fmt.Sprintf("%s > %s: %s", strings.TrimPrefix(file.Name, suite+"/"), a.FullName, strings.Join(a.FailureMessages, "; ")))
+			}
+		}
+	}
+	t.Logf("E2B's own tests against sandboxd: %d passed, %d failed, %d skipped, of %d",
+		results.NumPassedTests, results.NumFailedTests, results.NumPendingTests, results.NumTotalTests)
+	if len(failed) > 0 || err != nil {
+		t.Fatalf("E2B's own tests that should pass failed (%v):\n%s\nsandboxd's log:\n%s", err, strings.Join(failed, "\n"), d.Logs())
 	}
 }
 

@@ -214,9 +214,10 @@ func (m *markdownRun) run(ctx context.Context, n int, b codeBlock) (blockResult,
 // files in the current directory, saying where.
 func (m *markdownRun) show(n int, res *api.RunResult) {
 	k := 0
-	for _, d := range res.Display {
+	for i, d := range res.Display {
 		ext := map[string]string{"image/png": ".png", "image/svg+xml": ".svg"}[d.MIME]
 		switch {
+		case api.IsCaption(res.Display, i):
 		case d.MIME == "text/plain":
 			fmt.Println(d.Data)
 		case ext != "":

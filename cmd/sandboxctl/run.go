@@ -257,10 +257,12 @@ func printDisplay(res *api.RunResult) {
 	}
 	var text string
 	var others []string
-	for _, d := range res.Display {
-		if d.MIME == "text/plain" {
+	for i, d := range res.Display {
+		switch {
+		case api.IsCaption(res.Display, i):
+		case d.MIME == "text/plain":
 			text = d.Data
-		} else {
+		default:
 			others = append(others, d.MIME)
 		}
 	}

@@ -50,9 +50,10 @@ const minAPIKey = 20
 
 // The templates E2B's SDKs create from when told nothing: the core SDK's
 // and the Code Interpreter's, and the languages that serve them here
-// when the configuration has them.
+// when the configuration has them, first first. E2B's base image has
+// python3 and bash: python's image has both, bash's no python.
 var defaultTemplates = map[string][]string{
-	"base":                {"bash", "python"},
+	"base":                {"python", "bash"},
 	"code-interpreter-v1": {"python"},
 }
 

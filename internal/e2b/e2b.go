@@ -38,6 +38,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/config"
 	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/dashboard"
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/principal"
 	"github.com/sandboxd/sandboxd/internal/server"
 	"github.com/sandboxd/sandboxd/internal/state"
@@ -90,6 +91,23 @@ type sandbox struct {
 	procs  *processes
 	cells  *cells
 	watch  *watchers
+	gone   chan struct{} // closed when it is forgotten: killed, ended
+}
+
+// abortIfGone drops the connection of a call that outlived its sandbox,
+// as E2B's does when a sandbox's VM goes: the SDKs then ask /health (502
+// now) and tell their caller the sandbox was killed, instead of passing
+// on an exit or an error of sandboxd's. The session goes from the daemon's
+// sessions before its container does, so a kill is seen before forget.
+func (s *Server) abortIfGone(sb *sandbox) {
+	select {
+	case <-sb.gone:
+		panic(http.ErrAbortHandler)
+	default:
+	}
+	if _, aerr := s.d.Sessions.Get(sb.rec.ID); errdefs.Is(aerr, errdefs.NotFound) {
+		panic(http.ErrAbortHandler)
+	}
 }
 
 // New returns the handler, with the sandboxes the store keeps whose
@@ -123,7 +141,7 @@ func New(d *daemon.Daemon, cfg config.E2B, log hclog.Logger) (*Server, error) {
 }
 
 func (s *Server) newSandbox(rec state.E2BSandbox) *sandbox {
-	sb := &sandbox{rec: rec, procs: newProcesses(), cells: newCells(), watch: newWatchers()}
+	sb := &sandbox{rec: rec, procs: newProcesses(), cells: newCells(), watch: newWatchers(), gone: make(chan struct{})}
 	sb.paused.Store(rec.Paused)
 	return sb
 }
@@ -204,7 +222,7 @@ func (s *Server) serveSigned(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if signatureExpired(r) {
-		writeError(w, http.StatusUnauthorized, "the file URL's signature has expired: ask the SDK for a new one")
+		writeError(w, http.StatusUnauthorized, "signature is already expired") // envd's words, which clients compare
 		return
 	}
 	s.mu.Lock()
@@ -323,6 +341,7 @@ func (s *Server) forget(id string) {
 	delete(s.sandboxes, id)
 	s.mu.Unlock()
 	if sb != nil {
+		close(sb.gone)
 		sb.procs.killAll()
 		sb.watch.stopAll()
 	}

@@ -420,13 +420,23 @@ func TestTemplatesStartAndNarrow(t *testing.T) {
 
 func TestResultsGroupAsTheInterpreterDoes(t *testing.T) {
 	figure := api.Display{MIME: "image/png", Data: "fig"}
-	got := results([]api.Display{figure, {MIME: "image/png", Data: "val"}, {MIME: "text/html", Data: "<b>"}, {MIME: "text/plain", Data: "v"}})
+	got := results([]api.Display{figure, {MIME: "image/png", Data: "val", Main: true}, {MIME: "text/html", Data: "<b>", Main: true}, {MIME: "text/plain", Data: "v", Main: true}})
 	if len(got) != 2 || got[0]["png"] != "fig" || got[0]["is_main_result"] != false ||
 		got[1]["png"] != "val" || got[1]["html"] != "<b>" || got[1]["text"] != "v" || got[1]["is_main_result"] != true {
 		t.Fatalf("a figure, then a value with a PNG of its own: %v", got)
 	}
 	if got := results([]api.Display{figure}); len(got) != 1 || got[0]["is_main_result"] != false {
 		t.Fatalf("a figure alone: %v", got)
+	}
+	// A kernel that marks its final value: a figure with its text, then
+	// a value of other types than the figure's.
+	got = results([]api.Display{figure, {MIME: "text/plain", Data: "<Figure>"}, {MIME: "text/plain", Data: "'x'", Main: true}})
+	if len(got) != 2 || got[0]["png"] != "fig" || got[0]["text"] != "<Figure>" || got[0]["is_main_result"] != false ||
+		got[1]["text"] != "x" || got[1]["is_main_result"] != true {
+		t.Fatalf("a figure with its text, then a string: %v", got)
+	}
+	if got := results([]api.Display{figure, {MIME: "text/plain", Data: "<Figure>"}, figure, {MIME: "text/plain", Data: "<Figure>"}}); len(got) != 2 || got[1]["is_main_result"] != false {
+		t.Fatalf("two figures and no value: %v", got)
 	}
 	e := cellError(&api.RunResult{ExitCode: 1, Stderr: "Traceback (most recent call last):\n  File \"<cell>\", line 1\nKeyError: 'x'\n"})
 	if e["name"] != "KeyError" || e["value"] != "'x'" {

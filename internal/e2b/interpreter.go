@@ -137,7 +137,7 @@ func (s *Server) createContext(w http.ResponseWriter, r *http.Request) {
 func (s *Server) listContexts(w http.ResponseWriter, r *http.Request) {
 	sb := sandboxOf(r.Context())
 	sb.cells.mu.Lock()
-	out := slices.Collect(maps.Values(sb.cells.contexts))
+	out := append([]*codeContext{}, slices.Collect(maps.Values(sb.cells.contexts))...) // [] when none, not null
 	sb.cells.mu.Unlock()
 	slices.SortFunc(out, func(a, b *codeContext) int { return strings.Compare(a.ID, b.ID) })
 	writeJSON(w, http.StatusOK, out)
@@ -261,6 +261,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	emit("stdout", true)
 	emit("stderr", true)
 	if aerr != nil {
+		s.abortIfGone(sb)
 		if !lines.started {
 			writeAPIError(w, aerr)
 			return
@@ -323,15 +324,22 @@ func (l *lineWriter) flush() {
 var resultKeys = map[string]string{
 	"text/plain": "text", "text/html": "html", "text/markdown": "markdown", "image/png": "png", "image/jpeg": "jpeg",
 	"image/svg+xml": "svg", "application/json": "json", "application/pdf": "pdf", "text/latex": "latex", "application/javascript": "javascript",
+	api.DataFrameMIME: "data",
 }
 
 // results groups a cell's display data as the Code Interpreter does: the
-// final expression's value is one result in all its representations (the
-// run that ends the list with text/plain, each type once), the figures
-// before it one result each.
+// final expression's value (the kernel marks its representations Main)
+// is one result, and each figure or display() before it another, its
+// text (last) with it. Of a kernel that marks nothing, the final value is
+// the run that ends the list with text/plain, each type once, unless
+// that text is an image's.
 func results(display []api.Display) []map[string]any {
 	main := len(display)
-	if main > 0 && display[main-1].MIME == "text/plain" {
+	for main > 0 && display[main-1].Main {
+		main--
+	}
+	if n := len(display); main == n && n > 0 && display[n-1].MIME == "text/plain" &&
+		(n == 1 || !strings.HasPrefix(display[n-2].MIME, "image/")) && !slices.ContainsFunc(display, func(d api.Display) bool { return d.Main }) {
 		seen := map[string]bool{}
 		for main > 0 && !seen[display[main-1].MIME] {
 			seen[display[main-1].MIME] = true
@@ -339,8 +347,20 @@ func results(display []api.Display) []map[string]any {
 		}
 	}
 	var out []map[string]any
-	for _, d := range display[:main] {
-		out = append(out, result([]api.Display{d}, false))
+	for i := 0; i < main; {
+		j := i + 1
+		if display[i].MIME != "text/plain" { // a figure's text goes with it
+			for j < main && display[j].MIME != "text/plain" && display[j].MIME != display[i].MIME {
+				j++
+			}
+			if j < main && display[j].MIME == "text/plain" {
+				j++
+			} else {
+				j = i + 1
+			}
+		}
+		out = append(out, result(display[i:j], false))
+		i = j
 	}
 	if main < len(display) {
 		out = append(out, result(display[main:], true))
@@ -356,15 +376,27 @@ func result(ds []api.Display, isMain bool) map[string]any {
 			key = d.MIME
 		}
 		var data any = d.Data
-		if d.MIME == "application/json" {
+		switch {
+		case strings.HasSuffix(d.MIME, "json"):
 			var v any
 			if json.Unmarshal([]byte(d.Data), &v) == nil {
 				data = v
 			}
+		case key == "text":
+			data = unquoted(d.Data)
 		}
 		r[key] = data
 	}
 	return r
+}
+
+// unquoted is a value's text as the Code Interpreter gives it: a string's
+// repr without its single quotes ('abc' is abc; "it's" stays).
+func unquoted(text string) string {
+	if len(text) >= 2 && text[0] == '\'' && text[len(text)-1] == '\'' {
+		return text[1 : len(text)-1]
+	}
+	return text
 }
 
 // errorLine is the "Name: message" line an interpreter tells an exception

@@ -232,6 +232,9 @@ func (ps processService) Start(ctx context.Context, req *connect.Request[envd.St
 		return err
 	}
 	return p.follow(ctx, sub, keepTick(req.Header()), func(ev *envd.ProcessEvent) error {
+		if ev.GetEnd() != nil {
+			ps.s.abortIfGone(sandboxOf(ctx))
+		}
 		return stream.Send(&envd.StartResponse{Event: ev})
 	})
 }
@@ -360,6 +363,9 @@ func (ps processService) Connect(ctx context.Context, req *connect.Request[envd.
 		return err
 	}
 	return p.follow(ctx, sub, keepTick(req.Header()), func(ev *envd.ProcessEvent) error {
+		if ev.GetEnd() != nil {
+			ps.s.abortIfGone(sandboxOf(ctx))
+		}
 		return stream.Send(&envd.ConnectResponse{Event: ev})
 	})
 }

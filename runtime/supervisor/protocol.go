@@ -304,10 +304,12 @@ type Cell struct {
 const ContextMark = "\x00\x1esandboxd:end:"
 
 // Display is one representation of a value a cell shows: its MIME type
-// and data (text as is, binary types base64).
+// and data (text as is, binary types base64). Main marks those of the
+// cell's final value, as against a figure's or a display() call's.
 type Display struct {
 	MIME string `json:"mime"`
 	Data string `json:"data"`
+	Main bool   `json:"main,omitempty"`
 }
 
 // CellResult says what became of a cell's context.

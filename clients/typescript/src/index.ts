@@ -31,9 +31,12 @@ export function output(res: RunResult, stream: "stdout" | "stderr" = "stdout"): 
   return enc === "base64" ? Buffer.from(text, "base64") : Buffer.from(text, "utf8");
 }
 
-/** The final value a context showed, as text. */
+/** The final value a context showed, as text (a figure's or a display()
+ * call's text comes before it). */
 export function text(res: RunResult): string | undefined {
-  return res.display?.find((d) => d.mime === "text/plain")?.data;
+  const texts = (res.display ?? []).filter((d) => d.mime === "text/plain");
+  const value = texts.filter((d) => d.main);
+  return (value.length ? value : texts).at(-1)?.data;
 }
 
 export class Client {

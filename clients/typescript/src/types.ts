@@ -80,6 +80,8 @@ export interface Finding {
 export interface Display {
   mime: string;
   data: string;
+  /** Marks the final value's representations. */
+  main?: boolean;
 }
 
 export interface Egress {

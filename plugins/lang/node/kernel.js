@@ -48,7 +48,7 @@ async function run(cell) {
   try {
     let value = compile(cell.code, cell.name || '<cell>').runInThisContext();
     if (value && typeof value.then === 'function') value = await value;
-    const display = value === undefined ? [] : [{ mime: 'text/plain', data: util.inspect(value) }];
+    const display = value === undefined ? [] : [{ mime: 'text/plain', data: util.inspect(value), main: true }];
     return { status: 'ok', exit_code: 0, display };
   } catch (e) {
     process.stderr.write(stack(e) + '\n');

@@ -5,7 +5,7 @@
 # ({"code", "name", "mark"}), output goes to 1 and 2, then the cell's mark
 # on both, then a JSON reply line on descriptor 4 ({"name", "status",
 # "exit_code", "display"}).
-import ast, base64, json, linecache, os, sys, traceback, warnings
+import ast, base64, builtins, json, linecache, math, os, sys, traceback, warnings
 
 
 def shown(value):
@@ -27,8 +27,37 @@ def shown(value):
         elif mime == 'application/json':
             data = json.dumps(data)
         out.append({'mime': mime, 'data': data})
+    pandas = sys.modules.get('pandas')  # a DataFrame exists only once pandas is imported
+    if pandas is not None and isinstance(value, pandas.DataFrame) and value.size <= MAX_FRAME_CELLS:
+        data = frame_columns(pandas, value)
+        if data is not None and len(data) <= MAX_FRAME_JSON:
+            out.append({'mime': 'application/vnd.sandboxd.dataframe+json', 'data': data})
     out.append({'mime': 'text/plain', 'data': repr(value)})
     return out
+
+
+# A DataFrame's columns go along only for a small frame: its HTML and text
+# are cut to a screenful anyway.
+MAX_FRAME_CELLS = 100_000
+MAX_FRAME_JSON = 1 << 20
+
+
+def frame_columns(pandas, frame):
+    """A DataFrame's columns as JSON lists, as E2B's Code Interpreter gives
+    them ("data"): times in ISO form, NaN and infinities as null."""
+    def plain(x):
+        if isinstance(x, pandas.Timestamp):
+            return x.isoformat()
+        if isinstance(x, float) and not math.isfinite(x):
+            return None
+        return x
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')  # duplicate columns, to_dict's own
+            columns = {str(k): [plain(x) for x in v] for k, v in frame.to_dict(orient='list').items()}
+        return json.dumps(columns, default=str, allow_nan=False)
+    except Exception:
+        return None
 
 
 def figures():
@@ -41,33 +70,114 @@ def figures():
     import io
     for num in plt.get_fignums():
         buf = io.BytesIO()
+        figure = plt.figure(num)
         try:
-            plt.figure(num).savefig(buf, format='png', bbox_inches='tight')
+            figure.savefig(buf, format='png', bbox_inches='tight')
             out.append({'mime': 'image/png', 'data': base64.b64encode(buf.getvalue()).decode()})
+            out.append({'mime': 'text/plain', 'data': repr(figure)})
         except Exception as e:
             print('figure %s could not be drawn: %s' % (num, e), file=sys.stderr)
     plt.close('all')
     return out
 
 
-def run(ns, code, name):
-    linecache.cache[name] = (len(code), None, code.splitlines(True), name)
+shown_now = []  # what display() showed during the cell running
+MAX_SHOWN = 8 << 20  # bytes of it: the reply line has a bound of its own
+
+
+def display(*values, **options):
+    """Jupyter's display(): each value is shown where the cell's result
+    is, before it (Jupyter's options, raw= and display_id=, are taken and
+    left alone)."""
+    for value in values:
+        items = shown(value)
+        size = sum(len(d['data']) for d in shown_now + items)
+        if size > MAX_SHOWN:
+            print('display: left out, over %d MiB of displays in one cell' % (MAX_SHOWN >> 20), file=sys.stderr)
+            continue
+        shown_now.extend(items)
+
+
+def called_from(module):
+    """Whether a function of module is among the callers."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_globals.get('__name__') == module:
+            return True
+        frame = frame.f_back
+    return False
+
+
+class ShowImages:
+    """An import hook that has PIL show an image where the cell's result
+    is, as Jupyter's image viewer would (show() has no window here, and
+    E2B's Code Interpreter shows one that is saved too)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != 'PIL.Image':
+            return None
+        import importlib.machinery
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return None
+        load = spec.loader.exec_module
+
+        def exec_module(module):
+            load(module)
+            try:
+                save = module.Image.save
+            except AttributeError:
+                return  # not the PIL this knows
+
+            def save_shown(image, fp, format=None, **params):
+                # Not a figure's own save (savefig): figures are shown
+                # once, as figures.
+                if isinstance(fp, (str, os.PathLike)) and not called_from('matplotlib.figure'):
+                    display(image)
+                return save(image, fp, format, **params)
+            module.Image.save = save_shown
+            # show() saves to a temporary file and opens a viewer.
+            module.Image.show = lambda image, title=None: display(image)
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def parse(code, name):
+    """The cell's syntax tree. A cell indented as a whole (pasted from
+    inside a function or a string) is parsed as Jupyter parses it: its
+    first line's indent taken off every line that has it."""
     try:
-        tree = ast.parse(code, name, 'exec')
+        return code, ast.parse(code, name, 'exec')
+    except IndentationError:
+        first = next((line for line in code.splitlines() if line.strip()), '')
+        indent = first[:len(first) - len(first.lstrip())]
+        if not indent:
+            raise
+        code = ''.join(line[len(indent):] if line.startswith(indent) else line
+                       for line in code.splitlines(True))
+        return code, ast.parse(code, name, 'exec')
+
+
+def run(ns, code, name):
+    try:
+        code, tree = parse(code, name)
     except SyntaxError as e:
+        linecache.cache[name] = (len(code), None, code.splitlines(True), name)
         traceback.print_exception(type(e), e, None)
         return {'status': 'error', 'exit_code': 1}
+    linecache.cache[name] = (len(code), None, code.splitlines(True), name)
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(tree.body.pop().value)
-    display = []
+    main = []
+    del shown_now[:]
     try:
         exec(compile(tree, name, 'exec'), ns)
         if last is not None:
             value = eval(compile(last, name, 'eval'), ns)
             if value is not None:
                 ns['_'] = value
-                display = shown(value)
+                main = [dict(d, main=True) for d in shown(value)]
     except SystemExit as e:
         status = e.code
         if status is None:
@@ -75,12 +185,12 @@ def run(ns, code, name):
         elif not isinstance(status, int):
             print(status, file=sys.stderr)
             status = 1
-        return {'status': 'exit', 'exit_code': status, 'display': figures()}
+        return {'status': 'exit', 'exit_code': status, 'display': shown_now + figures()}
     except BaseException as e:
         # The kernel's own frame is not the program's.
         traceback.print_exception(type(e), e, e.__traceback__.tb_next)
-        return {'status': 'error', 'exit_code': 1, 'display': figures()}
-    return {'status': 'ok', 'exit_code': 0, 'display': figures() + display}
+        return {'status': 'error', 'exit_code': 1, 'display': shown_now + figures()}
+    return {'status': 'ok', 'exit_code': 0, 'display': shown_now + figures() + main}
 
 
 def main():
@@ -91,6 +201,8 @@ def main():
     os.environ.setdefault('MPLBACKEND', 'Agg')
     warnings.filterwarnings('ignore', message='.*non-interactive.*')  # plt.show() under Agg
     sys.argv = ['']
+    sys.meta_path.insert(0, ShowImages())
+    builtins.display = display  # as IPython has it, for modules too
     ns = {'__name__': '__main__', '__builtins__': __builtins__}
     for line in cells:
         cell = json.loads(line)

@@ -53,10 +53,12 @@ class Finding:
 @dataclass
 class Display:
     """One representation of something a context showed: ``image/png``
-    (data base64), ``text/html``, ``text/plain``..."""
+    (data base64), ``text/html``, ``text/plain``...; ``main`` marks those
+    of the final value."""
 
     mime: str = ""
     data: str = ""
+    main: bool = False
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
     def bytes(self) -> "bytes":
@@ -177,11 +179,11 @@ class Result:
         return self.exit_code == 0 and not self.timed_out and not self.oom_killed and not self.error
 
     def text(self) -> Optional[str]:
-        """The final value a context showed, as text; None if none."""
-        for d in self.display:
-            if d.mime == "text/plain":
-                return d.data
-        return None
+        """The final value a context showed, as text; None if none. A
+        figure's or a display() call's text comes before it."""
+        texts = [d for d in self.display if d.mime == "text/plain"]
+        value = [d for d in texts if d.main] or texts
+        return value[-1].data if value else None
 
 
 @dataclass

@@ -1,0 +1,212 @@
+// The tests of E2B's suites that do not pass against sandboxd, by file and
+// then by the test's full name (its describe blocks' names and its own,
+// joined by spaces, as vitest reports it), each with its reason.
+// docs/e2b.md counts them; E2B_SUITE_ALL=1 runs them anyway.
+
+const why = {
+  ONE_LANG: "a sandbox here runs one language: the Code Interpreter's template is Python, so JavaScript, TypeScript, R, Java and Bash cells (and contexts) need a sandbox of their own language's template",
+  IPYTHON: "cells run in plain Python, not IPython: shell escapes (!pwd) and magics are not there",
+  CWD: "a context works in /workspace, which /home/user names: Python's getcwd() gives the real path",
+  CTX_CWD: "a context's working directory must be in the home (/root is not a sandbox's)",
+  CHARTS: "chart data (result.chart) comes from E2B's chart extractor (e2b_charts), which the images here do not have: figures come as PNG",
+  SYSTEMD: "the Jupyter server and systemd units are E2B's template's: contexts here are the supervisor's, which a program cannot kill",
+  PUBLIC: "needs the internet (public addresses such as 1.1.1.1 and 8.8.8.8 or public names), which these machines cannot reach",
+  DOMAIN: "reaches a sandbox's port or files by E2B's host names (https://PORT-ID.e2b.app): sandboxd serves them on its own listener",
+  HTTPBIN: "needs the httpbin template E2B builds on its service",
+  METADATA: "file metadata (extended attributes) needs envd 0.6.2's API, which sandboxd does not serve yet",
+  WATCH_NEW: "entry info in watch events and watching network mounts need a newer envd than the one sandboxd serves",
+  OUTSIDE: "outside the home: the file API reaches /home/user (the session's /workspace) and below; the git tests work in /tmp, and /0/ is in the read-only root",
+  ROOT_HOME: "a sandbox has no root user: user 'root' is refused or names the sandbox's user, whose home is /home/user",
+  SUDO: "no sudo in a sandbox: commands run as its own unprivileged user",
+  BOOTID: "a container shares its host's boot id: a filesystem-only resume starts programs again, but /proc/sys/kernel/random/boot_id stays",
+  AUTOPAUSE: "a lifecycle that pauses at the timeout (auto-pause, auto-resume) is not built: a sandbox ends at its timeout",
+  DIRSIZE: "sandboxd gives a directory's size as 0",
+  CELL_ENV: "a cell's envs reach its context's interpreter when it starts, and stay (docs/e2b.md): E2B's set them for that cell only",
+  KEYFIRST: "the test's placeholder key is not one of the listener's, and sandboxd checks the key before the request's body",
+}
+
+export const skips = {
+  "code-interpreter/tests/bash.test.ts": {
+    "bash": why.IPYTHON,
+  },
+  "code-interpreter/tests/charts/bar.test.ts": {
+    "bar": why.CHARTS,
+  },
+  "code-interpreter/tests/charts/boxAndWhisker.test.ts": {
+    "box-and-whisker": why.CHARTS,
+  },
+  "code-interpreter/tests/charts/line.test.ts": {
+    "line": why.CHARTS,
+  },
+  "code-interpreter/tests/charts/log.test.ts": {
+    "log": why.CHARTS,
+  },
+  "code-interpreter/tests/charts/pie.test.ts": {
+    "pie": why.CHARTS,
+  },
+  "code-interpreter/tests/charts/scales.test.ts": {
+    "datetime scale": why.CHARTS,
+    "categorical scale": why.CHARTS,
+  },
+  "code-interpreter/tests/charts/scatter.test.ts": {
+    "scatter": why.CHARTS,
+  },
+  "code-interpreter/tests/charts/superchart.test.ts": {
+    "superchart": why.CHARTS,
+  },
+  "code-interpreter/tests/charts/unknown.test.ts": {
+    "unknown": why.CHARTS,
+  },
+  "code-interpreter/tests/contexts.test.ts": {
+    "create context with options": why.CTX_CWD,
+    "list contexts": why.ONE_LANG,
+    "list contexts (secure traffic)": why.ONE_LANG,
+  },
+  "code-interpreter/tests/cwd.test.ts": {
+    "cwd python": why.CWD,
+    "cwd javascript": why.ONE_LANG,
+    "cwd typescript": why.ONE_LANG,
+    "cwd r": why.ONE_LANG,
+    "cwd java": why.ONE_LANG,
+    "cwd bash": why.ONE_LANG,
+  },
+  "code-interpreter/tests/defaultKernels.test.ts": {
+    "test js kernel": why.ONE_LANG,
+    "test esm imports": why.ONE_LANG,
+    "test top-level await and promise resolution": why.ONE_LANG,
+    "test ts kernel": why.ONE_LANG,
+  },
+  "code-interpreter/tests/env_vars/bash.test.ts": {
+    "env vars on sandbox (bash)": why.ONE_LANG,
+    "env vars per execution (bash)": why.ONE_LANG,
+    "env vars overwrite": why.ONE_LANG,
+  },
+  "code-interpreter/tests/env_vars/java.test.ts": {
+    "env vars on sandbox (java)": why.ONE_LANG,
+    "env vars per execution (java)": why.ONE_LANG,
+    "env vars overwrite": why.ONE_LANG,
+  },
+  "code-interpreter/tests/env_vars/js.test.ts": {
+    "env vars on sandbox (javascript)": why.ONE_LANG,
+    "env vars per execution (javascript)": why.ONE_LANG,
+    "env vars overwrite": why.ONE_LANG,
+  },
+  "code-interpreter/tests/env_vars/r.test.ts": {
+    "env vars on sandbox (R)": why.ONE_LANG,
+    "env vars per execution (R)": why.ONE_LANG,
+    "env vars overwrite": why.ONE_LANG,
+  },
+  "code-interpreter/tests/env_vars/python.test.ts": {
+    "env vars per execution (python)": why.CELL_ENV,
+    "env vars overwrite": why.CELL_ENV,
+  },
+  "code-interpreter/tests/systemd.test.ts": {
+    "restart after jupyter kill": why.SYSTEMD,
+    "restart after code-interpreter kill": why.SYSTEMD,
+  },
+  "js-sdk/tests/sandbox/commands/envVars.test.ts": {
+    "bash command scoped env vars": why.SUDO,
+  },
+  "js-sdk/tests/sandbox/files/info.test.ts": {
+    "get info of a directory": why.DIRSIZE,
+  },
+  "js-sdk/tests/sandbox/files/metadata.test.ts": {
+    "write file with metadata": why.METADATA,
+    "write file with metadata using octet-stream": why.METADATA,
+    "writeFiles applies metadata to every file": why.METADATA,
+    "metadata is surfaced when listing": why.METADATA,
+    "metadata is surfaced after rename": why.METADATA,
+    "overwriting a file clears stale metadata": why.METADATA,
+    "metadata set via xattrs is surfaced in getInfo": why.METADATA,
+  },
+  "js-sdk/tests/sandbox/files/signing.test.ts": {
+    "file signing test upload file with valid signing as root user": why.ROOT_HOME,
+  },
+  "js-sdk/tests/sandbox/files/watch.test.ts": {
+    "watch directory changes with entry info": why.WATCH_NEW,
+    "watch directory changes with network mounts allowed": why.WATCH_NEW,
+  },
+  "js-sdk/tests/sandbox/files/write.test.ts": {
+    "write multiple files": why.OUTSIDE,
+  },
+  "js-sdk/tests/sandbox/fork.test.ts": {
+    "fork with count lower than 1 fails": why.KEYFIRST,
+  },
+  "js-sdk/tests/sandbox/git/add.test.ts": {
+    "git add stages files": why.OUTSIDE,
+  },
+  "js-sdk/tests/sandbox/git/branches.test.ts": {
+    "git branches lists current and feature": why.OUTSIDE,
+    "git checkoutBranch switches branch": why.OUTSIDE,
+    "git createBranch creates and checks out branch": why.OUTSIDE,
+    "git deleteBranch removes branch": why.OUTSIDE,
+  },
+  "js-sdk/tests/sandbox/git/clone.test.ts": {
+    "git clone fetches repo": why.OUTSIDE,
+  },
+  "js-sdk/tests/sandbox/git/commit.test.ts": {
+    "git commit creates commit": why.OUTSIDE,
+    "git commit uses config for missing author fields": why.OUTSIDE,
+  },
+  "js-sdk/tests/sandbox/git/init.test.ts": {
+    "git init": why.OUTSIDE,
+  },
+  "js-sdk/tests/sandbox/git/remote.test.ts": {
+    "git remoteAdd overwrites existing remote": why.OUTSIDE,
+  },
+  "js-sdk/tests/sandbox/git/reset.test.ts": {
+    "git reset --hard discards changes": why.OUTSIDE,
+  },
+  "js-sdk/tests/sandbox/git/restore.test.ts": {
+    "git restore --staged unstages changes": why.OUTSIDE,
+    "git restore discards working tree changes": why.OUTSIDE,
+  },
+  "js-sdk/tests/sandbox/git/status.test.ts": {
+    "git status reports untracked file": why.OUTSIDE,
+    "git status reports added modified deleted renamed": why.OUTSIDE,
+  },
+  "js-sdk/tests/sandbox/git/sync.test.ts": {
+    "git push updates remote": why.OUTSIDE,
+    "git push warns when no upstream": why.OUTSIDE,
+    "git pull updates clone": why.OUTSIDE,
+    "git pull warns when no upstream": why.OUTSIDE,
+  },
+  "js-sdk/tests/sandbox/host.test.ts": {
+    "ping server in running sandbox": why.DOMAIN,
+    "ping server in non-running sandbox": why.DOMAIN,
+  },
+  "js-sdk/tests/sandbox/internetAccess.test.ts": {
+    "internet access enabled internet access enabled": why.PUBLIC,
+    "internet access default internet access default": why.PUBLIC,
+  },
+  "js-sdk/tests/sandbox/lifecyclePayload.test.ts": {
+    "auto-pause without auto-resume requires connect to wake": why.AUTOPAUSE,
+    "filesystem-only auto-pause reboots on connect": why.AUTOPAUSE,
+    "auto-resume wakes paused sandbox on http request": why.AUTOPAUSE,
+  },
+  "js-sdk/tests/sandbox/network.test.ts": {
+    "allow only 1.1.1.1 allow specific IP with deny all traffic": why.PUBLIC,
+    "deny specific IP address deny specific IP address": why.PUBLIC,
+    "allow takes precedence over deny allow takes precedence over deny": why.PUBLIC,
+    "allowPublicTraffic=false sandbox requires traffic access token": why.PUBLIC,
+    "allowPublicTraffic=true sandbox works without token": why.PUBLIC,
+    "firewall transform injects headers injected header is reflected by the httpbin sidecar": why.HTTPBIN,
+    "updateNetwork applies new egress rules denies a previously reachable IP after update": why.PUBLIC,
+    "updateNetwork clears existing rules when fields are omitted omitting fields replaces all egress rules": why.PUBLIC,
+    "maskRequestHost option verify maskRequestHost modifies Host header correctly": why.PUBLIC,
+  },
+  "js-sdk/tests/sandbox/snapshot.test.ts": {
+    "pause and resume a sandbox with http server": why.DOMAIN,
+    "filesystem-only pause reboots on resume but keeps the filesystem": why.BOOTID,
+  },
+  "js-sdk/tests/sandbox/urls.test.ts": {
+    "sandbox file URLs file URLs use direct sandbox host when envd API uses stable host": why.DOMAIN,
+  },
+}
+
+// skipReason is the reason the task is skipped, or undefined.
+export function skipReason(task) {
+  const names = []
+  for (let t = task; t && !t.filepath; t = t.suite) names.unshift(t.name)
+  return skips[task.file.name]?.[names.join(' ')]
+}
