@@ -319,6 +319,8 @@ func TestE2BGuard(t *testing.T) {
 		{"a port that is not the agent's", "GET", "/health", map[string]string{"E2b-Sandbox-Id": mine, "E2b-Sandbox-Port": "22", "X-Access-Token": myToken}, "", http.StatusBadGateway},
 		{"a path out of the home", "GET", "/files?path=/etc/passwd", agent(mine, myToken), "", http.StatusBadRequest},
 		{"a path climbing out", "GET", "/files?path=/home/user/../../etc/passwd", agent(mine, myToken), "", http.StatusBadRequest},
+		{"a path climbing out of /tmp", "GET", "/files?path=/tmp/../etc/passwd", agent(mine, myToken), "", http.StatusBadRequest},
+		{"a name that only begins as /tmp", "GET", "/files?path=/tmpfoo/x", agent(mine, myToken), "", http.StatusBadRequest},
 		{"a body past the bound", "POST", "/v2/sandboxes", key, `{"templateID":"python","metadata":{"x":"` + strings.Repeat("a", 2<<20) + `"}}`, http.StatusBadRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -339,18 +339,21 @@ func (d *Daemon) execJob(ctx context.Context, l *languages.Language, req ExecReq
 	return j, req.Program.Entry, aerr
 }
 
-// workDir is the directory a request's cwd (relative to the workspace)
-// names; "" for the workspace itself.
+// workDir is the directory a request's cwd (relative to the workspace,
+// or under /tmp) names; "" for the workspace itself.
 func workDir(cwd string) (string, error) {
 	if cwd == "" {
 		return "", nil
 	}
-	rel, aerr := sessions.Path(cwd)
+	rel, aerr := sessions.FilePath(cwd)
 	if aerr != nil {
 		return "", errdefs.Errorf(errdefs.Invalid, "cwd: %w", aerr)
 	}
-	if rel == "." {
+	switch {
+	case rel == ".":
 		return "", nil
+	case path.IsAbs(rel): // under /tmp
+		return rel, nil
 	}
 	return path.Join(runtime.Workspace, rel), nil
 }

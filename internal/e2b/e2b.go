@@ -26,6 +26,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,6 +44,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/server"
 	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/internal/wire"
+	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
 // EnvdVersion is the agent version sandboxes report: the SDKs turn on
@@ -394,15 +396,22 @@ func workspacePath(p string) (string, error) {
 			return strings.TrimPrefix(strings.TrimPrefix(p, home), "/"), nil
 		}
 	}
+	if p == supervisor.TmpDir || strings.HasPrefix(p, supervisor.TmpDir+"/") {
+		return p, nil // the sessions' files reach /tmp by its name
+	}
 	if strings.HasPrefix(p, "/") {
-		return "", api.Errorf(api.CodeInvalidRequest, "%s is outside the sandbox's home: files are reached in /home/user (the session's /workspace) and below", p)
+		return "", api.Errorf(api.CodeInvalidRequest, "%s is outside the sandbox's home and /tmp: files are reached in /home/user (the session's /workspace) and /tmp, and below", p)
 	}
 	return p, nil
 }
 
-// clientPath is a workspace path as the client wrote its root.
+// clientPath is a workspace path as the client wrote its root; a path
+// under /tmp is its own.
 func clientPath(root, rel string) string {
-	if rel == "" || rel == "." {
+	switch {
+	case path.IsAbs(rel):
+		return rel
+	case rel == "" || rel == ".":
 		return root
 	}
 	return strings.TrimSuffix(root, "/") + "/" + rel

@@ -479,3 +479,27 @@ func TestAgentMessagesAreBounded(t *testing.T) {
 		t.Errorf("an ordinary call after them: %v", err)
 	}
 }
+
+func TestPathsAsEnvdTakesThem(t *testing.T) {
+	for _, c := range []struct{ in, rel, back string }{
+		{"/home/user/a.txt", "a.txt", "/home/user/a.txt"},
+		{"/workspace/a.txt", "a.txt", "/workspace/a.txt"},
+		{"a.txt", "a.txt", "/home/user/a.txt"},
+		{"/home/user", "", "/home/user"},
+		{"/tmp/repo/.git", "/tmp/repo/.git", "/tmp/repo/.git"},
+		{"/tmp", "/tmp", "/tmp"},
+		{"/tmpx", "", ""},
+		{"/etc/passwd", "", ""},
+	} {
+		rel, err := workspacePath(c.in)
+		if (err == nil) != (c.back != "") || rel != c.rel {
+			t.Errorf("workspacePath(%q) = %q, %v; want %q", c.in, rel, err, c.rel)
+			continue
+		}
+		if err == nil {
+			if back := clientPath(rootOf(c.in), rel); back != c.back {
+				t.Errorf("clientPath of %q: %q, want %q", c.in, back, c.back)
+			}
+		}
+	}
+}

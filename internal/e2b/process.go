@@ -447,8 +447,18 @@ func (ps processService) SendSignal(ctx context.Context, req *connect.Request[en
 		return nil, err
 	}
 	p.cancel()
+	// The answer waits for the end, as envd's does: a command the client
+	// starts next is not caught in this one's kill.
+	select {
+	case <-p.done:
+	case <-time.After(killWait):
+	case <-ctx.Done():
+	}
 	return connect.NewResponse(&envd.SendSignalResponse{}), nil
 }
+
+// killWait bounds how long a kill's answer waits for the process's end.
+const killWait = 10 * time.Second
 
 func (ps processService) StreamInput(context.Context, *connect.ClientStream[envd.StreamInputRequest]) (*connect.Response[envd.StreamInputResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("StreamInput is not served: send input with SendInput"))

@@ -34,14 +34,32 @@ func Path(p string) (string, error) {
 	return clean, nil
 }
 
-// writablePath is Path for uploads and removals.
+// FilePath is Path for the file operations and a command's directory,
+// which reach the sandbox's /tmp too: a path there stays absolute
+// ("/tmp/..."), as the supervisor takes it.
+func FilePath(p string) (string, error) {
+	rest, tmp := strings.CutPrefix(p, supervisor.TmpDir)
+	if !tmp || rest != "" && !strings.HasPrefix(rest, "/") {
+		return Path(p)
+	}
+	if rest = strings.TrimLeft(rest, "/"); rest == "" {
+		return supervisor.TmpDir, nil
+	}
+	clean, err := request.CleanPath(rest)
+	if err != nil {
+		return "", errdefs.Errorf(errdefs.Invalid, "path: %s: %v", p, err)
+	}
+	return supervisor.TmpDir + "/" + clean, nil
+}
+
+// writablePath is FilePath for uploads and removals.
 func writablePath(p string) (string, error) {
-	clean, aerr := Path(p)
+	clean, aerr := FilePath(p)
 	if aerr != nil {
 		return "", aerr
 	}
-	if clean == "." || clean == "project_files" || strings.HasPrefix(clean, "project_files/") {
-		return "", errdefs.Errorf(errdefs.Invalid, "%s: the workspace root and project_files/ are not writable; upload to another path, e.g. outputs/", p)
+	if clean == "." || clean == supervisor.TmpDir || clean == "project_files" || strings.HasPrefix(clean, "project_files/") {
+		return "", errdefs.Errorf(errdefs.Invalid, "%s: the workspace root, /tmp and project_files/ are not writable; upload to another path, e.g. outputs/", p)
 	}
 	return clean, nil
 }
@@ -75,7 +93,7 @@ func (m *Sessions) PutFile(ctx context.Context, id, p string, mode uint32, body 
 // ListFiles lists a directory of the workspace (or describes one file):
 // the path listed (cleaned) and what is in it.
 func (m *Sessions) ListFiles(ctx context.Context, id, p string, recursive bool) (name string, entries []supervisor.Entry, aerr error) {
-	if name, aerr = Path(p); aerr != nil {
+	if name, aerr = FilePath(p); aerr != nil {
 		return "", nil, aerr
 	}
 	aerr = m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) error {
@@ -92,7 +110,7 @@ func (m *Sessions) ListFiles(ctx context.Context, id, p string, recursive bool) 
 
 // Stat describes one path of the workspace.
 func (m *Sessions) Stat(ctx context.Context, id, p string) (*supervisor.Entry, error) {
-	name, aerr := Path(p)
+	name, aerr := FilePath(p)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -169,7 +187,7 @@ func stat(ctx context.Context, sb *runtime.Sandbox, name string, recursive bool)
 // called once the kind is known and returns where the bytes go; nothing is
 // written to it when the download is refused (a FIFO, a link, too large).
 func (m *Sessions) Download(ctx context.Context, id, p string, start func(dir bool, name string) io.Writer) error {
-	name, aerr := Path(p)
+	name, aerr := FilePath(p)
 	if aerr != nil {
 		return aerr
 	}

@@ -303,6 +303,10 @@ type Cell struct {
 // then "\x1e\x00"), and the kernel writes it as it is.
 const ContextMark = "\x00\x1esandboxd:end:"
 
+// TmpDir begins the names of a file request that lie under the sandbox's
+// /tmp ("/tmp/notes.txt"); every other name is relative to its workspace.
+const TmpDir = "/tmp"
+
 // Display is one representation of a value a cell shows: its MIME type
 // and data (text as is, binary types base64). Main marks those of the
 // cell's final value, as against a figure's or a display() call's.

@@ -45,6 +45,36 @@ type upload struct {
 
 func (s *server) openWorkspace() (*os.Root, error) { return os.OpenRoot(s.workspace) }
 
+// location is where a file request's name lies: the directory it is
+// opened under and the name relative to it.
+type location struct {
+	dir, name string
+	tmp       bool // under /tmp: names go back to the host with supervisor.TmpDir
+}
+
+func (s *server) locate(name string) location {
+	if name == supervisor.TmpDir || strings.HasPrefix(name, supervisor.TmpDir+"/") {
+		rel := strings.TrimPrefix(strings.TrimPrefix(name, supervisor.TmpDir), "/")
+		if rel == "" {
+			rel = "."
+		}
+		return location{dir: s.tmp, name: rel, tmp: true}
+	}
+	return location{dir: s.workspace, name: name}
+}
+
+func (p location) open() (*os.Root, error) { return os.OpenRoot(p.dir) }
+
+// named gives entries the names the host asked by.
+func (p location) named(entries []supervisor.Entry) []supervisor.Entry {
+	if p.tmp {
+		for i := range entries {
+			entries[i].Path = path.Join(supervisor.TmpDir, entries[i].Path)
+		}
+	}
+	return entries
+}
+
 // fileOp starts a workspace operation. Transfers run in their own goroutine
 // so the protocol loop keeps serving executions and acks.
 func (s *server) fileOp(m supervisor.Message) {
@@ -116,24 +146,27 @@ func refuse(kind, format string, args ...any) *supervisor.FileResult {
 	return &supervisor.FileResult{ErrorKind: kind, Error: fmt.Sprintf(format, args...)}
 }
 
-// writable refuses the workspace itself and the read-only project files.
-func writable(name string) *supervisor.FileResult {
-	name = path.Clean(name)
-	if name == "." || name == projectDir || strings.HasPrefix(name, projectDir+"/") {
-		return refuse(supervisor.ErrReadOnly, "%s: the workspace root and %s/ cannot be written or removed", name, projectDir)
+// writable refuses the workspace and /tmp themselves, and the read-only
+// project files.
+func writable(p location) *supervisor.FileResult {
+	name := path.Clean(p.name)
+	if name == "." || !p.tmp && (name == projectDir || strings.HasPrefix(name, projectDir+"/")) {
+		return refuse(supervisor.ErrReadOnly, "%s: the workspace root, /tmp and %s/ cannot be written or removed", name, projectDir)
 	}
 	return nil
 }
 
 func (s *server) startUpload(id uint64, req supervisor.FileRequest) *supervisor.FileResult {
-	if res := writable(req.Path); res != nil {
+	at := s.locate(req.Path)
+	if res := writable(at); res != nil {
 		return res
 	}
-	root, err := s.openWorkspace()
+	root, err := at.open()
 	if err != nil {
 		return failure(err)
 	}
 	defer root.Close()
+	req.Path = at.name
 	if dir := path.Dir(req.Path); dir != "." {
 		if err := root.MkdirAll(dir, 0o755); err != nil {
 			return failure(err)
@@ -160,7 +193,7 @@ func (s *server) startUpload(id uint64, req supervisor.FileRequest) *supervisor.
 		}
 		if err != nil {
 			// Leave nothing half written.
-			if root, rerr := s.openWorkspace(); rerr == nil {
+			if root, rerr := at.open(); rerr == nil {
 				_ = root.Remove(name)
 				root.Close()
 			}
@@ -228,12 +261,13 @@ func openRegular(root *os.Root, name string) (*os.File, fs.FileInfo, *supervisor
 }
 
 func (s *server) get(id uint64, req supervisor.FileRequest) *supervisor.FileResult {
-	root, err := s.openWorkspace()
+	at := s.locate(req.Path)
+	root, err := at.open()
 	if err != nil {
 		return failure(err)
 	}
 	defer root.Close()
-	f, st, res := openRegular(root, req.Path)
+	f, st, res := openRegular(root, at.name)
 	if res != nil {
 		return res
 	}
@@ -292,12 +326,13 @@ func (w *chunkWriter) flush() error {
 // is worked out before anything is sent, so an archive over the limit is
 // refused whole; each file contributes exactly the size it had then.
 func (s *server) tar(id uint64, req supervisor.FileRequest) *supervisor.FileResult {
-	root, err := s.openWorkspace()
+	at := s.locate(req.Path)
+	root, err := at.open()
 	if err != nil {
 		return failure(err)
 	}
 	defer root.Close()
-	entries, err := walk(root, req.Path, true)
+	entries, err := walk(root, at.name, true)
 	if err != nil {
 		return walkFailure(err)
 	}
@@ -495,16 +530,17 @@ func (zeros) Read(p []byte) (int, error) {
 }
 
 func (s *server) list(req supervisor.FileRequest) *supervisor.FileResult {
-	root, err := s.openWorkspace()
+	at := s.locate(req.Path)
+	root, err := at.open()
 	if err != nil {
 		return failure(err)
 	}
 	defer root.Close()
-	entries, err := walk(root, req.Path, req.Recursive)
+	entries, err := walk(root, at.name, req.Recursive)
 	if err != nil {
 		return walkFailure(err)
 	}
-	return &supervisor.FileResult{Entries: entries}
+	return &supervisor.FileResult{Entries: at.named(entries)}
 }
 
 // errTooMany means a listing went past maxEntries or maxListing.
@@ -593,45 +629,54 @@ func fileType(m fs.FileMode) string {
 }
 
 // openWritable opens the workspace for an operation that changes names,
-// once they are all writable.
-func (s *server) openWritable(names ...string) (*os.Root, *supervisor.FileResult) {
+// once they are all writable and in one place (the workspace or /tmp);
+// it answers the names relative to it.
+func (s *server) openWritable(names ...string) (*os.Root, location, []string, *supervisor.FileResult) {
+	at := s.locate(names[0])
+	var rel []string
 	for _, name := range names {
-		if res := writable(name); res != nil {
-			return nil, res
+		p := s.locate(name)
+		if p.dir != at.dir {
+			return nil, at, nil, refuse(supervisor.ErrInvalid, "%s and %s are not both in the workspace nor both in /tmp", names[0], name)
 		}
+		if res := writable(p); res != nil {
+			return nil, at, nil, res
+		}
+		rel = append(rel, p.name)
 	}
-	root, err := s.openWorkspace()
+	root, err := at.open()
 	if err != nil {
-		return nil, failure(err)
+		return nil, at, nil, failure(err)
 	}
-	return root, nil
+	return root, at, rel, nil
 }
 
 // mkdir makes a directory and its parents; the directory's entry is the
 // answer, ErrExists when something is there already.
 func (s *server) mkdir(req supervisor.FileRequest) *supervisor.FileResult {
-	root, res := s.openWritable(req.Path)
+	root, at, rel, res := s.openWritable(req.Path)
 	if res != nil {
 		return res
 	}
 	defer root.Close()
-	if _, err := root.Lstat(req.Path); err == nil {
+	if _, err := root.Lstat(rel[0]); err == nil {
 		return refuse(supervisor.ErrExists, "%s exists already", req.Path)
 	}
-	if err := root.MkdirAll(req.Path, 0o755); err != nil {
+	if err := root.MkdirAll(rel[0], 0o755); err != nil {
 		return failure(err)
 	}
-	return described(root, req.Path)
+	return described(root, at, rel[0])
 }
 
 // move renames a file, link or tree within the workspace, replacing what
 // the new path holds as rename(2) does; the moved entry is the answer.
 func (s *server) move(req supervisor.FileRequest) *supervisor.FileResult {
-	root, res := s.openWritable(req.Path, req.To)
+	root, at, rel, res := s.openWritable(req.Path, req.To)
 	if res != nil {
 		return res
 	}
 	defer root.Close()
+	req.Path, req.To = rel[0], rel[1]
 	if dir := path.Dir(path.Clean(req.To)); dir != "." {
 		if err := root.MkdirAll(dir, 0o755); err != nil {
 			return failure(err)
@@ -640,28 +685,28 @@ func (s *server) move(req supervisor.FileRequest) *supervisor.FileResult {
 	if err := root.Rename(req.Path, req.To); err != nil {
 		return failure(err)
 	}
-	return described(root, req.To)
+	return described(root, at, req.To)
 }
 
 // described answers with name's entry.
-func described(root *os.Root, name string) *supervisor.FileResult {
+func described(root *os.Root, at location, name string) *supervisor.FileResult {
 	st, err := root.Lstat(name)
 	if err != nil {
 		return failure(err)
 	}
-	return &supervisor.FileResult{Entries: []supervisor.Entry{entry(root, path.Clean(name), st)}}
+	return &supervisor.FileResult{Entries: at.named([]supervisor.Entry{entry(root, path.Clean(name), st)})}
 }
 
 func (s *server) remove(req supervisor.FileRequest) *supervisor.FileResult {
-	root, res := s.openWritable(req.Path)
+	root, _, rel, res := s.openWritable(req.Path)
 	if res != nil {
 		return res
 	}
 	defer root.Close()
-	if _, err := root.Lstat(req.Path); err != nil {
+	if _, err := root.Lstat(rel[0]); err != nil {
 		return failure(err)
 	}
-	if err := removeTree(root, req.Path); err != nil {
+	if err := removeTree(root, rel[0]); err != nil {
 		return failure(err)
 	}
 	return &supervisor.FileResult{}

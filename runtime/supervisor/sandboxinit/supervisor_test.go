@@ -342,6 +342,57 @@ func TestMkdirAndMoveStayInTheWorkspace(t *testing.T) {
 	}
 }
 
+// Names under /tmp reach the sandbox's /tmp, as the workspace's are
+// reached: put, get, list, mkdir, move and remove there, answered by the
+// names asked; /tmp itself is not written, a move does not cross from
+// one to the other, and a link planted there leads nowhere.
+func TestFilesInTmp(t *testing.T) {
+	p := newPeer(t)
+	if _, res := p.fileOp(1, supervisor.OpPut, supervisor.FileRequest{Path: "/tmp/repo/README.md", Max: 10}, "hello"); res.Error != "" {
+		t.Fatalf("put: %+v", res)
+	}
+	if b, err := os.ReadFile(filepath.Join(p.dirs.tmp, "repo/README.md")); err != nil || string(b) != "hello" {
+		t.Fatalf("the file in /tmp: %q %v", b, err)
+	}
+	if data, res := p.fileOp(2, supervisor.OpGet, supervisor.FileRequest{Path: "/tmp/repo/README.md", Max: 100}); res.Error != "" || data != "hello" {
+		t.Fatalf("get: %q %+v", data, res)
+	}
+	if _, res := p.fileOp(3, supervisor.OpList, supervisor.FileRequest{Path: "/tmp/repo"}); res.Error != "" || len(res.Entries) != 2 ||
+		res.Entries[0].Path != "/tmp/repo" || res.Entries[1].Path != "/tmp/repo/README.md" {
+		t.Fatalf("list: %+v", res)
+	}
+	if _, res := p.fileOp(4, supervisor.OpMkdir, supervisor.FileRequest{Path: "/tmp/repo/.git"}); res.Error != "" || res.Entries[0].Path != "/tmp/repo/.git" {
+		t.Fatalf("mkdir: %+v", res)
+	}
+	if _, res := p.fileOp(5, supervisor.OpMove, supervisor.FileRequest{Path: "/tmp/repo/README.md", To: "/tmp/repo/a.md"}); res.Error != "" || res.Entries[0].Path != "/tmp/repo/a.md" {
+		t.Fatalf("move: %+v", res)
+	}
+	if _, res := p.fileOp(6, supervisor.OpMove, supervisor.FileRequest{Path: "/tmp/repo/a.md", To: "a.md"}); res.Error == "" {
+		t.Fatalf("a move from /tmp into the workspace: %+v", res)
+	}
+	for i, path := range []string{"/tmp", "/tmp/"} {
+		if _, res := p.fileOp(uint64(7+i), supervisor.OpRemove, supervisor.FileRequest{Path: path}); res.ErrorKind != supervisor.ErrReadOnly {
+			t.Fatalf("remove %s: %+v", path, res)
+		}
+	}
+	outside := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(p.dirs.tmp, "out")); err != nil {
+		t.Fatal(err)
+	}
+	if _, res := p.fileOp(9, supervisor.OpPut, supervisor.FileRequest{Path: "/tmp/out/x", Max: 10}, "x"); res.Error == "" {
+		t.Fatalf("put through a link in /tmp: %+v", res)
+	}
+	if _, res := p.fileOp(10, supervisor.OpGet, supervisor.FileRequest{Path: "/tmp/../etc/passwd", Max: 1 << 20}); res.Error == "" {
+		t.Fatalf("get out of /tmp: %+v", res)
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Fatalf("written outside /tmp: %v", ents)
+	}
+	if _, res := p.fileOp(11, supervisor.OpRemove, supervisor.FileRequest{Path: "/tmp/repo"}); res.Error != "" {
+		t.Fatalf("remove: %+v", res)
+	}
+}
+
 func TestWatchReportsChangesBelowAndEnds(t *testing.T) {
 	p := newPeer(t)
 	ws := p.dirs.workspace
