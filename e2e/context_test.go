@@ -70,12 +70,21 @@ language "bash" {
 		if res := cell(t, c, id, "main", "x, open('notes.txt').read()", 0); plain(res) != "(22, 'kept open')" {
 			t.Errorf("state kept: %q %q", plain(res), res.Stderr)
 		}
+		// A cell's env is its own, and what it starts has it too.
+		res, err := c.Exec(ctx(t), id, api.ExecRequest{Context: "main", Code: "import os, subprocess\nos.environ['HOME'], subprocess.run(['sh', '-c', 'echo $HOME'], capture_output=True, text=True).stdout",
+			Env: map[string]string{"HOME": "/cell"}})
+		if err != nil || plain(res) != "('/cell', '/cell\\n')" {
+			t.Errorf("a cell's env: %v %q %q", err, plain(res), res.Stderr)
+		}
+		if res := cell(t, c, id, "main", "os.environ['HOME'] != '/cell'", 0); plain(res) != "True" {
+			t.Errorf("the next cell's env: %q", plain(res))
+		}
 		// Another context is another namespace.
 		if res := cell(t, c, id, "other", "'x' in globals()", 0); plain(res) != "False" || !res.Context.Started {
 			t.Errorf("a second context: %q", plain(res))
 		}
 		res = cell(t, c, id, "main", "def f():\n    return 1/0\nf()", 0)
-		if res.ExitCode != 1 || !strings.Contains(res.Stderr, `File "<main cell 4>", line 2, in f`) || !strings.Contains(res.Stderr, "ZeroDivisionError") ||
+		if res.ExitCode != 1 || !strings.Contains(res.Stderr, `File "<main cell 6>", line 2, in f`) || !strings.Contains(res.Stderr, "ZeroDivisionError") ||
 			strings.Contains(res.Stderr, "kernel") {
 			t.Errorf("an exception: exit %d %q", res.ExitCode, res.Stderr)
 		}
@@ -86,7 +95,7 @@ language "bash" {
 			t.Errorf("after sys.exit the state stays: %q %q", plain(res), res.Stderr)
 		}
 		// Output is capped as for any exec, and the context goes on.
-		res, err := c.Exec(ctx(t), id, api.ExecRequest{Context: "main", Code: "print('y' * 5000000)\nx", Limits: &api.Limits{OutputLimit: 1000}})
+		res, err = c.Exec(ctx(t), id, api.ExecRequest{Context: "main", Code: "print('y' * 5000000)\nx", Limits: &api.Limits{OutputLimit: 1000}})
 		if err != nil || !res.Truncated || len(res.Stdout) != 1000 || res.StdoutBytes != 5000001 || plain(res) != "22" {
 			t.Errorf("output cap: %v %d %d %v", err, len(res.Stdout), res.StdoutBytes, res.Truncated)
 		}
@@ -212,11 +221,19 @@ language "bash" {
 		if res := cell(t, c, id, "js", "n++; ({n, list: [1, 2]})", 0); plain(res) != "{ n: 41, list: [ 1, 2 ] }" {
 			t.Errorf("state: %q %q", plain(res), res.Stderr)
 		}
+		res, err := c.Exec(ctx(t), id, api.ExecRequest{Context: "js", Code: "[process.env.GREETING, require('child_process').execSync('echo $GREETING').toString()]",
+			Env: map[string]string{"GREETING": "hi"}})
+		if err != nil || plain(res) != "[ 'hi', 'hi\\n' ]" {
+			t.Errorf("a cell's env: %v %q %q", err, plain(res), res.Stderr)
+		}
+		if res := cell(t, c, id, "js", "process.env.GREETING === undefined", 0); plain(res) != "true" {
+			t.Errorf("the next cell's env: %q", plain(res))
+		}
 		if res := cell(t, c, id, "js", "await new Promise(r => setTimeout(() => r(n + 1), 50))", 0); plain(res) != "42" {
 			t.Errorf("top-level await: %q %q", plain(res), res.Stderr)
 		}
 		res = cell(t, c, id, "js", "null.x", 0)
-		if res.ExitCode != 1 || !strings.Contains(res.Stderr, "<js cell 4>:1") || !strings.Contains(res.Stderr, "TypeError") || strings.Contains(res.Stderr, "[eval]") {
+		if res.ExitCode != 1 || !strings.Contains(res.Stderr, "<js cell 6>:1") || !strings.Contains(res.Stderr, "TypeError") || strings.Contains(res.Stderr, "[eval]") {
 			t.Errorf("an exception: %q", res.Stderr)
 		}
 		if res := cell(t, c, id, "js", "process.exit(3)", 0); res.ExitCode != 3 || !strings.Contains(res.Context.Lost, "exited with status 3") {

@@ -333,19 +333,21 @@ setsid python3 swap.py >/dev/null 2>&1 < /dev/null &`)
 		}
 	})
 
-	t.Run("deadline kills everything the exec started; the session lives on", func(t *testing.T) {
+	t.Run("a deadline ends the exec and what it started, not the session's servers", func(t *testing.T) {
 		id := newSession(t, c, api.SessionRequest{})
+		sh(t, c, id, "setsid sleep 1001 >/dev/null 2>&1 &") // a server an earlier exec left
 		start := time.Now()
+		// A child in a session of its own and a grandchild in a group of
+		// its own, both still in the exec's tree at its deadline.
 		res, err := c.Exec(ctx(t), id, api.ExecRequest{Timeout: api.Duration(time.Second),
-			Code: "import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        open('/workspace/child', 'w').write(str(os.getpid()))\n        time.sleep(1000)\n    os._exit(0)\ntime.sleep(1000)\n"})
+			Code: "import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        os.setpgid(0, 0)\n        os.execlp('sleep', 'sleep', '1002')\n    os.execlp('sleep', 'sleep', '1003')\ntime.sleep(1000)\n"})
 		if err != nil || !res.TimedOut || time.Since(start) > 3*time.Second {
 			t.Fatalf("%v %+v after %s", err, res, time.Since(start))
 		}
-		if n := processes(t, c, id, ""); n != "0" {
-			t.Fatalf("%s processes left running", n)
-		}
-		if res := sh(t, c, id, "cat child > /dev/null && echo kept"); res.Stdout != "kept\n" {
-			t.Fatalf("files lost: %q", res.Stdout)
+		for pattern, want := range map[string]string{"1001": "1", "1002": "0", "1003": "0"} {
+			if n := processes(t, c, id, pattern); n != want {
+				t.Errorf("%s: %s running, want %s", pattern, n, want)
+			}
 		}
 	})
 

@@ -269,6 +269,8 @@ test('commands: output, exit codes, env, cwd, stdin, background, timeouts', asyn
     await sb.commands.closeStdin(cat.pid);
     assert.equal((await cat.wait()).stdout, 'line one\nline two\n');
 
+    // A server beside it, which killing another command leaves alone.
+    const server = await sb.commands.run('echo $$ > /home/user/server.pid; exec sleep 600', { background: true });
     const ticks = [];
     const bg = await sb.commands.run('i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.2; done', {
       background: true, onStdout: (d) => ticks.push(d),
@@ -286,6 +288,10 @@ test('commands: output, exit codes, env, cwd, stdin, background, timeouts', asyn
     assert.equal(await sb.commands.kill(bg.pid), false, 'killing it again finds nothing');
 
     await assert.rejects(sb.commands.run('sleep 30', { timeoutMs: 1000 }), TimeoutError);
+    assert.equal((await sb.commands.run('kill -0 "$(cat /home/user/server.pid)" && echo alive')).stdout, 'alive\n',
+      'a kill and a timeout end their own command, not the server beside them');
+    assert.ok((await sb.commands.list()).some((p) => p.pid === server.pid), 'the server is still listed');
+    assert.equal(await sb.commands.kill(server.pid), true);
   });
 });
 

@@ -101,6 +101,8 @@ func execute(ctx context.Context, sb *runtime.Sandbox, gate *egress.Gate, j job,
 			// A one-shot run's leftovers end with its last step; a compile
 			// step's would end the warm runtime waiting for the program.
 			OutputLimit: limits.OutputLimit, KillOnExit: j.killOnExit && last, Cell: j.cell, Outputs: j.outputs,
+			// A session's command ends alone: its servers live on.
+			KeepOthers: !j.killOnExit,
 			// Every step is out of the supervisor's reach: a one-shot
 			// run's in a namespace of its own, a session's in the one its
 			// processes share.

@@ -90,11 +90,11 @@ func (d *Daemon) Forward(ctx context.Context, id string, port int, in io.Reader,
 	var refused string
 	aerr := d.Sessions.Alongside(ctx, id, func(ss *sessions.Session, sb *runtime.Sandbox) error {
 		var stderr bytes.Buffer
-		// Never cancelled: a cancelled execution ends every process in the
-		// sandbox, the server too. A client that goes closes in, and the
-		// relay ends by itself.
+		// Never cancelled: a client that goes closes in, and the relay
+		// ends by itself.
 		res, err := sb.Exec(context.WithoutCancel(ctx), supervisor.ExecRequest{
 			Argv:        []string{runtime.SupervisorPath, supervisor.RelayArg, strconv.Itoa(port)},
+			KeepOthers:  true,                     // the server it reaches, above all
 			Env:         []string{"GOMAXPROCS=1"}, // as few threads as the relay can do with
 			TimeoutMS:   max(time.Until(ss.Record().ExpiresAt).Milliseconds(), 1),
 			OutputLimit: 1 << 50, // a connection's bytes are not output to keep

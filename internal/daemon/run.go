@@ -187,7 +187,10 @@ func (d *Daemon) Exec(ctx context.Context, id string, req ExecRequest, out Outpu
 		if aerr != nil {
 			return aerr
 		}
-		j.env = runtime.EnvList(j.env0, ss.Record().Env, req.Program.Env)
+		j.env = runtime.EnvList(j.env0, ss.Record().Env)
+		if j.cell == nil { // a cell's env is the cell's alone (supervisor.Cell)
+			j.env = append(j.env, runtime.EnvList(req.Program.Env)...)
+		}
 		j.outputs = supervisor.OutputsDir
 		limits, aerr := request.Limits(ss.Limits, units.Duration(req.Timeout), req.Limits)
 		if aerr != nil {
@@ -401,7 +404,7 @@ func (d *Daemon) cellJob(l *languages.Language, req ExecRequest, dir string) (pl
 		entry += "." + exts[0]
 	}
 	j := job{steps: []language.Step{{Name: "run", Argv: l.Info.ContextCommand}}, dir: dir,
-		cell: &supervisor.Cell{Name: req.Context, Code: req.Program.Code}}
+		cell: &supervisor.Cell{Name: req.Context, Code: req.Program.Code, Env: req.Program.Env}}
 	return planned{job: j}, entry, nil
 }
 

@@ -295,6 +295,9 @@ type Context struct {
 type Cell struct {
 	Name string `json:"name"`
 	Code string `json:"code"`
+	// Env is set in the kernel's environment for this cell alone (the
+	// kernel's own, which its children inherit) and taken back after it.
+	Env map[string]string `json:"env,omitempty"`
 }
 
 // ContextMark begins the mark that ends a kernel's output of one cell, on
@@ -379,8 +382,13 @@ type ExecRequest struct {
 	TimeoutMS   int64    `json:"timeout_ms"`
 	OutputLimit int64    `json:"output_limit"` // per stream
 	// KillOnExit ends every other process in the container when the main
-	// process exits (one-shot runs). Deadlines always do.
+	// process exits (one-shot runs). Deadlines and kills do too, unless
+	// KeepOthers.
 	KillOnExit bool `json:"kill_on_exit,omitempty"`
+	// KeepOthers limits what a deadline or kill ends to the process's own
+	// group and descendants (a session's command): the session's other
+	// commands, contexts and servers live on, as envd ends one command.
+	KeepOthers bool `json:"keep_others,omitempty"`
 	// Isolate runs the process in a PID namespace out of the supervisor's
 	// sight and reach, where the runtime allows one (see Isolation).
 	Isolate Isolation `json:"isolate,omitempty"`

@@ -20,8 +20,6 @@ const why = {
   SUDO: "no sudo in a sandbox: commands run as its own unprivileged user",
   BOOTID: "a container shares its host's boot id: a filesystem-only resume starts programs again, but /proc/sys/kernel/random/boot_id stays",
   AUTOPAUSE: "a lifecycle that pauses at the timeout (auto-pause, auto-resume) is not built: a sandbox ends at its timeout",
-  DIRSIZE: "sandboxd gives a directory's size as 0",
-  CELL_ENV: "a cell's envs reach its context's interpreter when it starts, and stay (docs/e2b.md): E2B's set them for that cell only",
   FAST_PAUSE: "a race in the test: it checks for a file 2 s after resuming, assuming pause and resume took most of the 2 s a background `sleep 2` needs; here they take about 80 ms, so the check meets the sleep's end",
   KEYFIRST: "the test's placeholder key is not one of the listener's, and sandboxd checks the key before the request's body",
 }
@@ -97,19 +95,12 @@ export const skips = {
     "env vars per execution (R)": why.ONE_LANG,
     "env vars overwrite": why.ONE_LANG,
   },
-  "code-interpreter/tests/env_vars/python.test.ts": {
-    "env vars per execution (python)": why.CELL_ENV,
-    "env vars overwrite": why.CELL_ENV,
-  },
   "code-interpreter/tests/systemd.test.ts": {
     "restart after jupyter kill": why.SYSTEMD,
     "restart after code-interpreter kill": why.SYSTEMD,
   },
   "js-sdk/tests/sandbox/commands/envVars.test.ts": {
     "bash command scoped env vars": why.SUDO,
-  },
-  "js-sdk/tests/sandbox/files/info.test.ts": {
-    "get info of a directory": why.DIRSIZE,
   },
   "js-sdk/tests/sandbox/files/metadata.test.ts": {
     "write file with metadata": why.METADATA,

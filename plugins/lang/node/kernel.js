@@ -2,7 +2,7 @@
 // each cell it is sent in one global scope, REPL-like (the completion value
 // of a cell is shown; a promise is awaited first). The protocol is the
 // language plugin contract's (plugins/language: ContextCommand): a cell is
-// a JSON line on descriptor 3 ({"code", "name", "mark"}), output goes to 1
+// a JSON line on descriptor 3 ({"code", "name", "mark", "env"}), output goes to 1
 // and 2, then the cell's mark on both, then a JSON reply line on
 // descriptor 4 ({"name", "status", "exit_code", "display"}).
 'use strict';
@@ -56,6 +56,20 @@ async function run(cell) {
   }
 }
 
+// withEnv sets env in process.env for one cell (its child processes
+// inherit it) and takes it back after, as E2B's kernels do.
+async function withEnv(env, fn) {
+  const saved = Object.keys(env).map((k) => [k, Object.prototype.hasOwnProperty.call(process.env, k), process.env[k]]);
+  Object.assign(process.env, env);
+  try {
+    return await fn();
+  } finally {
+    for (const [k, had, v] of saved) {
+      if (had) process.env[k] = v; else delete process.env[k];
+    }
+  }
+}
+
 const queue = [];
 let busy = false;
 async function next() {
@@ -63,7 +77,7 @@ async function next() {
   busy = true;
   while (queue.length) {
     const cell = queue.shift();
-    const reply = await run(cell);
+    const reply = await withEnv(cell.env || {}, () => run(cell));
     reply.name = cell.name;
     for (const fd of [1, 2]) {
       try { fs.writeSync(fd, cell.mark); } catch (e) { /* the cell closed it */ }

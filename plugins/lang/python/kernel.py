@@ -2,10 +2,10 @@
 # each cell it is sent in one namespace, Jupyter-like (the value of a final
 # expression is shown). The protocol is the language plugin contract's
 # (plugins/language: ContextCommand): a cell is a JSON line on descriptor 3
-# ({"code", "name", "mark"}), output goes to 1 and 2, then the cell's mark
+# ({"code", "name", "mark", "env"}), output goes to 1 and 2, then the cell's mark
 # on both, then a JSON reply line on descriptor 4 ({"name", "status",
 # "exit_code", "display"}).
-import ast, base64, builtins, json, linecache, math, os, sys, traceback, warnings
+import ast, base64, builtins, contextlib, json, linecache, math, os, sys, traceback, warnings
 
 
 def shown(value):
@@ -193,6 +193,22 @@ def run(ns, code, name):
     return {'status': 'ok', 'exit_code': 0, 'display': shown_now + figures() + main}
 
 
+@contextlib.contextmanager
+def cell_env(env):
+    """Sets env in os.environ for one cell (its subprocesses inherit it)
+    and takes it back after, as E2B's kernels do."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def main():
     for fd in (3, 4):
         os.set_inheritable(fd, False)  # the programs' children do not get them
@@ -206,7 +222,8 @@ def main():
     ns = {'__name__': '__main__', '__builtins__': __builtins__}
     for line in cells:
         cell = json.loads(line)
-        reply = run(ns, cell['code'], cell.get('name') or '<cell>')
+        with cell_env(cell.get('env') or {}):
+            reply = run(ns, cell['code'], cell.get('name') or '<cell>')
         reply['name'] = cell.get('name')
         mark = cell['mark'].encode()
         for f, fd in ((sys.stdout, 1), (sys.stderr, 2)):

@@ -236,6 +236,14 @@ func (k *kernel) readReplies(r *os.File) {
 	}
 }
 
+// kernelCell is a cell as the kernel reads it (see Language.ContextCommand).
+type kernelCell struct {
+	Code string            `json:"code"`
+	Name string            `json:"name"`
+	Mark string            `json:"mark"`
+	Env  map[string]string `json:"env,omitempty"`
+}
+
 // followCell sends the cell and waits for its reply, the deadline, or the
 // kernel's end, then reports the result.
 func (e *execution) followCell(k *kernel, cell int, fresh *supervisor.CellResult) {
@@ -255,7 +263,7 @@ func (e *execution) followCell(k *kernel, cell int, fresh *supervisor.CellResult
 	for len(k.marks) > 0 { // a mark of a cell that timed out
 		<-k.marks
 	}
-	line, _ := json.Marshal(map[string]string{"code": e.req.Cell.Code, "name": name, "mark": mark})
+	line, _ := json.Marshal(kernelCell{Code: e.req.Cell.Code, Name: name, Mark: mark, Env: e.req.Cell.Env})
 	// A kernel that stopped reading must not hold up the deadline.
 	go func() { _, _ = k.requests.Write(append(line, '\n')) }()
 

@@ -17,6 +17,7 @@ type execution struct {
 	id  uint64
 	req supervisor.ExecRequest
 
+	pid       int // the main process
 	started   time.Time
 	oomBefore int64
 	outputs   map[string]outputState // the watched outputs before it started
@@ -197,16 +198,16 @@ func (e *execution) follow() {
 	case ws = <-e.exited:
 	case <-deadline.C:
 		e.timedOut.Store(true)
-		survivors = e.s.endAll()
+		survivors = e.end()
 		ws = <-e.exited
 	}
 	duration := time.Since(e.started)
 	e.closeStdin()
 
-	if e.req.KillOnExit || e.timedOut.Load() || e.killed.Load() {
-		if n := e.s.endAll(); n > survivors {
-			survivors = n
-		}
+	// What a one-shot run left, or what raced a deadline or kill: a
+	// session's command had its tree ended while its main process lived.
+	if e.req.KillOnExit || (e.timedOut.Load() || e.killed.Load()) && !e.req.KeepOthers {
+		survivors = max(survivors, e.s.endAll())
 	}
 	e.awaitPumps(&pumps)
 
@@ -291,7 +292,19 @@ func (e *execution) kill() {
 		killTree(e.kernel)
 		return
 	}
-	e.s.endAll()
+	e.end()
+}
+
+// end ends what the execution started, while its main process lives, and
+// says how many processes survived: a session's command (KeepOthers) its
+// process group and descendants (what it orphaned before lives on, as a
+// session's background processes do), anything else every process but
+// the supervisor's own.
+func (e *execution) end() int {
+	if e.req.KeepOthers && !e.req.KillOnExit {
+		return killTree(e.pid)
+	}
+	return e.s.endAll()
 }
 
 // account adds a reaped process's resource use.

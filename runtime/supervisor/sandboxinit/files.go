@@ -606,7 +606,7 @@ func entry(root *os.Root, name string, st fs.FileInfo) supervisor.Entry {
 	if e.Type == "symlink" {
 		e.Target, _ = root.Readlink(name)
 	}
-	if e.Type != "file" {
+	if e.Type != "file" && e.Type != "dir" { // a directory's is what stat says, as ls -l shows it
 		e.Size = 0
 	}
 	return e

@@ -334,7 +334,7 @@ func (s *server) start(id uint64, req supervisor.ExecRequest) {
 		s.mu.Lock()
 		w, missed := s.takeWarm(req, env, dir)
 		if w != nil {
-			e.warm, e.oomBefore, e.started = true, oomKills(), time.Now()
+			e.warm, e.pid, e.oomBefore, e.started = true, w.pid, oomKills(), time.Now()
 			s.execs[id] = e
 			s.byPID[w.pid] = e
 		}
@@ -367,6 +367,7 @@ func (s *server) start(id uint64, req supervisor.ExecRequest) {
 	e.started = time.Now()
 	pid, _, err := s.spawn(argv0, req.Argv, dir, env, files, sys, req.Isolate)
 	if err == nil {
+		e.pid = pid
 		s.execs[id] = e
 		s.byPID[pid] = e
 	}

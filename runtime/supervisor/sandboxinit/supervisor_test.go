@@ -253,6 +253,40 @@ func TestBackgroundHolderOfTheOutput(t *testing.T) {
 	}
 }
 
+// A session's command (KeepOthers) ends alone at its deadline: with the
+// child it put in a session of its own, but not what another left.
+func TestDeadlineOfACommandThatKeepsOthers(t *testing.T) {
+	p := newPeer(t)
+	env := []string{"PATH=/usr/bin:/bin"}
+	startedPID := func(out string) int {
+		pid, err := strconv.Atoi(strings.TrimSpace(out))
+		if err != nil {
+			t.Fatalf("no pid in %q", out)
+		}
+		t.Cleanup(func() { _ = unix.Kill(pid, unix.SIGKILL) })
+		return pid
+	}
+	out, _, _ := p.exec(1, supervisor.ExecRequest{Argv: []string{"sh", "-c", "setsid sleep 30 >/dev/null 2>&1 & echo $!"},
+		Env: env, TimeoutMS: 5000, OutputLimit: 1000, KeepOthers: true})
+	server := startedPID(out)
+	out, _, res := p.exec(2, supervisor.ExecRequest{Argv: []string{"sh", "-c", "setsid sleep 30 >/dev/null 2>&1 & echo $!; sleep 30"},
+		Env: env, TimeoutMS: 300, OutputLimit: 1000, KeepOthers: true})
+	child := startedPID(out)
+	if !res.TimedOut || res.Survivors != 0 {
+		t.Fatalf("%+v", res)
+	}
+	alive := func(pid int) bool {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		return err == nil && live(stat)
+	}
+	for deadline := time.Now().Add(2 * time.Second); alive(child) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if alive(child) || !alive(server) {
+		t.Fatalf("the command's own child alive: %v; the other's server alive: %v", alive(child), alive(server))
+	}
+}
+
 func TestKillEndsAnExecution(t *testing.T) {
 	p := newPeer(t)
 	p.send(supervisor.Message{Op: supervisor.OpExec, ID: 7, Exec: &supervisor.ExecRequest{
