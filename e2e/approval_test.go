@@ -25,6 +25,7 @@ import (
 // approved. A denial ends the run with exit 126 and the reason. A
 // pending approval survives a restart of sandboxd.
 func TestApprovalsFromTheShell(t *testing.T) {
+	t.Parallel() // at the end, mostly waiting on a person's turns
 	d := testutil.StartDaemon(t, testutil.Options{Languages: pythonOnly, Extra: fmt.Sprintf(`
 approval_timeout = "2m"
 approvals {

@@ -418,6 +418,9 @@ func TestKubernetesAPIServerRestart(t *testing.T) {
 // pod runs on under containerd, is kept; when the kubelet is back, the
 // session answers again and runs work.
 func TestKubernetesKubeletStopped(t *testing.T) {
+	// At the end, beside the tests of engines of their own and E2B's
+	// suite, none of which use the cluster: mostly waiting on the kubelet.
+	t.Parallel()
 	cluster := *testutil.RequireCluster(t)
 	// On the node whose kubelet stops: with a second node, pods there
 	// would serve the runs (TestKubernetesTwoNodes).

@@ -27,7 +27,7 @@ import (
 // it names, and decodes. /metrics has every series once, a series per
 // block for blocks that share a plugin (python and python3.11) or an image
 // (c and cpp), and lints clean. The files' own addresses must be free
-// (the dashboard's 127.0.0.1:7070, the E2B listener's 127.0.0.1:49982);
+// (the dashboard's 127.0.0.1:7070, the E2B listener's 127.0.0.1:4982);
 // examples/kubernetes.hcl needs `make cluster`.
 func TestShippedConfigs(t *testing.T) {
 	examples, err := filepath.Glob(filepath.Join("..", "examples", "*.hcl"))

@@ -16,8 +16,9 @@ images_dir = "../images"
 build_missing_images = true
 
 e2b {
-  # Loopback only, unless you write another address here.
-  listen = "127.0.0.1:49982"
+  # Loopback only, unless you write another address here. The port is
+  # below the ephemeral range, where no outgoing connection can hold it.
+  listen = "127.0.0.1:4982"
   # The keys clients send (E2B_API_KEY), "e2b_" and hex digits as the SDKs
   # take them. Make your own: echo e2b_$(openssl rand -hex 20)
   api_keys = ["e2b_00000000000000000000000000000000000000ee"]

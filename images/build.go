@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/runtime"
 )
 
@@ -32,10 +33,11 @@ type Missing string
 
 func (e Missing) Error() string        { return string(e) }
 func (e Missing) Is(target error) bool { return target == runtime.ErrImageMissing }
+func (e Missing) Kind() errdefs.Kind   { return errdefs.ImageMissing }
 
 // ErrBuilding means the image is being built: a request for it may be
 // retried once the build ends.
-var ErrBuilding = errors.New("image being built")
+var ErrBuilding = errdefs.New(errdefs.ImageBuilding, "image being built")
 
 // RetryAfter is when a request for an image being built is worth trying
 // again.

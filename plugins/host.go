@@ -2,7 +2,6 @@ package plugins
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,13 +16,14 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/plugins/language"
 	"github.com/sandboxd/sandboxd/plugins/policy"
 )
 
 // ErrUnavailable means a plugin could not be started or did not answer; the
 // request that hit it fails, and the plugin is restarted with backoff.
-var ErrUnavailable = errors.New("plugin unavailable")
+var ErrUnavailable = errdefs.New(errdefs.PluginUnavailable, "plugin unavailable")
 
 // Backoff bounds between restarts of a failing plugin.
 const (

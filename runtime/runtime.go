@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
@@ -34,14 +35,14 @@ const (
 )
 
 // ErrImageMissing means the sandbox image is not on the engine.
-var ErrImageMissing = errors.New("image not found")
+var ErrImageMissing = errdefs.New(errdefs.ImageMissing, "image not found")
 
 // ErrFixedLimits means the container's OCI runtime cannot change the limits
 // of a running container (gVisor's runsc cannot).
 var ErrFixedLimits = errors.New("the OCI runtime cannot change a running container's limits")
 
 // ErrUnavailable means the engine could not be reached.
-var ErrUnavailable = errors.New("container engine unavailable")
+var ErrUnavailable = errdefs.New(errdefs.RuntimeUnavailable, "container engine unavailable")
 
 // LeftError is a failed Create's error when what it had made could not be
 // removed either (the engine went away halfway): ID is for a later sweep.

@@ -244,6 +244,50 @@ test('pause({ keepMemory: false }) keeps the files alone', async () => {
   });
 });
 
+test('lifecycle: paused at the timeout, memory kept; connect, or a call when autoResume, wakes it', async () => {
+  await withSandbox('base', async (sb) => {
+    await sb.commands.run('sleep 600 >/dev/null 2>&1 & echo $! > /home/user/bg.pid');
+    assert.deepEqual((await sb.getInfo()).lifecycle, { onTimeout: 'pause', autoResume: false });
+    assert.ok(await until(20_000, async () => (await sb.getInfo()).state === 'paused'), 'paused at its timeout');
+    assert.equal(await sb.isRunning(), false, 'its agent answers nothing until connect');
+    assert.ok((await Sandbox.list().nextItems()).some((s) => s.sandboxId === sb.sandboxId && s.state === 'paused'), 'listed as paused');
+    const back = await Sandbox.connect(sb.sandboxId, { timeoutMs: 60_000 });
+    const info = await back.getInfo();
+    assert.equal(info.state, 'running');
+    assert.ok(info.endAt.getTime() > Date.now() + 30_000, `the connect's timeout: ${info.endAt}`);
+    assert.equal((await back.commands.run('kill -0 "$(cat /home/user/bg.pid)" && echo alive')).stdout, 'alive\n', 'its processes kept');
+    await back.setTimeout(1_000);
+    assert.ok(await until(20_000, async () => (await back.getInfo()).state === 'paused'), 'paused again at the timeout setTimeout set');
+  }, { timeoutMs: 2_000, lifecycle: { onTimeout: 'pause' } });
+
+  await withSandbox('base', async (sb) => {
+    await sb.files.write('/home/user/kept.txt', 'kept');
+    assert.ok(await until(20_000, async () => (await sb.getInfo()).state === 'paused'));
+    assert.equal(await sb.files.read('/home/user/kept.txt'), 'kept', 'a call wakes it');
+    const info = await sb.getInfo();
+    assert.equal(info.state, 'running');
+    assert.deepEqual(info.lifecycle, { onTimeout: 'pause', autoResume: true });
+  }, { timeoutMs: 2_000, lifecycle: { onTimeout: 'pause', autoResume: true } });
+
+  await withSandbox('base', async (sb) => {
+    await sb.files.write('/home/user/kept.txt', 'kept');
+    await sb.commands.run('sleep 600 >/dev/null 2>&1 & echo $! > /home/user/bg.pid');
+    assert.ok(await until(20_000, async () => (await sb.getInfo()).state === 'paused'));
+    const back = await Sandbox.connect(sb.sandboxId);
+    assert.equal(await back.files.read('/home/user/kept.txt'), 'kept', 'its files kept');
+    await assert.rejects(back.commands.run('kill -0 "$(cat /home/user/bg.pid)"'), CommandExitError, 'its processes gone');
+  }, { timeoutMs: 2_000, lifecycle: { onTimeout: { action: 'pause', keepMemory: false } } });
+
+  // What the SDK refuses itself, the API refuses too.
+  for (const body of [{ autoPause: true, autoPauseMemory: false, autoResume: { enabled: true } }, { autoResume: { enabled: true } }, { autoPauseMemory: true }]) {
+    const res = await fetch(`${process.env.E2B_API_URL}/sandboxes`, {
+      method: 'POST', headers: { 'X-API-KEY': process.env.E2B_API_KEY, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ templateID: 'base', ...body }),
+    });
+    assert.equal(res.status, 400, `${JSON.stringify(body)}: ${await res.text()}`);
+  }
+});
+
 test('commands: output, exit codes, env, cwd, stdin, background, timeouts', async () => {
   await withSandbox('base', async (sb) => {
     const r = await sb.commands.run('echo out; echo err >&2');

@@ -195,7 +195,7 @@ language "bash" {}
 	}
 	want := map[string]E2BTemplate{"python": {Language: "python"}, "bash": {Language: "bash"}, "base": {Language: "python"},
 		"code-interpreter-v1": {Language: "python"}, "ds": {Language: "python", Env: map[string]string{"A": "1"}}}
-	if e := cfg.E2B; e == nil || e.Listen != "127.0.0.1:49982" || !reflect.DeepEqual(e.Templates, want) {
+	if e := cfg.E2B; e == nil || e.Listen != "127.0.0.1:4982" || !reflect.DeepEqual(e.Templates, want) {
 		t.Fatalf("%+v", cfg.E2B)
 	}
 }

@@ -59,7 +59,7 @@ var defaultTemplates = map[string][]string{
 
 // e2b reads the e2b block, once the languages are known.
 func (v *validator) e2b(es *e2bSchema, languages []Language) *E2B {
-	e := &E2B{Listen: "127.0.0.1:49982", Templates: map[string]E2BTemplate{}}
+	e := &E2B{Listen: "127.0.0.1:4982", Templates: map[string]E2BTemplate{}}
 	if es.Listen != nil {
 		e.Listen = v.listen(es.Body, *es.Listen)
 	}

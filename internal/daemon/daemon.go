@@ -70,8 +70,15 @@ type Daemon struct {
 
 // New starts the plugins, gives stored sessions their containers back,
 // removes every other container a previous run of this daemon left
-// behind, and starts the warm pools.
-func New(ctx context.Context, cfg *config.Config, rt runtime.Runtime, store *state.Store, log hclog.Logger) (*Daemon, error) {
+// behind, and starts the warm pools. A start that fails closes what it
+// had opened, and nothing else.
+func New(ctx context.Context, cfg *config.Config, rt runtime.Runtime, store *state.Store, log hclog.Logger) (_ *Daemon, err error) {
+	var opened []func() // closed in reverse if a later step fails
+	defer func() {
+		for i := len(opened) - 1; err != nil && i >= 0; i-- {
+			opened[i]()
+		}
+	}()
 	d := &Daemon{cfg: cfg, rt: rt, engine: newEngineProbe(rt.Ping), store: store, log: log, started: time.Now(), spools: make(chan struct{}, maxSpooled),
 		timeline: timeline.New(timelineEvery, timelineKept), timelineStop: make(chan struct{}), timelineDone: make(chan struct{})}
 	d.Metrics = metrics.New(d, Version)
@@ -80,7 +87,6 @@ func New(ctx context.Context, cfg *config.Config, rt runtime.Runtime, store *sta
 	if _, err := rt.Ping(ctx); err != nil {
 		return nil, err
 	}
-	var err error
 	roots, err := upstreamRoots(cfg.EgressCAFile)
 	if err != nil {
 		return nil, err
@@ -92,22 +98,19 @@ func New(ctx context.Context, cfg *config.Config, rt runtime.Runtime, store *sta
 	if d.Languages, err = languages.Load(ctx, cfg, rt, store, d.Metrics, d.egress, log); err != nil {
 		return nil, err
 	}
+	opened = append(opened, func() { d.Languages.Close(ctx) })
 	if d.policies, err = policy.Load(ctx, cfg.Policies, cfg.PluginDir, log); err != nil {
-		d.Languages.Close(ctx)
 		return nil, err
 	}
+	opened = append(opened, d.policies.Close)
 	if d.Approvals, err = approvals.New(store, cfg.ApprovalTimeout, cfg.Approvers, log); err != nil {
-		d.Languages.Close(ctx)
-		d.policies.Close()
 		return nil, err
 	}
+	opened = append(opened, d.Approvals.Close)
 	d.Projects = projects.New(cfg.StateDir, store, cfg.Sessions.MaxTransfer, cfg.Projects)
 	d.Snapshots = snapshots.New(cfg.StateDir, store, cfg.Snapshots)
 	d.Sessions = sessions.New(cfg.Sessions, cfg.StateDir, d.Languages, d.Projects, d.Snapshots, store, &d.gate, log)
-	if err := d.reconcile(ctx); err != nil {
-		d.Languages.Close(ctx)
-		d.policies.Close()
-		d.Approvals.Close()
+	if err = d.reconcile(ctx); err != nil {
 		return nil, err
 	}
 	d.Languages.Start()

@@ -26,8 +26,10 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/principal"
 	"github.com/sandboxd/sandboxd/internal/state"
+	"github.com/sandboxd/sandboxd/internal/wire"
 )
 
 // dist is what `make ui` builds from web/: index.html, app.js, app.css.
@@ -164,7 +166,7 @@ func (d *Dashboard) Guard(next http.Handler, preview PreviewHandler) http.Handle
 			w.Header().Set("X-Content-Type-Options", "nosniff")
 		}
 		if !d.hostAllowed(r.Host) {
-			deny(w, r, http.StatusForbidden, api.CodeForbidden, "the Host "+r.Host+" is not this listener's address: open the link `sandboxctl dashboard` prints")
+			deny(w, r, errdefs.Forbidden, "the Host "+r.Host+" is not this listener's address: open the link `sandboxctl dashboard` prints")
 			return
 		}
 		if tok := r.URL.Query().Get("token"); tok != "" {
@@ -177,7 +179,7 @@ func (d *Dashboard) Guard(next http.Handler, preview PreviewHandler) http.Handle
 			by, err = d.signedIn(c.Value, kindSession)
 		}
 		if err != nil {
-			deny(w, r, http.StatusUnauthorized, api.CodeUnauthorized, "no valid token: run `sandboxctl dashboard` on the host and open the link it prints")
+			deny(w, r, errdefs.Unauthorized, "no valid token: run `sandboxctl dashboard` on the host and open the link it prints")
 			return
 		}
 		switch r.Method {
@@ -185,7 +187,7 @@ func (d *Dashboard) Guard(next http.Handler, preview PreviewHandler) http.Handle
 		default:
 			origin := r.Header.Get("Origin")
 			if origin != "" && origin != "http://"+r.Host || !sameValue(r.Header.Get(CSRFHeader), d.sign.csrf(c.Value)) {
-				deny(w, r, http.StatusForbidden, api.CodeForbidden, "a cross-site request, or one without the "+CSRFHeader+" header its page sends")
+				deny(w, r, errdefs.Forbidden, "a cross-site request, or one without the "+CSRFHeader+" header its page sends")
 				return
 			}
 		}
@@ -216,7 +218,7 @@ func (d *Dashboard) signedIn(value string, kind byte) (state.Requester, error) {
 // the browser on to the page without the token in its address.
 func (d *Dashboard) login(w http.ResponseWriter, r *http.Request, tok string) {
 	if _, err := d.signedIn(tok, kindLogin); err != nil {
-		deny(w, r, http.StatusUnauthorized, api.CodeUnauthorized, "this link's token is wrong or expired: run `sandboxctl dashboard` for a fresh one")
+		deny(w, r, errdefs.Unauthorized, "this link's token is wrong or expired: run `sandboxctl dashboard` for a fresh one")
 		return
 	}
 	_, uid, _ := strings.Cut(tok, ".")
@@ -253,7 +255,9 @@ func RebindingSafe(hostport, wrote string) bool {
 
 // deny answers a request the guard refuses: the API's error body, or a
 // line of text for a page.
-func deny(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
+func deny(w http.ResponseWriter, r *http.Request, kind errdefs.Kind, msg string) {
+	e := wire.ErrorOf(errdefs.New(kind, msg))
+	status := wire.Status(e)
 	if strings.HasPrefix(r.URL.Path, "/ui/") {
 		w.Header().Set("Content-Security-Policy", "default-src 'none'")
 		http.Error(w, "sandboxd dashboard: "+msg, status)
@@ -261,7 +265,7 @@ func deny(w http.ResponseWriter, r *http.Request, status int, code, msg string) 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(api.ErrorBody{Error: api.Error{Code: code, Message: msg}})
+	_ = json.NewEncoder(w).Encode(api.ErrorBody{Error: *e})
 }
 
 // Describe says where the dashboard is, for sandboxd's start-up log, and

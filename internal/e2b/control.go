@@ -84,6 +84,7 @@ type newSandbox struct {
 	EnvVars             map[string]string `json:"envVars"`
 	AllowInternetAccess *bool             `json:"allow_internet_access"`
 	Network             networkBody       `json:"network"`
+	lifecycleBody
 }
 
 // sandboxInfo is a sandbox as the control API describes it.
@@ -103,6 +104,7 @@ type sandboxInfo struct {
 	Metadata           map[string]string `json:"metadata"`
 	State              string            `json:"state"`
 	Network            *networkInfo      `json:"network,omitempty"`
+	Lifecycle          lifecycleInfo     `json:"lifecycle"`
 }
 
 // networkInfo is a sandbox's network as E2B's getInfo shows it: its
@@ -154,7 +156,20 @@ func (c *controller) create(w http.ResponseWriter, r *http.Request) {
 		env["HOME"] = e2bHome // a link to the workspace in sandboxd's images
 	}
 	maps.Copy(env, req.EnvVars)
-	sreq := api.SessionRequest{Language: tmpl.Language, Env: env, TTL: api.Duration(ttl), IdleTimeout: api.Duration(ttl), FromSnapshot: fromSnapshot}
+	life, err := req.lifecycle(ttl)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	sessionTTL := ttl
+	if life.Pause {
+		if ttl > c.s.d.Sessions.MaxTTL() {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("timeout %s is past max_ttl %s", ttl, c.s.d.Sessions.MaxTTL()))
+			return
+		}
+		sessionTTL = c.s.d.Sessions.MaxTTL() // paused at ttl, and kept
+	}
+	sreq := api.SessionRequest{Language: tmpl.Language, Env: env, TTL: api.Duration(sessionTTL), IdleTimeout: api.Duration(sessionTTL), FromSnapshot: fromSnapshot}
 	if tmpl.Limits != nil {
 		l := wire.APILimits(*tmpl.Limits)
 		sreq.Limits = &l
@@ -171,7 +186,7 @@ func (c *controller) create(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, aerr)
 		return
 	}
-	rec, sb, err := c.register(*sess, req.TemplateID, req.Metadata)
+	rec, sb, err := c.register(state.E2BSandbox{ID: sess.ID, Template: req.TemplateID, Metadata: req.Metadata, StartedAt: sess.CreatedAt, Lifecycle: life})
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
@@ -189,15 +204,15 @@ func (c *controller) create(w http.ResponseWriter, r *http.Request) {
 		p.unsubscribe(sub)
 	}
 	c.s.log.Info("sandbox created", "sandbox", rec.ID, "template", rec.Template, "language", tmpl.Language, "key", c.key)
-	writeJSON(w, http.StatusCreated, c.info(rec, *sess, false, true))
+	writeJSON(w, http.StatusCreated, c.info(sb, *sess, true))
 }
 
-// register makes session sess the key's sandbox of template, with
-// metadata, and a token of its own; on failure the session is deleted.
-func (c *controller) register(sess state.Session, template string, metadata map[string]string) (state.E2BSandbox, *sandbox, error) {
-	rec := state.E2BSandbox{ID: sess.ID, Template: template, Key: c.key, Token: randomToken(), Metadata: metadata, StartedAt: sess.CreatedAt}
+// register makes rec's session the key's sandbox, with a token of its
+// own; on failure the session is deleted.
+func (c *controller) register(rec state.E2BSandbox) (state.E2BSandbox, *sandbox, error) {
+	rec.Key, rec.Token = c.key, randomToken()
 	if err := c.s.store.PutE2BSandbox(rec); err != nil {
-		_ = c.s.d.Sessions.Delete(sess.ID)
+		_ = c.s.d.Sessions.Delete(rec.ID)
 		return rec, nil, fmt.Errorf("storing the sandbox: %v", err)
 	}
 	sb := c.s.newSandbox(rec)
@@ -240,12 +255,12 @@ func (c *controller) fork(w http.ResponseWriter, r *http.Request, sb *sandbox) {
 	}
 	out := []result{}
 	for _, sess := range forked.Sessions {
-		rec, _, err := c.register(sess, sb.rec.Template, maps.Clone(sb.rec.Metadata))
+		_, fsb, err := c.register(state.E2BSandbox{ID: sess.ID, Template: sb.rec.Template, Metadata: maps.Clone(sb.rec.Metadata), StartedAt: sess.CreatedAt})
 		if err != nil {
 			out = append(out, result{Error: &errorBody{Code: http.StatusInternalServerError, Message: err.Error()}})
 			continue
 		}
-		in := c.info(rec, sess, false, true)
+		in := c.info(fsb, sess, true)
 		out = append(out, result{Sandbox: &in})
 	}
 	c.s.log.Info("sandbox forked", "sandbox", sb.rec.ID, "into", len(out), "snapshot", forked.Snapshot.ID, "key", c.key)
@@ -328,19 +343,24 @@ func (c *controller) e2bNetwork(language string, n networkBody) (*api.Network, e
 // processes.
 const startTag = "start"
 
-// info describes a sandbox, paused by its client or not; withToken adds
-// what its clients reach it with. A session sandboxd froze or hibernated
-// when idle is running to E2B's clients unless hibernated: any call
-// thaws a frozen one in milliseconds.
-func (c *controller) info(rec state.E2BSandbox, sess state.Session, paused, withToken bool) sandboxInfo {
+// info describes a sandbox, its session sess; withToken adds what its
+// clients reach it with. A session sandboxd froze or hibernated when idle
+// is running to E2B's clients unless hibernated: any call thaws a frozen
+// one in milliseconds.
+func (c *controller) info(sb *sandbox, sess state.Session, withToken bool) sandboxInfo {
+	rec := sb.rec
 	st := "running"
-	if paused || sess.State == state.SessionHibernated {
+	if sb.paused.Load() || sess.State == state.SessionHibernated {
 		st = "paused"
+	}
+	end := sess.ExpiresAt
+	if sb.life.Pause && !sb.paused.Load() {
+		end = sb.endsAt()
 	}
 	in := sandboxInfo{
 		SandboxID: rec.ID, TemplateID: rec.Template, Alias: rec.Template, ClientID: "sandboxd", EnvdVersion: EnvdVersion,
-		StartedAt: rec.StartedAt, EndAt: sess.ExpiresAt, CPUCount: max(int(sess.Limits.CPUs+0.999), 1),
-		MemoryMB: int64(sess.Limits.Memory) >> 20, Metadata: rec.Metadata, State: st,
+		StartedAt: rec.StartedAt, EndAt: end, CPUCount: max(int(sess.Limits.CPUs+0.999), 1),
+		MemoryMB: int64(sess.Limits.Memory) >> 20, Metadata: rec.Metadata, State: st, Lifecycle: lifecycleOf(sb.life),
 	}
 	if in.Metadata == nil {
 		in.Metadata = map[string]string{}
@@ -488,7 +508,7 @@ func (c *controller) list(w http.ResponseWriter, r *http.Request) {
 		if aerr != nil {
 			continue
 		}
-		in := c.info(rec, *sess, sb.paused.Load(), false)
+		in := c.info(sb, *sess, false)
 		if !l.wants(in, rec.Metadata) {
 			continue
 		}
@@ -568,7 +588,7 @@ func (c *controller) get(w http.ResponseWriter, r *http.Request, sb *sandbox) {
 		writeAPIError(w, aerr)
 		return
 	}
-	writeJSON(w, http.StatusOK, c.info(sb.rec, *sess, sb.paused.Load(), true))
+	writeJSON(w, http.StatusOK, c.info(sb, *sess, true))
 }
 
 func (c *controller) kill(w http.ResponseWriter, r *http.Request, sb *sandbox) {
@@ -600,18 +620,25 @@ func (c *controller) timeout(w http.ResponseWriter, r *http.Request, sb *sandbox
 		writeError(w, http.StatusBadRequest, "timeout (seconds) is missing")
 		return
 	}
-	if _, aerr := c.s.d.Sessions.Expire(sb.rec.ID, time.Duration(*secs)*time.Second); aerr != nil {
+	d := time.Duration(*secs) * time.Second
+	var aerr error
+	if sb.life.Pause {
+		if d < time.Second || d > c.s.d.Sessions.MaxTTL() {
+			aerr = errdefs.Errorf(errdefs.Invalid, "a sandbox's timeout must be from 1s to max_ttl %s, not %s", c.s.d.Sessions.MaxTTL(), d)
+		} else {
+			aerr = c.s.setTimeout(sb, d)
+		}
+	} else {
+		_, aerr = c.s.d.Sessions.Expire(sb.rec.ID, d)
+	}
+	if aerr != nil {
 		writeAPIError(w, aerr)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// pause freezes the sandbox, as E2B's pause keeps it: its processes,
-// commands and interpreters stop where they stand, memory kept, until
-// connect. Asked not to keep memory (keepMemory: false), or where it
-// cannot be frozen (Kubernetes), it hibernates: its files go to disk, its
-// processes end.
+// pause pauses the sandbox (see pauseSandbox) until its client connects.
 func (c *controller) pause(w http.ResponseWriter, r *http.Request, sb *sandbox) {
 	var req struct {
 		Memory *bool `json:"memory"`
@@ -624,34 +651,11 @@ func (c *controller) pause(w http.ResponseWriter, r *http.Request, sb *sandbox) 
 		writeError(w, http.StatusConflict, "sandbox "+sb.rec.ID+" is paused already")
 		return
 	}
-	filesOnly := req.Memory != nil && !*req.Memory
-	var aerr error
-	if !filesOnly && c.s.d.Sessions.CanFreeze(sb.rec.ID) {
-		_, aerr = c.s.d.Sessions.FreezeInUse(r.Context(), sb.rec.ID)
-	}
-	if filesOnly || !c.s.d.Sessions.CanFreeze(sb.rec.ID) { // found so now, or known before
-		sb.procs.killAll()
-		_, aerr = c.s.d.Sessions.Pause(r.Context(), sb.rec.ID)
-	}
-	if aerr != nil {
+	if aerr := c.s.pauseSandbox(r.Context(), sb, req.Memory != nil && !*req.Memory); aerr != nil {
 		writeAPIError(w, aerr)
 		return
 	}
-	c.setPaused(sb, true)
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// setPaused records whether the sandbox's client paused it, across
-// restarts too.
-func (c *controller) setPaused(sb *sandbox, paused bool) {
-	if sb.paused.Swap(paused) == paused {
-		return
-	}
-	rec := sb.rec
-	rec.Paused = paused
-	if err := c.s.store.PutE2BSandbox(rec); err != nil {
-		c.s.log.Error("storing a sandbox's pause failed", "sandbox", rec.ID, "error", err)
-	}
 }
 
 // connect resumes a paused sandbox and, given a timeout, sets its end.
@@ -669,18 +673,21 @@ func (c *controller) connect(w http.ResponseWriter, r *http.Request, sb *sandbox
 		return
 	}
 	wasPaused := sb.paused.Load()
-	sess, aerr := c.s.d.Sessions.Resume(r.Context(), sb.rec.ID)
-	if aerr == nil && req.Timeout != nil && time.Until(sess.ExpiresAt) < time.Duration(*req.Timeout)*time.Second {
-		sess, aerr = c.s.d.Sessions.Expire(sb.rec.ID, time.Duration(*req.Timeout)*time.Second)
+	var life time.Duration
+	if req.Timeout != nil {
+		life = time.Duration(*req.Timeout) * time.Second
+	}
+	sess, aerr := c.s.resume(r.Context(), sb, life)
+	if aerr == nil && !sb.life.Pause && life > 0 && time.Until(sess.ExpiresAt) < life {
+		sess, aerr = c.s.d.Sessions.Expire(sb.rec.ID, life)
 	}
 	if aerr != nil {
 		writeAPIError(w, aerr)
 		return
 	}
-	c.setPaused(sb, false)
 	status := http.StatusOK
 	if before.State == state.SessionHibernated || wasPaused {
 		status = http.StatusCreated
 	}
-	writeJSON(w, status, c.info(sb.rec, *sess, false, true))
+	writeJSON(w, status, c.info(sb, *sess, true))
 }

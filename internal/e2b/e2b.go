@@ -41,7 +41,6 @@ import (
 	"github.com/sandboxd/sandboxd/internal/dashboard"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/principal"
-	"github.com/sandboxd/sandboxd/internal/server"
 	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/internal/wire"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
@@ -88,12 +87,16 @@ type Server struct {
 
 // sandbox is an E2B sandbox: a session and what E2B's clients keep in it.
 type sandbox struct {
-	rec    state.E2BSandbox // its Paused is paused's at start
-	paused atomic.Bool      // by its client: see state.E2BSandbox.Paused
+	rec    state.E2BSandbox // its Paused and Lifecycle are as they were at start
+	paused atomic.Bool      // see state.E2BSandbox.Paused
 	procs  *processes
 	cells  *cells
 	watch  *watchers
 	gone   chan struct{} // closed when it is forgotten: killed, ended
+
+	mu    sync.Mutex
+	life  state.E2BLifecycle // its EndsAt moves; the rest is as made
+	timer *time.Timer        // pauses it at life.EndsAt
 }
 
 // abortIfGone drops the connection of a call that outlived its sandbox,
@@ -143,8 +146,9 @@ func New(d *daemon.Daemon, cfg config.E2B, log hclog.Logger) (*Server, error) {
 }
 
 func (s *Server) newSandbox(rec state.E2BSandbox) *sandbox {
-	sb := &sandbox{rec: rec, procs: newProcesses(), cells: newCells(), watch: newWatchers(), gone: make(chan struct{})}
+	sb := &sandbox{rec: rec, procs: newProcesses(), cells: newCells(), watch: newWatchers(), gone: make(chan struct{}), life: rec.Lifecycle}
 	sb.paused.Store(rec.Paused)
+	s.arm(sb)
 	return sb
 }
 
@@ -244,7 +248,7 @@ func (s *Server) serveSigned(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "the file URL's signature is not valid for this path and operation, or its sandbox is gone")
 		return
 	}
-	if found.paused.Load() {
+	if !s.wake(r.Context(), found) {
 		writeError(w, http.StatusBadGateway, "the file's sandbox is paused: its client resumes it by connecting to it")
 		return
 	}
@@ -258,9 +262,10 @@ const maxSignedQuery = 8 << 10
 // serveAgent serves a call to sandbox sb's agent, its caller checked.
 func (s *Server) serveAgent(w http.ResponseWriter, r *http.Request, sb *sandbox) {
 	id := sb.rec.ID
-	if sb.paused.Load() {
+	if !s.wake(r.Context(), sb) {
 		// As E2B's proxy: a paused sandbox's agent is not there until
-		// the client connects to it (Sandbox.connect resumes it).
+		// the client connects to it (Sandbox.connect resumes it), or,
+		// made to resume on traffic, this call resumed it.
 		writeError(w, http.StatusBadGateway, "sandbox "+id+" is paused: connect to it (Sandbox.connect) to resume it")
 		return
 	}
@@ -343,6 +348,11 @@ func (s *Server) forget(id string) {
 	delete(s.sandboxes, id)
 	s.mu.Unlock()
 	if sb != nil {
+		sb.mu.Lock()
+		if sb.timer != nil {
+			sb.timer.Stop()
+		}
+		sb.mu.Unlock()
 		close(sb.gone)
 		sb.procs.killAll()
 		sb.watch.stopAll()
@@ -372,7 +382,7 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 // writeAPIError answers a daemon error with its HTTP status.
 func writeAPIError(w http.ResponseWriter, err error) {
 	e := wire.ErrorOf(err)
-	writeError(w, server.Status(e), e.Message)
+	writeError(w, wire.Status(e), e.Message)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -503,3 +503,44 @@ func TestPathsAsEnvdTakesThem(t *testing.T) {
 		}
 	}
 }
+
+// A sandbox made to pause at its timeout pauses then, and a call to its
+// agent wakes it when it was made to resume on traffic; what E2B's API
+// refuses is refused.
+func TestLifecyclePausesAtTheTimeout(t *testing.T) {
+	f := newFixture(t)
+	for _, body := range []string{
+		`{"templateID":"base","autoPause":true,"autoPauseMemory":false,"autoResume":{"enabled":true}}`,
+		`{"templateID":"base","autoResume":{"enabled":true}}`,
+		`{"templateID":"base","autoPauseMemory":true}`,
+	} {
+		if status, got := f.call(keyA, "POST", "/v2/sandboxes", body); status != http.StatusBadRequest {
+			t.Errorf("%s: %d %s", body, status, got)
+		}
+	}
+	status, body := f.call(keyA, "POST", "/v2/sandboxes", `{"templateID":"base","timeout":1,"autoPause":true,"autoResume":{"enabled":true}}`)
+	var in sandboxInfo
+	if status != http.StatusCreated || json.Unmarshal([]byte(body), &in) != nil || in.Lifecycle != (lifecycleInfo{OnTimeout: "pause", AutoResume: true}) ||
+		time.Until(in.EndAt) > 2*time.Second {
+		t.Fatalf("create: %d %s", status, body)
+	}
+	state := func() sandboxInfo {
+		_, body := f.call(keyA, "GET", "/sandboxes/"+in.SandboxID, "")
+		var got sandboxInfo
+		_ = json.Unmarshal([]byte(body), &got)
+		return got
+	}
+	// A hibernation (the fake runtime cannot freeze) took over 10 s
+	// beside other tests on a loaded machine.
+	for deadline := time.Now().Add(time.Minute); state().State != "paused"; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not paused at its timeout: %+v", state())
+		}
+	}
+	if status, _ := f.agent(in).http("GET", "/health", "", nil); status/100 != 2 {
+		t.Fatalf("a call to the agent of a sandbox that resumes on traffic: %d", status)
+	}
+	if got := state(); got.State != "running" || time.Until(got.EndAt) < 500*time.Millisecond {
+		t.Fatalf("woken by a call, with its timeout again: %+v", got)
+	}
+}

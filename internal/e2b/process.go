@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
 
 	"connectrpc.com/connect"
 
-	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/e2b/envd"
 	"github.com/sandboxd/sandboxd/internal/principal"
@@ -514,23 +514,28 @@ func (in *inbox) close() {
 	in.mu.Unlock()
 }
 
-// connectError is a daemon error as the SDKs' Connect clients read it.
+// connectError is a daemon error as the SDKs' Connect clients read it: the
+// Connect code of the HTTP status the API answers it with.
 func connectError(err error) error {
 	e := wire.ErrorOf(err)
-	code := connect.CodeInternal
-	switch e.Code {
-	case api.CodeInvalidRequest, api.CodeUnknownLanguage:
-		code = connect.CodeInvalidArgument
-	case api.CodeNotFound:
-		code = connect.CodeNotFound
-	case api.CodePolicyDenied, api.CodeApprovalDenied, api.CodeApprovalTimeout:
-		code = connect.CodePermissionDenied
-	case api.CodeTooManyConnections, api.CodePoolExhausted, api.CodeTooManySessions, api.CodeTooLarge, api.CodeNoSpace:
-		code = connect.CodeResourceExhausted
-	case api.CodeRuntimeUnavailable, api.CodeShuttingDown, api.CodeSessionLost, api.CodeImageMissing, api.CodeImageBuilding, api.CodePluginUnavailable:
-		code = connect.CodeUnavailable
-	case api.CodeConflict:
-		code = connect.CodeFailedPrecondition
+	code, ok := connectCodeOf[wire.Status(e)]
+	if !ok {
+		code = connect.CodeInternal
 	}
 	return connect.NewError(code, fmt.Errorf("[%s] %s", e.Code, e.Message))
+}
+
+// connectCodeOf is the Connect code of each HTTP status the API answers
+// with (wire's table).
+var connectCodeOf = map[int]connect.Code{
+	http.StatusBadRequest:            connect.CodeInvalidArgument,
+	http.StatusNotFound:              connect.CodeNotFound,
+	http.StatusForbidden:             connect.CodePermissionDenied,
+	http.StatusUnauthorized:          connect.CodeUnauthenticated,
+	http.StatusTooManyRequests:       connect.CodeResourceExhausted,
+	http.StatusRequestEntityTooLarge: connect.CodeResourceExhausted,
+	http.StatusInsufficientStorage:   connect.CodeResourceExhausted,
+	http.StatusServiceUnavailable:    connect.CodeUnavailable,
+	http.StatusGone:                  connect.CodeUnavailable,
+	http.StatusConflict:              connect.CodeFailedPrecondition,
 }

@@ -1,8 +1,9 @@
 // Package errdefs classifies the errors sandboxd's own packages return:
 // each has a Kind, what went wrong as the caller must act on it, and a
-// message for the person who reads it. The wire's codes and HTTP statuses
-// are the edges' business: wire.ErrorOf maps kinds to codes, in one
-// place, and the server codes to statuses.
+// message for the person who reads it. Errors are classified where they
+// arise, sentinels included (runtime.ErrImageMissing, pool.ErrExhausted).
+// The wire's codes and HTTP statuses are the edges' business: one table
+// in internal/wire gives each kind's, and the edges derive theirs from it.
 package errdefs
 
 import (

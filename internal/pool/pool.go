@@ -24,18 +24,19 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 )
 
 // ErrExhausted means every container is busy and none freed up within the
 // queue timeout.
-var ErrExhausted = errors.New("pool exhausted")
+var ErrExhausted = errdefs.New(errdefs.PoolExhausted, "pool exhausted")
 
 // recycleWait bounds how long a caller waits for an item being recycled
 // before it creates one (where there is room).
 const recycleWait = 2 * time.Second
 
 // ErrClosed means the pool is shutting down.
-var ErrClosed = errors.New("pool closed")
+var ErrClosed = errdefs.New(errdefs.ShuttingDown, "sandboxd is shutting down; retry against the next instance")
 
 // ErrNotReady is a Create that waits on something under way elsewhere
 // (an image being built): retried as any failure, but no fault to log.

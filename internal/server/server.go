@@ -277,38 +277,6 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 	return nil
 }
 
-var statusOf = map[string]int{
-	api.CodeInvalidRequest:     http.StatusBadRequest,
-	api.CodeUnknownLanguage:    http.StatusBadRequest,
-	api.CodeNotFound:           http.StatusNotFound,
-	api.CodePolicyDenied:       http.StatusForbidden,
-	api.CodeApprovalDenied:     http.StatusForbidden,
-	api.CodeApprovalTimeout:    http.StatusForbidden,
-	api.CodeTooManyConnections: http.StatusTooManyRequests,
-	api.CodePoolExhausted:      http.StatusTooManyRequests,
-	api.CodeRuntimeUnavailable: http.StatusServiceUnavailable,
-	api.CodeImageMissing:       http.StatusServiceUnavailable,
-	api.CodeImageBuilding:      http.StatusServiceUnavailable,
-	api.CodePluginUnavailable:  http.StatusServiceUnavailable,
-	api.CodeShuttingDown:       http.StatusServiceUnavailable,
-	api.CodeConflict:           http.StatusConflict,
-	api.CodeTooManySessions:    http.StatusTooManyRequests,
-	api.CodeSessionLost:        http.StatusGone,
-	api.CodeTooLarge:           http.StatusRequestEntityTooLarge,
-	api.CodeNoSpace:            http.StatusInsufficientStorage,
-	api.CodeUnauthorized:       http.StatusUnauthorized,
-	api.CodeForbidden:          http.StatusForbidden,
-	api.CodeSnapshotDamaged:    http.StatusConflict,
-}
-
-// Status is the HTTP status an error is answered with.
-func Status(e *api.Error) int {
-	if status, ok := statusOf[e.Code]; ok {
-		return status
-	}
-	return http.StatusInternalServerError
-}
-
 // writeError answers with err as the wire has it (see wire.ErrorOf).
 // apiPackage is the package that declares every body sandboxd sends.
 var apiPackage = reflect.TypeFor[api.Error]().PkgPath()
@@ -330,7 +298,7 @@ func onWire(v any) error {
 
 func writeError(w http.ResponseWriter, err error) {
 	e := wire.ErrorOf(err)
-	status := Status(e)
+	status := wire.Status(e)
 	if e.Code == api.CodeImageBuilding {
 		w.Header().Set("Retry-After", strconv.Itoa(int(images.RetryAfter.Seconds())))
 	}

@@ -65,7 +65,7 @@ func post(t *testing.T, url, body string, header ...string) (*http.Response, str
 }
 
 // Every error leaves the API as its status and code, decided in one
-// place (statusOf); a run answers its result.
+// place (internal/wire's table); a run answers its result.
 func TestErrorsMapToStatusAndCode(t *testing.T) {
 	srv, _ := newServer(t)
 	for _, c := range []struct {

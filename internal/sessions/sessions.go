@@ -710,6 +710,9 @@ func (m *Sessions) renew(ctx context.Context, ss *Session, sb *runtime.Sandbox, 
 	return nil
 }
 
+// MaxTTL is the longest a session may be given to live (sessions.max_ttl).
+func (m *Sessions) MaxTTL() time.Duration { return m.cfg.MaxTTL }
+
 // Expire sets a session to end ttl from now (at most max_ttl), whether it
 // is used meanwhile or not: it does not hibernate before.
 func (m *Sessions) Expire(id string, ttl time.Duration) (*state.Session, error) {

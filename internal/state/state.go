@@ -389,7 +389,24 @@ type E2BSandbox struct {
 	StartedAt time.Time         `json:"started_at"`
 	// Paused: its client paused it, and its agent answers nothing until
 	// the client connects to it again, as on E2B.
-	Paused bool `json:"paused,omitempty"`
+	Paused    bool         `json:"paused,omitempty"`
+	Lifecycle E2BLifecycle `json:"lifecycle,omitzero"`
+}
+
+// E2BLifecycle is what an E2B sandbox made to pause at its timeout
+// (E2B's lifecycle.onTimeout "pause") does then. The zero value ends at
+// its session's expiry, as any sandbox does.
+type E2BLifecycle struct {
+	// Pause: at EndsAt it pauses instead of ending; its session lives on
+	// for max_ttl from then.
+	Pause bool `json:"pause,omitempty"`
+	// FilesOnly: the pause keeps its files, not its processes' memory.
+	FilesOnly bool `json:"files_only,omitempty"`
+	// AutoResume: a call to its agent while it is paused resumes it.
+	AutoResume bool `json:"auto_resume,omitempty"`
+	// Timeout is the life it gets again when traffic resumes it.
+	Timeout time.Duration `json:"timeout,omitempty"`
+	EndsAt  time.Time     `json:"ends_at,omitzero"`
 }
 
 type e2bEntry struct {

@@ -2,79 +2,82 @@ package wire
 
 import (
 	"errors"
+	"net/http"
 	"syscall"
 
 	"github.com/sandboxd/sandboxd/api"
-	"github.com/sandboxd/sandboxd/images"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
-	"github.com/sandboxd/sandboxd/internal/pool"
 	"github.com/sandboxd/sandboxd/internal/state"
-	"github.com/sandboxd/sandboxd/plugins"
-	"github.com/sandboxd/sandboxd/plugins/language"
-	"github.com/sandboxd/sandboxd/runtime"
 )
 
-// ErrorOf is the API error for an error from inside the daemon, in one
-// place: a classified error's kind (see errdefs) is its code; the sentinel
-// errors of plugins, pools and the runtime keep their meaning on the wire;
-// anything else is internal. A policy denial carries its findings. An
-// *api.Error (the edges' own) is itself.
+// ErrorOf is the API error for an error from inside the daemon: a
+// classified error's kind (see errdefs; the sentinel errors of plugins,
+// pools and the runtime are classified too) is its code, a disk that is
+// full is no_space, anything else is internal. A policy denial carries
+// its findings. An *api.Error (the edges' own) is itself.
 func ErrorOf(err error) *api.Error {
 	var ae *api.Error
 	if errors.As(err, &ae) {
 		return ae
 	}
 	if k := errdefs.KindOf(err); k != errdefs.Internal {
-		e := &api.Error{Code: codeOf[k], Message: err.Error()}
+		e := &api.Error{Code: kinds[k].code, Message: err.Error()}
 		var denial interface{ Findings() []state.Finding }
 		if errors.As(err, &denial) {
 			e.Findings = All(denial.Findings(), Finding)
 		}
 		return e
 	}
-	switch {
-	case errors.Is(err, language.ErrInvalidProgram):
-		return api.Errorf(api.CodeInvalidRequest, "%v", err)
-	case errors.Is(err, plugins.ErrUnavailable):
-		return api.Errorf(api.CodePluginUnavailable, "%v", err)
-	case errors.Is(err, pool.ErrExhausted):
-		return api.Errorf(api.CodePoolExhausted, "%v", err)
-	case errors.Is(err, pool.ErrClosed):
-		return api.Errorf(api.CodeShuttingDown, "sandboxd is shutting down; retry against the next instance")
-	case errors.Is(err, images.ErrBuilding):
-		return api.Errorf(api.CodeImageBuilding, "%v", err)
-	case errors.Is(err, runtime.ErrImageMissing):
-		return api.Errorf(api.CodeImageMissing, "%v", err)
-	case errors.Is(err, runtime.ErrUnavailable):
-		return api.Errorf(api.CodeRuntimeUnavailable, "%v", err)
-	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
 		return api.Errorf(api.CodeNoSpace, "%v: the disk of state_dir is full; free space there (runs go on meanwhile)", err)
 	}
 	return api.Errorf(api.CodeInternal, "%v", err)
 }
 
-// codeOf is each kind's code on the wire.
-var codeOf = map[errdefs.Kind]string{
-	errdefs.Internal:           api.CodeInternal,
-	errdefs.Invalid:            api.CodeInvalidRequest,
-	errdefs.UnknownLanguage:    api.CodeUnknownLanguage,
-	errdefs.NotFound:           api.CodeNotFound,
-	errdefs.Conflict:           api.CodeConflict,
-	errdefs.PolicyDenied:       api.CodePolicyDenied,
-	errdefs.ApprovalDenied:     api.CodeApprovalDenied,
-	errdefs.ApprovalTimeout:    api.CodeApprovalTimeout,
-	errdefs.PoolExhausted:      api.CodePoolExhausted,
-	errdefs.TooManySessions:    api.CodeTooManySessions,
-	errdefs.TooManyConnections: api.CodeTooManyConnections,
-	errdefs.RuntimeUnavailable: api.CodeRuntimeUnavailable,
-	errdefs.ImageMissing:       api.CodeImageMissing,
-	errdefs.ImageBuilding:      api.CodeImageBuilding,
-	errdefs.PluginUnavailable:  api.CodePluginUnavailable,
-	errdefs.ShuttingDown:       api.CodeShuttingDown,
-	errdefs.SessionLost:        api.CodeSessionLost,
-	errdefs.TooLarge:           api.CodeTooLarge,
-	errdefs.NoSpace:            api.CodeNoSpace,
-	errdefs.Unauthorized:       api.CodeUnauthorized,
-	errdefs.Forbidden:          api.CodeForbidden,
-	errdefs.SnapshotDamaged:    api.CodeSnapshotDamaged,
+// Status is the HTTP status an API error is answered with.
+func Status(e *api.Error) int {
+	if status, ok := statusOf[e.Code]; ok {
+		return status
+	}
+	return http.StatusInternalServerError
 }
+
+// kinds is each kind's code on the wire and the HTTP status it is answered
+// with: the one table from which the API (ErrorOf, Status), the E2B
+// listener's REST and Connect answers, and MCP's derive theirs.
+var kinds = map[errdefs.Kind]struct {
+	code   string
+	status int
+}{
+	errdefs.Internal:           {api.CodeInternal, http.StatusInternalServerError},
+	errdefs.Invalid:            {api.CodeInvalidRequest, http.StatusBadRequest},
+	errdefs.UnknownLanguage:    {api.CodeUnknownLanguage, http.StatusBadRequest},
+	errdefs.NotFound:           {api.CodeNotFound, http.StatusNotFound},
+	errdefs.Conflict:           {api.CodeConflict, http.StatusConflict},
+	errdefs.PolicyDenied:       {api.CodePolicyDenied, http.StatusForbidden},
+	errdefs.ApprovalDenied:     {api.CodeApprovalDenied, http.StatusForbidden},
+	errdefs.ApprovalTimeout:    {api.CodeApprovalTimeout, http.StatusForbidden},
+	errdefs.PoolExhausted:      {api.CodePoolExhausted, http.StatusTooManyRequests},
+	errdefs.TooManySessions:    {api.CodeTooManySessions, http.StatusTooManyRequests},
+	errdefs.TooManyConnections: {api.CodeTooManyConnections, http.StatusTooManyRequests},
+	errdefs.RuntimeUnavailable: {api.CodeRuntimeUnavailable, http.StatusServiceUnavailable},
+	errdefs.ImageMissing:       {api.CodeImageMissing, http.StatusServiceUnavailable},
+	errdefs.ImageBuilding:      {api.CodeImageBuilding, http.StatusServiceUnavailable},
+	errdefs.PluginUnavailable:  {api.CodePluginUnavailable, http.StatusServiceUnavailable},
+	errdefs.ShuttingDown:       {api.CodeShuttingDown, http.StatusServiceUnavailable},
+	errdefs.SessionLost:        {api.CodeSessionLost, http.StatusGone},
+	errdefs.TooLarge:           {api.CodeTooLarge, http.StatusRequestEntityTooLarge},
+	errdefs.NoSpace:            {api.CodeNoSpace, http.StatusInsufficientStorage},
+	errdefs.Unauthorized:       {api.CodeUnauthorized, http.StatusUnauthorized},
+	errdefs.Forbidden:          {api.CodeForbidden, http.StatusForbidden},
+	errdefs.SnapshotDamaged:    {api.CodeSnapshotDamaged, http.StatusConflict},
+}
+
+// statusOf is kinds by code.
+var statusOf = func() map[string]int {
+	m := map[string]int{}
+	for _, k := range kinds {
+		m[k.code] = k.status
+	}
+	return m
+}()

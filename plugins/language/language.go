@@ -12,8 +12,8 @@ package language
 
 import (
 	"context"
-	"errors"
 
+	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/plugins/program"
 )
 
@@ -132,4 +132,4 @@ type Plan struct {
 // ErrInvalidProgram wraps errors that are the client's fault (no code, no
 // entry point, a file name the language cannot use). The daemon reports them
 // as invalid_request; any other plugin error is the plugin's fault.
-var ErrInvalidProgram = errors.New("invalid program")
+var ErrInvalidProgram = errdefs.New(errdefs.Invalid, "invalid program")

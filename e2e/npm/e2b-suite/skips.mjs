@@ -19,7 +19,6 @@ const why = {
   ROOT_HOME: "a sandbox has no root user: user 'root' is refused or names the sandbox's user, whose home is /home/user",
   SUDO: "no sudo in a sandbox: commands run as its own unprivileged user",
   BOOTID: "a container shares its host's boot id: a filesystem-only resume starts programs again, but /proc/sys/kernel/random/boot_id stays",
-  AUTOPAUSE: "a lifecycle that pauses at the timeout (auto-pause, auto-resume) is not built: a sandbox ends at its timeout",
   FAST_PAUSE: "a race in the test: it checks for a file 2 s after resuming, assuming pause and resume took most of the 2 s a background `sleep 2` needs; here they take about 80 ms, so the check meets the sleep's end",
   KEYFIRST: "the test's placeholder key is not one of the listener's, and sandboxd checks the key before the request's body",
 }
@@ -133,9 +132,8 @@ export const skips = {
     "internet access default internet access default": why.PUBLIC,
   },
   "js-sdk/tests/sandbox/lifecyclePayload.test.ts": {
-    "auto-pause without auto-resume requires connect to wake": why.AUTOPAUSE,
-    "filesystem-only auto-pause reboots on connect": why.AUTOPAUSE,
-    "auto-resume wakes paused sandbox on http request": why.AUTOPAUSE,
+    "filesystem-only auto-pause reboots on connect": why.BOOTID,
+    "auto-resume wakes paused sandbox on http request": why.DOMAIN,
   },
   "js-sdk/tests/sandbox/network.test.ts": {
     "allow only 1.1.1.1 allow specific IP with deny all traffic": why.PUBLIC,

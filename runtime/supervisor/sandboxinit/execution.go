@@ -33,7 +33,8 @@ type execution struct {
 
 	timedOut atomic.Bool
 	killed   atomic.Bool
-	kernel   int // a cell's: its context's kernel, all that a kill ends
+	over     chan struct{} // closed once the main process was reaped
+	kernel   int           // a cell's: its context's kernel, all that a kill ends
 
 	warm       bool   // a warm process runs it
 	warmMissed string // why one could not
@@ -50,7 +51,7 @@ type execution struct {
 }
 
 func newExecution(s *server, id uint64, req supervisor.ExecRequest) *execution {
-	return &execution{s: s, id: id, req: req, exited: make(chan unix.WaitStatus, 1)}
+	return &execution{s: s, id: id, req: req, exited: make(chan unix.WaitStatus, 1), over: make(chan struct{})}
 }
 
 // openPipes returns the child's stdin, stdout and stderr.
@@ -199,14 +200,20 @@ func (e *execution) follow() {
 	case <-deadline.C:
 		e.timedOut.Store(true)
 		survivors = e.end()
-		ws = <-e.exited
+		select {
+		case ws = <-e.exited:
+		case <-time.After(commandKillWait):
+			survivors = max(survivors, e.s.endAll()) // see end
+			ws = <-e.exited
+		}
 	}
+	close(e.over)
 	duration := time.Since(e.started)
 	e.closeStdin()
 
 	// What a one-shot run left, or what raced a deadline or kill: a
 	// session's command had its tree ended while its main process lived.
-	if e.req.KillOnExit || (e.timedOut.Load() || e.killed.Load()) && !e.req.KeepOthers {
+	if e.req.KillOnExit || (e.timedOut.Load() || e.killed.Load()) && !e.endsAlone() {
 		survivors = max(survivors, e.s.endAll())
 	}
 	e.awaitPumps(&pumps)
@@ -292,20 +299,39 @@ func (e *execution) kill() {
 		killTree(e.kernel)
 		return
 	}
-	e.end()
+	if e.end(); e.endsAlone() {
+		go func() {
+			select {
+			case <-e.over:
+			case <-time.After(commandKillWait):
+				e.s.endAll() // see end
+			}
+		}()
+	}
 }
+
+// commandKillWait is how long a session's command whose tree was killed
+// may take to be reaped before everything is ended instead.
+const commandKillWait = time.Second
 
 // end ends what the execution started, while its main process lives, and
 // says how many processes survived: a session's command (KeepOthers) its
 // process group and descendants (what it orphaned before lives on, as a
 // session's background processes do), anything else every process but
-// the supervisor's own.
+// the supervisor's own. A command that does not die of its tree's kill
+// (it waits on a process that cannot run, such as a stopped PID 1) has
+// everything ended after commandKillWait, rather than run past its
+// deadline.
 func (e *execution) end() int {
-	if e.req.KeepOthers && !e.req.KillOnExit {
+	if e.endsAlone() {
 		return killTree(e.pid)
 	}
 	return e.s.endAll()
 }
+
+// endsAlone says whether a deadline or kill ends this execution's own
+// processes alone (see end).
+func (e *execution) endsAlone() bool { return e.req.KeepOthers && !e.req.KillOnExit }
 
 // account adds a reaped process's resource use.
 func (e *execution) account(ru *unix.Rusage) {
