@@ -81,7 +81,9 @@ for url in sys.argv[1:]:
 // would otherwise send to the sandbox's own loopback.
 var toOutside = map[string]string{"NO_PROXY": "", "no_proxy": ""}
 
-func egressDaemon(t *testing.T, runtime string, o *outside) *testutil.Daemon {
+// egressDaemon is a daemon whose python sandboxes may reach o's servers;
+// extra is more of its configuration.
+func egressDaemon(t *testing.T, runtime string, o *outside, extra ...string) *testutil.Daemon {
 	return testutil.StartDaemon(t, testutil.Options{Runtime: runtime,
 		Extra: fmt.Sprintf(`
 network {
@@ -89,7 +91,8 @@ network {
   max_connections = 8
   max_bytes       = "4MiB"
   connect_timeout = "3s"
-}`, o.caFile),
+}
+`, o.caFile) + strings.Join(extra, "\n"),
 		Languages: fmt.Sprintf(`
 language "python" {
   image = "sandboxd/python:latest"

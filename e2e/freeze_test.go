@@ -1,7 +1,14 @@
 package e2e
 
 import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -163,4 +170,96 @@ while True:
 	waitForWithin(t, "the frozen sessions' containers gone", 40*time.Second, func() bool {
 		return len(testutil.Containers(t, "io.sandboxd.session="+id))+len(testutil.Containers(t, "io.sandboxd.session="+other)) == 0
 	})
+}
+
+// A frozen session is thawed by what reaches it from outside, and works
+// as before: its preview serves, its ports are listed, and what it reaches
+// out to through the egress proxy answers, under both runtimes.
+func TestFrozenSessionsThawWhole(t *testing.T) { ociRuntimes(t, testFrozenSessionsThawWhole) }
+
+func testFrozenSessionsThawWhole(t *testing.T, runtime string) {
+	o := startOutside(t)
+	d := egressDaemon(t, runtime, o, `http { listen = "127.0.0.1:0" }`)
+	c := d.Client()
+	id := newSession(t, c, api.SessionRequest{Language: "python"})
+	serveSite(t, c, id, 8765, "served")
+	p, err := c.Preview(ctx(t), id, 8765, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link, err := url.Parse(p.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A browser resolves *.localhost to loopback: here, the listener.
+	dial := func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, "127.0.0.1:"+link.Port())
+	}
+	jar, _ := cookiejar.New(nil) // the link's token becomes a cookie
+	browser := &http.Client{Jar: jar, Transport: &http.Transport{DialContext: dial}, Timeout: 30 * time.Second}
+	freeze := func() {
+		t.Helper()
+		if _, err := c.FreezeSession(ctx(t), id); err != nil || stateOf(t, c, id) != api.SessionFrozen {
+			t.Fatalf("freeze: %v", err)
+		}
+	}
+
+	freeze()
+	resp, err := browser.Get(p.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != "served\n" || stateOf(t, c, id) != api.SessionActive {
+		t.Fatalf("the preview of a frozen session: %d %q, now %s", resp.StatusCode, body, stateOf(t, c, id))
+	}
+
+	freeze()
+	if ports, err := c.Ports(ctx(t), id); err != nil || !slices.Contains(ports, api.Port{Address: "127.0.0.1", Port: 8765}) {
+		t.Fatalf("a frozen session's ports: %v %v", ports, err)
+	}
+
+	freeze()
+	res, err := c.Exec(ctx(t), id, api.ExecRequest{Code: fetch, Args: []string{"http://" + o.web + "/"}, Env: toOutside})
+	if err != nil || !res.Resumed || !strings.Contains(res.Stdout, "-> 200 hello from the outside") {
+		t.Fatalf("egress after a thaw: %+v %v", res, err)
+	}
+}
+
+// Under memory pressure (memory_low above what the host has, here always)
+// frozen sessions go to disk, the longest frozen first, and come back
+// with their files.
+func TestMemoryPressureHibernatesTheLongestFrozen(t *testing.T) {
+	d := testutil.StartDaemon(t, testutil.Options{Extra: "sessions {\n  memory_low = \"64TiB\"\n}"})
+	c := d.Client()
+	var ids []string
+	for i := range 3 {
+		id := newSession(t, c, api.SessionRequest{})
+		sh(t, c, id, "echo "+strconv.Itoa(i)+" > mine")
+		ids = append(ids, id)
+	}
+	for _, id := range ids {
+		if _, err := c.FreezeSession(ctx(t), id); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond) // frozen in order
+	}
+	at := map[string]time.Time{}
+	waitForWithin(t, "the frozen sessions hibernated", time.Minute, func() bool {
+		for _, id := range ids {
+			if s, err := c.Session(ctx(t), id); err == nil && s.Hibernation != nil {
+				at[id] = s.Hibernation.At
+			}
+		}
+		return len(at) == len(ids)
+	})
+	if first, last := at[ids[0]], at[ids[2]]; first.After(last) {
+		t.Errorf("the longest frozen hibernated at %s, after the last frozen at %s", first, last)
+	}
+	for i, id := range ids {
+		if res := sh(t, c, id, "cat mine"); res.Stdout != strconv.Itoa(i)+"\n" {
+			t.Errorf("session %d after its hibernation: %+v", i, res)
+		}
+	}
 }
