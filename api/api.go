@@ -165,14 +165,27 @@ type Display struct {
 }
 
 // IsCaption says whether ds[i] is the text of the image before it (a
-// figure's repr), which the image stands for where images are shown.
+// figure's repr, its chart's data between them), which the image stands
+// for where images are shown.
 func IsCaption(ds []Display, i int) bool {
-	return i > 0 && ds[i].MIME == "text/plain" && !ds[i].Main && strings.HasPrefix(ds[i-1].MIME, "image/")
+	if i == 0 || ds[i].MIME != "text/plain" || ds[i].Main {
+		return false
+	}
+	j := i - 1
+	if ds[j].MIME == ChartMIME && j > 0 {
+		j--
+	}
+	return strings.HasPrefix(ds[j].MIME, "image/")
 }
 
 // DataFrameMIME is a pandas DataFrame's columns as a JSON object of lists
 // (small frames; beside its text/html and text/plain).
 const DataFrameMIME = "application/vnd.sandboxd.dataframe+json"
+
+// ChartMIME is what a figure charts, as data, beside its image: E2B's
+// chart schema (type, title, axes' labels, units and scales, elements),
+// where the language's image has an extractor (python's: e2b_charts).
+const ChartMIME = "application/vnd.sandboxd.chart+json"
 
 // OutputFile is a file an exec made or changed.
 type OutputFile struct {

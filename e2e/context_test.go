@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -159,8 +160,19 @@ language "bash" {
 		t.Parallel()
 		id := newSession(t, c, api.SessionRequest{Language: "python"})
 		res := cell(t, c, id, "main", "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.title('t')\nplt.savefig('outputs/plot.png')\nplt.show()\nopen('outputs/data.csv', 'w').write('a,b\\n1,2\\n')", 0)
-		if res.ExitCode != 0 || mimes(res) != "image/png,text/plain,text/plain" || res.Stderr != "" {
+		if res.ExitCode != 0 || mimes(res) != "image/png,"+api.ChartMIME+",text/plain,text/plain" || res.Stderr != "" {
 			t.Errorf("a figure: exit %d, %s, stderr %q", res.ExitCode, mimes(res), res.Stderr)
+		}
+		// What it charts, as data (E2B's extractor in the image).
+		var chart struct {
+			Type, Title string
+			Elements    []struct{ Points [][2]float64 }
+		}
+		if len(res.Display) > 1 {
+			if err := json.Unmarshal([]byte(res.Display[1].Data), &chart); err != nil || chart.Type != "line" || chart.Title != "t" ||
+				len(chart.Elements) != 1 || fmt.Sprint(chart.Elements[0].Points) != "[[0 1] [1 3] [2 2]]" {
+				t.Errorf("the chart: %v %s", err, res.Display[1].Data)
+			}
 		}
 		if png := res.Display[0].Data; !strings.HasPrefix(png, "iVBORw0KGgo") || len(png) < 1000 {
 			t.Errorf("not a PNG: %.40q", png)

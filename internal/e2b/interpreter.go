@@ -324,7 +324,7 @@ func (l *lineWriter) flush() {
 var resultKeys = map[string]string{
 	"text/plain": "text", "text/html": "html", "text/markdown": "markdown", "image/png": "png", "image/jpeg": "jpeg",
 	"image/svg+xml": "svg", "application/json": "json", "application/pdf": "pdf", "text/latex": "latex", "application/javascript": "javascript",
-	api.DataFrameMIME: "data",
+	api.DataFrameMIME: "data", api.ChartMIME: "chart",
 }
 
 // results groups a cell's display data as the Code Interpreter does: the

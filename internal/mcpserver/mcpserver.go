@@ -209,9 +209,10 @@ func withImages(r *api.RunResult) (*mcp.CallToolResult, Result) {
 			}
 			continue
 		}
-		// An agent's context has no use for an image's caption nor a
-		// table's columns twice over (its text and HTML say them).
-		if api.IsCaption(r.Display, i) || d.MIME == api.DataFrameMIME {
+		// An agent's context has no use for an image's caption, a
+		// table's columns twice over (its text and HTML say them), nor
+		// the data of a chart it drew.
+		if api.IsCaption(r.Display, i) || d.MIME == api.DataFrameMIME || d.MIME == api.ChartMIME {
 			continue
 		}
 		out.Display = append(out.Display, Display{MIME: d.MIME, Data: d.Data, Main: d.Main})

@@ -8,7 +8,6 @@ const why = {
   IPYTHON: "cells run in plain Python, not IPython: shell escapes (!pwd) and magics are not there",
   CWD: "a context works in /workspace, which /home/user names: Python's getcwd() gives the real path",
   CTX_CWD: "a context's working directory must be in the home (/root is not a sandbox's)",
-  CHARTS: "chart data (result.chart) comes from E2B's chart extractor (e2b_charts), which the images here do not have: figures come as PNG",
   SYSTEMD: "the Jupyter server and systemd units are E2B's template's: contexts here are the supervisor's, which a program cannot kill",
   PUBLIC: "needs the internet (public addresses such as 1.1.1.1 and 8.8.8.8 or public names), which these machines cannot reach",
   DOMAIN: "reaches a sandbox's port or files by E2B's host names (https://PORT-ID.e2b.app): sandboxd serves them on its own listener",
@@ -26,34 +25,6 @@ const why = {
 export const skips = {
   "code-interpreter/tests/bash.test.ts": {
     "bash": why.IPYTHON,
-  },
-  "code-interpreter/tests/charts/bar.test.ts": {
-    "bar": why.CHARTS,
-  },
-  "code-interpreter/tests/charts/boxAndWhisker.test.ts": {
-    "box-and-whisker": why.CHARTS,
-  },
-  "code-interpreter/tests/charts/line.test.ts": {
-    "line": why.CHARTS,
-  },
-  "code-interpreter/tests/charts/log.test.ts": {
-    "log": why.CHARTS,
-  },
-  "code-interpreter/tests/charts/pie.test.ts": {
-    "pie": why.CHARTS,
-  },
-  "code-interpreter/tests/charts/scales.test.ts": {
-    "datetime scale": why.CHARTS,
-    "categorical scale": why.CHARTS,
-  },
-  "code-interpreter/tests/charts/scatter.test.ts": {
-    "scatter": why.CHARTS,
-  },
-  "code-interpreter/tests/charts/superchart.test.ts": {
-    "superchart": why.CHARTS,
-  },
-  "code-interpreter/tests/charts/unknown.test.ts": {
-    "unknown": why.CHARTS,
   },
   "code-interpreter/tests/contexts.test.ts": {
     "create context with options": why.CTX_CWD,

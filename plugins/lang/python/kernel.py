@@ -27,6 +27,9 @@ def shown(value):
         elif mime == 'application/json':
             data = json.dumps(data)
         out.append({'mime': mime, 'data': data})
+    figure = getattr(sys.modules.get('matplotlib.figure'), 'Figure', None)
+    if figure is not None and isinstance(value, figure):
+        out.extend(chart(value))
     pandas = sys.modules.get('pandas')  # a DataFrame exists only once pandas is imported
     if pandas is not None and isinstance(value, pandas.DataFrame) and value.size <= MAX_FRAME_CELLS:
         data = frame_columns(pandas, value)
@@ -60,6 +63,23 @@ def frame_columns(pandas, frame):
         return None
 
 
+CHART_MIME = 'application/vnd.sandboxd.chart+json'
+
+
+def chart(figure):
+    """What a matplotlib figure charts, as data (E2B's chart extractor,
+    e2b_charts, where the image has it, as E2B's Code Interpreter gives
+    it): a list of one representation, or none."""
+    try:
+        from e2b_charts import chart_figure_to_dict
+        data = json.dumps(chart_figure_to_dict(figure), default=str, allow_nan=False)
+    except Exception:
+        return []
+    if data == '{}' or len(data) > MAX_FRAME_JSON:
+        return []
+    return [{'mime': CHART_MIME, 'data': data}]
+
+
 def figures():
     """Open matplotlib figures as PNG (then closed): plt.show() has no
     window here, so what a cell drew comes back with its result."""
@@ -74,6 +94,7 @@ def figures():
         try:
             figure.savefig(buf, format='png', bbox_inches='tight')
             out.append({'mime': 'image/png', 'data': base64.b64encode(buf.getvalue()).decode()})
+            out.extend(chart(figure))
             out.append({'mime': 'text/plain', 'data': repr(figure)})
         except Exception as e:
             print('figure %s could not be drawn: %s' % (num, e), file=sys.stderr)

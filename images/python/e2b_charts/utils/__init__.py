@@ -1,0 +1,1 @@
+from .filtering import is_grid_line
