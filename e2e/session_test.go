@@ -352,6 +352,23 @@ setsid python3 swap.py >/dev/null 2>&1 < /dev/null &`)
 		}
 	})
 
+	t.Run("a fork bomb that leaves its tree ends at the deadline; a reset clears what it left", func(t *testing.T) {
+		id := newSession(t, c, api.SessionRequest{})
+		start := time.Now()
+		// Each child double-forks out of the exec's tree and forks on.
+		res, err := c.Exec(ctx(t), id, api.ExecRequest{Timeout: api.Duration(2 * time.Second),
+			Code: "import os\nwhile True:\n    try:\n        if os.fork() == 0:\n            os.setsid()\n            if os.fork() != 0:\n                os._exit(0)\n    except OSError:\n        pass\n"})
+		if err != nil || !res.TimedOut || time.Since(start) > 10*time.Second {
+			t.Fatalf("%v %+v after %s", err, res, time.Since(start))
+		}
+		if _, err := c.ResetSession(ctx(t), id); err != nil {
+			t.Fatalf("reset after a fork bomb: %v", err)
+		}
+		if res := sh(t, c, id, "echo fine"); res.Stdout != "fine\n" {
+			t.Fatalf("after the reset: %+v", res)
+		}
+	})
+
 	t.Run("background processes outlive their exec", func(t *testing.T) {
 		id := newSession(t, c, api.SessionRequest{})
 		sh(t, c, id, "setsid sh -c 'sleep 0.5; echo done > late' >/dev/null 2>&1 &")
