@@ -163,8 +163,8 @@ func (c *controller) create(w http.ResponseWriter, r *http.Request) {
 	}
 	sessionTTL := ttl
 	if life.Pause {
-		if ttl > c.s.d.Sessions.MaxTTL() {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("timeout %s is past max_ttl %s", ttl, c.s.d.Sessions.MaxTTL()))
+		if ttl < time.Second || ttl > c.s.d.Sessions.MaxTTL() {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("timeout %s: from 1s to max_ttl %s", ttl, c.s.d.Sessions.MaxTTL()))
 			return
 		}
 		sessionTTL = c.s.d.Sessions.MaxTTL() // paused at ttl, and kept
@@ -623,9 +623,14 @@ func (c *controller) timeout(w http.ResponseWriter, r *http.Request, sb *sandbox
 	d := time.Duration(*secs) * time.Second
 	var aerr error
 	if sb.life.Pause {
-		if d < time.Second || d > c.s.d.Sessions.MaxTTL() {
+		sb.turn.Lock()
+		defer sb.turn.Unlock()
+		switch {
+		case d < time.Second || d > c.s.d.Sessions.MaxTTL():
 			aerr = errdefs.Errorf(errdefs.Invalid, "a sandbox's timeout must be from 1s to max_ttl %s, not %s", c.s.d.Sessions.MaxTTL(), d)
-		} else {
+		case sb.paused.Load():
+			aerr = errdefs.Errorf(errdefs.Conflict, "sandbox %s is paused (at its timeout, or by its client): connect to it, with a timeout, to resume it", sb.rec.ID)
+		default:
 			aerr = c.s.setTimeout(sb, d)
 		}
 	} else {
@@ -647,6 +652,8 @@ func (c *controller) pause(w http.ResponseWriter, r *http.Request, sb *sandbox) 
 		writeError(w, http.StatusBadRequest, "malformed JSON: "+err.Error())
 		return
 	}
+	sb.turn.Lock()
+	defer sb.turn.Unlock()
 	if sb.paused.Load() {
 		writeError(w, http.StatusConflict, "sandbox "+sb.rec.ID+" is paused already")
 		return
@@ -672,11 +679,16 @@ func (c *controller) connect(w http.ResponseWriter, r *http.Request, sb *sandbox
 		writeAPIError(w, aerr)
 		return
 	}
-	wasPaused := sb.paused.Load()
 	var life time.Duration
 	if req.Timeout != nil {
-		life = time.Duration(*req.Timeout) * time.Second
+		if life = time.Duration(*req.Timeout) * time.Second; life < time.Second || life > c.s.d.Sessions.MaxTTL() {
+			writeAPIError(w, errdefs.Errorf(errdefs.Invalid, "a sandbox's timeout must be from 1s to max_ttl %s, not %s", c.s.d.Sessions.MaxTTL(), life))
+			return
+		}
 	}
+	sb.turn.Lock()
+	defer sb.turn.Unlock()
+	wasPaused := sb.paused.Load()
 	sess, aerr := c.s.resume(r.Context(), sb, life)
 	if aerr == nil && !sb.life.Pause && life > 0 && time.Until(sess.ExpiresAt) < life {
 		sess, aerr = c.s.d.Sessions.Expire(sb.rec.ID, life)

@@ -94,6 +94,9 @@ type sandbox struct {
 	watch  *watchers
 	gone   chan struct{} // closed when it is forgotten: killed, ended
 
+	// turn is held while it pauses or resumes, and while its timeout
+	// moves: one at a time, in order.
+	turn  sync.Mutex
 	mu    sync.Mutex
 	life  state.E2BLifecycle // its EndsAt moves; the rest is as made
 	timer *time.Timer        // pauses it at life.EndsAt

@@ -537,10 +537,32 @@ func TestLifecyclePausesAtTheTimeout(t *testing.T) {
 			t.Fatalf("not paused at its timeout: %+v", state())
 		}
 	}
+	if status, body := f.call(keyA, "POST", "/sandboxes/"+in.SandboxID+"/timeout", `{"timeout":60}`); status != http.StatusConflict {
+		t.Errorf("a paused sandbox's timeout moved: %d %s", status, body)
+	}
+	if status, body := f.call(keyA, "POST", "/sandboxes/"+in.SandboxID+"/connect", `{"timeout":99999999}`); status != http.StatusBadRequest {
+		t.Errorf("connect with a timeout past max_ttl: %d %s", status, body)
+	}
 	if status, _ := f.agent(in).http("GET", "/health", "", nil); status/100 != 2 {
 		t.Fatalf("a call to the agent of a sandbox that resumes on traffic: %d", status)
 	}
 	if got := state(); got.State != "running" || time.Until(got.EndAt) < 500*time.Millisecond {
 		t.Fatalf("woken by a call, with its timeout again: %+v", got)
+	}
+
+	// A watch open does not keep a pause without memory from happening.
+	status, body = f.call(keyA, "POST", "/v2/sandboxes", `{"templateID":"base","timeout":1,"autoPause":true,"autoPauseMemory":false}`)
+	if status != http.StatusCreated || json.Unmarshal([]byte(body), &in) != nil {
+		t.Fatalf("create: %d %s", status, body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := f.agent(in).fs.CreateWatcher(ctx, connect.NewRequest(&envd.CreateWatcherRequest{Path: "/home/user"})); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); state().State != "paused"; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not paused at its timeout, a watch open: %+v", state())
+		}
 	}
 }

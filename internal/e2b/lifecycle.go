@@ -59,7 +59,7 @@ func (sb *sandbox) endsAt() time.Time {
 }
 
 // setTimeout moves a pausing sandbox's timeout to d from now, keeps its
-// session max_ttl past that, and stores both.
+// session max_ttl past that, and stores both. The caller holds sb.turn.
 func (s *Server) setTimeout(sb *sandbox, d time.Duration) error {
 	if _, aerr := s.d.Sessions.Expire(sb.rec.ID, s.d.Sessions.MaxTTL()); aerr != nil {
 		return aerr
@@ -90,8 +90,12 @@ func (s *Server) arm(sb *sandbox) {
 const pauseRetry = 5 * time.Second
 
 // timedOut pauses a sandbox whose timeout came, as E2B's auto-pause does,
-// and keeps it paused for max_ttl.
+// and keeps it paused for max_ttl. It takes the sandbox's turn: a
+// timeout moved meanwhile, or a client's pause or connect, goes first or
+// after, never across it.
 func (s *Server) timedOut(sb *sandbox) {
+	sb.turn.Lock()
+	defer sb.turn.Unlock()
 	select {
 	case <-sb.gone:
 		return
@@ -105,7 +109,8 @@ func (s *Server) timedOut(sb *sandbox) {
 	ctx, cancel := context.WithTimeout(s.base, time.Minute)
 	defer cancel()
 	if err := s.pauseSandbox(ctx, sb, sb.life.FilesOnly); err != nil {
-		if errdefs.Is(err, errdefs.NotFound) {
+		if k := errdefs.KindOf(err); k == errdefs.NotFound || k == errdefs.SessionLost {
+			s.log.Warn("a sandbox's session is gone at its timeout: it is forgotten", "sandbox", sb.rec.ID, "error", err)
 			s.forget(sb.rec.ID)
 			return
 		}
@@ -125,7 +130,7 @@ func (s *Server) timedOut(sb *sandbox) {
 // processes, commands and interpreters stop where they stand, memory
 // kept, until connect. Asked not to keep memory (filesOnly), or where it
 // cannot be frozen (Kubernetes), it hibernates: its files go to disk, its
-// processes end.
+// processes and watches end. The caller holds sb.turn.
 func (s *Server) pauseSandbox(ctx context.Context, sb *sandbox, filesOnly bool) error {
 	var aerr error
 	if !filesOnly && s.d.Sessions.CanFreeze(sb.rec.ID) {
@@ -133,6 +138,7 @@ func (s *Server) pauseSandbox(ctx context.Context, sb *sandbox, filesOnly bool) 
 	}
 	if filesOnly || !s.d.Sessions.CanFreeze(sb.rec.ID) { // found so now, or known before
 		sb.procs.killAll()
+		sb.watch.stopAll() // a watch holds the session, as an operation does
 		_, aerr = s.d.Sessions.Pause(ctx, sb.rec.ID)
 	}
 	if aerr != nil {
@@ -144,6 +150,7 @@ func (s *Server) pauseSandbox(ctx context.Context, sb *sandbox, filesOnly bool) 
 
 // resume wakes a paused sandbox. One that pauses at its timeout gets at
 // least life more, or, past its timeout, the timeout it was made with.
+// The caller holds sb.turn.
 func (s *Server) resume(ctx context.Context, sb *sandbox, life time.Duration) (*state.Session, error) {
 	sess, aerr := s.d.Sessions.Resume(ctx, sb.rec.ID)
 	if aerr != nil {
@@ -167,6 +174,11 @@ func (s *Server) resume(ctx context.Context, sb *sandbox, life time.Duration) (*
 // wake resumes a paused sandbox made to resume on traffic (autoResume),
 // and says whether its agent may be called now.
 func (s *Server) wake(ctx context.Context, sb *sandbox) bool {
+	if !sb.life.Pause {
+		return !sb.paused.Load()
+	}
+	sb.turn.Lock() // a pause under way ends first
+	defer sb.turn.Unlock()
 	if !sb.paused.Load() {
 		return true
 	}

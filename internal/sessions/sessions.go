@@ -501,8 +501,9 @@ func (m *Sessions) use(ctx context.Context, id string, turn bool, fn func(ss *Se
 		ss.mu.Lock()
 		lost, why := ss.rec.State == state.SessionLost, ss.rec.Error
 		ss.mu.Unlock()
-		if lost && aerr != nil && errdefs.KindOf(aerr) == errdefs.Internal {
-			// The operation failed because the sandbox went: say so.
+		if k := errdefs.KindOf(aerr); lost && aerr != nil && (k == errdefs.Internal || k == errdefs.RuntimeUnavailable) {
+			// The operation failed because the sandbox went (the engine
+			// lost it, or its connection to it): say so.
 			return errdefs.Errorf(errdefs.SessionLost, "session %s was lost during the operation: %s; delete it and create a new one", id, why)
 		}
 	}

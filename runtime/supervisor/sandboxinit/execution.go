@@ -299,6 +299,16 @@ func (e *execution) kill() {
 		killTree(e.kernel)
 		return
 	}
+	if e.endsAlone() {
+		// Once the main process was reaped the command is over: its pid
+		// may be another's now, and what it left is the session's.
+		e.s.mu.Lock()
+		running := e.s.byPID[e.pid] == e
+		e.s.mu.Unlock()
+		if !running {
+			return
+		}
+	}
 	if e.end(); e.endsAlone() {
 		go func() {
 			select {
@@ -318,15 +328,19 @@ const commandKillWait = time.Second
 // says how many processes survived: a session's command (KeepOthers) its
 // process group and descendants (what it orphaned before lives on, as a
 // session's background processes do), anything else every process but
-// the supervisor's own. A command that does not die of its tree's kill
-// (it waits on a process that cannot run, such as a stopped PID 1) has
-// everything ended after commandKillWait, rather than run past its
-// deadline.
+// the supervisor's own. What survives the tree's kill, and a command
+// that does not die of it (it waits on a process that cannot run, such
+// as a stopped PID 1) within commandKillWait, have everything ended,
+// rather than run past the deadline.
 func (e *execution) end() int {
-	if e.endsAlone() {
-		return killTree(e.pid)
+	if !e.endsAlone() {
+		return e.s.endAll()
 	}
-	return e.s.endAll()
+	if n := killTree(e.pid); n > 0 {
+		// What resists its tree's kill is ended with everything.
+		return max(n, e.s.endAll())
+	}
+	return 0
 }
 
 // endsAlone says whether a deadline or kill ends this execution's own

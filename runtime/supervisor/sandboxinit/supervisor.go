@@ -529,7 +529,7 @@ func killTree(root int) int {
 		parent, group := map[int]int{}, map[int]int{}
 		forEachProcess(func(pid string, stat []byte) {
 			p, _ := strconv.Atoi(pid)
-			if f := statFields(stat); p > 1 && len(f) > 2 && live(stat) {
+			if f := statFields(stat); p > 1 && len(f) > 2 && (live(stat) || threaded(pid)) {
 				parent[p], _ = strconv.Atoi(f[1])
 				group[p], _ = strconv.Atoi(f[2])
 			}
@@ -561,6 +561,14 @@ func killTree(root int) int {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// threaded says whether process pid has threads but its first: one whose
+// first thread ended (pthread_exit) shows as a zombie while the others
+// run on.
+func threaded(pid string) bool {
+	tasks, err := os.ReadDir("/proc/" + pid + "/task")
+	return err == nil && len(tasks) > 1
 }
 
 // live says whether a process's /proc stat is not a zombie's: a zombie is

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -284,6 +285,48 @@ func TestDeadlineOfACommandThatKeepsOthers(t *testing.T) {
 	}
 	if alive(child) || !alive(server) {
 		t.Fatalf("the command's own child alive: %v; the other's server alive: %v", alive(child), alive(server))
+	}
+}
+
+// A child whose first thread ended (pthread_exit: it shows as a zombie)
+// while another runs is still found in the command's tree.
+func TestDeadlineFindsAChildWithoutItsFirstThread(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "escape.c")
+	if err := os.WriteFile(src, []byte(`#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+static void *spin(void *a) { for (;;) sleep(1); return 0; }
+int main(void) {
+	pid_t c = fork();
+	if (c == 0) {
+		setsid();
+		pthread_t t;
+		pthread_create(&t, 0, spin, 0);
+		pthread_exit(0);
+	}
+	printf("%d\n", c);
+	fflush(stdout);
+	for (;;) sleep(1);
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := strings.TrimSuffix(src, ".c")
+	if out, err := exec.Command("gcc", "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v %s", err, out)
+	}
+	p := newPeer(t)
+	out, _, res := p.exec(1, supervisor.ExecRequest{Argv: []string{bin}, Env: []string{"PATH=/usr/bin:/bin"}, TimeoutMS: 300, OutputLimit: 1000, KeepOthers: true})
+	pid, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		t.Fatalf("no pid in %q (%+v)", out, res)
+	}
+	t.Cleanup(func() { _ = unix.Kill(pid, unix.SIGKILL) })
+	for deadline := time.Now().Add(2 * time.Second); threaded(strconv.Itoa(pid)) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if threaded(strconv.Itoa(pid)) {
+		t.Fatalf("the child outlived its command's deadline (%+v)", res)
 	}
 }
 
