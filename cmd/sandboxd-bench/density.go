@@ -138,6 +138,39 @@ func frozenHold(c *client.Client, d *daemon, count int) (string, error) {
 	waitQuiet(c, "python")
 	rssAfter, availAfter, threadsAfter := rssKiB(d.cmd.Process.Pid), memAvailable(), hostThreads()
 	perSession := (availBefore - availAfter) / int64(max(len(ids), 1))
+	st, failed := sampleFrozen(c, ids)
+	// SIGKILL, as a crash: every frozen session comes back frozen.
+	d.kill()
+	restarted := time.Now()
+	if err := d.start(); err != nil {
+		return "", err
+	}
+	back := time.Since(restarted)
+	frozen := 0
+	if list, err := c.Sessions(ctx); err == nil {
+		for _, s := range list {
+			if s.State == api.SessionFrozen {
+				frozen++
+			}
+		}
+	}
+	after, failedAfter := sampleFrozen(c, ids)
+	return fmt.Sprintf("\n| %d frozen python sessions, each with a context holding a variable%s | |\n|---|---|\n", len(ids), stopped) +
+		fmt.Sprintf("| opened (create, cell, freeze, one after another) in | %.0f s |\n", opened.Seconds()) +
+		fmt.Sprintf("| sandboxd resident memory, before → after | %s → %s |\n", api.ByteSize(rssBefore<<10), api.ByteSize(rssAfter<<10)) +
+		fmt.Sprintf("| host memory per frozen session (MemAvailable's fall / sessions) | %s |\n", api.ByteSize(perSession)) +
+		fmt.Sprintf("| host threads (pids) per frozen session | %d |\n", (threadsAfter-threadsBefore)/max(len(ids), 1)) +
+		fmt.Sprintf("| a cell in one of them at random, thaw included: p50 / p99 | %.1f / %.1f ms (%d failed) |\n", st.p50, st.p99, failed) +
+		fmt.Sprintf("| sandboxd killed (SIGKILL) and started again: healthy in | %.1f s |\n", back.Seconds()) +
+		fmt.Sprintf("| frozen after the restart | %d of %d |\n", frozen, len(ids)) +
+		fmt.Sprintf("| a cell in one of them at random after the restart: p50 / p99 | %.1f / %.1f ms (%d failed) |\n", after.p50, after.p99, failedAfter), nil
+}
+
+// sampleFrozen runs a cell in 100 of the frozen sessions ids at random
+// (session i's context holds v = i), thaw included, and freezes each
+// again; it says how long they took, and how many failed.
+func sampleFrozen(c *client.Client, ids []string) (stats, int) {
+	ctx := context.Background()
 	var samples []float64
 	failed := 0
 	for range min(100, len(ids)) {
@@ -154,13 +187,7 @@ func frozenHold(c *client.Client, d *daemon, count int) (string, error) {
 			fmt.Fprintln(os.Stderr, "bench: freezing again:", err)
 		}
 	}
-	st := summarize(samples)
-	return fmt.Sprintf("\n| %d frozen python sessions, each with a context holding a variable%s | |\n|---|---|\n", len(ids), stopped) +
-		fmt.Sprintf("| opened (create, cell, freeze, one after another) in | %.0f s |\n", opened.Seconds()) +
-		fmt.Sprintf("| sandboxd resident memory, before → after | %s → %s |\n", api.ByteSize(rssBefore<<10), api.ByteSize(rssAfter<<10)) +
-		fmt.Sprintf("| host memory per frozen session (MemAvailable's fall / sessions) | %s |\n", api.ByteSize(perSession)) +
-		fmt.Sprintf("| host threads (pids) per frozen session | %d |\n", (threadsAfter-threadsBefore)/max(len(ids), 1)) +
-		fmt.Sprintf("| a cell in one of them at random, thaw included: p50 / p99 | %.1f / %.1f ms (%d failed) |\n", st.p50, st.p99, failed), nil
+	return summarize(samples), failed
 }
 
 // deleteAll deletes every session.

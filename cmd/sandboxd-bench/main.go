@@ -458,6 +458,7 @@ func numCPU() int {
 
 type daemon struct {
 	dir, socket string
+	bin         string // where sandboxd is
 	cmd         *exec.Cmd
 }
 
@@ -470,7 +471,7 @@ func startDaemon(bin, extra string) (*daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &daemon{dir: dir, socket: filepath.Join(dir, "s.sock")}
+	d := &daemon{dir: dir, socket: filepath.Join(dir, "s.sock"), bin: bin}
 	blocks, err := shippedLanguages(filepath.Join(bin, "..", "sandboxd.hcl"))
 	if err != nil {
 		return nil, err
@@ -486,24 +487,39 @@ supervisor = %q
 	if err := os.WriteFile(filepath.Join(dir, "sandboxd.hcl"), []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
-	logf, err := os.Create(filepath.Join(dir, "sandboxd.log"))
-	if err != nil {
+	if err := d.start(); err != nil {
+		d.stop()
 		return nil, err
 	}
-	d.cmd = exec.Command(filepath.Join(bin, "sandboxd"), "--config", filepath.Join(dir, "sandboxd.hcl"))
+	return d, nil
+}
+
+// start starts sandboxd on d's configuration (and state, if it has some),
+// and waits for it to answer healthy.
+func (d *daemon) start() error {
+	logf, err := os.OpenFile(filepath.Join(d.dir, "sandboxd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	d.cmd = exec.Command(filepath.Join(d.bin, "sandboxd"), "--config", filepath.Join(d.dir, "sandboxd.hcl"))
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
 	if err := d.cmd.Start(); err != nil {
-		return nil, err
+		return err
 	}
 	c := client.New(d.socket)
-	for i := 0; i < 300; i++ {
+	for i := 0; i < 1200; i++ {
 		if h, err := c.Health(context.Background()); err == nil && h.Status == "ok" {
-			return d, nil
+			return nil
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	d.stop()
-	return nil, fmt.Errorf("sandboxd did not start; see %s", logf.Name())
+	return fmt.Errorf("sandboxd did not start; see %s", logf.Name())
+}
+
+// kill ends sandboxd with SIGKILL, as a crash would.
+func (d *daemon) kill() {
+	_ = d.cmd.Process.Kill()
+	_ = d.cmd.Wait()
 }
 
 func (d *daemon) stop() {
