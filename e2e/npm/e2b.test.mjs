@@ -267,6 +267,14 @@ test('lifecycle: paused at the timeout, memory kept; connect, or a call when aut
     const info = await sb.getInfo();
     assert.equal(info.state, 'running');
     assert.deepEqual(info.lifecycle, { onTimeout: 'pause', autoResume: true });
+    // A fork pauses at its own timeout too.
+    const [fork] = await sb.fork({ timeoutMs: 2_000 });
+    try {
+      assert.deepEqual((await fork.getInfo()).lifecycle, { onTimeout: 'pause', autoResume: true });
+      assert.ok(await until(20_000, async () => (await fork.getInfo()).state === 'paused'), 'the fork paused at its timeout');
+    } finally {
+      await fork.kill().catch(() => {});
+    }
   }, { timeoutMs: 2_000, lifecycle: { onTimeout: 'pause', autoResume: true } });
 
   await withSandbox('base', async (sb) => {

@@ -1,6 +1,7 @@
 package e2b
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -239,7 +240,17 @@ func (c *controller) fork(w http.ResponseWriter, r *http.Request, sb *sandbox) {
 	if req.Timeout != nil {
 		ttl = time.Duration(*req.Timeout) * time.Second
 	}
-	forked, aerr := c.s.d.Sessions.Fork(r.Context(), sb.rec.ID, sessions.ForkRequest{Count: req.Count, TTL: ttl})
+	// A fork of a sandbox that pauses at its timeout pauses at its own.
+	life, sessionTTL := sb.lifecycle(), ttl
+	if life.Pause {
+		life.Timeout = cmp.Or(ttl, life.Timeout)
+		if life.Timeout < time.Second || life.Timeout > c.s.d.Sessions.MaxTTL() {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("timeout %s: from 1s to max_ttl %s", life.Timeout, c.s.d.Sessions.MaxTTL()))
+			return
+		}
+		sessionTTL = c.s.d.Sessions.MaxTTL()
+	}
+	forked, aerr := c.s.d.Sessions.Fork(r.Context(), sb.rec.ID, sessions.ForkRequest{Count: req.Count, TTL: sessionTTL})
 	if aerr != nil {
 		writeAPIError(w, aerr)
 		return
@@ -255,7 +266,10 @@ func (c *controller) fork(w http.ResponseWriter, r *http.Request, sb *sandbox) {
 	}
 	out := []result{}
 	for _, sess := range forked.Sessions {
-		_, fsb, err := c.register(state.E2BSandbox{ID: sess.ID, Template: sb.rec.Template, Metadata: maps.Clone(sb.rec.Metadata), StartedAt: sess.CreatedAt})
+		if life.Pause {
+			life.EndsAt = time.Now().UTC().Add(life.Timeout)
+		}
+		_, fsb, err := c.register(state.E2BSandbox{ID: sess.ID, Template: sb.rec.Template, Metadata: maps.Clone(sb.rec.Metadata), StartedAt: sess.CreatedAt, Lifecycle: life})
 		if err != nil {
 			out = append(out, result{Error: &errorBody{Code: http.StatusInternalServerError, Message: err.Error()}})
 			continue

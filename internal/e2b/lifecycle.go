@@ -52,10 +52,13 @@ func lifecycleOf(l state.E2BLifecycle) lifecycleInfo {
 }
 
 // endsAt is when the sandbox pauses, for one that pauses at its timeout.
-func (sb *sandbox) endsAt() time.Time {
+func (sb *sandbox) endsAt() time.Time { return sb.lifecycle().EndsAt }
+
+// lifecycle is what the sandbox does at its timeout, as it is now.
+func (sb *sandbox) lifecycle() state.E2BLifecycle {
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
-	return sb.life.EndsAt
+	return sb.life
 }
 
 // setTimeout moves a pausing sandbox's timeout to d from now, keeps its
@@ -202,10 +205,7 @@ func (s *Server) setPaused(sb *sandbox, paused bool) {
 // save stores the sandbox's record with its pause and timeout as they are.
 func (s *Server) save(sb *sandbox) {
 	rec := sb.rec
-	rec.Paused = sb.paused.Load()
-	sb.mu.Lock()
-	rec.Lifecycle = sb.life
-	sb.mu.Unlock()
+	rec.Paused, rec.Lifecycle = sb.paused.Load(), sb.lifecycle()
 	if err := s.store.PutE2BSandbox(rec); err != nil {
 		s.log.Error("storing a sandbox's state failed", "sandbox", rec.ID, "error", err)
 	}
