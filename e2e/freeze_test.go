@@ -199,7 +199,14 @@ func testFrozenSessionsThawWhole(t *testing.T, runtime string) {
 	browser := &http.Client{Jar: jar, Transport: &http.Transport{DialContext: dial}, Timeout: 30 * time.Second}
 	freeze := func() {
 		t.Helper()
-		if _, err := c.FreezeSession(ctx(t), id); err != nil || stateOf(t, c, id) != api.SessionFrozen {
+		// The call before may still be letting go of the session (a
+		// freeze refuses one with an operation open: a conflict).
+		var err error
+		waitFor(t, "the session frozen", func() bool {
+			_, err = c.FreezeSession(ctx(t), id)
+			return apiCode(err) != api.CodeConflict
+		})
+		if err != nil || stateOf(t, c, id) != api.SessionFrozen {
 			t.Fatalf("freeze: %v", err)
 		}
 	}

@@ -24,6 +24,13 @@ import (
 	"github.com/sandboxd/sandboxd/internal/wire"
 )
 
+// seconds is n seconds, as the control API gives timeouts; past what a
+// Duration holds, the longest (or shortest) one, which every bound refuses.
+func seconds(n int64) time.Duration {
+	const most = math.MaxInt64 / int64(time.Second)
+	return time.Duration(max(min(n, most), -most)) * time.Second
+}
+
 // defaultTimeout is a sandbox's life when its creator names none, as
 // E2B's.
 const defaultTimeout = 300 * time.Second
@@ -147,7 +154,7 @@ func (c *controller) create(w http.ResponseWriter, r *http.Request) {
 	}
 	ttl := defaultTimeout
 	if req.Timeout != nil {
-		ttl = time.Duration(*req.Timeout) * time.Second
+		ttl = seconds(*req.Timeout)
 	}
 	env := maps.Clone(tmpl.Env)
 	if env == nil {
@@ -238,7 +245,7 @@ func (c *controller) fork(w http.ResponseWriter, r *http.Request, sb *sandbox) {
 	}
 	ttl := time.Duration(0)
 	if req.Timeout != nil {
-		ttl = time.Duration(*req.Timeout) * time.Second
+		ttl = seconds(*req.Timeout)
 	}
 	// A fork of a sandbox that pauses at its timeout pauses at its own.
 	life, sessionTTL := sb.lifecycle(), ttl
@@ -250,7 +257,11 @@ func (c *controller) fork(w http.ResponseWriter, r *http.Request, sb *sandbox) {
 		}
 		sessionTTL = c.s.d.Sessions.MaxTTL()
 	}
-	forked, aerr := c.s.d.Sessions.Fork(r.Context(), sb.rec.ID, sessions.ForkRequest{Count: req.Count, TTL: sessionTTL})
+	var forked *sessions.Forked
+	aerr := c.s.keepPaused(r.Context(), sb, func() (aerr error) {
+		forked, aerr = c.s.d.Sessions.Fork(r.Context(), sb.rec.ID, sessions.ForkRequest{Count: req.Count, TTL: sessionTTL})
+		return aerr
+	})
 	if aerr != nil {
 		writeAPIError(w, aerr)
 		return
@@ -299,7 +310,10 @@ func (c *controller) network(w http.ResponseWriter, r *http.Request, sb *sandbox
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if _, aerr := c.s.d.Sessions.SetNetwork(r.Context(), sb.rec.ID, wire.Network(asked)); aerr != nil {
+	if aerr := c.s.keepPaused(r.Context(), sb, func() error {
+		_, aerr := c.s.d.Sessions.SetNetwork(r.Context(), sb.rec.ID, wire.Network(asked))
+		return aerr
+	}); aerr != nil {
 		writeAPIError(w, aerr)
 		return
 	}
@@ -374,7 +388,7 @@ func (c *controller) info(sb *sandbox, sess state.Session, withToken bool) sandb
 	in := sandboxInfo{
 		SandboxID: rec.ID, TemplateID: rec.Template, Alias: rec.Template, ClientID: "sandboxd", EnvdVersion: EnvdVersion,
 		StartedAt: rec.StartedAt, EndAt: end, CPUCount: max(int(sess.Limits.CPUs+0.999), 1),
-		MemoryMB: int64(sess.Limits.Memory) >> 20, Metadata: rec.Metadata, State: st, Lifecycle: lifecycleOf(sb.life),
+		MemoryMB: int64(sess.Limits.Memory) >> 20, Metadata: rec.Metadata, State: st, Lifecycle: lifecycleOf(sb.lifecycle()),
 	}
 	if in.Metadata == nil {
 		in.Metadata = map[string]string{}
@@ -634,11 +648,13 @@ func (c *controller) timeout(w http.ResponseWriter, r *http.Request, sb *sandbox
 		writeError(w, http.StatusBadRequest, "timeout (seconds) is missing")
 		return
 	}
-	d := time.Duration(*secs) * time.Second
+	d := seconds(*secs)
 	var aerr error
 	if sb.life.Pause {
-		sb.turn.Lock()
-		defer sb.turn.Unlock()
+		if err := sb.takeTurn(r.Context()); err != nil {
+			return // the client went
+		}
+		defer sb.giveTurn()
 		switch {
 		case d < time.Second || d > c.s.d.Sessions.MaxTTL():
 			aerr = errdefs.Errorf(errdefs.Invalid, "a sandbox's timeout must be from 1s to max_ttl %s, not %s", c.s.d.Sessions.MaxTTL(), d)
@@ -666,8 +682,10 @@ func (c *controller) pause(w http.ResponseWriter, r *http.Request, sb *sandbox) 
 		writeError(w, http.StatusBadRequest, "malformed JSON: "+err.Error())
 		return
 	}
-	sb.turn.Lock()
-	defer sb.turn.Unlock()
+	if err := sb.takeTurn(r.Context()); err != nil {
+		return // the client went
+	}
+	defer sb.giveTurn()
 	if sb.paused.Load() {
 		writeError(w, http.StatusConflict, "sandbox "+sb.rec.ID+" is paused already")
 		return
@@ -695,13 +713,15 @@ func (c *controller) connect(w http.ResponseWriter, r *http.Request, sb *sandbox
 	}
 	var life time.Duration
 	if req.Timeout != nil {
-		if life = time.Duration(*req.Timeout) * time.Second; life < time.Second || life > c.s.d.Sessions.MaxTTL() {
+		if life = seconds(*req.Timeout); life < time.Second || life > c.s.d.Sessions.MaxTTL() {
 			writeAPIError(w, errdefs.Errorf(errdefs.Invalid, "a sandbox's timeout must be from 1s to max_ttl %s, not %s", c.s.d.Sessions.MaxTTL(), life))
 			return
 		}
 	}
-	sb.turn.Lock()
-	defer sb.turn.Unlock()
+	if err := sb.takeTurn(r.Context()); err != nil {
+		return // the client went
+	}
+	defer sb.giveTurn()
 	wasPaused := sb.paused.Load()
 	sess, aerr := c.s.resume(r.Context(), sb, life)
 	if aerr == nil && !sb.life.Pause && life > 0 && time.Until(sess.ExpiresAt) < life {

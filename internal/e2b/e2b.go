@@ -95,8 +95,9 @@ type sandbox struct {
 	gone   chan struct{} // closed when it is forgotten: killed, ended
 
 	// turn is held while it pauses or resumes, and while its timeout
-	// moves: one at a time, in order.
-	turn  sync.Mutex
+	// moves or an operation that would wake it runs: one at a time, in
+	// order (see takeTurn).
+	turn  chan struct{}
 	mu    sync.Mutex
 	life  state.E2BLifecycle // its EndsAt moves; the rest is as made
 	timer *time.Timer        // pauses it at life.EndsAt
@@ -149,7 +150,8 @@ func New(d *daemon.Daemon, cfg config.E2B, log hclog.Logger) (*Server, error) {
 }
 
 func (s *Server) newSandbox(rec state.E2BSandbox) *sandbox {
-	sb := &sandbox{rec: rec, procs: newProcesses(), cells: newCells(), watch: newWatchers(), gone: make(chan struct{}), life: rec.Lifecycle}
+	sb := &sandbox{rec: rec, procs: newProcesses(), cells: newCells(), watch: newWatchers(), gone: make(chan struct{}), life: rec.Lifecycle,
+		turn: make(chan struct{}, 1)}
 	sb.paused.Store(rec.Paused)
 	s.arm(sb)
 	return sb

@@ -438,6 +438,11 @@ func TestResultsGroupAsTheInterpreterDoes(t *testing.T) {
 	if got := results([]api.Display{figure, {MIME: "text/plain", Data: "<Figure>"}, figure, {MIME: "text/plain", Data: "<Figure>"}}); len(got) != 2 || got[1]["is_main_result"] != false {
 		t.Fatalf("two figures and no value: %v", got)
 	}
+	chart := api.Display{MIME: api.ChartMIME, Data: `{"type":"line"}`}
+	got = results([]api.Display{figure, chart, {MIME: "text/plain", Data: "<Figure>"}})
+	if len(got) != 1 || got[0]["is_main_result"] != false || got[0]["chart"] == nil || got[0]["text"] != "<Figure>" {
+		t.Fatalf("a figure with its chart and no value: %v", got)
+	}
 	e := cellError(&api.RunResult{ExitCode: 1, Stderr: "Traceback (most recent call last):\n  File \"<cell>\", line 1\nKeyError: 'x'\n"})
 	if e["name"] != "KeyError" || e["value"] != "'x'" {
 		t.Fatalf("error: %v", e)

@@ -339,7 +339,7 @@ func results(display []api.Display) []map[string]any {
 		main--
 	}
 	if n := len(display); main == n && n > 0 && display[n-1].MIME == "text/plain" &&
-		(n == 1 || !strings.HasPrefix(display[n-2].MIME, "image/")) && !slices.ContainsFunc(display, func(d api.Display) bool { return d.Main }) {
+		!api.IsCaption(display, n-1) && !slices.ContainsFunc(display, func(d api.Display) bool { return d.Main }) {
 		seen := map[string]bool{}
 		for main > 0 && !seen[display[main-1].MIME] {
 			seen[display[main-1].MIME] = true

@@ -51,6 +51,19 @@ func lifecycleOf(l state.E2BLifecycle) lifecycleInfo {
 	return lifecycleInfo{OnTimeout: "kill"}
 }
 
+// takeTurn waits for the sandbox's turn (see sandbox.turn) until ctx ends;
+// giveTurn gives it back.
+func (sb *sandbox) takeTurn(ctx context.Context) error {
+	select {
+	case sb.turn <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (sb *sandbox) giveTurn() { <-sb.turn }
+
 // endsAt is when the sandbox pauses, for one that pauses at its timeout.
 func (sb *sandbox) endsAt() time.Time { return sb.lifecycle().EndsAt }
 
@@ -97,8 +110,13 @@ const pauseRetry = 5 * time.Second
 // timeout moved meanwhile, or a client's pause or connect, goes first or
 // after, never across it.
 func (s *Server) timedOut(sb *sandbox) {
-	sb.turn.Lock()
-	defer sb.turn.Unlock()
+	ctx, cancel := context.WithTimeout(s.base, time.Minute)
+	defer cancel()
+	if sb.takeTurn(ctx) != nil {
+		s.retryPause(sb)
+		return
+	}
+	defer sb.giveTurn()
 	select {
 	case <-sb.gone:
 		return
@@ -109,8 +127,6 @@ func (s *Server) timedOut(sb *sandbox) {
 	if sb.paused.Load() || time.Now().Before(sb.endsAt()) { // a timeout moved while the timer fired
 		return
 	}
-	ctx, cancel := context.WithTimeout(s.base, time.Minute)
-	defer cancel()
 	if err := s.pauseSandbox(ctx, sb, sb.life.FilesOnly); err != nil {
 		if k := errdefs.KindOf(err); k == errdefs.NotFound || k == errdefs.SessionLost {
 			s.log.Warn("a sandbox's session is gone at its timeout: it is forgotten", "sandbox", sb.rec.ID, "error", err)
@@ -118,22 +134,25 @@ func (s *Server) timedOut(sb *sandbox) {
 			return
 		}
 		s.log.Error("pausing a sandbox at its timeout failed; trying again in a while", "sandbox", sb.rec.ID, "error", err)
-		sb.mu.Lock()
-		sb.timer = time.AfterFunc(pauseRetry, func() { s.timedOut(sb) })
-		sb.mu.Unlock()
+		s.retryPause(sb)
 		return
 	}
-	if _, aerr := s.d.Sessions.Expire(sb.rec.ID, s.d.Sessions.MaxTTL()); aerr != nil {
-		s.log.Warn("keeping a paused sandbox failed: it ends at its session's expiry", "sandbox", sb.rec.ID, "error", aerr)
-	}
 	s.log.Info("sandbox paused at its timeout", "sandbox", sb.rec.ID, "files_only", sb.life.FilesOnly)
+}
+
+// retryPause tries the timeout's pause again in a while.
+func (s *Server) retryPause(sb *sandbox) {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	sb.timer = time.AfterFunc(pauseRetry, func() { s.timedOut(sb) })
 }
 
 // pauseSandbox freezes the sandbox, as E2B's pause keeps it: its
 // processes, commands and interpreters stop where they stand, memory
 // kept, until connect. Asked not to keep memory (filesOnly), or where it
 // cannot be frozen (Kubernetes), it hibernates: its files go to disk, its
-// processes and watches end. The caller holds sb.turn.
+// processes and watches end. One that pauses at its timeout is kept for
+// max_ttl from then. The caller holds sb.turn.
 func (s *Server) pauseSandbox(ctx context.Context, sb *sandbox, filesOnly bool) error {
 	var aerr error
 	if !filesOnly && s.d.Sessions.CanFreeze(sb.rec.ID) {
@@ -142,14 +161,29 @@ func (s *Server) pauseSandbox(ctx context.Context, sb *sandbox, filesOnly bool) 
 	if filesOnly || !s.d.Sessions.CanFreeze(sb.rec.ID) { // found so now, or known before
 		sb.procs.killAll()
 		sb.watch.stopAll() // a watch holds the session, as an operation does
-		_, aerr = s.d.Sessions.Pause(ctx, sb.rec.ID)
+		// What was ended lets go of the session a moment later.
+		for wait := time.Now().Add(pauseDrain); ; time.Sleep(50 * time.Millisecond) {
+			_, aerr = s.d.Sessions.Pause(ctx, sb.rec.ID)
+			if !errdefs.Is(aerr, errdefs.Conflict) || time.Now().After(wait) {
+				break
+			}
+		}
 	}
 	if aerr != nil {
 		return aerr
 	}
 	s.setPaused(sb, true)
+	if sb.life.Pause {
+		if _, aerr := s.d.Sessions.Expire(sb.rec.ID, s.d.Sessions.MaxTTL()); aerr != nil {
+			s.log.Warn("keeping a paused sandbox failed: it ends at its session's expiry", "sandbox", sb.rec.ID, "error", aerr)
+		}
+	}
 	return nil
 }
+
+// pauseDrain is how long a pause without memory waits for the commands,
+// watches and cells it ended to let go of the sandbox.
+const pauseDrain = 10 * time.Second
 
 // resume wakes a paused sandbox. One that pauses at its timeout gets at
 // least life more, or, past its timeout, the timeout it was made with.
@@ -180,8 +214,10 @@ func (s *Server) wake(ctx context.Context, sb *sandbox) bool {
 	if !sb.life.Pause {
 		return !sb.paused.Load()
 	}
-	sb.turn.Lock() // a pause under way ends first
-	defer sb.turn.Unlock()
+	if sb.takeTurn(ctx) != nil { // a pause under way ends first
+		return false
+	}
+	defer sb.giveTurn()
 	if !sb.paused.Load() {
 		return true
 	}
@@ -209,4 +245,33 @@ func (s *Server) save(sb *sandbox) {
 	if err := s.store.PutE2BSandbox(rec); err != nil {
 		s.log.Error("storing a sandbox's state failed", "sandbox", rec.ID, "error", err)
 	}
+}
+
+// keepPaused runs op, which may wake the sandbox's session (a snapshot, a
+// fork, a network change), in the sandbox's turn; a paused sandbox is put
+// back as it was after, frozen or on disk, and stays paused to its clients.
+func (s *Server) keepPaused(ctx context.Context, sb *sandbox, op func() error) error {
+	if err := sb.takeTurn(ctx); err != nil {
+		return err
+	}
+	defer sb.giveTurn()
+	if !sb.paused.Load() {
+		return op()
+	}
+	before, aerr := s.d.Sessions.Get(sb.rec.ID)
+	if aerr != nil {
+		return aerr
+	}
+	err := op()
+	if after, aerr := s.d.Sessions.Get(sb.rec.ID); aerr == nil && after.State == state.SessionActive {
+		if before.State == state.SessionHibernated {
+			_, aerr = s.d.Sessions.Pause(ctx, sb.rec.ID)
+		} else {
+			_, aerr = s.d.Sessions.FreezeInUse(ctx, sb.rec.ID)
+		}
+		if aerr != nil {
+			s.log.Warn("pausing a sandbox again after an operation woke it failed", "sandbox", sb.rec.ID, "error", aerr)
+		}
+	}
+	return err
 }

@@ -53,7 +53,11 @@ func (c *controller) createSnapshot(w http.ResponseWriter, r *http.Request, sb *
 	if req.Name == "" {
 		req.Name = randomToken()[:12]
 	}
-	sn, aerr := c.s.d.Sessions.Snapshot(r.Context(), sb.rec.ID, c.snapshotPrefix()+req.Name)
+	var sn *state.Snapshot
+	aerr := c.s.keepPaused(r.Context(), sb, func() (aerr error) {
+		sn, aerr = c.s.d.Sessions.Snapshot(r.Context(), sb.rec.ID, c.snapshotPrefix()+req.Name)
+		return aerr
+	})
 	if aerr != nil {
 		writeAPIError(w, aerr)
 		return

@@ -66,17 +66,31 @@ def frame_columns(pandas, frame):
 CHART_MIME = 'application/vnd.sandboxd.chart+json'
 
 
+# A chart's data goes along only for a chart of up to so many points (the
+# extractor makes objects of each), and up to so many bytes in a cell.
+MAX_CHART_POINTS = 20_000
+MAX_CHARTS_JSON = 4 << 20
+charted = [0]  # bytes of chart data in the cell running
+
+
 def chart(figure):
     """What a matplotlib figure charts, as data (E2B's chart extractor,
     e2b_charts, where the image has it, as E2B's Code Interpreter gives
     it): a list of one representation, or none."""
     try:
+        points = 0
+        for ax in figure.axes:
+            points += sum(len(line.get_xdata()) for line in ax.get_lines())
+            points += sum(len(c.get_offsets()) for c in ax.collections) + len(ax.patches)
+        if points > MAX_CHART_POINTS:
+            return []
         from e2b_charts import chart_figure_to_dict
         data = json.dumps(chart_figure_to_dict(figure), default=str, allow_nan=False)
     except Exception:
         return []
-    if data == '{}' or len(data) > MAX_FRAME_JSON:
+    if data == '{}' or charted[0] + len(data) > MAX_CHARTS_JSON:
         return []
+    charted[0] += len(data)
     return [{'mime': CHART_MIME, 'data': data}]
 
 
@@ -192,6 +206,7 @@ def run(ns, code, name):
         last = ast.Expression(tree.body.pop().value)
     main = []
     del shown_now[:]
+    charted[0] = 0
     try:
         exec(compile(tree, name, 'exec'), ns)
         if last is not None:

@@ -203,7 +203,7 @@ func (s *server) handle(m supervisor.Message) {
 		case supervisor.OpInClose:
 			e.closeStdin()
 		case supervisor.OpKill:
-			e.kill()
+			go e.kill() // off the loop: a tree's kill keeps at it for up to a second
 		}
 	case supervisor.OpResize:
 		s.mu.Lock()
@@ -526,12 +526,19 @@ func killContainer(keep int) int {
 func killTree(root int) int {
 	start := time.Now()
 	for first := true; ; first = false {
-		parent, group := map[int]int{}, map[int]int{}
+		parent, group, exiting := map[int]int{}, map[int]int{}, map[int]bool{}
 		forEachProcess(func(pid string, stat []byte) {
 			p, _ := strconv.Atoi(pid)
-			if f := statFields(stat); p > 1 && len(f) > 2 && (live(stat) || threaded(pid)) {
+			f := statFields(stat)
+			if p <= 1 || len(f) <= 6 {
+				return
+			}
+			many := threaded(pid)
+			if live(stat) || many {
 				parent[p], _ = strconv.Atoi(f[1])
 				group[p], _ = strconv.Atoi(f[2])
+				flags, _ := strconv.ParseUint(f[6], 10, 64)
+				exiting[p] = flags&pfExiting != 0 && !many // on its way out: no survivor
 			}
 		})
 		// The tree is read while root lives (its orphans would go to
@@ -552,7 +559,12 @@ func killTree(root int) int {
 		for _, p := range tree {
 			_ = unix.Kill(p, unix.SIGKILL)
 		}
-		n := len(tree)
+		n := 0
+		for _, p := range tree {
+			if !exiting[p] {
+				n++
+			}
+		}
 		if first {
 			n++ // root itself, which /proc may not list: look once more
 		}
@@ -562,6 +574,11 @@ func killTree(root int) int {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// pfExiting is the kernel's flag of a process that is exiting (PF_EXITING,
+// in /proc/PID/stat's flags): a large one may take a while to free its
+// memory.
+const pfExiting = 0x4
 
 // threaded says whether process pid has threads but its first: one whose
 // first thread ended (pthread_exit) shows as a zombie while the others
