@@ -22,8 +22,9 @@ e2b {
   # The keys clients send (E2B_API_KEY), "e2b_" and hex digits as the SDKs
   # take them. Make your own: echo e2b_$(openssl rand -hex 20)
   api_keys = ["e2b_00000000000000000000000000000000000000ee"]
-  # Templates: every language by its name; "base" is bash's and
-  # "code-interpreter-v1" (the Code Interpreter's) python's by default.
+  # Templates: every language by its name; "base" (E2B's has python3)
+  # and "code-interpreter-v1" (the Code Interpreter's) are python's by
+  # default.
   # A template block names another: environment and limits of its own,
   # and a command its sandboxes start as they are made.
   template "data-science" {

@@ -376,6 +376,7 @@ const startTag = "start"
 // is running to E2B's clients unless hibernated: any call thaws a frozen
 // one in milliseconds.
 func (c *controller) info(sb *sandbox, sess state.Session, withToken bool) sandboxInfo {
+	c.s.trySettle(sb)
 	rec := sb.rec
 	st := "running"
 	if sb.paused.Load() || sess.State == state.SessionHibernated {

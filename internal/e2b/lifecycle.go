@@ -211,14 +211,11 @@ func (s *Server) resume(ctx context.Context, sb *sandbox, life time.Duration) (*
 // wake resumes a paused sandbox made to resume on traffic (autoResume),
 // and says whether its agent may be called now.
 func (s *Server) wake(ctx context.Context, sb *sandbox) bool {
-	if !sb.life.Pause {
-		return !sb.paused.Load()
-	}
 	if sb.takeTurn(ctx) != nil { // a pause under way ends first
 		return false
 	}
 	defer sb.giveTurn()
-	if !sb.paused.Load() {
+	if s.settle(sb); !sb.paused.Load() {
 		return true
 	}
 	if !sb.life.AutoResume {
@@ -229,6 +226,37 @@ func (s *Server) wake(ctx context.Context, sb *sandbox) bool {
 		return false
 	}
 	return true
+}
+
+// settle takes a paused sandbox whose session runs as resumed: a call on
+// its way when the sandbox paused thawed it behind the pause's back. It
+// is shown running then, and one that pauses at its timeout gets the
+// timeout it was made with again. The caller holds sb.turn.
+func (s *Server) settle(sb *sandbox) {
+	if !sb.paused.Load() {
+		return
+	}
+	if sess, aerr := s.d.Sessions.Get(sb.rec.ID); aerr != nil || sess.State != state.SessionActive {
+		return
+	}
+	s.log.Info("a paused sandbox was woken by a call on its way: it runs", "sandbox", sb.rec.ID)
+	s.setPaused(sb, false)
+	if sb.life.Pause {
+		if err := s.setTimeout(sb, sb.life.Timeout); err != nil {
+			s.log.Warn("setting a woken sandbox's timeout failed", "sandbox", sb.rec.ID, "error", err)
+		}
+	}
+}
+
+// trySettle is settle when the sandbox's turn is free now: a pause or a
+// resume under way settles it itself.
+func (s *Server) trySettle(sb *sandbox) {
+	select {
+	case sb.turn <- struct{}{}:
+		defer sb.giveTurn()
+		s.settle(sb)
+	default:
+	}
 }
 
 // setPaused records whether the sandbox is paused, across restarts too.
