@@ -191,7 +191,17 @@ func (d *Docker) Create(ctx context.Context, spec runtime.Spec) (sb *runtime.San
 		admitted = d.channels.expect(token, uid)
 	}
 	cfg, hostCfg := d.containerConfig(spec, uid, token)
-	created, err := d.cli.ContainerCreate(ctx, cfg, hostCfg, nil, nil, "")
+	// Not cancelled half-way: the engine may make a container whose id a
+	// cancelled call never hears, and no one would remove it (a pool
+	// filling as sandboxd stops left such containers "created"). A
+	// cancelled ctx removes it below, once its id is known.
+	apart, cancelApart := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
+	defer cancelApart()
+	created, err := d.cli.ContainerCreate(apart, cfg, hostCfg, nil, nil, "")
+	if err == nil && ctx.Err() != nil {
+		_ = d.cli.ContainerRemove(apart, created.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		err = ctx.Err()
+	}
 	if err != nil {
 		d.uids.Release(uid)
 		if token != "" {
