@@ -204,6 +204,7 @@ type ContextState struct {
 // Context is a session's running context.
 type Context struct {
 	Name       string    `json:"name"`
+	Language   string    `json:"language,omitempty"`
 	PID        int       `json:"pid"` // inside the sandbox
 	StartedAt  time.Time `json:"started_at"`
 	Executions int       `json:"executions"`
@@ -617,6 +618,10 @@ type Language struct {
 	Limits       Limits   `json:"limits"`
 	Network      Network  `json:"network"`  // the most its sandboxes may reach
 	Contexts     bool     `json:"contexts"` // sessions may keep its interpreters (exec with "context")
+	// ContextLanguages are the other languages whose contexts its sessions
+	// run beside their own (exec with "context" and "language"), as its
+	// block's contexts list them.
+	ContextLanguages []string `json:"context_languages,omitempty"`
 	// Hibernation says what a hibernated session of it keeps: "memory"
 	// (its sandbox checkpointed: processes and contexts too) or
 	// "workspace" (files, env, limits, network; contexts' memory is lost).
@@ -915,10 +920,15 @@ type ExecRequest struct {
 	// Context runs code in the session's long-lived interpreter of this
 	// name (started on first use): variables, imports and open files
 	// persist from exec to exec, and a final expression's value is shown.
-	Context string            `json:"context,omitempty"`
-	Env     map[string]string `json:"env,omitempty"`
-	Timeout Duration          `json:"timeout,omitempty"`
-	Limits  *Limits           `json:"limits,omitempty"` // timeout and output_limit apply
+	Context string `json:"context,omitempty"`
+	// Language is a context's language when it is not the session's: one
+	// its language lists in contexts (GET /v1/languages:
+	// context_languages). A context runs cells of the language it was
+	// started for.
+	Language string            `json:"language,omitempty"`
+	Env      map[string]string `json:"env,omitempty"`
+	Timeout  Duration          `json:"timeout,omitempty"`
+	Limits   *Limits           `json:"limits,omitempty"` // timeout and output_limit apply
 }
 
 // FileEntry is one file of a session listing. Links are reported, never

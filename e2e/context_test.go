@@ -54,6 +54,22 @@ language "bash" {
     min_idle = 0
     max      = 2
   }
+}
+language "typescript" {
+  image = "sandboxd/node:latest"
+  pool {
+    min_idle = 0
+    max      = 1
+  }
+}
+language "code-interpreter" {
+  plugin   = "python"
+  image    = "sandboxd/code-interpreter:latest"
+  contexts = ["js", "typescript", "bash"]
+  pool {
+    min_idle = 0
+    max      = 1
+  }
 }`})
 	c := d.Client()
 
@@ -253,15 +269,95 @@ language "bash" {
 		}
 	})
 
-	t.Run("refused", func(t *testing.T) {
+	t.Run("bash", func(t *testing.T) {
 		t.Parallel()
 		id := newSession(t, c, api.SessionRequest{Language: "bash"})
-		_, err := c.Exec(ctx(t), id, api.ExecRequest{Context: "main", Code: "echo 1"})
-		if apiCode(err) != api.CodeInvalidRequest || !strings.Contains(err.Error(), "no contexts") {
-			t.Errorf("bash context: %v", err)
+		res := cell(t, c, id, "sh", "x=41; cd /tmp; f() { echo \"f $1\"; }; alias hi='echo hi'; declare -a arr=(a b)", 0)
+		if res.ExitCode != 0 || res.Stdout != "" || res.Stderr != "" || !res.Context.Started {
+			t.Fatalf("first cell: %+v", res)
 		}
+		if res := cell(t, c, id, "sh", "echo $((x + 1)) $PWD ${arr[1]}; f a; hi; cat", 0); res.Stdout != "42 /tmp b\nf a\nhi\n" {
+			t.Errorf("state: %q %q", res.Stdout, res.Stderr)
+		}
+		res, err := c.Exec(ctx(t), id, api.ExecRequest{Context: "sh", Code: "echo $GREETING; sh -c 'echo $GREETING'", Env: map[string]string{"GREETING": "it's me", "x": "cell"}})
+		if err != nil || res.Stdout != "it's me\nit's me\n" {
+			t.Errorf("a cell's env: %v %q %q", err, res.Stdout, res.Stderr)
+		}
+		if res := cell(t, c, id, "sh", "echo ${GREETING-unset} $x", 0); res.Stdout != "unset 41\n" {
+			t.Errorf("the next cell's env: %q", res.Stdout)
+		}
+		// A failing command fails the cell; an error that would end a
+		// script ends the cell alone, as at a prompt.
+		if res := cell(t, c, id, "sh", "false", 0); res.ExitCode != 1 || res.Context.Lost != "" {
+			t.Errorf("false: %+v", res)
+		}
+		if res := cell(t, c, id, "sh", "set -u; echo $nope; echo after", 0); res.ExitCode == 0 || !strings.Contains(res.Stderr, "nope: unbound variable") || strings.Contains(res.Stdout, "after") {
+			t.Errorf("set -u: %+v", res)
+		}
+		if res := cell(t, c, id, "sh", "set +u; break; echo $x", 0); res.Stdout != "41\n" || res.Context.Lost != "" {
+			t.Errorf("after set -u, and break outside a loop: %+v", res)
+		}
+		if res := cell(t, c, id, "sh", "exit 3", 0); res.ExitCode != 3 || !strings.Contains(res.Context.Lost, "exited with status 3") {
+			t.Errorf("exit: %+v", res.Context)
+		}
+		if res := cell(t, c, id, "sh", "echo ${x-gone}", 0); res.Stdout != "gone\n" || !res.Context.Started {
+			t.Errorf("after exit: %q %+v", res.Stdout, res.Context)
+		}
+	})
+
+	t.Run("several languages", func(t *testing.T) {
+		t.Parallel()
+		id := newSession(t, c, api.SessionRequest{Language: "code-interpreter"})
+		exec := func(name, lang, code string) *api.RunResult {
+			t.Helper()
+			res, err := c.Exec(ctx(t), id, api.ExecRequest{Context: name, Language: lang, Code: code})
+			if err != nil {
+				t.Fatalf("%s cell %q: %v", lang, code, err)
+			}
+			return res
+		}
+		if res := exec("py", "", "open('shared.txt', 'w').write('from python')\nx = 1"); res.ExitCode != 0 {
+			t.Fatalf("python: %+v", res)
+		}
+		res := exec("js", "javascript", "import { readFileSync } from 'fs'\nimport * as path from 'node:path'\nconsole.log(readFileSync('shared.txt', 'utf8'))")
+		if res.ExitCode != 0 || res.Stdout != "from python\n" || res.Language != "node" {
+			t.Errorf("javascript, with imports: %+v", res)
+		}
+		if res := exec("js", "node", "path.join('a', typeof readFileSync)"); plain(res) != "'a/function'" {
+			t.Errorf("imports kept: %q %q", plain(res), res.Stderr)
+		}
+		if res := exec("ts", "ts", "enum Colour { Red, Green }\nconst n: number = 41\nn + Colour.Green"); plain(res) != "42" || res.Stderr != "" {
+			t.Errorf("typescript: %q %q", plain(res), res.Stderr)
+		}
+		if res := exec("sh", "bash", "cat shared.txt; node -e 'console.log(1 + 1)'"); res.Stdout != "from python2\n" {
+			t.Errorf("bash: %q %q", res.Stdout, res.Stderr)
+		}
+		// A context runs the language it was started for.
+		if res, err := c.Exec(ctx(t), id, api.ExecRequest{Context: "js", Code: "1 + 1"}); err != nil || res.ExitCode != 126 || !strings.Contains(res.Error, "context js runs node") {
+			t.Errorf("python in a node context: %v %+v", err, res)
+		}
+		list, err := c.Contexts(ctx(t), id)
+		langs := map[string]string{}
+		for _, k := range list.Contexts {
+			langs[k.Name] = k.Language
+		}
+		if err != nil || fmt.Sprint(langs) != "map[js:node py:code-interpreter sh:bash ts:typescript]" {
+			t.Errorf("contexts: %v %v", err, langs)
+		}
+		// A restart keeps the context's language.
+		if k, err := c.RestartContext(ctx(t), id, "ts"); err != nil || k.Language != "typescript" {
+			t.Errorf("restart: %v %+v", err, k)
+		}
+		if res := exec("ts", "typescript", "typeof n"); plain(res) != "'undefined'" {
+			t.Errorf("after the restart: %q %q", plain(res), res.Stderr)
+		}
+	})
+
+	t.Run("refused", func(t *testing.T) {
+		t.Parallel()
 		py := newSession(t, c, api.SessionRequest{Language: "python"})
-		for _, req := range []api.ExecRequest{{Context: "../x", Code: "1"}, {Context: "main", Argv: []string{"ls"}}} {
+		for _, req := range []api.ExecRequest{{Context: "../x", Code: "1"}, {Context: "main", Argv: []string{"ls"}},
+			{Context: "main", Language: "node", Code: "1"}, {Language: "python", Code: "1"}} {
 			if _, err := c.Exec(ctx(t), py, req); apiCode(err) != api.CodeInvalidRequest {
 				t.Errorf("%+v: %v", req, err)
 			}

@@ -35,6 +35,21 @@ language "node" {
   pool {
     min_idle = 0
   }
+}
+language "typescript" {
+  image = "sandboxd/node:latest"
+  pool {
+    min_idle = 0
+  }
+}
+# As examples/e2b.hcl has it: the Code Interpreter's template.
+language "code-interpreter" {
+  plugin   = "python"
+  image    = "sandboxd/code-interpreter:latest"
+  contexts = ["node", "typescript", "bash"]
+  pool {
+    min_idle = 1
+  }
 }`, Defaults: `timeout = "60s"`, Extra: fmt.Sprintf(`
 e2b {
   listen   = "127.0.0.1:0"

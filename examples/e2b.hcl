@@ -22,9 +22,9 @@ e2b {
   # The keys clients send (E2B_API_KEY), "e2b_" and hex digits as the SDKs
   # take them. Make your own: echo e2b_$(openssl rand -hex 20)
   api_keys = ["e2b_00000000000000000000000000000000000000ee"]
-  # Templates: every language by its name; "base" (E2B's has python3)
-  # and "code-interpreter-v1" (the Code Interpreter's) are python's by
-  # default.
+  # Templates: every language by its name; "base" (E2B's has python3) is
+  # python's, and "code-interpreter-v1" (the Code Interpreter's) is
+  # code-interpreter's below (python's when there is none).
   # A template block names another: environment and limits of its own,
   # and a command its sandboxes start as they are made.
   template "data-science" {
@@ -60,8 +60,29 @@ sessions {
 language "python" {
   image = "sandboxd/python:latest"
   pool {
+    min_idle = 1
+    max      = 16
+  }
+}
+
+# The Code Interpreter's sandboxes: Python, with JavaScript, TypeScript
+# and Bash contexts beside it (runCode(code, {language: "js"})), as E2B's
+# template runs them. Its image is python's with Node.js.
+language "code-interpreter" {
+  plugin   = "python"
+  image    = "sandboxd/code-interpreter:latest"
+  contexts = ["node", "typescript", "bash"]
+  pool {
     min_idle = 2
     max      = 16
+  }
+}
+
+language "typescript" {
+  image = "sandboxd/node:latest"
+  pool {
+    min_idle = 0
+    max      = 8
   }
 }
 

@@ -100,19 +100,33 @@ build() {
 	say "$tag built in $(( $(date +%s) - start ))s"
 }
 
-# Two at a time (JOBS): a build waits on the network and dpkg as much as
-# on a core.
-jobs=${JOBS:-2} running=0 failed=0
-for lang in "${langs[@]}"; do
-	if [ "$running" -ge "$jobs" ]; then
+# builds_on LANG: whether LANG's Dockerfile builds on another language's
+# image (an ARG naming sandboxd/NAME:latest, as code-interpreter's names
+# python's and node's): such images wait for the others.
+builds_on() { grep -Eq '^ARG [A-Z_]+=sandboxd/[a-z0-9]+:latest' "$here/$1/Dockerfile"; }
+
+# build_all LANG...: two at a time (JOBS): a build waits on the network and
+# dpkg as much as on a core.
+jobs=${JOBS:-2} failed=0
+build_all() {
+	local running=0 lang
+	for lang in "$@"; do
+		if [ "$running" -ge "$jobs" ]; then
+			wait -n || failed=1
+			running=$((running - 1))
+		fi
+		build "$lang" &
+		running=$((running + 1))
+	done
+	while [ "$running" -gt 0 ]; do
 		wait -n || failed=1
 		running=$((running - 1))
-	fi
-	build "$lang" &
-	running=$((running + 1))
+	done
+}
+first=() later=()
+for lang in "${langs[@]}"; do
+	if builds_on "$lang"; then later+=("$lang"); else first+=("$lang"); fi
 done
-while [ "$running" -gt 0 ]; do
-	wait -n || failed=1
-	running=$((running - 1))
-done
+build_all "${first[@]}"
+[ "$failed" = 0 ] && build_all "${later[@]}"
 exit "$failed"

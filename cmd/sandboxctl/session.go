@@ -429,6 +429,7 @@ func newExecCmd(g *globals) *cobra.Command {
 		env            envFlags
 		asJSON         bool
 		contextName    string
+		contextLang    string
 		tty, stdinOpen bool
 	)
 	cmd := &cobra.Command{
@@ -464,7 +465,9 @@ The exit code is the command's; 124 on timeout, 137 when killed for memory,
 				if err != nil {
 					return err
 				}
-				req = api.ExecRequest{Context: contextName, Code: string(code), Cwd: cwd, Timeout: api.Duration(timeout)}
+				req = api.ExecRequest{Context: contextName, Language: contextLang, Code: string(code), Cwd: cwd, Timeout: api.Duration(timeout)}
+			} else if contextLang != "" {
+				return fail("exec --language is a context's: give --context NAME too")
 			} else if dash := cmd.ArgsLenAtDash(); dash != 1 || len(args) < 2 {
 				return fail("exec takes SESSION, then -- and the command (or --context NAME and a FILE of code)")
 			} else {
@@ -492,6 +495,7 @@ The exit code is the command's; 124 on timeout, 137 when killed for memory,
 	env.add(f, "KEY=VALUE")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON instead of streaming the output")
 	f.StringVar(&contextName, "context", "", "run FILE's code in the session's long-lived interpreter of this name")
+	f.StringVar(&contextLang, "language", "", "with --context: the context's language, when another the session's language runs (its contexts in sandboxd.hcl)")
 	f.BoolVarP(&tty, "tty", "t", false, "run the command on a terminal, interactively (with -i: exec -it)")
 	f.BoolVarP(&stdinOpen, "interactive", "i", false, "keep stdin open to the command (with -t)")
 	return cmd
@@ -511,9 +515,9 @@ func newContextCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return apiFailure(err)
 			}
-			table("NAME\tPID\tSTARTED\tEXECUTIONS\tMEMORY", func(w *tabwriter.Writer) {
+			table("NAME\tLANGUAGE\tPID\tSTARTED\tEXECUTIONS\tMEMORY", func(w *tabwriter.Writer) {
 				for _, c := range l.Contexts {
-					fmt.Fprintf(w, "%s\t%d\t%s\t%d\t%s\n", c.Name, c.PID, c.StartedAt.Local().Format("15:04:05"), c.Executions, api.ByteSize(c.RSSBytes))
+					fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%d\t%s\n", c.Name, c.Language, c.PID, c.StartedAt.Local().Format("15:04:05"), c.Executions, api.ByteSize(c.RSSBytes))
 				}
 			})
 			return nil

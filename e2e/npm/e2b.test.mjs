@@ -482,7 +482,13 @@ test('the code interpreter keeps state, shows errors, charts and tables', async 
     assert.equal((await sb.runCode('y', { context: ctx })).error.name, 'NameError', 'a restart forgets');
     await sb.removeCodeContext(ctx);
     assert.ok(!(await sb.listCodeContexts()).some((c) => c.id === ctx.id));
-    await assert.rejects(sb.runCode('1', { language: 'javascript' }), 'a python sandbox runs no javascript');
+    // The Code Interpreter's template runs JavaScript, TypeScript and Bash
+    // beside Python, sharing its files; R has no kernel here.
+    await sb.runCode('open("shared.txt", "w").write("from python")');
+    assert.equal((await sb.runCode('require("fs").readFileSync("shared.txt", "utf8")', { language: 'javascript' })).text, 'from python');
+    assert.equal((await sb.runCode('const n: number = 21; n * 2', { language: 'ts' })).text, '42');
+    assert.deepEqual((await sb.runCode('cat shared.txt; echo', { language: 'bash' })).logs.stdout, ['from python\n']);
+    await assert.rejects(sb.runCode('1', { language: 'r' }), 'a sandbox runs no R');
   } finally {
     await sb.kill();
   }

@@ -210,6 +210,9 @@ type Language struct {
 	// and how to use them (the MCP server's prompts and resources); empty:
 	// the plugin's shipped ones.
 	Instructions string
+	// Contexts are the other languages whose contexts its sessions may
+	// run beside their own (its image has their interpreters), by name.
+	Contexts []string
 }
 
 // GenericPlugin is the plugin that runs languages defined in HCL alone.
@@ -409,7 +412,8 @@ type languageSchema struct {
 	Limits   *limitsSchema  `hcl:"limits,block"`
 	Network  *networkSchema `hcl:"network,block"`
 	// Text, or file("instructions/python.md") relative to the file.
-	Instructions *string `hcl:"instructions,optional"`
+	Instructions *string  `hcl:"instructions,optional"`
+	Contexts     []string `hcl:"contexts,optional"`
 	// For plugin = "generic" only.
 	DisplayName    *string           `hcl:"display_name,optional"`
 	Extensions     []string          `hcl:"extensions,optional"`
@@ -654,6 +658,7 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 		if len(lang.Instructions) > maxInstructions {
 			v.fail(ls.Body, "instructions", fmt.Sprintf("are %d bytes", len(lang.Instructions)), fmt.Sprintf("at most %d: what an agent reads before every use", maxInstructions))
 		}
+		lang.Contexts = ls.Contexts
 		if ls.Warm != nil {
 			lang.Warm = *ls.Warm
 		}

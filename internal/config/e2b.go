@@ -54,7 +54,7 @@ const minAPIKey = 20
 // python3 and bash: python's image has both, bash's no python.
 var defaultTemplates = map[string][]string{
 	"base":                {"python", "bash"},
-	"code-interpreter-v1": {"python"},
+	"code-interpreter-v1": {"code-interpreter", "python"},
 }
 
 // e2b reads the e2b block, once the languages are known.

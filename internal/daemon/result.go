@@ -28,9 +28,11 @@ type ExecRequest struct {
 	Argv    []string
 	Program request.Program // Program.Env and Program.Stdin serve a command too
 	Context string
-	Cwd     string // relative to the workspace; "" is the workspace
-	Timeout time.Duration
-	Limits  *state.Limits // the timeout and output limit alone: the rest are the session's
+	// Language is the context's, when not the session's.
+	Language string
+	Cwd      string // relative to the workspace; "" is the workspace
+	Timeout  time.Duration
+	Limits   *state.Limits // the timeout and output limit alone: the rest are the session's
 }
 
 // ValidateRequest asks what the policies would say of a program or a

@@ -180,6 +180,18 @@ func (d *Daemon) Exec(ctx context.Context, id string, req ExecRequest, out Outpu
 	}
 	aerr := use(ctx, id, func(ss *sessions.Session, sb *runtime.Sandbox) error {
 		l := ss.Lang
+		switch {
+		case req.Context != "":
+			// A context of another language runs in the session's
+			// sandbox as one of that language's programs would.
+			cl, aerr := d.Languages.ContextLanguage(l, req.Language)
+			if aerr != nil {
+				return aerr
+			}
+			l = cl
+		case req.Language != "":
+			return errdefs.Errorf(errdefs.Invalid, "language is a context's: name the context too, or leave it out to run in the session's language")
+		}
 		if req.Limits != nil && (req.Limits.Memory != 0 || req.Limits.CPUs != 0 || req.Limits.Pids != 0) {
 			return errdefs.Errorf(errdefs.Invalid, "memory, cpus and pids are the session's: set them when creating it")
 		}
@@ -362,12 +374,23 @@ func workDir(cwd string) (string, error) {
 }
 
 // RestartContext ends a session's context, if it runs, and starts it
-// afresh.
-func (d *Daemon) RestartContext(ctx context.Context, id, name string) (*supervisor.Context, error) {
+// afresh, in language ("": the one it ran, or the session's).
+func (d *Daemon) RestartContext(ctx context.Context, id, name, language string) (*supervisor.Context, error) {
+	if language == "" {
+		list, aerr := d.Sessions.Contexts(ctx, id)
+		if aerr != nil {
+			return nil, aerr
+		}
+		for _, c := range list {
+			if c.Name == name {
+				language = c.Language
+			}
+		}
+	}
 	if aerr := d.Sessions.EndContext(ctx, id, name); aerr != nil && !errdefs.Is(aerr, errdefs.NotFound) {
 		return nil, aerr
 	}
-	res, aerr := d.Exec(ctx, id, ExecRequest{Context: name}, nil)
+	res, aerr := d.Exec(ctx, id, ExecRequest{Context: name, Language: language}, nil)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -404,7 +427,7 @@ func (d *Daemon) cellJob(l *languages.Language, req ExecRequest, dir string) (pl
 		entry += "." + exts[0]
 	}
 	j := job{steps: []language.Step{{Name: "run", Argv: l.Info.ContextCommand}}, dir: dir,
-		cell: &supervisor.Cell{Name: req.Context, Code: req.Program.Code, Env: req.Program.Env}}
+		cell: &supervisor.Cell{Name: req.Context, Language: l.Name(), Code: req.Program.Code, Env: req.Program.Env}}
 	return planned{job: j}, entry, nil
 }
 

@@ -160,8 +160,12 @@ func (c *controller) create(w http.ResponseWriter, r *http.Request) {
 	if env == nil {
 		env = map[string]string{}
 	}
-	if _, set := env["HOME"]; !set {
-		env["HOME"] = e2bHome // a link to the workspace in sandboxd's images
+	for _, k := range []string{"HOME", "PWD"} {
+		// A link to the workspace in sandboxd's images; the shell of a
+		// bash context started there takes PWD as the path it is at.
+		if _, set := env[k]; !set {
+			env[k] = e2bHome
+		}
 	}
 	maps.Copy(env, req.EnvVars)
 	life, err := req.lifecycle(ttl)

@@ -22,7 +22,8 @@ import (
 // api.ExecRequest.Context); a cell's output streams as lines of JSON, its
 // display data comes as results, and an exception as the error.
 
-// defaultContext is the context a cell runs in when it names none.
+// defaultContext is the context a cell of the sandbox's own language runs
+// in when it names none; another language's is defaultContext-LANGUAGE.
 const defaultContext = "default"
 
 // maxContexts bounds the contexts E2B clients make in one sandbox.
@@ -36,6 +37,7 @@ const maxPartialLine = 64 << 10
 type cells struct {
 	mu       sync.Mutex
 	contexts map[string]*codeContext // by id
+	made     int                     // contexts made, for their order
 }
 
 func newCells() *cells { return &cells{contexts: map[string]*codeContext{}} }
@@ -43,9 +45,44 @@ func newCells() *cells { return &cells{contexts: map[string]*codeContext{}} }
 // codeContext is a context as the Code Interpreter describes it.
 type codeContext struct {
 	ID       string `json:"id"`
-	Language string `json:"language"`
+	Language string `json:"language"` // E2B's name for it
 	Cwd      string `json:"cwd"`
+	language string // sandboxd's
+	order    int
 	runs     int
+}
+
+// add makes a context; c.mu is held.
+func (c *cells) add(cc *codeContext) {
+	c.made++
+	cc.order = c.made
+	c.contexts[cc.ID] = cc
+}
+
+// defaults adds the default context of each language, as E2B's template
+// starts one of each (their interpreters start on first use here).
+func (c *cells) defaults(languages []cellLanguage) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, l := range languages {
+		if id := l.defaultContext(i == 0); c.contexts[id] == nil {
+			c.add(&codeContext{ID: id, Language: l.e2b, Cwd: e2bHome, language: l.name})
+		}
+	}
+}
+
+// cellLanguage is a language a sandbox's cells may be in: sandboxd's
+// name for it (its block's) and E2B's (its plugin's language, as the
+// Code Interpreter names it).
+type cellLanguage struct{ name, e2b string }
+
+// defaultContext is the context of l's cells that name none, in a sandbox
+// of l (own) or of another language.
+func (l cellLanguage) defaultContext(own bool) string {
+	if own {
+		return defaultContext
+	}
+	return defaultContext + "-" + l.e2b
 }
 
 // count notes one more execution in a context; it returns the number.
@@ -60,10 +97,18 @@ func (c *cells) count(id string) int {
 }
 
 // codeLanguages maps the languages the Code Interpreter names to
-// sandboxd's.
+// sandboxd's; another name is taken as sandboxd's own.
 var codeLanguages = map[string]string{
 	"python": "python", "js": "node", "javascript": "node", "node": "node",
 	"ts": "typescript", "typescript": "typescript", "bash": "bash", "r": "r", "java": "java",
+}
+
+// e2bLanguage is E2B's name for a language sandboxd's plugins call l.
+func e2bLanguage(l string) string {
+	if l == "node" {
+		return "javascript"
+	}
+	return l
 }
 
 func (s *Server) interpreterHandler() http.Handler {
@@ -80,20 +125,47 @@ func (s *Server) interpreterHandler() http.Handler {
 	return mux
 }
 
-// sandboxLanguage checks that a sandbox runs the language a client asks
-// for ("" is the sandbox's own) and returns the sandbox's.
-func (s *Server) sandboxLanguage(sb *sandbox, asked string) (string, error) {
+// sandboxLanguages are the languages of a sandbox's cells: its own, then
+// those its language's block lists in contexts. Their default contexts
+// are listed from the start.
+func (s *Server) sandboxLanguages(sb *sandbox) ([]cellLanguage, error) {
 	sess, aerr := s.d.Sessions.Get(sb.rec.ID)
 	if aerr != nil {
-		return "", aerr
+		return nil, aerr
+	}
+	all := []cellLanguage{{sess.Language, e2bLanguage(sess.Language)}}
+	if own, aerr := s.d.Languages.Resolve(sess.Language); aerr == nil {
+		all = all[:0]
+		for _, name := range own.ContextLanguages() {
+			l, _ := s.d.Languages.Resolve(name)
+			all = append(all, cellLanguage{name, e2bLanguage(l.Info.Name)})
+		}
+	}
+	sb.cells.defaults(all)
+	return all, nil
+}
+
+// cellLanguage is the language a client asks a cell or context for (""
+// is the sandbox's own), which the sandbox must run, and whether it is
+// the sandbox's own.
+func (s *Server) cellLanguage(sb *sandbox, asked string) (cellLanguage, bool, error) {
+	all, aerr := s.sandboxLanguages(sb)
+	if aerr != nil {
+		return cellLanguage{}, false, aerr
 	}
 	if asked == "" {
-		return sess.Language, nil
+		return all[0], true, nil
 	}
-	if want, ok := codeLanguages[strings.ToLower(asked)]; !ok || want != sess.Language {
-		return "", api.Errorf(api.CodeInvalidRequest, "sandbox %s (template %s) runs %s code: create a sandbox from the %s template for %s", sb.rec.ID, sb.rec.Template, sess.Language, cmpOr(want, asked), asked)
+	e2b := e2bLanguage(cmpOr(codeLanguages[strings.ToLower(asked)], asked))
+	names := make([]string, len(all))
+	for i, l := range all {
+		if l.e2b == e2b || l.name == asked {
+			return l, i == 0, nil
+		}
+		names[i] = l.e2b
 	}
-	return sess.Language, nil
+	return cellLanguage{}, false, api.Errorf(api.CodeInvalidRequest, "sandbox %s (template %s) runs %s code, not %s: create a sandbox from a template that runs it",
+		sb.rec.ID, sb.rec.Template, strings.Join(names, ", "), asked)
 }
 
 func cmpOr(a, b string) string {
@@ -113,12 +185,12 @@ func (s *Server) createContext(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "malformed JSON: "+err.Error())
 		return
 	}
-	lang, aerr := s.sandboxLanguage(sb, req.Language)
+	lang, _, aerr := s.cellLanguage(sb, req.Language)
 	if aerr != nil {
 		writeAPIError(w, aerr)
 		return
 	}
-	cwd := cmpOr(req.Cwd, "/home/user")
+	cwd := cmpOr(req.Cwd, e2bHome)
 	if _, aerr := workspacePath(cwd); aerr != nil {
 		writeAPIError(w, aerr)
 		return
@@ -129,17 +201,21 @@ func (s *Server) createContext(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusTooManyRequests, "this sandbox has as many code contexts as it may: remove one")
 		return
 	}
-	cc := &codeContext{ID: "ctx-" + randomToken()[:12], Language: cmpOr(req.Language, lang), Cwd: cwd}
-	sb.cells.contexts[cc.ID] = cc
+	cc := &codeContext{ID: "ctx-" + randomToken()[:12], Language: lang.e2b, Cwd: cwd, language: lang.name}
+	sb.cells.add(cc)
 	writeJSON(w, http.StatusOK, cc)
 }
 
 func (s *Server) listContexts(w http.ResponseWriter, r *http.Request) {
 	sb := sandboxOf(r.Context())
+	if _, aerr := s.sandboxLanguages(sb); aerr != nil {
+		writeAPIError(w, aerr)
+		return
+	}
 	sb.cells.mu.Lock()
 	out := append([]*codeContext{}, slices.Collect(maps.Values(sb.cells.contexts))...) // [] when none, not null
 	sb.cells.mu.Unlock()
-	slices.SortFunc(out, func(a, b *codeContext) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b *codeContext) int { return a.order - b.order }) // as they were made
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -177,7 +253,7 @@ func (s *Server) restartContext(w http.ResponseWriter, r *http.Request) {
 	if cc == nil {
 		return
 	}
-	if _, aerr := s.d.RestartContext(r.Context(), sb.rec.ID, cc.ID); aerr != nil {
+	if _, aerr := s.d.RestartContext(r.Context(), sb.rec.ID, cc.ID, cc.language); aerr != nil {
 		writeAPIError(w, aerr)
 		return
 	}
@@ -197,16 +273,20 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "malformed JSON: "+err.Error())
 		return
 	}
-	name, cwd := defaultContext, ""
+	var name, cwd, lang string
 	if req.ContextID != "" {
 		cc := sb.cells.context(w, req.ContextID)
 		if cc == nil {
 			return
 		}
-		name, cwd = cc.ID, cc.Cwd
-	} else if _, aerr := s.sandboxLanguage(sb, req.Language); aerr != nil {
-		writeAPIError(w, aerr)
-		return
+		name, cwd, lang = cc.ID, cc.Cwd, cc.language
+	} else {
+		l, own, aerr := s.cellLanguage(sb, req.Language)
+		if aerr != nil {
+			writeAPIError(w, aerr)
+			return
+		}
+		name, lang = l.defaultContext(own), l.name
 	}
 	if cwd != "" {
 		cwd, _ = workspacePath(cwd)
@@ -228,7 +308,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 			partial[stream] = b[n:]
 		}
 	}
-	exec, aerr := wire.ExecRequest(api.ExecRequest{Code: req.Code, Context: name, Cwd: cwd, Env: req.EnvVars})
+	exec, aerr := wire.ExecRequest(api.ExecRequest{Code: req.Code, Context: name, Language: lang, Cwd: cwd, Env: req.EnvVars})
 	if aerr != nil {
 		writeAPIError(w, aerr)
 		return
@@ -275,13 +355,6 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	}
 	if res.ExitCode != 0 {
 		lines.send(cellError(&res))
-	}
-	if req.ContextID == "" {
-		sb.cells.mu.Lock()
-		if sb.cells.contexts[defaultContext] == nil {
-			sb.cells.contexts[defaultContext] = &codeContext{ID: defaultContext, Language: cmpOr(req.Language, res.Language), Cwd: "/home/user"}
-		}
-		sb.cells.mu.Unlock()
 	}
 	lines.send(map[string]any{"type": "number_of_executions", "execution_count": sb.cells.count(name)})
 }

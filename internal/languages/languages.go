@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -52,7 +53,8 @@ type Language struct {
 	fixedLimits atomic.Bool
 	allow       egress.List // Config.Network.Allow, parsed
 	warm        warmCounts
-	scripts     sync.Map // warm runtime's index -> the script name it is started for (see LearnScript)
+	scripts     sync.Map    // warm runtime's index -> the script name it is started for (see LearnScript)
+	contexts    []*Language // Config.Contexts, resolved
 }
 
 // Name is the language's configured name.
@@ -99,7 +101,58 @@ func Load(ctx context.Context, cfg *config.Config, rt runtime.Runtime, store *st
 		}
 		r.langs = append(r.langs, l)
 	}
+	for _, l := range r.langs {
+		if err := r.resolveContexts(l); err != nil {
+			r.closePlugins()
+			return nil, err
+		}
+	}
 	return r, nil
+}
+
+// resolveContexts finds the languages whose contexts l's sessions run
+// beside their own.
+func (r *Registry) resolveContexts(l *Language) error {
+	for _, name := range l.Config.Contexts {
+		c, err := r.Resolve(name)
+		switch {
+		case err != nil:
+			return fmt.Errorf("language %q: contexts: %w (in %s)", l.Name(), err, r.cfg.Path)
+		case len(c.Info.ContextCommand) == 0:
+			return fmt.Errorf("language %q: contexts: language %q has no contexts (its plugin declares no context command); take it out of the list in %s", l.Name(), name, r.cfg.Path)
+		case c != l && !slices.Contains(l.contexts, c):
+			l.contexts = append(l.contexts, c)
+		}
+	}
+	return nil
+}
+
+// ContextLanguage is the language of a context in one of l's sessions
+// that asks for name: l's own ("" or l's name), or one of those its block
+// lists in contexts.
+func (r *Registry) ContextLanguage(l *Language, name string) (*Language, error) {
+	if name == "" {
+		return l, nil
+	}
+	c, err := r.Resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	if c != l && !slices.Contains(l.contexts, c) {
+		return nil, errdefs.Errorf(errdefs.Invalid, "a %s session runs contexts of %s: a context of %s needs it in the contexts of language %q in sandboxd.hcl, and its interpreter in the image",
+			l.Name(), strings.Join(l.ContextLanguages(), ", "), c.Name(), l.Name())
+	}
+	return c, nil
+}
+
+// ContextLanguages are the names of the languages whose contexts l's
+// sessions run: its own, then those its block lists.
+func (l *Language) ContextLanguages() []string {
+	names := []string{l.Name()}
+	for _, c := range l.contexts {
+		names = append(names, c.Name())
+	}
+	return names
 }
 
 func (r *Registry) load(ctx context.Context, lc config.Language) (*Language, error) {
@@ -438,6 +491,7 @@ type Entry struct {
 	Limits              runtime.Limits
 	Allow               []string // the most its sandboxes may reach
 	Contexts            bool     // sessions may keep its interpreters
+	ContextLanguages    []string // other languages whose contexts its sessions run
 	Hibernation         string   // what a hibernated session keeps: "memory" or "workspace"
 	Instructions        string
 	Pool                stats.Pool
@@ -456,7 +510,7 @@ func (r *Registry) List(ctx context.Context) []Entry {
 			Aliases: l.Info.Aliases, Extensions: l.Info.Extensions,
 			Image: st.ref, BaseImage: l.baseImage, Packages: l.Config.Packages, ImagePresent: st.id != "",
 			Version: st.version, Plugin: l.Config.Plugin, Runtime: l.Config.Runtime, Limits: l.Config.Limits,
-			Allow: l.allow.Strings(), Contexts: len(l.Info.ContextCommand) > 0,
+			Allow: l.allow.Strings(), Contexts: len(l.Info.ContextCommand) > 0, ContextLanguages: l.ContextLanguages()[1:],
 			Hibernation: r.hibernation(ctx, l), Instructions: l.instructions(),
 			Pool: l.poolStats(), Building: l.img.buildingNow(),
 		}

@@ -333,7 +333,7 @@ func (h *handler) endContext(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) restartContext(w http.ResponseWriter, r *http.Request) {
-	c, err := h.d.RestartContext(r.Context(), r.PathValue("id"), r.PathValue("name"))
+	c, err := h.d.RestartContext(r.Context(), r.PathValue("id"), r.PathValue("name"), "")
 	if err != nil {
 		writeError(w, err)
 		return

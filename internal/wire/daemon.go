@@ -22,7 +22,7 @@ func RunRequest(r api.RunRequest) (daemon.RunRequest, error) {
 // (argv, with the request's env and stdin), code for a context, or a
 // program, each checked as what it is.
 func ExecRequest(r api.ExecRequest) (daemon.ExecRequest, error) {
-	out := daemon.ExecRequest{Argv: r.Argv, Context: r.Context, Cwd: r.Cwd, Timeout: time.Duration(r.Timeout), Limits: Limits(r.Limits)}
+	out := daemon.ExecRequest{Argv: r.Argv, Context: r.Context, Language: r.Language, Cwd: r.Cwd, Timeout: time.Duration(r.Timeout), Limits: Limits(r.Limits)}
 	in := Input{Args: r.Args, Env: r.Env, Stdin: r.Stdin, StdinEncoding: r.StdinEncoding}
 	var err error
 	switch {

@@ -61,7 +61,7 @@ func FileEvent(e supervisor.FileEvent) api.FileEvent { return api.FileEvent(e) }
 
 // Context is a session's context as the wire shows it.
 func Context(c supervisor.Context) api.Context {
-	return api.Context{Name: c.Name, PID: c.PID, StartedAt: time.Unix(0, c.StartedAt).UTC(), Executions: c.Executions, RSSBytes: c.RSSBytes}
+	return api.Context{Name: c.Name, Language: c.Language, PID: c.PID, StartedAt: time.Unix(0, c.StartedAt).UTC(), Executions: c.Executions, RSSBytes: c.RSSBytes}
 }
 
 // Port is a listening port as the wire shows it.

@@ -283,6 +283,7 @@ type Port struct {
 // Context is a running context kernel.
 type Context struct {
 	Name       string `json:"name"`
+	Language   string `json:"language,omitempty"`
 	PID        int    `json:"pid"`
 	StartedAt  int64  `json:"started_at_ns"`
 	Executions int    `json:"executions"`
@@ -295,6 +296,9 @@ type Context struct {
 type Cell struct {
 	Name string `json:"name"`
 	Code string `json:"code"`
+	// Language is the kernel's (the daemon's name for it): a context runs
+	// cells of the language it was started for, and refuses another's.
+	Language string `json:"language,omitempty"`
 	// Env is set in the kernel's environment for this cell alone (the
 	// kernel's own, which its children inherit) and taken back after it.
 	Env map[string]string `json:"env,omitempty"`

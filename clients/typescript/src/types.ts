@@ -49,6 +49,8 @@ export interface ExecRequest {
   stdin_encoding?: string;
   cwd?: string;
   context?: string;
+  /** A context's language, when another the session's language runs. */
+  language?: string;
   env?: Record<string, string>;
   timeout?: Duration;
   limits?: Limits;
@@ -289,6 +291,7 @@ export interface Snapshot {
 
 export interface Context {
   name: string;
+  language?: string;
   pid: number;
   started_at: string;
   executions: number;

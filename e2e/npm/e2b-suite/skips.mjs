@@ -4,9 +4,9 @@
 // docs/e2b.md counts them; E2B_SUITE_ALL=1 runs them anyway.
 
 const why = {
-  ONE_LANG: "a sandbox here runs one language: the Code Interpreter's template is Python, so JavaScript, TypeScript, R, Java and Bash cells (and contexts) need a sandbox of their own language's template",
+  ONE_LANG: "R and Java have no context kernel here: the Code Interpreter's sandboxes run Python, JavaScript, TypeScript and Bash cells",
   IPYTHON: "cells run in plain Python, not IPython: shell escapes (!pwd) and magics are not there",
-  CWD: "a context works in /workspace, which /home/user names: Python's getcwd() gives the real path",
+  CWD: "a context works in /workspace, which /home/user names: Python's getcwd() and Node's process.cwd() give the real path",
   CTX_CWD: "a context's working directory must be in the home (/root is not a sandbox's)",
   SYSTEMD: "the Jupyter server and systemd units are E2B's template's: contexts here are the supervisor's, which a program cannot kill",
   PUBLIC: "needs the internet (public addresses such as 1.1.1.1 and 8.8.8.8 or public names), which these machines cannot reach",
@@ -28,36 +28,17 @@ export const skips = {
   },
   "code-interpreter/tests/contexts.test.ts": {
     "create context with options": why.CTX_CWD,
-    "list contexts": why.ONE_LANG,
-    "list contexts (secure traffic)": why.ONE_LANG,
   },
   "code-interpreter/tests/cwd.test.ts": {
     "cwd python": why.CWD,
-    "cwd javascript": why.ONE_LANG,
-    "cwd typescript": why.ONE_LANG,
+    "cwd javascript": why.CWD,
+    "cwd typescript": why.CWD,
     "cwd r": why.ONE_LANG,
     "cwd java": why.ONE_LANG,
-    "cwd bash": why.ONE_LANG,
-  },
-  "code-interpreter/tests/defaultKernels.test.ts": {
-    "test js kernel": why.ONE_LANG,
-    "test esm imports": why.ONE_LANG,
-    "test top-level await and promise resolution": why.ONE_LANG,
-    "test ts kernel": why.ONE_LANG,
-  },
-  "code-interpreter/tests/env_vars/bash.test.ts": {
-    "env vars on sandbox (bash)": why.ONE_LANG,
-    "env vars per execution (bash)": why.ONE_LANG,
-    "env vars overwrite": why.ONE_LANG,
   },
   "code-interpreter/tests/env_vars/java.test.ts": {
     "env vars on sandbox (java)": why.ONE_LANG,
     "env vars per execution (java)": why.ONE_LANG,
-    "env vars overwrite": why.ONE_LANG,
-  },
-  "code-interpreter/tests/env_vars/js.test.ts": {
-    "env vars on sandbox (javascript)": why.ONE_LANG,
-    "env vars per execution (javascript)": why.ONE_LANG,
     "env vars overwrite": why.ONE_LANG,
   },
   "code-interpreter/tests/env_vars/r.test.ts": {

@@ -82,6 +82,17 @@ type Options struct {
 // NewWith is New with more to say.
 func NewWith(t testing.TB, o Options) (*daemon.Daemon, *fake.Runtime) {
 	t.Helper()
+	d, rt, err := Open(t, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, rt
+}
+
+// Open is NewWith that returns the error of a daemon that does not
+// start (its configuration parsed).
+func Open(t testing.TB, o Options) (*daemon.Daemon, *fake.Runtime, error) {
+	t.Helper()
 	if pluginDir == "" {
 		t.Fatal("daemontest.New needs daemontest.Main as the package's TestMain")
 	}
@@ -115,12 +126,14 @@ images_dir = %q
 	rt.Freezes = o.Freezes
 	d, err := daemon.New(context.Background(), cfg, rt, store, hclog.NewNullLogger())
 	if err != nil {
-		t.Fatal(err)
+		store.Close()
+		rt.Close()
+		return nil, nil, err
 	}
 	t.Cleanup(func() {
 		d.Close(context.Background())
 		store.Close()
 		rt.Close()
 	})
-	return d, rt
+	return d, rt, nil
 }

@@ -2,9 +2,16 @@
 package main
 
 import (
+	_ "embed"
+
 	"github.com/sandboxd/sandboxd/plugins"
 	"github.com/sandboxd/sandboxd/plugins/language"
 )
+
+// kernel is the context kernel: one interactive shell, fed by jq.
+//
+//go:embed kernel.sh
+var kernel string
 
 func main() {
 	plugins.Serve(&language.Template{
@@ -16,6 +23,7 @@ func main() {
 			Aliases:        []string{"sh", "shell"},
 			DefaultImage:   "sandboxd/bash:latest",
 			VersionCommand: []string{"bash", "--version"},
+			ContextCommand: []string{"bash", "-c", kernel},
 		},
 		MainFile: "main.sh",
 		Run:      []string{"bash", "{entry}"},

@@ -2,15 +2,11 @@
 package main
 
 import (
-	_ "embed"
-
 	"github.com/sandboxd/sandboxd/plugins"
+	"github.com/sandboxd/sandboxd/plugins/lang/internal/nodekernel"
 	"github.com/sandboxd/sandboxd/plugins/lang/internal/nodewarm"
 	"github.com/sandboxd/sandboxd/plugins/language"
 )
-
-//go:embed kernel.js
-var kernel string
 
 func main() {
 	plugins.Serve(&language.Template{
@@ -23,7 +19,7 @@ func main() {
 			DefaultImage:   "sandboxd/node:latest",
 			VersionCommand: []string{"node", "--version"},
 			InstallCommand: language.InstallNPM,
-			ContextCommand: []string{"node", "-e", kernel},
+			ContextCommand: nodekernel.JavaScript(),
 			// A program sent as code: node main.js, started ahead.
 			Warm: []language.Warm{nodewarm.Warm("main.js")},
 		},

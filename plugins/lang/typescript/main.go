@@ -3,6 +3,7 @@ package main
 
 import (
 	"github.com/sandboxd/sandboxd/plugins"
+	"github.com/sandboxd/sandboxd/plugins/lang/internal/nodekernel"
 	"github.com/sandboxd/sandboxd/plugins/lang/internal/nodewarm"
 	"github.com/sandboxd/sandboxd/plugins/language"
 )
@@ -24,6 +25,7 @@ func main() {
 			DefaultImage:   "sandboxd/node:latest",
 			VersionCommand: []string{"tsc", "--version"},
 			InstallCommand: language.InstallNPM,
+			ContextCommand: nodekernel.TypeScript(),
 			// Started ahead: the transpiler, and node for the program
 			// sent as code.
 			Warm: []language.Warm{nodewarm.Warm("--snapshot-blob", snapshot), nodewarm.Warm(language.OutDir + "/main.js")},

@@ -3,6 +3,7 @@ package sandboxinit
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -35,6 +36,7 @@ const maxReply = 32 << 20
 // kernel is one context's interpreter.
 type kernel struct {
 	name     string
+	language string // Cell.Language
 	pid      int
 	started  time.Time
 	requests *os.File       // its descriptor 3
@@ -102,6 +104,9 @@ func (s *server) kernelFor(req supervisor.ExecRequest) (*kernel, *supervisor.Cel
 	delete(s.lostContexts, name)
 	s.mu.Unlock()
 	if k != nil {
+		if k.language != req.Cell.Language {
+			return nil, nil, fmt.Errorf("context %s runs %s: end it, or name another context for %s", name, cmp.Or(k.language, "another language"), cmp.Or(req.Cell.Language, "this language"))
+		}
 		return k, nil, nil
 	}
 	if len(req.Argv) == 0 {
@@ -145,7 +150,7 @@ func (s *server) kernelFor(req supervisor.ExecRequest) (*kernel, *supervisor.Cel
 		closeAll(devnull)
 		return nil, nil, err
 	}
-	k = &kernel{name: name, started: time.Now(), requests: reqW, replies: make(chan cellReply, 1),
+	k = &kernel{name: name, language: req.Cell.Language, started: time.Now(), requests: reqW, replies: make(chan cellReply, 1),
 		exited: make(chan unix.WaitStatus, 1), marks: make(chan string, 2), pumped: make(chan struct{})}
 	s.mu.Lock()
 	// Contexts are a session's, in its namespace.
@@ -420,7 +425,7 @@ func (s *server) contextOp(m supervisor.Message) {
 		list := make([]supervisor.Context, 0, len(s.contexts))
 		for _, k := range s.contexts {
 			k.mu.Lock()
-			c := supervisor.Context{Name: k.name, PID: k.pid, StartedAt: k.started.UnixNano(), Executions: k.cells}
+			c := supervisor.Context{Name: k.name, Language: k.language, PID: k.pid, StartedAt: k.started.UnixNano(), Executions: k.cells}
 			k.mu.Unlock()
 			c.RSSBytes = processCPU(k.pid).rss
 			list = append(list, c)

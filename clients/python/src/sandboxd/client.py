@@ -228,13 +228,15 @@ class SessionHandle:
         self.close()
 
     def exec(self, argv: Optional[Sequence[str]] = None, *, code: Code = None, context: Optional[str] = None,
-             files: Optional[Dict[str, Union[str, bytes]]] = None, entry: Optional[str] = None,
+             language: Optional[str] = None, files: Optional[Dict[str, Union[str, bytes]]] = None, entry: Optional[str] = None,
              args: Optional[Sequence[str]] = None, stdin: Union[str, bytes, None] = None, cwd: Optional[str] = None,
              env: Optional[Dict[str, str]] = None, timeout: Duration = None, stream: bool = False) -> Any:
         """Run a command (argv), a program (code or files), or code in a
         long-lived interpreter (code and context: variables persist, the
-        final expression's value comes back in ``display``)."""
-        body = _clean({"argv": list(argv) if argv else None, "code": code, "context": context, "files": _files(files),
+        final expression's value comes back in ``display``; language, a
+        context's when it is another the session's language runs)."""
+        body = _clean({"argv": list(argv) if argv else None, "code": code, "context": context, "language": language,
+                       "files": _files(files),
                        "entry": entry, "args": list(args) if args else None, "cwd": cwd, "env": env, "timeout": timeout})
         body.update(_stdin(stdin))
         if stream:

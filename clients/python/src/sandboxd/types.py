@@ -265,6 +265,7 @@ class Snapshot:
 @dataclass
 class Context:
     name: str = ""
+    language: str = ""
     pid: int = 0
     started_at: str = ""
     executions: int = 0
