@@ -940,6 +940,9 @@ type FileEntry struct {
 	Mode    string    `json:"mode"` // octal permission bits, e.g. "0644"
 	ModTime time.Time `json:"mtime"`
 	Target  string    `json:"target,omitempty"` // where a symlink points
+	// Metadata is a file's user-defined metadata: its user.e2b.* extended
+	// attributes (as E2B's agent keeps them), the prefix taken off.
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // FileEvent is a change under a watched directory of a session's

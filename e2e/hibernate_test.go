@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -120,7 +121,7 @@ func TestHibernation(t *testing.T) {
 				delete(before, "fifo")
 			}
 			for p, e := range before {
-				if after[p] != e {
+				if !reflect.DeepEqual(after[p], e) {
 					t.Errorf("%q: %+v before, %+v after", p, e, after[p])
 				}
 			}

@@ -244,7 +244,7 @@ func TestWholeFilesAreJudged(t *testing.T) {
 		if mode == "ask" {
 			want = errdefs.ApprovalDenied
 		}
-		_, aerr := d.PutFile(ctx, sid, "big.sh", 0o755, strings.NewReader(big))
+		_, aerr := d.PutFile(ctx, sid, "big.sh", 0o755, nil, strings.NewReader(big))
 		var f []state.Finding
 		if fe, ok := aerr.(interface{ Findings() []state.Finding }); ok {
 			f = fe.Findings()
@@ -277,14 +277,14 @@ func TestHeldUploadsAreBounded(t *testing.T) {
 	done := make(chan error, held)
 	for i := range held {
 		go func() {
-			_, aerr := d.PutFile(ctx, sid, fmt.Sprintf("held%d.sh", i), 0o644, strings.NewReader("curl -s http://127.0.0.1:9 | sh\n"))
+			_, aerr := d.PutFile(ctx, sid, fmt.Sprintf("held%d.sh", i), 0o644, nil, strings.NewReader("curl -s http://127.0.0.1:9 | sh\n"))
 			done <- aerr
 		}()
 	}
 	for deadline := time.Now().Add(10 * time.Second); len(d.Approvals.List(state.ApprovalPending)) < held && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if _, aerr := d.PutFile(ctx, sid, "one-more.sh", 0o644, strings.NewReader("echo hi\n")); !errdefs.Is(aerr, errdefs.PoolExhausted) {
+	if _, aerr := d.PutFile(ctx, sid, "one-more.sh", 0o644, nil, strings.NewReader("echo hi\n")); !errdefs.Is(aerr, errdefs.PoolExhausted) {
 		t.Errorf("a ninth upload while eight are held: %v", aerr)
 	}
 	for _, a := range d.Approvals.List(state.ApprovalPending) {
@@ -295,7 +295,7 @@ func TestHeldUploadsAreBounded(t *testing.T) {
 			t.Errorf("a held upload: %v", aerr)
 		}
 	}
-	if _, aerr := d.PutFile(ctx, sid, "after.sh", 0o644, strings.NewReader("echo hi\n")); aerr != nil {
+	if _, aerr := d.PutFile(ctx, sid, "after.sh", 0o644, nil, strings.NewReader("echo hi\n")); aerr != nil {
 		t.Errorf("an upload once they are decided: %v", aerr)
 	}
 }

@@ -83,7 +83,7 @@ func TestSessionLifecycle(t *testing.T) {
 	if aerr != nil {
 		t.Fatal(aerr)
 	}
-	if _, aerr := d.PutFile(ctx, s.ID, "in/data.txt", 0o644, strings.NewReader("42\n")); aerr != nil {
+	if _, aerr := d.PutFile(ctx, s.ID, "in/data.txt", 0o644, nil, strings.NewReader("42\n")); aerr != nil {
 		t.Fatal(aerr)
 	}
 	exec := func(script string) *daemon.Result {

@@ -212,8 +212,8 @@ const maxSpooled = 8
 // it, so that a program uploaded and then run meets the same patterns
 // and secrets rules as one sent to run. The upload waits in a spool file
 // of the state directory while it is judged: nothing of it lands before
-// the ruling.
-func (d *Daemon) PutFile(ctx context.Context, id, path string, mode uint32, body io.Reader) (*Written, error) {
+// the ruling. metadata replaces the file's.
+func (d *Daemon) PutFile(ctx context.Context, id, path string, mode uint32, metadata map[string]string, body io.Reader) (*Written, error) {
 	rec, aerr := d.Sessions.Get(id)
 	if aerr != nil {
 		return nil, aerr
@@ -246,7 +246,7 @@ func (d *Daemon) PutFile(ctx context.Context, id, path string, mode uint32, body
 		}
 		body, findings = spool, r.findings
 	}
-	name, size, aerr := d.Sessions.PutFile(ctx, id, path, mode, body)
+	name, size, aerr := d.Sessions.PutFile(ctx, id, path, mode, metadata, body)
 	if aerr != nil {
 		return nil, aerr
 	}

@@ -56,10 +56,10 @@ func TestReviewChunkBoundaryHidesFlaggedCode(t *testing.T) {
 		} else {
 			small = "echo x ; " + tail
 		}
-		if _, aerr := d.PutFile(ctx, sid, "small.sh", 0o755, strings.NewReader(small)); !errdefs.Is(aerr, errdefs.PolicyDenied) {
+		if _, aerr := d.PutFile(ctx, sid, "small.sh", 0o755, nil, strings.NewReader(small)); !errdefs.Is(aerr, errdefs.PolicyDenied) {
 			t.Fatalf("%s: control not denied: %v", tc.name, aerr)
 		}
-		w, aerr := d.PutFile(ctx, sid, tc.name+".sh", 0o755, strings.NewReader(tc.body))
+		w, aerr := d.PutFile(ctx, sid, tc.name+".sh", 0o755, nil, strings.NewReader(tc.body))
 		if aerr == nil {
 			t.Errorf("%s: a %d-byte upload holding `curl | sh` as code landed (findings %d)", tc.name, len(tc.body), len(w.Findings))
 		} else if !errdefs.Is(aerr, errdefs.PolicyDenied) {
@@ -83,7 +83,7 @@ func TestReviewExcerptLeavesOutTheQuestionedLine(t *testing.T) {
 		shown <- a
 		_, _ = d.Approvals.Decide(a.ID, false, bob, "review test")
 	}()
-	_, aerr := d.PutFile(ctx, sid, "setup.sh", 0o755, strings.NewReader(body))
+	_, aerr := d.PutFile(ctx, sid, "setup.sh", 0o755, nil, strings.NewReader(body))
 	if !errdefs.Is(aerr, errdefs.ApprovalDenied) {
 		t.Fatalf("not held: %v", aerr)
 	}
@@ -113,7 +113,7 @@ func TestReviewFindingsUnboundedPerUpload(t *testing.T) {
 	// 199 findings a chunk (under the 200 a verdict may carry), 6 chunks.
 	chunk := strings.Repeat("password = \"hunter22x\"\n", 199)
 	chunk += reviewPad(reviewChunk - len(chunk))
-	w, aerr := d.PutFile(ctx, sid, "many.txt", 0o644, strings.NewReader(strings.Repeat(chunk, 6)))
+	w, aerr := d.PutFile(ctx, sid, "many.txt", 0o644, nil, strings.NewReader(strings.Repeat(chunk, 6)))
 	if aerr != nil {
 		t.Fatal(aerr)
 	}

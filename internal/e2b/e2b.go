@@ -47,10 +47,9 @@ import (
 )
 
 // EnvdVersion is the agent version sandboxes report: the SDKs turn on
-// what that version of envd has (octet-stream uploads, closing stdin)
-// and refuse, with their own clear error, what it has not (file
-// metadata, entries in watch events).
-const EnvdVersion = "0.5.7"
+// what that version of envd has (octet-stream uploads, closing stdin,
+// file metadata, entries in watch events, watching network mounts).
+const EnvdVersion = "0.6.4"
 
 // The ports of a sandbox's agents as the SDKs name them.
 const (

@@ -51,6 +51,26 @@ func (s *Server) envdHandler() http.Handler {
 
 type filesystemService struct{ s *Server }
 
+// metadataHeader begins the headers of an upload that carry the file's
+// metadata, a key each (X-Metadata-Author: me).
+const metadataHeader = "X-Metadata-"
+
+// metadataOf is an upload's metadata, as envd reads it: each
+// X-Metadata-KEY header's first value, the key lower-cased (the put
+// checks it).
+func metadataOf(h http.Header) map[string]string {
+	var m map[string]string
+	for name, values := range h {
+		if key, ok := strings.CutPrefix(name, metadataHeader); ok && len(values) > 0 {
+			if m == nil {
+				m = map[string]string{}
+			}
+			m[strings.ToLower(key)] = values[0]
+		}
+	}
+	return m
+}
+
 // entryInfo describes a workspace entry as envd does, under the root the
 // client named.
 func entryInfo(root string, e api.FileEntry) *envd.EntryInfo {
@@ -78,6 +98,7 @@ func entryInfo(root string, e api.FileEntry) *envd.EntryInfo {
 		info.SymlinkTarget = &target
 	}
 	info.Permissions = mode.String()
+	info.Metadata = e.Metadata
 	return info
 }
 
@@ -213,9 +234,10 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 
 // writeInfo is one file an upload wrote.
 type writeInfo struct {
-	Name string `json:"name"`
-	Type string `json:"type"`
-	Path string `json:"path"`
+	Name     string            `json:"name"`
+	Type     string            `json:"type"`
+	Path     string            `json:"path"`
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // upload serves POST /files: a multipart form of files whose names are
@@ -233,16 +255,17 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		}
 		body = gz
 	}
+	metadata := metadataOf(r.Header)
 	var out []writeInfo
 	put := func(p string, data io.Reader) error {
 		rel, aerr := workspacePath(p)
 		if aerr != nil {
 			return aerr
 		}
-		if _, aerr := s.d.PutFile(r.Context(), id, rel, 0, data); aerr != nil {
+		if _, aerr := s.d.PutFile(r.Context(), id, rel, 0, metadata, data); aerr != nil {
 			return aerr
 		}
-		out = append(out, writeInfo{Name: path.Base(rel), Type: "file", Path: clientPath(rootOf(p), rel)})
+		out = append(out, writeInfo{Name: path.Base(rel), Type: "file", Path: clientPath(rootOf(p), rel), Metadata: metadata})
 		return nil
 	}
 	media, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))

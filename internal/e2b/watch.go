@@ -11,6 +11,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/sandboxd/sandboxd/internal/e2b/envd"
+	"github.com/sandboxd/sandboxd/internal/wire"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
@@ -75,14 +76,17 @@ var eventTypes = map[string]envd.EventType{
 
 // watch runs a session's watch of a client's directory until ctx ends or
 // the directory goes: set is called once it is set, emit with each
-// batch's events, named relative to the directory.
-func (s *Server) watch(ctx context.Context, p string, recursive bool, set func(), emit func([]*envd.FilesystemEvent)) error {
-	rel, _, err := resolve(p)
+// batch's events, named relative to the directory. withEntry adds each
+// event's entry, where its path is there to describe (not once removed).
+// Network mounts, which envd may be told to watch, are none here.
+func (s *Server) watch(ctx context.Context, p string, recursive, withEntry bool, set func(), emit func([]*envd.FilesystemEvent)) error {
+	rel, root, err := resolve(p)
 	if err != nil {
 		return err
 	}
+	id := sandboxOf(ctx).rec.ID
 	first := true
-	aerr := s.d.Sessions.Watch(ctx, sandboxOf(ctx).rec.ID, rel, recursive, func(evs []supervisor.FileEvent) {
+	aerr := s.d.Sessions.Watch(ctx, id, rel, recursive, func(evs []supervisor.FileEvent) {
 		if first {
 			first = false
 			set()
@@ -94,7 +98,14 @@ func (s *Server) watch(ctx context.Context, p string, recursive bool, set func()
 				if rel != "" && rel != "." {
 					name = strings.TrimPrefix(name, strings.TrimSuffix(rel, "/")+"/")
 				}
-				out = append(out, &envd.FilesystemEvent{Name: name, Type: t})
+				fe := &envd.FilesystemEvent{Name: name, Type: t}
+				if withEntry && t != envd.EventType_EVENT_TYPE_REMOVE {
+					// emit runs apart from the sandbox's reader: it may ask.
+					if e, aerr := s.d.Sessions.Stat(ctx, id, ev.Path); aerr == nil {
+						fe.Entry = entryInfo(root, wire.FileEntry(*e))
+					}
+				}
+				out = append(out, fe)
 			}
 		}
 		if len(out) > 0 {
@@ -136,7 +147,7 @@ func (f filesystemService) WatchDir(ctx context.Context, req *connect.Request[en
 			}
 		}
 	}()
-	err = f.s.watch(wctx, req.Msg.GetPath(), req.Msg.GetRecursive(), func() {
+	err = f.s.watch(wctx, req.Msg.GetPath(), req.Msg.GetRecursive(), req.Msg.GetIncludeEntry(), func() {
 		send(&envd.WatchDirResponse{Event: &envd.WatchDirResponse_Start{Start: &envd.WatchDirResponse_StartEvent{}}})
 	}, func(evs []*envd.FilesystemEvent) {
 		for _, ev := range evs {
@@ -172,7 +183,7 @@ func (f filesystemService) CreateWatcher(ctx context.Context, req *connect.Reque
 	go func() {
 		defer close(ended)
 		defer stop()
-		err := f.s.watch(wctx, req.Msg.GetPath(), req.Msg.GetRecursive(), func() { close(set) }, func(evs []*envd.FilesystemEvent) {
+		err := f.s.watch(wctx, req.Msg.GetPath(), req.Msg.GetRecursive(), req.Msg.GetIncludeEntry(), func() { close(set) }, func(evs []*envd.FilesystemEvent) {
 			pl.mu.Lock()
 			defer pl.mu.Unlock()
 			room := max(maxPendingWait-len(pl.pending), 0)

@@ -135,7 +135,7 @@ func (h *handler) putFile(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	res, err := h.d.PutFile(r.Context(), r.PathValue("id"), r.PathValue("path"), uint32(mode), r.Body)
+	res, err := h.d.PutFile(r.Context(), r.PathValue("id"), r.PathValue("path"), uint32(mode), nil, r.Body)
 	if err != nil {
 		writeError(w, err)
 		return

@@ -65,19 +65,23 @@ func writablePath(p string) (string, error) {
 }
 
 // PutFile writes body to a path of the session's workspace, creating the
-// directories on the way; at most sessions.max_transfer bytes. It answers
-// the path written (cleaned) and its size.
-func (m *Sessions) PutFile(ctx context.Context, id, p string, mode uint32, body io.Reader) (name string, size int64, aerr error) {
+// directories on the way; at most sessions.max_transfer bytes. metadata
+// replaces the file's (supervisor.MetadataXattr). It answers the path
+// written (cleaned) and its size.
+func (m *Sessions) PutFile(ctx context.Context, id, p string, mode uint32, metadata map[string]string, body io.Reader) (name string, size int64, aerr error) {
 	if name, aerr = writablePath(p); aerr != nil {
 		return "", 0, aerr
 	}
 	if mode > 0o777 {
 		return "", 0, errdefs.Errorf(errdefs.Invalid, "mode %o: only permission bits (at most 0777)", mode)
 	}
+	if err := supervisor.CheckMetadata(metadata); err != nil {
+		return "", 0, errdefs.Errorf(errdefs.Invalid, "%v", err)
+	}
 	aerr = m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) error {
 		max := m.cfg.MaxTransfer
 		// One byte over the limit is enough for the supervisor to refuse.
-		res, err := sb.File(ctx, supervisor.OpPut, supervisor.FileRequest{Path: name, Mode: mode, Max: max}, io.LimitReader(body, max+1), nil)
+		res, err := sb.File(ctx, supervisor.OpPut, supervisor.FileRequest{Path: name, Mode: mode, Max: max, Metadata: metadata}, io.LimitReader(body, max+1), nil)
 		if err != nil {
 			return fmt.Errorf("uploading %s: %w", name, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -30,7 +31,7 @@ func hibernating(t *testing.T, extra string) (*daemon.Daemon, *fake.Runtime, str
 	if aerr != nil {
 		t.Fatal(aerr)
 	}
-	if _, _, aerr := d.Sessions.PutFile(ctx, s.ID, "src/app/main.sh", 0o750, strings.NewReader("echo hi\n")); aerr != nil {
+	if _, _, aerr := d.Sessions.PutFile(ctx, s.ID, "src/app/main.sh", 0o750, nil, strings.NewReader("echo hi\n")); aerr != nil {
 		t.Fatal(aerr)
 	}
 	if _, aerr := d.Exec(ctx, s.ID, daemon.ExecRequest{Argv: []string{"sh", "-c", "mkdir empty && ln -s src/app/main.sh link && touch -d @1000000000.5 src/app/main.sh"}}, nil); aerr != nil {
@@ -92,7 +93,7 @@ func TestPauseAndResume(t *testing.T) {
 	}
 	after := listing(t, d, id)
 	for p, e := range before {
-		if got := after[p]; got != e {
+		if got := after[p]; !reflect.DeepEqual(got, e) {
 			t.Errorf("%s: %+v before, %+v after", p, e, got)
 		}
 	}
@@ -313,7 +314,7 @@ func resumeStorm(t *testing.T, d *daemon.Daemon) {
 		if aerr != nil {
 			t.Fatal(aerr)
 		}
-		if _, _, aerr := d.Sessions.PutFile(ctx, s.ID, "marker", 0o644, strings.NewReader(s.ID)); aerr != nil {
+		if _, _, aerr := d.Sessions.PutFile(ctx, s.ID, "marker", 0o644, nil, strings.NewReader(s.ID)); aerr != nil {
 			t.Fatal(aerr)
 		}
 		if _, aerr := d.Sessions.Pause(ctx, s.ID); aerr != nil {

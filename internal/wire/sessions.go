@@ -52,7 +52,7 @@ func Forked(f sessions.Forked) api.ForkResult {
 func FileEntry(e supervisor.Entry) api.FileEntry {
 	return api.FileEntry{
 		Path: e.Path, Type: e.Type, Size: e.Size, Mode: fmt.Sprintf("%04o", e.Mode&0o7777),
-		ModTime: time.Unix(0, e.ModTime).UTC(), Target: e.Target,
+		ModTime: time.Unix(0, e.ModTime).UTC(), Target: e.Target, Metadata: e.Metadata,
 	}
 }
 

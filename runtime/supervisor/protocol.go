@@ -37,6 +37,8 @@
 // resolved there, never on the host, and never out of the workspace.
 package supervisor
 
+import "fmt"
+
 // Version is the protocol version; hello exchanges it.
 const Version = 1
 
@@ -229,6 +231,8 @@ type FileRequest struct {
 	Mode      uint32 `json:"mode,omitempty"`      // put: permission bits
 	Max       int64  `json:"max,omitempty"`       // put, get, tar: refuse above this many bytes
 	Recursive bool   `json:"recursive,omitempty"` // list: the whole tree
+	// Metadata, on a put, replaces the file's metadata (none clears it).
+	Metadata map[string]string `json:"metadata,omitempty"`
 	// Snapshot: tar leaves project_files out (a session's own files only).
 	Snapshot bool   `json:"snapshot,omitempty"`
 	To       string `json:"to,omitempty"` // move: the new path, relative to /workspace
@@ -341,7 +345,23 @@ type Entry struct {
 	Mode    uint32 `json:"mode"`
 	ModTime int64  `json:"mtime_ns"`
 	Target  string `json:"target,omitempty"` // symlink: where it points, never followed
+	// Metadata is a regular file's user-defined metadata (MetadataXattr).
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
+
+// MetadataXattr is the namespace of the extended attributes that hold a
+// file's user-defined metadata, the key after it: E2B's agent keeps its
+// files' metadata there, so tools in the sandbox see and set the same
+// (setfattr -n user.e2b.author -v me FILE).
+const MetadataXattr = "user.e2b."
+
+// Bounds of a file's metadata, as E2B's agent has them: a key's length
+// (the kernel's limit on an attribute's name, less MetadataXattr), and
+// the keys (each with MetadataXattr) and values together.
+const (
+	MaxMetadataKey   = 246
+	MaxMetadataBytes = 4096
+)
 
 // File is written into the workspace before the execution starts.
 type File struct {
@@ -456,4 +476,33 @@ type ExecResult struct {
 	// Gone is set by the host, never sent: why the sandbox ended with the
 	// execution, or must be removed after it.
 	Gone string `json:"-"`
+}
+
+// CheckMetadata says what is wrong with a file's metadata, if anything:
+// keys and values of printable US-ASCII, non-empty keys within
+// MaxMetadataKey, all within MaxMetadataBytes.
+func CheckMetadata(m map[string]string) error {
+	total := 0
+	for k, v := range m {
+		switch {
+		case k == "" || !printable(k) || !printable(v):
+			return fmt.Errorf("metadata %q: keys (not empty) and values of printable US-ASCII", k)
+		case len(k) > MaxMetadataKey:
+			return fmt.Errorf("metadata key %.20q...: at most %d bytes", k, MaxMetadataKey)
+		}
+		total += len(MetadataXattr) + len(k) + len(v)
+	}
+	if total > MaxMetadataBytes {
+		return fmt.Errorf("metadata of %d bytes (keys, with their %s prefix, and values): at most %d", total, MetadataXattr, MaxMetadataBytes)
+	}
+	return nil
+}
+
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }

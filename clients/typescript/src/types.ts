@@ -268,6 +268,8 @@ export interface FileEntry {
   mode: string;
   mtime: string;
   target?: string;
+  /** Its user.e2b.* extended attributes, the prefix taken off. */
+  metadata?: Record<string, string>;
 }
 
 /** A change under a watched directory (Session.watch). */

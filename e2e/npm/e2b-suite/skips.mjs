@@ -12,8 +12,6 @@ const why = {
   PUBLIC: "needs the internet (public addresses such as 1.1.1.1 and 8.8.8.8 or public names), which these machines cannot reach",
   DOMAIN: "reaches a sandbox's port or files by E2B's host names (https://PORT-ID.e2b.app): sandboxd serves them on its own listener",
   HTTPBIN: "needs the httpbin template E2B builds on its service",
-  METADATA: "file metadata (extended attributes) needs envd 0.6.2's API, which sandboxd does not serve yet",
-  WATCH_NEW: "entry info in watch events and watching network mounts need a newer envd than the one sandboxd serves",
   OUTSIDE: "outside the home and /tmp: /0/ is in the sandbox's read-only root",
   ROOT_HOME: "a sandbox has no root user: user 'root' is refused or names the sandbox's user, whose home is /home/user",
   SUDO: "no sudo in a sandbox: commands run as its own unprivileged user",
@@ -53,21 +51,8 @@ export const skips = {
   "js-sdk/tests/sandbox/commands/envVars.test.ts": {
     "bash command scoped env vars": why.SUDO,
   },
-  "js-sdk/tests/sandbox/files/metadata.test.ts": {
-    "write file with metadata": why.METADATA,
-    "write file with metadata using octet-stream": why.METADATA,
-    "writeFiles applies metadata to every file": why.METADATA,
-    "metadata is surfaced when listing": why.METADATA,
-    "metadata is surfaced after rename": why.METADATA,
-    "overwriting a file clears stale metadata": why.METADATA,
-    "metadata set via xattrs is surfaced in getInfo": why.METADATA,
-  },
   "js-sdk/tests/sandbox/files/signing.test.ts": {
     "file signing test upload file with valid signing as root user": why.ROOT_HOME,
-  },
-  "js-sdk/tests/sandbox/files/watch.test.ts": {
-    "watch directory changes with entry info": why.WATCH_NEW,
-    "watch directory changes with network mounts allowed": why.WATCH_NEW,
   },
   "js-sdk/tests/sandbox/files/write.test.ts": {
     "write multiple files": why.OUTSIDE,

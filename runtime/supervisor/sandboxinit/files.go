@@ -185,6 +185,10 @@ func (s *server) startUpload(id uint64, req supervisor.FileRequest) *supervisor.
 		return refuse(supervisor.ErrNotRegular, "%s is not a regular file", req.Path)
 	}
 	_ = f.Chmod(mode) // an existing file takes the new mode too
+	if err := setMetadata(f, req.Metadata); err != nil {
+		f.Close()
+		return refuse(supervisor.ErrInvalid, "%s: %v", req.Path, err)
+	}
 	name := req.Path
 	s.mu.Lock()
 	s.uploads[id] = &upload{w: f, max: req.Max, end: func(err error) *supervisor.FileResult {
@@ -608,6 +612,9 @@ func entry(root *os.Root, name string, st fs.FileInfo) supervisor.Entry {
 	}
 	if e.Type != "file" && e.Type != "dir" { // a directory's is what stat says, as ls -l shows it
 		e.Size = 0
+	}
+	if e.Type == "file" {
+		e.Metadata = metadata(root, name)
 	}
 	return e
 }

@@ -3,6 +3,7 @@ package sandboxinit
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -800,5 +801,71 @@ func TestReserveThreads(t *testing.T) {
 	reserveThreads(supervisor.ReservedThreads)
 	if got := tasks(); got < supervisor.ReservedThreads || got < before {
 		t.Fatalf("%d threads after reserving %d (%d before)", got, supervisor.ReservedThreads, before)
+	}
+}
+
+// A file's metadata is its user.e2b.* extended attributes: a put replaces
+// it, a listing shows it (what a tool set too), a move keeps it, and
+// reading it neither blocks on a FIFO nor follows a link.
+func TestFileMetadata(t *testing.T) {
+	p := newPeer(t)
+	put := func(id uint64, name string, m map[string]string) *supervisor.FileResult {
+		_, res := p.fileOp(id, supervisor.OpPut, supervisor.FileRequest{Path: name, Max: 10, Metadata: m}, "x")
+		return res
+	}
+	meta := func(id uint64, name string) map[string]string {
+		_, res := p.fileOp(id, supervisor.OpList, supervisor.FileRequest{Path: name})
+		if res.Error != "" || len(res.Entries) != 1 {
+			t.Fatalf("stat %s: %+v", name, res)
+		}
+		return res.Entries[0].Metadata
+	}
+	if res := put(1, "a.txt", map[string]string{"author": "me", "stage": "one"}); res.Error != "" {
+		if strings.Contains(res.Error, "not supported") {
+			t.Skipf("the test's directory keeps no extended attributes: %s", res.Error)
+		}
+		t.Fatalf("put: %+v", res)
+	}
+	if m := meta(2, "a.txt"); fmt.Sprint(m) != "map[author:me stage:one]" {
+		t.Errorf("after the put: %v", m)
+	}
+	if res := put(3, "a.txt", map[string]string{"author": "you"}); res.Error != "" || fmt.Sprint(meta(4, "a.txt")) != "map[author:you]" {
+		t.Errorf("a put replaces it: %+v %v", res, meta(4, "a.txt"))
+	}
+	file := filepath.Join(p.dirs.workspace, "a.txt")
+	if err := unix.Setxattr(file, "user.e2b.tool", []byte("set inside"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Setxattr(file, "user.other", []byte("not ours"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if m := meta(5, "a.txt"); fmt.Sprint(m) != "map[author:you tool:set inside]" {
+		t.Errorf("what a tool set: %v", m)
+	}
+	if _, res := p.fileOp(6, supervisor.OpMove, supervisor.FileRequest{Path: "a.txt", To: "b.txt"}); res.Error != "" || len(res.Entries[0].Metadata) != 2 {
+		t.Errorf("a move keeps it: %+v", res)
+	}
+	if res := put(7, "b.txt", nil); res.Error != "" || meta(8, "b.txt") != nil {
+		t.Errorf("a put without it clears it: %+v %v", res, meta(8, "b.txt"))
+	}
+	if v, err := unix.Getxattr(filepath.Join(p.dirs.workspace, "b.txt"), "user.other", make([]byte, 64)); err != nil || v != len("not ours") {
+		t.Errorf("other attributes are left alone: %d %v", v, err)
+	}
+	for _, bad := range []map[string]string{{"": "v"}, {"k": "a\nb"}, {"k\x7f": "v"}, {strings.Repeat("k", 247): "v"}, {"k": strings.Repeat("v", 4096)}} {
+		if res := put(9, "c.txt", bad); res.ErrorKind != supervisor.ErrInvalid {
+			t.Errorf("%.30v: %+v", bad, res)
+		}
+	}
+	if err := unix.Mkfifo(filepath.Join(p.dirs.workspace, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("b.txt", filepath.Join(p.dirs.workspace, "link")); err != nil {
+		t.Fatal(err)
+	}
+	_, res := p.fileOp(10, supervisor.OpList, supervisor.FileRequest{Path: "."})
+	for _, e := range res.Entries {
+		if (e.Path == "fifo" || e.Path == "link") && e.Metadata != nil {
+			t.Errorf("%s: %v", e.Path, e.Metadata)
+		}
 	}
 }

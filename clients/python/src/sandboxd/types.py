@@ -235,6 +235,7 @@ class FileEntry:
     mode: str = ""
     mtime: str = ""
     target: str = ""
+    metadata: Dict[str, str] = field(default_factory=dict)
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
 
