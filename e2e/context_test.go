@@ -332,9 +332,17 @@ language "code-interpreter" {
 		if res := exec("sh", "bash", "cat shared.txt; node -e 'console.log(1 + 1)'"); res.Stdout != "from python2\n" {
 			t.Errorf("bash: %q %q", res.Stdout, res.Stderr)
 		}
-		// A context runs the language it was started for.
-		if res, err := c.Exec(ctx(t), id, api.ExecRequest{Context: "js", Code: "1 + 1"}); err != nil || res.ExitCode != 126 || !strings.Contains(res.Error, "context js runs node") {
+		// A context runs the language it was started for: an exec that
+		// names none runs in it, one that names another is refused. The
+		// session's own language goes by its plugin's names too.
+		if res := exec("js", "", "[21 * 2]"); plain(res) != "[ 42 ]" {
+			t.Errorf("a node context named alone: %q %q", plain(res), res.Stderr)
+		}
+		if res, err := c.Exec(ctx(t), id, api.ExecRequest{Context: "js", Language: "python", Code: "1 + 1"}); err != nil || res.ExitCode != 126 || !strings.Contains(res.Error, "context js runs node") {
 			t.Errorf("python in a node context: %v %+v", err, res)
+		}
+		if res := exec("py", "python", "x + 1"); plain(res) != "2" {
+			t.Errorf("the session's own language by its plugin's name: %q %q", plain(res), res.Stderr)
 		}
 		list, err := c.Contexts(ctx(t), id)
 		langs := map[string]string{}
@@ -344,9 +352,15 @@ language "code-interpreter" {
 		if err != nil || fmt.Sprint(langs) != "map[js:node py:code-interpreter sh:bash ts:typescript]" {
 			t.Errorf("contexts: %v %v", err, langs)
 		}
-		// A restart keeps the context's language.
+		// A restart keeps the context's language, one that ended too.
 		if k, err := c.RestartContext(ctx(t), id, "ts"); err != nil || k.Language != "typescript" {
 			t.Errorf("restart: %v %+v", err, k)
+		}
+		if res := exec("sh", "", "exit 0"); !strings.Contains(res.Context.Lost, "exited") {
+			t.Errorf("exit: %+v", res.Context)
+		}
+		if k, err := c.RestartContext(ctx(t), id, "sh"); err != nil || k.Language != "bash" {
+			t.Errorf("restart of a context that ended: %v %+v", err, k)
 		}
 		if res := exec("ts", "typescript", "typeof n"); plain(res) != "'undefined'" {
 			t.Errorf("after the restart: %q %q", plain(res), res.Stderr)

@@ -50,6 +50,9 @@ language "code-interpreter" {
   pool {
     min_idle = 1
   }
+  limits {
+    pids = 512
+  }
 }`, Defaults: `timeout = "60s"`, Extra: fmt.Sprintf(`
 e2b {
   listen   = "127.0.0.1:0"

@@ -76,6 +76,9 @@ language "code-interpreter" {
     min_idle = 2
     max      = 16
   }
+  limits {
+    pids = 512 # a node kernel runs about 11 threads: room for E2B's 32 contexts
+  }
 }
 
 language "typescript" {

@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -115,11 +119,28 @@ type Built struct {
 func Build(ctx context.Context, rt runtime.Runtime, dir string, ca []byte, targets []Target, progress func(image, line string)) []Built {
 	res := []Built{}
 	done := map[string]bool{}
-	build := func(t Target, b runtime.ImageBuild, packages []string) error {
+	var build func(t Target, b runtime.ImageBuild, packages []string) error
+	build = func(t Target, b runtime.ImageBuild, packages []string) error {
 		if done[b.Tag] {
 			return nil
 		}
 		done[b.Tag] = true
+		// What a Dockerfile builds on of sandboxd's is made here first, or
+		// found, never pulled: a registry's sandboxd/... is anyone's.
+		for _, ref := range buildsOn(b) {
+			if _, err := rt.Image(ctx, ref); !errors.Is(err, runtime.ErrImageMissing) {
+				continue
+			}
+			src, ok := Source(dir, ref, ca)
+			if !ok {
+				err := fmt.Errorf("%s builds on %s, which the engine lacks: `make images` makes it (a base, with debootstrap), or load it", b.Tag, ref)
+				res = append(res, Built{Language: t.Language, Image: b.Tag, Packages: packages, Error: err.Error()})
+				return err
+			}
+			if err := build(t, src, nil); err != nil {
+				return err
+			}
+		}
 		started := time.Now()
 		ctx, cancel := context.WithTimeout(ctx, buildTimeout)
 		defer cancel()
@@ -129,9 +150,6 @@ func Build(ctx context.Context, rt runtime.Runtime, dir string, ca []byte, targe
 		entry := Built{Language: t.Language, Image: b.Tag, Packages: packages, Took: time.Since(started)}
 		if err != nil {
 			entry.Error = err.Error()
-			if len(packages) == 0 {
-				entry.Error += " (a missing sandboxd/base image is made by `make images`, which needs debootstrap)"
-			}
 		}
 		res = append(res, entry)
 		return err
@@ -171,4 +189,26 @@ func Build(ctx context.Context, rt runtime.Runtime, dir string, ca []byte, targe
 		}
 	}
 	return res
+}
+
+// sandboxdImage is a line of a Dockerfile that builds on one of
+// sandboxd's images: FROM it, or a build argument's default naming it.
+var sandboxdImage = regexp.MustCompile(`(?m)^\s*(?:FROM|ARG\s+\w+=)\s*(sandboxd/[a-z0-9._-]+(?::[\w.-]+)?)`)
+
+// buildsOn are the images of sandboxd's that b's Dockerfile builds on.
+func buildsOn(b runtime.ImageBuild) []string {
+	if b.Dir == "" {
+		return nil
+	}
+	df, err := os.ReadFile(filepath.Join(b.Dir, "Dockerfile"))
+	if err != nil {
+		return nil
+	}
+	var refs []string
+	for _, m := range sandboxdImage.FindAllStringSubmatch(string(df), -1) {
+		if ref := m[1]; ref != b.Tag && !slices.Contains(refs, ref) {
+			refs = append(refs, ref)
+		}
+	}
+	return refs
 }

@@ -1,12 +1,15 @@
 package images
 
 import (
+	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sandboxd/sandboxd/runtime"
+	"github.com/sandboxd/sandboxd/runtime/fake"
 )
 
 func TestDerivedTagsHashWhatWentIn(t *testing.T) {
@@ -61,5 +64,31 @@ func TestStepAndBuilding(t *testing.T) {
 	err := Building("python", "sandboxd/python:latest", "Step 2/5 : RUN x", 41*time.Second)
 	if !errors.Is(err, ErrBuilding) || !strings.Contains(err.Error(), "41s so far") || !strings.Contains(err.Error(), "retry in 15s") {
 		t.Errorf("Building: %v", err)
+	}
+}
+
+// An image that builds on another of sandboxd's (code-interpreter on
+// python and node) has it built first when the engine lacks it, and one
+// that builds on a base the engine lacks is not built: it would be pulled
+// from a registry, where sandboxd/... is anyone's.
+func TestBuildMakesWhatAnImageBuildsOnFirst(t *testing.T) {
+	rt := fake.New(t.TempDir(), "sandboxd/base:trixie", "sandboxd/python:latest")
+	var built []string
+	res := Build(context.Background(), rt, ".", nil, []Target{{Language: "code-interpreter", Base: "sandboxd/code-interpreter:latest"}},
+		func(image, line string) {
+			if !slices.Contains(built, image) {
+				built = append(built, image)
+			}
+		})
+	if strings.Join(built, " ") != "sandboxd/node:latest sandboxd/code-interpreter:latest" || len(res) != 2 || res[0].Error != "" || res[1].Error != "" {
+		t.Errorf("built %v: %+v", built, res)
+	}
+	rt = fake.New(t.TempDir())
+	res = Build(context.Background(), rt, ".", nil, []Target{{Language: "bash", Base: "sandboxd/bash:latest"}}, func(string, string) {})
+	if len(res) != 1 || !strings.Contains(res[0].Error, "builds on sandboxd/base:trixie, which the engine lacks") {
+		t.Errorf("a missing base: %+v", res)
+	}
+	if _, err := rt.Image(context.Background(), "sandboxd/bash:latest"); err == nil {
+		t.Error("built on a base the engine lacks")
 	}
 }

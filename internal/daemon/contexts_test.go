@@ -43,19 +43,23 @@ language "terminal" {
 	}
 
 	d, _ := daemontest.New(t, daemontest.Bash+calc+`
+language "node" {
+  image = "sandboxd/node:latest"
+}
 language "terminal" {
   plugin   = "bash"
   image    = "sandboxd/bash:latest"
-  contexts = ["sh", "bash"]
+  contexts = ["js", "node"]
 }`)
 	ctx := context.Background()
 	term, ok := d.Languages.Lookup("terminal")
-	if !ok || strings.Join(term.ContextLanguages(), " ") != "terminal bash" {
+	if !ok || strings.Join(term.ContextLanguages(), " ") != "terminal node" {
 		t.Fatalf("terminal's context languages: %v", term.ContextLanguages())
 	}
-	for _, name := range []string{"", "terminal", "sh", "bash", "BASH"} {
-		if l, aerr := d.Languages.ContextLanguage(term, name); aerr != nil || (name == "" || name == "terminal") != (l == term) {
-			t.Errorf("%q: %v %v", name, l.Name(), aerr)
+	// Its own by any of its plugin's names; node's by node's.
+	for name, want := range map[string]string{"": "terminal", "terminal": "terminal", "bash": "terminal", "SH": "terminal", "js": "node", "NODE": "node"} {
+		if l, aerr := d.Languages.ContextLanguage(term, name); aerr != nil || l.Name() != want {
+			t.Errorf("%q: %v, want %s", name, aerr, want)
 		}
 	}
 	s, aerr := d.Sessions.Create(ctx, sessions.Request{Language: "bash"})
@@ -63,7 +67,7 @@ language "terminal" {
 		t.Fatal(aerr)
 	}
 	for _, req := range []daemon.ExecRequest{
-		{Context: "main", Language: "terminal", Program: request.Program{Code: "echo"}}, // bash lists none
+		{Context: "main", Language: "node", Program: request.Program{Code: "echo"}}, // bash lists none
 		{Context: "main", Language: "calc", Program: request.Program{Code: "echo"}},
 		{Language: "bash", Program: request.Program{Code: "echo"}}, // no context
 	} {

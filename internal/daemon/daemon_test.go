@@ -17,7 +17,7 @@ import (
 	"github.com/sandboxd/sandboxd/runtime"
 )
 
-func TestMain(m *testing.M) { daemontest.Main(m, "bash", "generic") }
+func TestMain(m *testing.M) { daemontest.Main(m, "bash", "generic", "node") }
 
 // The request path without Docker: a run is planned by the language
 // plugin, judged, given a pooled sandbox, executed and recorded; the

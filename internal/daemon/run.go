@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path"
@@ -183,8 +184,9 @@ func (d *Daemon) Exec(ctx context.Context, id string, req ExecRequest, out Outpu
 		switch {
 		case req.Context != "":
 			// A context of another language runs in the session's
-			// sandbox as one of that language's programs would.
-			cl, aerr := d.Languages.ContextLanguage(l, req.Language)
+			// sandbox as one of that language's programs would; one that
+			// names none runs in the language it was started in.
+			cl, aerr := d.Languages.ContextLanguage(l, cmp.Or(req.Language, ss.ContextLanguage(req.Context)))
 			if aerr != nil {
 				return aerr
 			}
@@ -245,8 +247,11 @@ func (d *Daemon) Exec(ctx context.Context, id string, req ExecRequest, out Outpu
 			go d.Languages.Rewarm(l, sb, ss.Record().Env)
 		}
 		r.Session = id
-		if r.Context != nil && r.Context.Started && r.Context.Lost == "" && ss.ContextLost(r.Context.Name) {
-			r.Context.Lost = ContextsLostByHibernation
+		if r.Context != nil && r.Context.Started {
+			ss.StartedContext(r.Context.Name, l.Name())
+			if r.Context.Lost == "" && ss.ContextLost(r.Context.Name) {
+				r.Context.Lost = ContextsLostByHibernation
+			}
 		}
 		r.Resume = resumed
 		d.finish(r, "exec", l, id, decision, limits, received, started)
@@ -374,19 +379,8 @@ func workDir(cwd string) (string, error) {
 }
 
 // RestartContext ends a session's context, if it runs, and starts it
-// afresh, in language ("": the one it ran, or the session's).
+// afresh, in language ("": the one it was started in, or the session's).
 func (d *Daemon) RestartContext(ctx context.Context, id, name, language string) (*supervisor.Context, error) {
-	if language == "" {
-		list, aerr := d.Sessions.Contexts(ctx, id)
-		if aerr != nil {
-			return nil, aerr
-		}
-		for _, c := range list {
-			if c.Name == name {
-				language = c.Language
-			}
-		}
-	}
 	if aerr := d.Sessions.EndContext(ctx, id, name); aerr != nil && !errdefs.Is(aerr, errdefs.NotFound) {
 		return nil, aerr
 	}

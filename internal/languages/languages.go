@@ -138,7 +138,10 @@ func (r *Registry) ContextLanguage(l *Language, name string) (*Language, error) 
 	if err != nil {
 		return nil, err
 	}
-	if c != l && !slices.Contains(l.contexts, c) {
+	if c == l || c.Config.Plugin == l.Config.Plugin {
+		return l, nil // its own kernel, by its plugin's names too
+	}
+	if !slices.Contains(l.contexts, c) {
 		return nil, errdefs.Errorf(errdefs.Invalid, "a %s session runs contexts of %s: a context of %s needs it in the contexts of language %q in sandboxd.hcl, and its interpreter in the image",
 			l.Name(), strings.Join(l.ContextLanguages(), ", "), c.Name(), l.Name())
 	}

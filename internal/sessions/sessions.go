@@ -72,6 +72,26 @@ type Session struct {
 	unfreezable bool                     // its runtime cannot freeze it
 	usage       []stats.SandboxUsage     // the last samples, oldest first
 	cellTurns   map[string]chan struct{} // per context: see InContext
+	contextLang map[string]string        // per context: the language its kernel was started in
+}
+
+// ContextLanguage is the language context name's kernel was last started
+// in, "" when none was.
+func (ss *Session) ContextLanguage(name string) string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.contextLang[name]
+}
+
+// StartedContext notes that context name's kernel was started in
+// language.
+func (ss *Session) StartedContext(name, language string) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.contextLang == nil {
+		ss.contextLang = map[string]string{}
+	}
+	ss.contextLang[name] = language
 }
 
 func newSession(l *languages.Language, limits runtime.Limits, rec state.Session, sb *runtime.Sandbox) *Session {

@@ -52,19 +52,20 @@ function compile(code, filename, imports) {
     }
   }
   const opts = { filename, lineOffset: -1, importModuleDynamically };
+  const parses = (t) => { try { return new vm.Script(t, opts); } catch (e) { return null; } };
   const body = code.replace(/[\s;]+$/, '');
-  const tries = ['(async () => (\n' + body + '\n))()'];
-  for (const cut of new Set([body.lastIndexOf('\n'), body.lastIndexOf(';')])) {
-    const last = body.slice(cut + 1).trim();
-    // A line that goes on from the one before is not a statement of its own.
-    if (cut >= 0 && last && !/^[-+*/%&|^.,?:=<>(\[`!~]/.test(last)) {
-      tries.push('(async () => {\n' + body.slice(0, cut + 1) + '\nreturn (' + last + '\n)})()');
+  const whole = parses('(async () => (\n' + body + '\n))()');
+  if (whole) return whole;
+  // The last statement's value: cut after the last ; or line, where what
+  // comes before is whole statements (not a loop's head) and what comes
+  // after is an expression; a line that goes on from the one before (an
+  // operator, or what would index or call it) is not one of its own.
+  for (const [cut, goesOn] of [[body.lastIndexOf(';'), null], [body.lastIndexOf('\n'), /^[-+*/%&|^.,?:=<>(\[`!~]/]]) {
+    const head = body.slice(0, cut + 1), last = body.slice(cut + 1).trim();
+    if (cut >= 0 && last && !(goesOn && goesOn.test(last)) && parses('(async () => {\n' + head + '\n})')) {
+      const script = parses('(async () => {\n' + head + '\nreturn (' + last + '\n)})()');
+      if (script) return script;
     }
-  }
-  for (const t of tries) {
-    try {
-      return new vm.Script(t, opts);
-    } catch (e) { /* not that shape */ }
   }
   return new vm.Script('(async () => {\n' + code + '\n})()', opts);
 }
@@ -84,9 +85,12 @@ function javascript(code) {
 // as a cell writes it) an `await import("m")` whose bindings are set on the
 // global object, so that they serve this cell and the ones after it.
 function hoistImports(code) {
+  // An import's attributes (with {type: "json"}) are import()'s options.
+  const options = (attrs) => (attrs ? `, { with: ${attrs} }` : '');
   return code
-    .replace(/^([ \t]*)import\s+(['"][^'"\n]+['"])[ \t]*;?/gm, '$1void (await import($2));')
-    .replace(/^([ \t]*)import\s+([\w$*{}\s,]+?)\s+from\s+(['"][^'"\n]+['"])[ \t]*;?/gm, (all, indent, clause, from) => {
+    .replace(/^([ \t]*)import\s*(['"][^'"\n]+['"])(?:\s*with\s*(\{[^}]*\}))?[ \t]*;?/gm,
+      (all, indent, from, attrs) => `${indent}void (await import(${from}${options(attrs)}));`)
+    .replace(/^([ \t]*)import(?=[\s{*])\s*([\w$*{}\s,]+?)\s*from\s*(['"][^'"\n]+['"])(?:\s*with\s*(\{[^}]*\}))?[ \t]*;?/gm, (all, indent, clause, from, attrs) => {
       const sets = [];
       for (const part of clause.match(/\{[^}]*\}|[^,{}]+/g) || []) {
         const p = part.trim();
@@ -101,7 +105,7 @@ function hoistImports(code) {
           sets.push(`globalThis[${JSON.stringify(p)}] = 'default' in m ? m.default : m;`);
         }
       }
-      return `${indent}await (async () => { const m = await import(${from}); ${sets.join(' ')} })();`;
+      return `${indent}await (async () => { const m = await import(${from}${options(attrs)}); ${sets.join(' ')} })();`;
     });
 }
 
