@@ -40,6 +40,8 @@ language "python" {
   pool {
     min_idle = %d
     max      = %d
+    # A pod on a node that lost its image waits for the pull (11 s seen).
+    queue_timeout = "60s"
   }
 }
 language "node" {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"strconv"
@@ -21,7 +22,7 @@ import (
 // containers, before and after.
 func hibernation(bin string, n int) error {
 	runtimes := []string{"runc"}
-	if out, err := exec.Command("docker", "info", "--format", "{{json .Runtimes}}").Output(); err == nil && strings.Contains(string(out), `"runsc"`) {
+	if hasRunsc() {
 		runtimes = append(runtimes, "runsc")
 	}
 	fmt.Println("\n| hibernation, python session | pause p50 ms | pause p95 ms | resume p50 ms | resume p95 ms | archive |\n|---|---|---|---|---|---|")
@@ -33,8 +34,11 @@ func hibernation(bin string, n int) error {
 			return err
 		}
 		err = hibernationRows(client.New(d.socket), rt, n)
-		if err == nil && rt == "runc" {
-			hold, err = hibernatedHold(client.New(d.socket), d, 200)
+		if err == nil {
+			// gVisor's checkpoints take longer to make: fewer of them.
+			var h string
+			h, err = hibernatedHold(client.New(d.socket), d, rt, map[string]int{"runc": 200, "runsc": 50}[rt])
+			hold += h
 		}
 		d.stop()
 		if err != nil {
@@ -87,22 +91,27 @@ func hibernationRows(c *client.Client, rt string, n int) error {
 	return nil
 }
 
-// hibernatedHold makes count sessions with a small workspace each and
-// hibernates them; it reports sandboxd's resident memory and the engine's
-// sandboxd containers before and after, as a table.
-func hibernatedHold(c *client.Client, d *daemon, count int) (string, error) {
+// hibernatedHold makes count sessions with a small workspace each and a
+// context holding its number, and hibernates them; it reports sandboxd's
+// resident memory and the engine's sandboxd containers before and after,
+// a call to one of them at a time (its resume included), and all called
+// at once.
+func hibernatedHold(c *client.Client, d *daemon, rt string, count int) (string, error) {
 	ctx := context.Background()
 	waitQuiet(c, "python")
 	rssBefore, ctrsBefore := rssKiB(d.cmd.Process.Pid), sandboxdContainers()
 	var ids []string
 	var disk int64
-	for range count {
+	for i := range count {
 		s, err := c.CreateSession(ctx, api.SessionRequest{Language: "python"})
 		if err != nil {
 			return "", err
 		}
 		ids = append(ids, s.ID)
 		if _, err := c.Exec(ctx, s.ID, api.ExecRequest{Argv: []string{"sh", "-c", "echo state > notes.txt && mkdir -p src && head -c 4096 /dev/urandom > src/blob"}}); err != nil {
+			return "", err
+		}
+		if _, err := c.Exec(ctx, s.ID, api.ExecRequest{Code: "v = " + strconv.Itoa(i), Context: "main"}); err != nil {
 			return "", err
 		}
 		h, err := c.PauseSession(ctx, s.ID)
@@ -113,14 +122,50 @@ func hibernatedHold(c *client.Client, d *daemon, count int) (string, error) {
 	}
 	waitQuiet(c, "python")
 	rssAfter, ctrsAfter := rssKiB(d.cmd.Process.Pid), sandboxdContainers()
+	one, kept, failed := sampleHibernated(c, ids)
 	storm := resumeStorm(c, ids[:count/2])
 	for _, id := range ids {
 		_ = c.DeleteSession(ctx, id)
 	}
-	return fmt.Sprintf("\n| %d hibernated python sessions | before | after |\n|---|---|---|\n", count) +
+	return fmt.Sprintf("\n| %d hibernated python sessions, %s | before | after |\n|---|---|---|\n", count, rt) +
 		fmt.Sprintf("| sandboxd resident memory | %s | %s |\n", api.ByteSize(rssBefore<<10), api.ByteSize(rssAfter<<10)) +
 		fmt.Sprintf("| the engine's sandboxd containers (pools) | %d | %d |\n", ctrsBefore, ctrsAfter) +
-		fmt.Sprintf("| archives on disk | 0 | %s |\n", api.ByteSize(disk)) + storm, nil
+		fmt.Sprintf("| archives on disk | 0 | %s |\n", api.ByteSize(disk)) +
+		fmt.Sprintf("| a call to one of them at random, its resume included: p50 / p99 | %.0f / %.0f ms (%d failed) |\n", one.p50, one.p99, failed) +
+		fmt.Sprintf("| its context's variable there after the resume | %d of %d |\n", kept, min(len(ids), hibernatedSample)) + storm, nil
+}
+
+// hibernatedSample is how many of the hibernated sessions are called one
+// at a time.
+const hibernatedSample = 50
+
+// sampleHibernated calls hibernatedSample of the hibernated sessions ids
+// at random, one at a time, each with the pool quiet (as a session idle
+// for long finds it): a command that reads its file, its resume included,
+// then a cell that reads its context's variable (session i's holds v =
+// i), which only a resume with memory keeps. Each is hibernated again.
+func sampleHibernated(c *client.Client, ids []string) (st stats, kept, failed int) {
+	ctx := context.Background()
+	var samples []float64
+	for range min(hibernatedSample, len(ids)) {
+		i := rand.IntN(len(ids))
+		waitQuiet(c, "python")
+		start := time.Now()
+		res, err := c.Exec(ctx, ids[i], api.ExecRequest{Argv: []string{"cat", "notes.txt"}})
+		if err != nil || res.Stdout != "state\n" {
+			failed++
+			fmt.Fprintln(os.Stderr, "bench: hibernated session", i, err)
+			continue
+		}
+		samples = append(samples, float64(time.Since(start).Microseconds())/1000)
+		if res, err := c.Exec(ctx, ids[i], api.ExecRequest{Code: "print(v)", Context: "main"}); err == nil && res.Stdout == strconv.Itoa(i)+"\n" {
+			kept++
+		}
+		if _, err := c.PauseSession(ctx, ids[i]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: hibernating again:", err)
+		}
+	}
+	return summarize(samples), kept, failed
 }
 
 // resumeStorm calls every session of ids at once (an exec that reads its

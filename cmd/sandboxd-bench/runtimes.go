@@ -15,8 +15,7 @@ import (
 // fresh container, and `docker run --rm`, each daemon with every sandbox
 // under one runtime.
 func ociRuntimes(bin string, n, nDocker int) error {
-	out, err := exec.Command("docker", "info", "--format", "{{json .Runtimes}}").Output()
-	if err != nil || !strings.Contains(string(out), `"runsc"`) {
+	if !hasRunsc() {
 		fmt.Println("\nruntimes: the engine has no runsc; restart it with scripts/docker-engine.sh to measure gVisor")
 		return nil
 	}
@@ -97,4 +96,10 @@ func runtimeRows(c *client.Client, lang string, n int) ([]stats, error) {
 	// and pods cannot, so the session gets a sandbox made for it.
 	cold := create(api.SessionRequest{Language: lang, Limits: &api.Limits{Memory: 128 << 20}})
 	return []stats{oneShot, exec1, warm, cold}, nil
+}
+
+// hasRunsc says whether the engine has gVisor's runsc.
+func hasRunsc() bool {
+	out, err := exec.Command("docker", "info", "--format", "{{json .Runtimes}}").Output()
+	return err == nil && strings.Contains(string(out), `"runsc"`)
 }
