@@ -9,6 +9,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/procs"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/workspace"
 )
 
 // execution is one started process and everything it spawns.
@@ -20,8 +22,8 @@ type execution struct {
 	pid       int // the main process
 	started   time.Time
 	oomBefore int64
-	outputs   map[string]outputState // the watched outputs before it started
-	exited    chan unix.WaitStatus   // the reaper delivers the main process's status
+	outputs   workspace.Outputs    // the watched outputs before it started
+	exited    chan unix.WaitStatus // the reaper delivers the main process's status
 
 	stdinW      *os.File // our end of the program's stdin, nil if /dev/null
 	stdinMu     sync.Mutex
@@ -286,7 +288,7 @@ func (e *execution) ended(res *supervisor.ExecResult, ws unix.WaitStatus) {
 		res.ExitCode = 128 + int(ws.Signal())
 		res.Signal = unix.SignalName(ws.Signal())
 	}
-	if after := oomKills(); e.oomBefore >= 0 && after > e.oomBefore {
+	if after := procs.OOMKills(); e.oomBefore >= 0 && after > e.oomBefore {
 		res.OOMKilled = true
 	}
 }
@@ -296,7 +298,7 @@ func (e *execution) ended(res *supervisor.ExecResult, ws unix.WaitStatus) {
 func (e *execution) kill() {
 	e.killed.Store(true)
 	if e.kernel > 0 {
-		killTree(e.kernel)
+		procs.KillTree(e.kernel)
 		return
 	}
 	if e.endsAlone() {
@@ -336,7 +338,7 @@ func (e *execution) end() int {
 	if !e.endsAlone() {
 		return e.s.endAll()
 	}
-	if n := killTree(e.pid); n > 0 {
+	if n := procs.KillTree(e.pid); n > 0 {
 		// What resists its tree's kill is ended with everything.
 		return max(n, e.s.endAll())
 	}

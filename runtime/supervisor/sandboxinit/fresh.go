@@ -14,6 +14,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/procs"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/workspace"
 )
 
 // A one-shot container serves many runs, each in a sandbox as fresh as a
@@ -39,9 +41,40 @@ func (s *server) begin() {
 			s.freshTimes[dir] = st.Mtim
 		}
 		if info, err := os.Lstat(dir); err == nil {
-			s.freshModes[dir] = info.Mode() & modeBits
+			s.freshModes[dir] = info.Mode() & workspace.ModeBits
 		}
 	}
+}
+
+// reset ends every process and empties the workspace, /tmp, shared memory,
+// message queues and SysV IPC, keeping project_files: the session goes on
+// as if new.
+func (s *server) reset() *supervisor.FileResult {
+	s.dropKernels("")
+	if n := s.endAll(); n > 0 {
+		return workspace.Refuse(supervisor.ErrInvalid, "%d processes survived the kill", n)
+	}
+	s.clearIPC()
+	// The workspace and /tmp get back the modes they had when the sandbox
+	// was new (a pod's volumes are not a container's tmpfs).
+	dirs := map[string]os.FileMode{s.workspace: s.freshModes[s.workspace], s.tmp: s.freshModes[s.tmp]}
+	for _, d := range s.scratch {
+		dirs[d] = 0 // mounted by the engine; emptied, not changed
+	}
+	for dir, mode := range dirs {
+		if err := s.files.Empty(dir, mode); err != nil {
+			return workspace.Failure(err)
+		}
+	}
+	s.makeOutputs()
+	return &supervisor.FileResult{}
+}
+
+// makeOutputs creates the workspace's outputs/, where results are expected,
+// and the directory compilers write programs to.
+func (s *server) makeOutputs() {
+	s.files.MakeOutputs()
+	_ = os.Mkdir(s.buildDir(), 0o755)
 }
 
 // places are the directories a program may write to.
@@ -57,7 +90,7 @@ func (s *server) recycle() *supervisor.FileResult {
 	running := len(s.execs)
 	s.mu.Unlock()
 	if running > 0 {
-		return refuse(supervisor.ErrNotFresh, "%d executions still running", running)
+		return workspace.Refuse(supervisor.ErrNotFresh, "%d executions still running", running)
 	}
 	if res := s.reset(); res.Error != "" {
 		res.ErrorKind = supervisor.ErrNotFresh
@@ -86,7 +119,7 @@ func (s *server) recycle() *supervisor.FileResult {
 	if len(diff) > 5 {
 		diff = append(diff[:5], fmt.Sprintf("and %d more", len(diff)-5))
 	}
-	return refuse(supervisor.ErrNotFresh, "the sandbox is not as it started: %s", strings.Join(diff, "; "))
+	return workspace.Refuse(supervisor.ErrNotFresh, "the sandbox is not as it started: %s", strings.Join(diff, "; "))
 }
 
 // recycleAndWarm recycles the sandbox and, once it is fresh, starts the
@@ -116,8 +149,8 @@ func (s *server) unreaped() int {
 		return 0
 	}
 	n := 0
-	forEachProcess(func(pid string, stat []byte) {
-		if f := statFields(stat); pid != "1" && len(f) > 1 && f[0] == "Z" && f[1] == "1" {
+	procs.ForEachProcess(func(pid string, stat []byte) {
+		if f := procs.StatFields(stat); pid != "1" && len(f) > 1 && f[0] == "Z" && f[1] == "1" {
 			n++
 		}
 	})
@@ -167,7 +200,7 @@ func (s *server) observe() []string {
 			out = append(out, describe(p, d))
 			return nil
 		})
-		if names := xattrs(place); names != "" {
+		if names := workspace.Xattrs(place); names != "" {
 			out = append(out, "xattr "+place+" "+names)
 		}
 	}
@@ -194,36 +227,9 @@ func describe(p string, d fs.DirEntry) string {
 	return fmt.Sprintf("%s %v%s %d", p, info.Mode(), owner, size)
 }
 
-// xattrs are the names of the extended attributes set on a place itself
-// (its contents are removed with them).
-func xattrs(dir string) string {
-	buf := make([]byte, 4096)
-	n, err := unix.Llistxattr(dir, buf)
-	if err != nil || n <= 0 {
-		return ""
-	}
-	var names []string
-	for _, name := range strings.Split(strings.TrimRight(string(buf[:n]), "\x00"), "\x00") {
-		if !strings.HasPrefix(name, "security.") { // the engine's labels, not a program's
-			names = append(names, name)
-		}
-	}
-	return strings.Join(names, ",")
-}
-
 // kernelObjects lists what a sandbox's namespaces hold that a program may
 // leave behind: SysV IPC objects and bound sockets.
 func kernelObjects() []string { return append(sysvIPC.list(), boundSockets()...) }
-
-// clearXattrs removes the extended attributes a program set on a place
-// itself (those of its contents go with them), as their owner may.
-func clearXattrs(dir string) {
-	for _, name := range strings.Split(xattrs(dir), ",") {
-		if name != "" {
-			_ = unix.Lremovexattr(dir, name)
-		}
-	}
-}
 
 // boundSockets lists the TCP sockets listening and the UDP and Unix
 // sockets bound in the sandbox's network namespace.
@@ -253,7 +259,7 @@ func boundSockets() []string {
 // tableRows reads a /proc table (a header line, then a row per object)
 // and names each row that keep picks.
 func tableRows(file, kind string, keep func(fields []string) (string, bool)) []string {
-	data, err := readProc(file)
+	data, err := procs.ReadFile(file)
 	if err != nil {
 		return nil
 	}

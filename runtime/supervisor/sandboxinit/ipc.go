@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/procs"
 )
 
 // SysV IPC objects (shared memory segments, semaphore sets, message
@@ -81,7 +83,7 @@ var sysvIPC = &ipcObjects{clean: map[string]int{}}
 // ids are the ids of kind's objects; with /proc/sysvipc absent, those
 // made since it was last found with none.
 func (o *ipcObjects) ids(k ipcKind) []int {
-	if data, err := readProc("/proc/sysvipc/" + k.name); err == nil {
+	if data, err := procs.ReadFile("/proc/sysvipc/" + k.name); err == nil {
 		var out []int
 		lines := strings.Split(string(data), "\n")
 		for _, line := range lines[min(1, len(lines)):] { // a header line first

@@ -35,6 +35,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/procs"
 )
 
 // Main is sandbox-init's main: the supervisor of the container whose PID
@@ -119,7 +120,7 @@ func Main() {
 		fmt.Fprintf(os.Stderr, "sandbox-init: reading stdin: %v\n", err)
 	}
 	// stdin closed: nobody can talk to us again.
-	killContainer(0)
+	procs.KillAll(0)
 	os.Exit(0)
 }
 

@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/procs"
 )
 
 // listeningPorts are the addresses of the TCP sockets listening in the
@@ -30,7 +32,7 @@ func listeningPorts() ([]netip.AddrPort, error) {
 	}
 	out = nil
 	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		data, err := readProc(file)
+		data, err := procs.ReadFile(file)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // a kernel without IPv6
 		}

@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/environ"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/procs"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/workspace"
 )
 
 // paths are where the supervisor acts: the container's own directories in a
@@ -52,7 +56,7 @@ type container struct {
 	oomFirst bool
 }
 
-var realContainer = container{killAll: killContainer, clearIPC: sysvIPC.clear, kernelObjects: kernelObjects, oomFirst: true}
+var realContainer = container{killAll: procs.KillAll, clearIPC: sysvIPC.clear, kernelObjects: kernelObjects, oomFirst: true}
 
 // buildDir is supervisor.BuildDir under these paths.
 func (p paths) buildDir() string {
@@ -73,11 +77,11 @@ type server struct {
 
 	fork forker
 
-	mu      sync.Mutex
-	execs   map[uint64]*execution // by request id
-	byPID   map[int]*execution    // main processes
-	uploads map[uint64]*upload    // puts waiting for their in chunks
-	watches map[uint64]*watch     // watches in progress, by request id
+	files *workspace.Server // the host's file requests
+
+	mu    sync.Mutex
+	execs map[uint64]*execution // by request id
+	byPID map[int]*execution    // main processes
 
 	contexts     map[string]*kernel // running context kernels by name
 	kernelByPID  map[int]*kernel
@@ -118,7 +122,7 @@ type server struct {
 func newServer(w io.Writer, at paths, c container) *server {
 	self, _ := os.Executable()
 	mode, _ := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0)
-	return &server{
+	s := &server{
 		self:       self,
 		unfiltered: mode == 0,
 		paths:      at,
@@ -127,8 +131,6 @@ func newServer(w io.Writer, at paths, c container) *server {
 		fork:       startForker(c.oomFirst),
 		execs:      map[uint64]*execution{},
 		byPID:      map[int]*execution{},
-		uploads:    map[uint64]*upload{},
-		watches:    map[uint64]*watch{},
 
 		contexts:     map[string]*kernel{},
 		kernelByPID:  map[int]*kernel{},
@@ -136,6 +138,8 @@ func newServer(w io.Writer, at paths, c container) *server {
 		warms:        map[string]*warmProcess{},
 		holders:      map[int]bool{},
 	}
+	s.files = workspace.New(at.workspace, at.tmp, s.send)
+	return s
 }
 
 // send writes one message; messages are whole lines, never interleaved.
@@ -154,14 +158,10 @@ func (s *server) handle(m supervisor.Message) {
 		if m.Exec != nil {
 			s.start(m.ID, *m.Exec)
 		}
-	case supervisor.OpPut, supervisor.OpGet, supervisor.OpTar, supervisor.OpList, supervisor.OpMkdir, supervisor.OpMove, supervisor.OpRemove, supervisor.OpReset, supervisor.OpRecycle, supervisor.OpUntar, supervisor.OpPorts, supervisor.OpUsage:
-		s.fileOp(m)
-	case supervisor.OpWatch:
-		req := supervisor.FileRequest{Path: "."}
-		if m.File != nil {
-			req = *m.File
-		}
-		s.startWatch(m.ID, req)
+	case supervisor.OpPut, supervisor.OpGet, supervisor.OpTar, supervisor.OpList, supervisor.OpMkdir, supervisor.OpMove, supervisor.OpRemove, supervisor.OpUntar, supervisor.OpWatch:
+		s.files.Serve(m)
+	case supervisor.OpReset, supervisor.OpRecycle, supervisor.OpPorts, supervisor.OpUsage:
+		s.sandboxOp(m)
 	case supervisor.OpContexts, supervisor.OpContextEnd:
 		s.contextOp(m)
 	case supervisor.OpWarm:
@@ -175,25 +175,12 @@ func (s *server) handle(m supervisor.Message) {
 			})
 		}
 	case supervisor.OpIn, supervisor.OpInClose, supervisor.OpKill:
+		if s.files.Feed(m) { // a put's or a watch's
+			return
+		}
 		s.mu.Lock()
-		e, up, w := s.execs[m.ID], s.uploads[m.ID], s.watches[m.ID]
+		e := s.execs[m.ID]
 		s.mu.Unlock()
-		if w != nil && m.Op == supervisor.OpKill {
-			w.close()
-			return
-		}
-		if up != nil {
-			switch m.Op {
-			case supervisor.OpIn:
-				s.uploadChunk(m.ID, up, m.Data)
-			case supervisor.OpKill:
-				up.err = errors.New("cancelled")
-				s.finishUpload(m.ID, up)
-			case supervisor.OpInClose:
-				s.finishUpload(m.ID, up)
-			}
-			return
-		}
 		if e == nil {
 			return
 		}
@@ -213,6 +200,43 @@ func (s *server) handle(m supervisor.Message) {
 			e.resize(*m.Size)
 		}
 	}
+}
+
+// sandboxOp starts an operation on the whole sandbox. Those that take a
+// while run in their own goroutine.
+func (s *server) sandboxOp(m supervisor.Message) {
+	req := supervisor.FileRequest{Path: "."}
+	if m.File != nil {
+		req = *m.File
+	}
+	switch m.Op {
+	case supervisor.OpReset:
+		go func() { s.done(m.ID, s.reset()) }()
+	case supervisor.OpRecycle:
+		go func() { s.done(m.ID, s.recycleAndWarm(req.Warm)) }()
+	case supervisor.OpPorts:
+		s.done(m.ID, ports())
+	case supervisor.OpUsage:
+		s.done(m.ID, s.usage())
+	}
+}
+
+// ports lists the TCP ports listening in the sandbox (see listeningPorts).
+func ports() *supervisor.FileResult {
+	list, err := listeningPorts()
+	if err != nil {
+		return workspace.Failure(err)
+	}
+	res := &supervisor.FileResult{Ports: []supervisor.Port{}}
+	for _, p := range list {
+		res.Ports = append(res.Ports, supervisor.Port{Address: p.Addr().String(), Port: int(p.Port())})
+	}
+	return res
+}
+
+// done answers request id.
+func (s *server) done(id uint64, res *supervisor.FileResult) {
+	s.send(supervisor.Message{Op: supervisor.OpDone, ID: id, Done: res})
 }
 
 // reap collects every child that exits, main processes of executions and
@@ -310,11 +334,11 @@ func (s *server) start(id uint64, req supervisor.ExecRequest) {
 	fail := func(code int, err error) {
 		s.send(supervisor.Message{Op: supervisor.OpExit, ID: id, Result: &supervisor.ExecResult{ExitCode: code, StartError: err.Error()}})
 	}
-	if err := s.writeFiles(req.Files); err != nil {
+	if err := s.files.Write(req.Files); err != nil {
 		fail(126, err)
 		return
 	}
-	outputs := s.scanOutputs(req.Outputs)
+	outputs := s.files.ScanOutputs(req.Outputs)
 	if req.Cell != nil {
 		s.startCell(id, req, outputs, fail)
 		return
@@ -323,7 +347,7 @@ func (s *server) start(id uint64, req supervisor.ExecRequest) {
 		fail(126, errors.New("empty argv"))
 		return
 	}
-	env := mergeEnv(os.Environ(), req.Env)
+	env := environ.Merge(os.Environ(), req.Env)
 	dir := req.Dir
 	if dir == "" {
 		dir = s.workspace
@@ -334,7 +358,7 @@ func (s *server) start(id uint64, req supervisor.ExecRequest) {
 		s.mu.Lock()
 		w, missed := s.takeWarm(req, env, dir)
 		if w != nil {
-			e.warm, e.pid, e.oomBefore, e.started = true, w.pid, oomKills(), time.Now()
+			e.warm, e.pid, e.oomBefore, e.started = true, w.pid, procs.OOMKills(), time.Now()
 			s.execs[id] = e
 			s.byPID[w.pid] = e
 		}
@@ -346,7 +370,7 @@ func (s *server) start(id uint64, req supervisor.ExecRequest) {
 		}
 		e.warmMissed = missed
 	}
-	argv0, err := lookPath(req.Argv[0], dir, envValue(env, "PATH"))
+	argv0, err := environ.LookPath(req.Argv[0], dir, environ.Value(env, "PATH"))
 	if err != nil {
 		fail(127, err)
 		return
@@ -363,7 +387,7 @@ func (s *server) start(id uint64, req supervisor.ExecRequest) {
 		return
 	}
 	s.mu.Lock()
-	e.oomBefore = oomKills()
+	e.oomBefore = procs.OOMKills()
 	e.started = time.Now()
 	pid, _, err := s.spawn(argv0, req.Argv, dir, env, files, sys, req.Isolate)
 	if err == nil {
@@ -476,8 +500,8 @@ func (f forker) do(fn func()) {
 }
 
 func (s *server) finish(e *execution, res *supervisor.ExecResult) {
-	res.Outputs, res.OutputsOmitted = s.changedOutputs(e.req.Outputs, e.outputs)
-	res.WorkspaceBytes = usedBytes(s.workspace)
+	res.Outputs, res.OutputsOmitted = s.files.ChangedOutputs(e.req.Outputs, e.outputs)
+	res.WorkspaceBytes = procs.UsedBytes(s.workspace)
 	s.mu.Lock()
 	delete(s.execs, e.id)
 	s.mu.Unlock()
@@ -488,163 +512,10 @@ func (s *server) finish(e *execution, res *supervisor.ExecResult) {
 // how many survived.
 func (s *server) endAll() int { return s.killAll(s.zygotePID()) }
 
-// killContainer ends every process in the container but us and keep (0:
-// none), and keeps at it while a fork bomb races the kill. It returns how
-// many processes survived ~1 s. Only PID 1 of a PID namespace may call it.
-//
-// Sparing keep, it kills the processes one by one, which a fork bomb may
-// outrun where kill(-1) does not: after half the time it falls back to
-// kill(-1), keep included.
-func killContainer(keep int) int {
-	start := time.Now()
-	for {
-		spare := keep > 0 && time.Since(start) < 450*time.Millisecond
-		if !spare {
-			_ = unix.Kill(-1, unix.SIGKILL)
-		}
-		n := 0
-		forEachProcess(func(pid string, stat []byte) {
-			if p, _ := strconv.Atoi(pid); p > 1 && p != keep && live(stat) {
-				n++
-				if spare {
-					_ = unix.Kill(p, unix.SIGKILL)
-				}
-			}
-		})
-		if n == 0 || time.Since(start) > 900*time.Millisecond {
-			return n
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// killTree ends root, its process group and every process descended from
-// it (a child that left the group by setpgid or setsid goes too), and
-// keeps at it while they fork, for ~1 s. It returns how many survived:
-// one context's kernel and what its cells started, and nothing else of
-// the session (other contexts, servers).
-func killTree(root int) int {
-	start := time.Now()
-	for first := true; ; first = false {
-		parent, group, exiting := map[int]int{}, map[int]int{}, map[int]bool{}
-		forEachProcess(func(pid string, stat []byte) {
-			p, _ := strconv.Atoi(pid)
-			f := statFields(stat)
-			if p <= 1 || len(f) <= 6 {
-				return
-			}
-			many := threaded(pid)
-			if live(stat) || many {
-				parent[p], _ = strconv.Atoi(f[1])
-				group[p], _ = strconv.Atoi(f[2])
-				flags, _ := strconv.ParseUint(f[6], 10, 64)
-				exiting[p] = flags&pfExiting != 0 && !many // on its way out: no survivor
-			}
-		})
-		// The tree is read while root lives (its orphans would go to
-		// the holder or PID 1), then all of it is killed at once; by
-		// number too, as gVisor's /proc does not list a session's
-		// processes, which are in a PID namespace of their own.
-		var tree []int
-		for p := range parent {
-			for q, hops := p, 0; q > 1 && hops < len(parent); q, hops = parent[q], hops+1 {
-				if q == root || group[q] == root {
-					tree = append(tree, p)
-					break
-				}
-			}
-		}
-		_ = unix.Kill(-root, unix.SIGKILL)
-		_ = unix.Kill(root, unix.SIGKILL)
-		for _, p := range tree {
-			_ = unix.Kill(p, unix.SIGKILL)
-		}
-		n := 0
-		for _, p := range tree {
-			if !exiting[p] {
-				n++
-			}
-		}
-		if first {
-			n++ // root itself, which /proc may not list: look once more
-		}
-		if n == 0 || time.Since(start) > 900*time.Millisecond {
-			return n
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// pfExiting is the kernel's flag of a process that is exiting (PF_EXITING,
-// in /proc/PID/stat's flags): a large one may take a while to free its
-// memory.
-const pfExiting = 0x4
-
-// threaded says whether process pid has threads but its first: one whose
-// first thread ended (pthread_exit) shows as a zombie while the others
-// run on.
-func threaded(pid string) bool {
-	tasks, err := os.ReadDir("/proc/" + pid + "/task")
-	return err == nil && len(tasks) > 1
-}
-
-// live says whether a process's /proc stat is not a zombie's: a zombie is
-// dead, and the reaper collects it.
-func live(stat []byte) bool {
-	f := statFields(stat) // the state follows the parenthesised command name
-	return len(f) > 0 && f[0] != "Z"
-}
-
-// oomKills reads the container's count of OOM kills from its memory cgroup
-// (v2 memory.events, v1 memory.oom_control); -1 when neither is readable.
-func oomKills() int64 {
-	for _, f := range []string{"/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"} {
-		data, err := readProc(f)
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(data), "\n") {
-			if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
-				return atoi64(v)
-			}
-		}
-	}
-	return -1
-}
-
-// writeFiles writes the request's files under the workspace; os.Root keeps
-// every path, and every link met on the way, inside it.
-func (s *server) writeFiles(files []supervisor.File) error {
-	if len(files) == 0 {
-		return nil
-	}
-	root, err := s.openWorkspace()
-	if err != nil {
-		return err
-	}
-	defer root.Close()
-	for _, f := range files {
-		name := filepath.Clean(strings.TrimPrefix(f.Path, "/workspace/"))
-		if dir := filepath.Dir(name); dir != "." {
-			if err := root.MkdirAll(dir, 0o755); err != nil {
-				return err
-			}
-		}
-		mode := os.FileMode(f.Mode & 0o777)
-		if mode == 0 {
-			mode = 0o644
-		}
-		w, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(f.Data)
-		if cerr := w.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+// usage is what the whole sandbox uses now (see procs.SandboxUsage).
+func (s *server) usage() *supervisor.FileResult {
+	s.mu.Lock()
+	holders := slices.Collect(maps.Keys(s.holders))
+	s.mu.Unlock()
+	return &supervisor.FileResult{Usage: procs.SandboxUsage(holders, s.workspace, s.tmp)}
 }

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/environ"
 )
 
 // warmProcess is a language's runtime started ahead of the exec it will
@@ -57,11 +58,11 @@ func (s *server) warmUp(req supervisor.WarmRequest, done func(error)) {
 		done(fmt.Errorf("writing the warm hook: %w", err))
 		return
 	}
-	w := &warmProcess{req: req, env: mergeEnv(os.Environ(), req.Env), dir: req.Dir}
+	w := &warmProcess{req: req, env: environ.Merge(os.Environ(), req.Env), dir: req.Dir}
 	if w.dir == "" {
 		w.dir = s.workspace
 	}
-	argv0, err := lookPath(req.Argv[0], w.dir, envValue(w.env, "PATH"))
+	argv0, err := environ.LookPath(req.Argv[0], w.dir, environ.Value(w.env, "PATH"))
 	if err != nil {
 		done(err)
 		return
@@ -88,7 +89,7 @@ func (s *server) warmUp(req supervisor.WarmRequest, done func(error)) {
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		w.pid, w.isolated, err = s.spawn(argv0, req.Argv, w.dir, mergeEnv(w.env, req.Hook), fds, &syscall.SysProcAttr{Setpgid: true}, req.Isolate)
+		w.pid, w.isolated, err = s.spawn(argv0, req.Argv, w.dir, environ.Merge(w.env, req.Hook), fds, &syscall.SysProcAttr{Setpgid: true}, req.Isolate)
 		if err == nil {
 			s.warms[warmKey(req.Stands)] = w
 		}

@@ -14,6 +14,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/environ"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/procs"
 )
 
 // A zygote is a language's runtime loaded once and kept across runs, that
@@ -152,7 +154,7 @@ func (s *server) startZygote(argv0, key string, w *warmProcess) (*zygote, error)
 	defer readyR.Close()
 	z.errR = errR
 	fds := []uintptr{devNull.Fd(), errW.Fd(), errW.Fd(), theirs.Fd(), readyW.Fd()}
-	env := append(mergeEnv(w.env, w.req.Hook), zygoteEnv)
+	env := append(environ.Merge(w.env, w.req.Hook), zygoteEnv)
 	s.mu.Lock()
 	z.pid, _, err = s.spawn(argv0, w.req.Argv, w.dir, env, fds, &syscall.SysProcAttr{Setpgid: true}, supervisor.IsolateNone)
 	if err == nil {
@@ -249,15 +251,15 @@ func (s *server) zygotePID() int {
 // tracer; and an error if it is stopped or gone.
 func traitsOf(pid int) (string, error) {
 	dir := "/proc/" + strconv.Itoa(pid) + "/"
-	stat, err := readProc(dir + "stat")
+	stat, err := procs.ReadFile(dir + "stat")
 	if err != nil {
 		return "", errors.New("it is gone")
 	}
-	if f := statFields(stat); len(f) == 0 || strings.ContainsAny(f[0], "TtZXx") {
+	if f := procs.StatFields(stat); len(f) == 0 || strings.ContainsAny(f[0], "TtZXx") {
 		return "", fmt.Errorf("it is in state %v", f[:min(1, len(f))])
 	}
 	var out []string
-	status, err := readProc(dir + "status")
+	status, err := procs.ReadFile(dir + "status")
 	if err != nil {
 		return "", err
 	}
@@ -269,7 +271,7 @@ func traitsOf(pid int) (string, error) {
 		}
 	}
 	for _, file := range []string{"limits", "oom_score_adj"} {
-		data, err := readProc(dir + file)
+		data, err := procs.ReadFile(dir + file)
 		if err != nil {
 			return "", err
 		}
