@@ -156,7 +156,7 @@ func (s *server) kernelFor(req supervisor.ExecRequest) (*kernel, *supervisor.Cel
 		exited: make(chan unix.WaitStatus, 1), marks: make(chan string, 2), pumped: make(chan struct{})}
 	s.mu.Lock()
 	// Contexts are a session's, in its namespace.
-	k.pid, _, err = s.spawn(argv0, req.Argv, dir, env, []uintptr{devnull.Fd(), outW.Fd(), errW.Fd(), reqR.Fd(), repW.Fd()},
+	k.pid, _, err = s.spawner.Spawn(argv0, req.Argv, dir, env, []uintptr{devnull.Fd(), outW.Fd(), errW.Fd(), reqR.Fd(), repW.Fd()},
 		&syscall.SysProcAttr{Setpgid: true}, supervisor.IsolateSession)
 	if err == nil {
 		s.contexts[name] = k

@@ -36,14 +36,13 @@ import (
 
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/procs"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/spawn"
 )
 
 // Main is sandbox-init's main: the supervisor of the container whose PID
-// 1 it is, or the isolation helper (see isolate.go) when started as one.
+// 1 it is, or one of its helpers when started as one.
 func Main() {
-	if len(os.Args) > 1 && isHelper(os.Args[1]) {
-		helperMain(os.Args[1:]) // the isolation helper, not the supervisor
-	}
+	runHelper(os.Args)
 	if os.Getpid() != 1 {
 		// kill(-1) outside a PID namespace would end every process of the user.
 		fmt.Fprintln(os.Stderr, "sandbox-init: must run as PID 1 inside a sandbox container; sandboxd starts it")
@@ -52,7 +51,7 @@ func Main() {
 	// Same-uid sandbox code must not read or write our file descriptors
 	// through /proc/1/fd, nor ptrace us. That makes our /proc files
 	// root's: our own oom score is opened before (see startForker).
-	ownOOMScore, _ = os.OpenFile(oomScorePath, os.O_RDWR, 0)
+	spawn.KeepOOMScore()
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 	// Handle (and drop) every signal code in the container might send us:
@@ -69,7 +68,7 @@ func Main() {
 	// Signal 32, which Go keeps from os/signal, is as the engine left it:
 	// ignored, where dockerd was started so, and then in every program.
 	// As PID 1 the kernel keeps it from us at its default.
-	if err := setDisposition(sigDefault, sigCancel); err != nil {
+	if err := spawn.SetDisposition(spawn.SigDefault, spawn.SigCancel); err != nil {
 		fmt.Fprintf(os.Stderr, "sandbox-init: %v\n", err)
 	}
 
@@ -124,6 +123,19 @@ func Main() {
 	os.Exit(0)
 }
 
+// runHelper runs sandbox-init started as one of its helpers, if args say
+// it was, and never returns then: a forwarded port's relay, or one of
+// spawn's (the isolation helper, a session's holder and shim, the
+// lockdown step).
+func runHelper(args []string) {
+	switch {
+	case len(args) > 1 && args[1] == supervisor.RelayArg:
+		forwardPort(args[2:])
+	case len(args) > 1 && spawn.IsHelper(args[1]):
+		spawn.HelperMain(args[1:])
+	}
+}
+
 // Sandbox is where a supervisor outside a container acts (see Serve).
 type Sandbox struct {
 	// Workspace and Tmp stand for /workspace and /tmp; Scratch for the
@@ -143,8 +155,7 @@ type Sandbox struct {
 func Serve(r io.Reader, w io.Writer, sb Sandbox) error {
 	s := newServer(w, paths{workspace: sb.Workspace, tmp: sb.Tmp, scratch: sb.Scratch},
 		container{killAll: func(int) int { return sb.EndAll() }, clearIPC: func() {}, ownChildrenOnly: true})
-	s.isolation.Do(func() {}) // isolating stays false: no helper binary here
-	s.unfiltered = false      // nor a lockdown step
+	s.spawner.Plain() // no helper binary here
 	s.begin()
 	stop := make(chan struct{})
 	reaped := make(chan struct{})

@@ -5,12 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +19,7 @@ import (
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/environ"
 	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/procs"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/spawn"
 	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/workspace"
 )
 
@@ -63,9 +61,6 @@ func (p paths) buildDir() string {
 	return filepath.Join(p.tmp, strings.TrimPrefix(supervisor.BuildDir, "/tmp/"))
 }
 
-// programNice is the nice value of the programs the supervisor starts.
-const programNice = 10
-
 // server holds the running executions. One reaper goroutine owns every
 // wait4 in the container, so no other code may wait for a child.
 type server struct {
@@ -75,7 +70,7 @@ type server struct {
 	outMu sync.Mutex
 	out   *json.Encoder
 
-	fork forker
+	spawner *spawn.Spawner // starts the programs' processes
 
 	files *workspace.Server // the host's file requests
 
@@ -95,23 +90,9 @@ type server struct {
 	zygoteFailed string
 	zygoteMu     sync.Mutex
 
-	// self is this binary, the helper that puts an isolated program in
-	// its namespaces; isolating says whether the runtime allows them,
-	// found out once (see canIsolate).
-	self      string
-	isolation sync.Once
-	isolating bool
 	// logsWanted: the host connected now asked for our diagnostics (see
 	// diagnostics).
 	logsWanted atomic.Bool
-	// unfiltered: no seccomp filter is in force on the supervisor, so
-	// the container's profile does not hold its programs (gVisor does
-	// not load it inside the sandbox) and each is locked down.
-	unfiltered bool
-	// holder holds the session's namespace (see hold.go); holders are the
-	// pids of every one started and not yet reaped.
-	holder  *holder
-	holders map[int]bool
 
 	// What a program could find when the sandbox was new (see begin).
 	fresh      []string
@@ -120,24 +101,19 @@ type server struct {
 }
 
 func newServer(w io.Writer, at paths, c container) *server {
-	self, _ := os.Executable()
-	mode, _ := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0)
 	s := &server{
-		self:       self,
-		unfiltered: mode == 0,
-		paths:      at,
-		container:  c,
-		out:        json.NewEncoder(w),
-		fork:       startForker(c.oomFirst),
-		execs:      map[uint64]*execution{},
-		byPID:      map[int]*execution{},
+		paths:     at,
+		container: c,
+		out:       json.NewEncoder(w),
+		execs:     map[uint64]*execution{},
+		byPID:     map[int]*execution{},
 
 		contexts:     map[string]*kernel{},
 		kernelByPID:  map[int]*kernel{},
 		lostContexts: map[string]string{},
 		warms:        map[string]*warmProcess{},
-		holders:      map[int]bool{},
 	}
+	s.spawner = spawn.New(c.oomFirst, s.reaped)
 	s.files = workspace.New(at.workspace, at.tmp, s.send)
 	return s
 }
@@ -296,9 +272,8 @@ func (s *server) waitOne(ws *unix.WaitStatus, ru *unix.Rusage) int {
 func (s *server) reaped(pid int, ws unix.WaitStatus, ru *unix.Rusage) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.holders[pid] {
+	if s.spawner.ForgetHolder(pid) {
 		// Its usage is its namespace's, which it reported process by process.
-		delete(s.holders, pid)
 		if !ws.Signaled() || ws.Signal() != unix.SIGKILL { // not ended by us, nor by a program's SIGKILL
 			fmt.Fprintf(os.Stderr, "sandbox-init: a session's holder ended: exit %d, signal %d\n", ws.ExitStatus(), ws.Signal())
 		}
@@ -389,7 +364,7 @@ func (s *server) start(id uint64, req supervisor.ExecRequest) {
 	s.mu.Lock()
 	e.oomBefore = procs.OOMKills()
 	e.started = time.Now()
-	pid, _, err := s.spawn(argv0, req.Argv, dir, env, files, sys, req.Isolate)
+	pid, _, err := s.spawner.Spawn(argv0, req.Argv, dir, env, files, sys, req.Isolate)
 	if err == nil {
 		e.pid = pid
 		s.execs[id] = e
@@ -403,100 +378,6 @@ func (s *server) start(id uint64, req supervisor.ExecRequest) {
 		return
 	}
 	go e.follow()
-}
-
-// spawn starts a program's process on the forker's thread, so that it
-// runs niced, and is the kernel's first pick when memory runs out, from
-// its first instruction (see startForker).
-//
-// iso is the PID namespace it asks for (see supervisor.Isolation): where
-// the runtime gives none (see canIsolate), the process starts as usual.
-// isolated says which it got.
-func (s *server) spawn(argv0 string, argv []string, dir string, env []string, files []uintptr, sys *syscall.SysProcAttr, iso supervisor.Isolation) (pid int, isolated supervisor.Isolation, err error) {
-	isolated = s.effective(iso)
-	s.fork.do(func() {
-		switch isolated {
-		case supervisor.IsolateProgram:
-			pid, err = s.spawnIsolated(argv0, argv, dir, env, files, sys, true)
-		case supervisor.IsolateSession:
-			pid, err = s.spawnHeld(argv0, argv, dir, env, files, sys)
-		default:
-			fork := func(path string, argv []string, files []uintptr) (int, error) {
-				return syscall.ForkExec(path, argv, &syscall.ProcAttr{Dir: dir, Env: env, Files: files, Sys: sys})
-			}
-			if s.canIsolate() || s.unfiltered { // gVisor: see lockdown.go
-				pid, err = startLocked(fork, s.self, argv0, argv, files)
-			} else {
-				pid, err = fork(argv0, argv, files)
-			}
-		}
-	})
-	return pid, isolated, err
-}
-
-// effective is the isolation a process that asks for iso gets here.
-func (s *server) effective(iso supervisor.Isolation) supervisor.Isolation {
-	if !s.canIsolate() {
-		return supervisor.IsolateNone
-	}
-	return iso
-}
-
-// forker runs every fork of a program on one OS thread of its own, whose
-// nice is programNice: nice is per thread and a child takes its parent
-// thread's at fork, so a program, and whatever it forks before its first
-// instruction is done, runs niced from the start. The supervisor's other
-// threads keep nice 0 and win the container's CPU quota over a fork bomb,
-// so the kill at the deadline is never delayed. The container's share
-// against other containers does not depend on nice.
-type forker chan func()
-
-const oomScorePath = "/proc/self/oom_score_adj"
-
-// ownOOMScore is the supervisor's oom_score_adj, opened while its /proc
-// files were still its own (see Main).
-var ownOOMScore *os.File
-
-// startForker starts the forker's thread, niced as the programs will be.
-// With oomFirst, a fork also inherits oom_score_adj 1000, so that a
-// memory bomb is the kernel's pick and the supervisor survives it. That
-// score is the process's, not the thread's: the supervisor takes it for
-// the span of each fork and then goes back to its own, as the kernel
-// lets a process do (down to what it was started with). Set on the child
-// after the fork, it would come late for a program quick to look or to
-// fill memory.
-func startForker(oomFirst bool) forker {
-	f := make(forker)
-	ready := make(chan struct{})
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the forker
-		_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), programNice)
-		own := make([]byte, 16)
-		if oomFirst && ownOOMScore != nil {
-			n, _ := ownOOMScore.ReadAt(own, 0)
-			own = own[:n]
-		}
-		oomFirst = oomFirst && len(own) > 0
-		close(ready)
-		for fn := range f {
-			if oomFirst {
-				_, _ = ownOOMScore.WriteAt([]byte("1000"), 0)
-			}
-			fn()
-			if oomFirst {
-				_, _ = ownOOMScore.WriteAt(own, 0)
-			}
-		}
-	}()
-	<-ready
-	return f
-}
-
-// do runs fn on the forker's thread and waits for it.
-func (f forker) do(fn func()) {
-	done := make(chan struct{})
-	f <- func() { fn(); close(done) }
-	<-done
 }
 
 func (s *server) finish(e *execution, res *supervisor.ExecResult) {
@@ -515,7 +396,7 @@ func (s *server) endAll() int { return s.killAll(s.zygotePID()) }
 // usage is what the whole sandbox uses now (see procs.SandboxUsage).
 func (s *server) usage() *supervisor.FileResult {
 	s.mu.Lock()
-	holders := slices.Collect(maps.Keys(s.holders))
+	holders := s.spawner.Holders()
 	s.mu.Unlock()
 	return &supervisor.FileResult{Usage: procs.SandboxUsage(holders, s.workspace, s.tmp)}
 }

@@ -43,7 +43,7 @@ func newPeer(t *testing.T) *peer {
 			for pid := range p.s.byPID {
 				_ = unix.Kill(-pid, unix.SIGKILL)
 			}
-			for pid := range p.s.holders {
+			for _, pid := range p.s.spawner.Holders() {
 				_ = unix.Kill(pid, unix.SIGKILL) // and the session's namespace with it
 			}
 			return 0
@@ -80,7 +80,7 @@ func newPeer(t *testing.T) *peer {
 		initW.Close()
 		close(stopReaping)
 		<-reaped
-		close(p.s.fork) // its thread ends with it
+		p.s.spawner.Close() // its thread ends with it
 	})
 	return p
 }
@@ -490,10 +490,10 @@ func TestProgramsStartNiced(t *testing.T) {
 // test turns isolation on.)
 func TestIsolatedProgramsCannotNameTheSupervisor(t *testing.T) {
 	p := newPeer(t)
-	if p.s.canIsolate() {
+	if p.s.spawner.Effective(supervisor.IsolateProgram) != supervisor.IsolateNone {
 		t.Fatal("the probe found a kernel that does not shield a namespace's first process")
 	}
-	p.s.isolating = true
+	p.s.spawner.IsolateAnyway()
 	script := `echo $$; kill -0 ` + strconv.Itoa(os.Getpid()) + ` 2>/dev/null && echo reached || echo unreached; id -u; exit 3`
 	out, _, res := p.exec(1, supervisor.ExecRequest{Argv: []string{"sh", "-c", script}, Env: []string{"PATH=/usr/bin:/bin"},
 		TimeoutMS: 5000, OutputLimit: 1 << 20, Isolate: supervisor.IsolateProgram})
@@ -514,8 +514,7 @@ func TestIsolatedProgramsCannotNameTheSupervisor(t *testing.T) {
 // killed, and the next exec gets a new namespace.
 func TestSessionProgramsShareANamespaceOutOfReach(t *testing.T) {
 	p := newPeer(t)
-	p.s.canIsolate() // the probe says no here: turned on below
-	p.s.isolating = true
+	p.s.spawner.IsolateAnyway() // the probe says no here
 	env := []string{"PATH=/usr/bin:/bin"}
 	session := func(id uint64, script string) (string, *supervisor.ExecResult) {
 		t.Helper()
@@ -543,7 +542,7 @@ func TestSessionProgramsShareANamespaceOutOfReach(t *testing.T) {
 	}
 
 	// The holder dies while an exec runs.
-	first := p.s.holder.pid
+	first := p.s.spawner.HolderPID()
 	p.send(supervisor.Message{Op: supervisor.OpExec, ID: 4, Exec: &supervisor.ExecRequest{Argv: []string{"sleep", "30"}, Env: env,
 		Dir: p.dirs.workspace, TimeoutMS: 20000, Isolate: supervisor.IsolateSession}})
 	time.Sleep(300 * time.Millisecond)
@@ -557,7 +556,7 @@ func TestSessionProgramsShareANamespaceOutOfReach(t *testing.T) {
 		}
 	}
 	out, _ = session(5, `kill -0 `+strconv.Itoa(background)+` 2>/dev/null && echo there || echo gone; echo $$`)
-	if !strings.HasPrefix(out, "gone\n") || p.s.holder.pid == first {
+	if !strings.HasPrefix(out, "gone\n") || p.s.spawner.HolderPID() == first {
 		t.Fatalf("after the holder died: %q", out)
 	}
 }
@@ -571,9 +570,7 @@ func pidOf(out string) int {
 // TestMain lets the test binary stand in for sandbox-init as the
 // isolation helper (the server's self is the test binary here).
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && isHelper(os.Args[1]) {
-		helperMain(os.Args[1:])
-	}
+	runHelper(os.Args)
 	os.Exit(m.Run())
 }
 

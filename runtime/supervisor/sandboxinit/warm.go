@@ -89,7 +89,7 @@ func (s *server) warmUp(req supervisor.WarmRequest, done func(error)) {
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		w.pid, w.isolated, err = s.spawn(argv0, req.Argv, w.dir, environ.Merge(w.env, req.Hook), fds, &syscall.SysProcAttr{Setpgid: true}, req.Isolate)
+		w.pid, w.isolated, err = s.spawner.Spawn(argv0, req.Argv, w.dir, environ.Merge(w.env, req.Hook), fds, &syscall.SysProcAttr{Setpgid: true}, req.Isolate)
 		if err == nil {
 			s.warms[warmKey(req.Stands)] = w
 		}
@@ -215,7 +215,7 @@ func (s *server) takeWarm(req supervisor.ExecRequest, env []string, dir string) 
 			why = "another directory"
 		case !sameEnv(env, w.env):
 			why = "another environment"
-		case w.isolated != s.effective(req.Isolate):
+		case w.isolated != s.spawner.Effective(req.Isolate):
 			why = "another isolation"
 		default:
 			delete(s.warms, key)

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/spawn"
 )
 
 // takeWarm hands an exec a warm process only where it stands in for it,
@@ -31,9 +32,11 @@ func TestTakeWarm(t *testing.T) {
 		{"exact: its argv", warm(true, "php", "main.php"), []string{"php", "main.php"}, env, "/workspace", ""},
 		{"exact: with arguments", warm(true, "php", "main.php"), []string{"php", "main.php", "x"}, env, "/workspace", "other arguments"},
 	}
+	spawner := spawn.New(false, nil)
+	defer spawner.Close()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := &server{warms: map[string]*warmProcess{warmKey(c.w.req.Stands): c.w}}
+			s := &server{spawner: spawner, warms: map[string]*warmProcess{warmKey(c.w.req.Stands): c.w}}
 			got, missed := s.takeWarm(supervisor.ExecRequest{Argv: c.argv}, c.env, c.dir)
 			if missed != c.missed || (got == c.w) != (c.missed == "") {
 				t.Fatalf("took %v, missed %q; want missed %q", got != nil, missed, c.missed)
@@ -43,7 +46,7 @@ func TestTakeWarm(t *testing.T) {
 			}
 		})
 	}
-	if _, missed := (&server{}).takeWarm(supervisor.ExecRequest{Argv: []string{"x"}}, env, "/"); missed != "no warm process" {
+	if _, missed := (&server{spawner: spawner}).takeWarm(supervisor.ExecRequest{Argv: []string{"x"}}, env, "/"); missed != "no warm process" {
 		t.Errorf("none: %q", missed)
 	}
 }

@@ -59,7 +59,7 @@ func zygoteKey(w *warmProcess) string {
 // serve forks, nothing isolates it, and the supervisor is the container's
 // init, which takes the orphans the zygote forks and so reaps them.
 func (s *server) forks(w *warmProcess) bool {
-	if !w.req.Forks || s.ownChildrenOnly || os.Getpid() != 1 || s.effective(w.req.Isolate) != supervisor.IsolateNone {
+	if !w.req.Forks || s.ownChildrenOnly || os.Getpid() != 1 || s.spawner.Effective(w.req.Isolate) != supervisor.IsolateNone {
 		return false
 	}
 	s.mu.Lock()
@@ -156,7 +156,7 @@ func (s *server) startZygote(argv0, key string, w *warmProcess) (*zygote, error)
 	fds := []uintptr{devNull.Fd(), errW.Fd(), errW.Fd(), theirs.Fd(), readyW.Fd()}
 	env := append(environ.Merge(w.env, w.req.Hook), zygoteEnv)
 	s.mu.Lock()
-	z.pid, _, err = s.spawn(argv0, w.req.Argv, w.dir, env, fds, &syscall.SysProcAttr{Setpgid: true}, supervisor.IsolateNone)
+	z.pid, _, err = s.spawner.Spawn(argv0, w.req.Argv, w.dir, env, fds, &syscall.SysProcAttr{Setpgid: true}, supervisor.IsolateNone)
 	if err == nil {
 		s.zygote = z
 	}
