@@ -10,6 +10,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/procs"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/warm"
 	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/workspace"
 )
 
@@ -356,4 +357,18 @@ func (e *execution) account(ru *unix.Rusage) {
 	e.userUS += ru.Utime.Sec*1e6 + int64(ru.Utime.Usec)
 	e.sysUS += ru.Stime.Sec*1e6 + int64(ru.Stime.Usec)
 	e.maxRSS = max(e.maxRSS, ru.Maxrss*1024)
+}
+
+// handOver makes the warm process e's: its pipes are e's, and the
+// program's argv, environment and directory go down its go pipe.
+func (e *execution) handOver(w *warm.Process, env []string, dir string) {
+	e.outR, e.errR = w.Stdout, w.Stderr
+	if e.req.Stdin {
+		e.stdinW = w.Stdin
+		e.stdinCh = make(chan []byte, 1)
+		go e.writeStdin()
+	} else {
+		w.Stdin.Close() // an empty stdin, as a cold start has
+	}
+	w.Go(e.req.Argv, env, dir)
 }

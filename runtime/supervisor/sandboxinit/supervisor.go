@@ -18,8 +18,11 @@ import (
 
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/environ"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/fresh"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/ports"
 	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/procs"
 	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/spawn"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/warm"
 	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/workspace"
 )
 
@@ -54,7 +57,7 @@ type container struct {
 	oomFirst bool
 }
 
-var realContainer = container{killAll: procs.KillAll, clearIPC: sysvIPC.clear, kernelObjects: kernelObjects, oomFirst: true}
+var realContainer = container{killAll: procs.KillAll, clearIPC: fresh.ClearIPC, kernelObjects: fresh.KernelObjects, oomFirst: true}
 
 // buildDir is supervisor.BuildDir under these paths.
 func (p paths) buildDir() string {
@@ -82,13 +85,7 @@ type server struct {
 	kernelByPID  map[int]*kernel
 	lostContexts map[string]string // why a context that ended between cells lost its state
 
-	warms map[string]*warmProcess // runtimes started ahead for the next execs, by what they stand in for
-	// zygote forks the warm processes that may be forked (see zygote.go);
-	// zygoteFailed is the key of one that could not start, not tried
-	// again. zygoteMu serialises starting one and asking it to fork.
-	zygote       *zygote
-	zygoteFailed string
-	zygoteMu     sync.Mutex
+	warms *warm.Pool // runtimes started ahead for the next execs, and their zygote
 
 	// logsWanted: the host connected now asked for our diagnostics (see
 	// diagnostics).
@@ -111,9 +108,9 @@ func newServer(w io.Writer, at paths, c container) *server {
 		contexts:     map[string]*kernel{},
 		kernelByPID:  map[int]*kernel{},
 		lostContexts: map[string]string{},
-		warms:        map[string]*warmProcess{},
 	}
 	s.spawner = spawn.New(c.oomFirst, s.reaped)
+	s.warms = warm.NewPool(&s.mu, s.spawner, at.workspace, at.buildDir(), c.ownChildrenOnly)
 	s.files = workspace.New(at.workspace, at.tmp, s.send)
 	return s
 }
@@ -142,7 +139,7 @@ func (s *server) handle(m supervisor.Message) {
 		s.contextOp(m)
 	case supervisor.OpWarm:
 		if m.Warm != nil {
-			s.warmUp(*m.Warm, func(err error) {
+			s.warms.Up(*m.Warm, func(err error) {
 				res := supervisor.FileResult{}
 				if err != nil {
 					res.Error = err.Error()
@@ -191,15 +188,15 @@ func (s *server) sandboxOp(m supervisor.Message) {
 	case supervisor.OpRecycle:
 		go func() { s.done(m.ID, s.recycleAndWarm(req.Warm)) }()
 	case supervisor.OpPorts:
-		s.done(m.ID, ports())
+		s.done(m.ID, listening())
 	case supervisor.OpUsage:
 		s.done(m.ID, s.usage())
 	}
 }
 
-// ports lists the TCP ports listening in the sandbox (see listeningPorts).
-func ports() *supervisor.FileResult {
-	list, err := listeningPorts()
+// listening lists the TCP ports listening in the sandbox.
+func listening() *supervisor.FileResult {
+	list, err := ports.Listening()
 	if err != nil {
 		return workspace.Failure(err)
 	}
@@ -257,9 +254,7 @@ func (s *server) waitOne(ws *unix.WaitStatus, ru *unix.Rusage) int {
 	for pid := range s.kernelByPID {
 		pids = append(pids, pid)
 	}
-	for _, w := range s.warms {
-		pids = append(pids, w.pid)
-	}
+	pids = append(pids, s.warms.PIDs()...)
 	s.mu.Unlock()
 	for _, pid := range pids {
 		if got, err := unix.Wait4(pid, ws, unix.WNOHANG, ru); err == nil && got > 0 {
@@ -291,16 +286,7 @@ func (s *server) reaped(pid int, ws unix.WaitStatus, ru *unix.Rusage) {
 	if k := s.kernelByPID[pid]; k != nil {
 		s.kernelEnded(k, ws)
 	}
-	for key, w := range s.warms {
-		if w.pid == pid {
-			w.close() // it died unused: the next exec starts as usual
-			delete(s.warms, key)
-		}
-	}
-	if s.zygote != nil && s.zygote.pid == pid {
-		s.zygote.close() // killed: the next warm process starts another
-		s.zygote = nil
-	}
+	s.warms.Reaped(pid)
 }
 
 // start writes the files, starts the process and follows it to its end in
@@ -331,11 +317,11 @@ func (s *server) start(id uint64, req supervisor.ExecRequest) {
 	e.outputs = outputs
 	if req.Warm && req.TTY == nil {
 		s.mu.Lock()
-		w, missed := s.takeWarm(req, env, dir)
+		w, missed := s.warms.Take(req, env, dir)
 		if w != nil {
-			e.warm, e.pid, e.oomBefore, e.started = true, w.pid, procs.OOMKills(), time.Now()
+			e.warm, e.pid, e.oomBefore, e.started = true, w.PID(), procs.OOMKills(), time.Now()
 			s.execs[id] = e
-			s.byPID[w.pid] = e
+			s.byPID[w.PID()] = e
 		}
 		s.mu.Unlock()
 		if w != nil {
@@ -391,7 +377,7 @@ func (s *server) finish(e *execution, res *supervisor.ExecResult) {
 
 // endAll ends every process but the supervisor and the zygote, and says
 // how many survived.
-func (s *server) endAll() int { return s.killAll(s.zygotePID()) }
+func (s *server) endAll() int { return s.killAll(s.warms.ZygotePID()) }
 
 // usage is what the whole sandbox uses now (see procs.SandboxUsage).
 func (s *server) usage() *supervisor.FileResult {

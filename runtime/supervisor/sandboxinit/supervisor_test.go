@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/fresh"
 	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/procs"
 )
 
@@ -390,7 +391,7 @@ func TestResetEmptiesAllButProjectFiles(t *testing.T) {
 // times, and says so when something stays.
 func TestRecycleRestoresTheStartingState(t *testing.T) {
 	p := newPeer(t)
-	fresh := p.s.observe()
+	view := p.s.observe()
 	for _, f := range []string{"x/y", "outputs/z", "locked/deep/f"} {
 		full := filepath.Join(p.dirs.workspace, f)
 		_ = os.MkdirAll(filepath.Dir(full), 0o755)
@@ -404,13 +405,13 @@ func TestRecycleRestoresTheStartingState(t *testing.T) {
 		_ = os.Chmod(filepath.Join(p.dirs.workspace, d), 0)
 	}
 	_ = os.Chmod(p.dirs.workspace, 0o700)
-	if len(differences(fresh, p.s.observe())) == 0 {
+	if len(fresh.Differences(view, p.s.observe())) == 0 {
 		t.Fatal("the implants went unseen")
 	}
 	if _, res := p.fileOp(1, supervisor.OpRecycle, supervisor.FileRequest{}); res.Error != "" {
 		t.Fatalf("recycle: %+v", res)
 	}
-	if d := differences(fresh, p.s.observe()); len(d) > 0 {
+	if d := fresh.Differences(view, p.s.observe()); len(d) > 0 {
 		t.Fatalf("after recycling: %v", d)
 	}
 
@@ -422,7 +423,7 @@ func TestRecycleRestoresTheStartingState(t *testing.T) {
 	if res.Error != "" || len(res.WarmErrors) != 2 || res.WarmErrors[0] != "" || !strings.Contains(res.WarmErrors[1], "no-such-runtime") {
 		t.Fatalf("recycle with warm runtimes: %+v", res)
 	}
-	if !p.s.dropWarm(ready.Stands, nil) {
+	if !p.s.warms.Drop(ready.Stands) {
 		t.Fatal("the warm runtime is not there")
 	}
 
@@ -431,14 +432,6 @@ func TestRecycleRestoresTheStartingState(t *testing.T) {
 	_, res = p.fileOp(3, supervisor.OpRecycle, supervisor.FileRequest{Warm: []supervisor.WarmRequest{ready}})
 	if res.ErrorKind != supervisor.ErrNotFresh || len(res.WarmErrors) > 0 || !strings.Contains(res.Error, "left: ipc shm 0x1234 7") {
 		t.Fatalf("recycle with an object left: %+v", res)
-	}
-}
-
-func TestDifferencesCountsDuplicates(t *testing.T) {
-	got := differences([]string{"a", "b", "b"}, []string{"a", "b", "c", "c"})
-	want := []string{"gone: b", "left: c"}
-	if strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Fatalf("got %q, want %q", got, want)
 	}
 }
 

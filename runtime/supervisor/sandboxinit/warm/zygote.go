@@ -1,4 +1,4 @@
-package sandboxinit
+package warm
 
 import (
 	"bufio"
@@ -51,14 +51,14 @@ const zygoteEnv = "SANDBOXD_WARM_FORK=1"
 const forkTimeout = 5 * time.Second
 
 // zygoteKey names what a zygote's warm processes stand in for.
-func zygoteKey(w *warmProcess) string {
+func zygoteKey(w *Process) string {
 	return strings.Join([]string{warmKey(w.req.Stands), warmKey(w.req.Argv), w.dir, warmKey(w.env), warmKey(w.req.Hook)}, "\x01")
 }
 
 // forks says whether w may be forked by a zygote here: its runtime can
 // serve forks, nothing isolates it, and the supervisor is the container's
 // init, which takes the orphans the zygote forks and so reaps them.
-func (s *server) forks(w *warmProcess) bool {
+func (s *Pool) forks(w *Process) bool {
 	if !w.req.Forks || s.ownChildrenOnly || os.Getpid() != 1 || s.spawner.Effective(w.req.Isolate) != supervisor.IsolateNone {
 		return false
 	}
@@ -70,7 +70,7 @@ func (s *server) forks(w *warmProcess) bool {
 // liveZygote is the zygote that forks for key, if there is one and no
 // program changed it; one that was changed, or forks for another key, is
 // ended. The caller holds zygoteMu.
-func (s *server) liveZygote(key string) *zygote {
+func (s *Pool) liveZygote(key string) *zygote {
 	s.mu.Lock()
 	z := s.zygote
 	s.mu.Unlock()
@@ -95,7 +95,7 @@ var errNoZygote = errors.New("no zygote")
 // forkWarm has z (nil: a zygote it starts) fork w with the descriptors
 // child (stdin, stdout, stderr, go, ready), and adds w to the warm
 // processes. The caller holds zygoteMu.
-func (s *server) forkWarm(z *zygote, argv0 string, w *warmProcess, child []*os.File) error {
+func (s *Pool) forkWarm(z *zygote, argv0 string, w *Process, child []*os.File) error {
 	if z == nil {
 		key := zygoteKey(w)
 		var err error
@@ -119,7 +119,7 @@ func (s *server) forkWarm(z *zygote, argv0 string, w *warmProcess, child []*os.F
 }
 
 // startZygote starts w's runtime as a zygote and waits for it to be ready.
-func (s *server) startZygote(argv0, key string, w *warmProcess) (*zygote, error) {
+func (s *Pool) startZygote(argv0, key string, w *Process) (*zygote, error) {
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
@@ -218,7 +218,7 @@ func (z *zygote) changed() string {
 }
 
 // endZygote kills z and forgets it.
-func (s *server) endZygote(z *zygote) {
+func (s *Pool) endZygote(z *zygote) {
 	s.mu.Lock()
 	if s.zygote == z {
 		s.zygote = nil
@@ -235,8 +235,8 @@ func (z *zygote) close() {
 	z.errR.Close()
 }
 
-// zygotePID is the running zygote's pid, which a reset spares (0: none).
-func (s *server) zygotePID() int {
+// ZygotePID is the running zygote's pid, which a reset spares (0: none).
+func (s *Pool) ZygotePID() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.zygote == nil {

@@ -1,4 +1,4 @@
-package sandboxinit
+package fresh
 
 import (
 	"fmt"
@@ -123,8 +123,10 @@ func (o *ipcObjects) ids(k ipcKind) []int {
 	return out
 }
 
-// clear removes every object of the namespace (all the sandbox's own:
-// the namespace is private to the container).
+// ClearIPC removes every SysV IPC object of the sandbox's namespace (all
+// the sandbox's own: the namespace is private to the container).
+func ClearIPC() { sysvIPC.clear() }
+
 func (o *ipcObjects) clear() {
 	for _, k := range ipcKinds {
 		for _, id := range o.ids(k) {
