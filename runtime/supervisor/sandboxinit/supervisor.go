@@ -53,7 +53,7 @@ type container struct {
 	ownChildrenOnly bool
 	// oomFirst has the programs the supervisor starts be the kernel's
 	// first pick when memory runs out, from their first instruction (see
-	// startForker).
+	// spawn.New).
 	oomFirst bool
 }
 
