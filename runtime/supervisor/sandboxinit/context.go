@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -18,6 +17,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/environ"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/procs"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/workspace"
 )
 
 // Contexts: a kernel is a long-lived interpreter, the language plugin's
@@ -65,7 +67,7 @@ const kernelKillWait = 3 * time.Second
 
 // startCell sends a cell to its context's kernel, starting the kernel
 // first when it is not running, and follows it to its reply.
-func (s *server) startCell(id uint64, req supervisor.ExecRequest, outputs map[string]outputState, fail func(int, error)) {
+func (s *server) startCell(id uint64, req supervisor.ExecRequest, outputs workspace.Outputs, fail func(int, error)) {
 	e := newExecution(s, id, req)
 	e.outputs = outputs
 	k, fresh, err := s.kernelFor(req)
@@ -88,7 +90,7 @@ func (s *server) startCell(id uint64, req supervisor.ExecRequest, outputs map[st
 	}
 	s.mu.Lock()
 	s.execs[id] = e
-	e.oomBefore = oomKills()
+	e.oomBefore = procs.OOMKills()
 	e.started = time.Now()
 	s.mu.Unlock()
 	go e.followCell(k, cell, fresh)
@@ -112,12 +114,12 @@ func (s *server) kernelFor(req supervisor.ExecRequest) (*kernel, *supervisor.Cel
 	if len(req.Argv) == 0 {
 		return nil, nil, errors.New("the language has no context command")
 	}
-	env := mergeEnv(os.Environ(), req.Env)
+	env := environ.Merge(os.Environ(), req.Env)
 	dir := req.Dir
 	if dir == "" {
 		dir = s.workspace
 	}
-	argv0, err := lookPath(req.Argv[0], dir, envValue(env, "PATH"))
+	argv0, err := environ.LookPath(req.Argv[0], dir, environ.Value(env, "PATH"))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -154,7 +156,7 @@ func (s *server) kernelFor(req supervisor.ExecRequest) (*kernel, *supervisor.Cel
 		exited: make(chan unix.WaitStatus, 1), marks: make(chan string, 2), pumped: make(chan struct{})}
 	s.mu.Lock()
 	// Contexts are a session's, in its namespace.
-	k.pid, _, err = s.spawn(argv0, req.Argv, dir, env, []uintptr{devnull.Fd(), outW.Fd(), errW.Fd(), reqR.Fd(), repW.Fd()},
+	k.pid, _, err = s.spawner.Spawn(argv0, req.Argv, dir, env, []uintptr{devnull.Fd(), outW.Fd(), errW.Fd(), reqR.Fd(), repW.Fd()},
 		&syscall.SysProcAttr{Setpgid: true}, supervisor.IsolateSession)
 	if err == nil {
 		s.contexts[name] = k
@@ -272,7 +274,7 @@ func (e *execution) followCell(k *kernel, cell int, fresh *supervisor.CellResult
 	// A kernel that stopped reading must not hold up the deadline.
 	go func() { _, _ = k.requests.Write(append(line, '\n')) }()
 
-	cpu0 := processCPU(k.pid)
+	cpu0 := procs.Process(k.pid)
 	var ws unix.WaitStatus
 	died := false
 	replies := k.repliesTo(name)
@@ -302,7 +304,7 @@ func (e *execution) followCell(k *kernel, cell int, fresh *supervisor.CellResult
 		// The context's kernel and what its cells started: the other
 		// contexts and the session's servers live on.
 		e.timedOut.Store(true)
-		res.Survivors = killTree(k.pid)
+		res.Survivors = procs.KillTree(k.pid)
 		select {
 		case ws = <-k.exited:
 		case <-time.After(kernelKillWait):
@@ -317,10 +319,10 @@ func (e *execution) followCell(k *kernel, cell int, fresh *supervisor.CellResult
 	res.TimedOut = e.timedOut.Load()
 	// A live kernel's use is what /proc says it grew by; a dead one's the
 	// reaper counted.
-	used := usage{}
+	used := procs.Usage{}
 	if !died {
-		cpu1 := processCPU(k.pid)
-		used = usage{user: max(cpu1.user-cpu0.user, 0), sys: max(cpu1.sys-cpu0.sys, 0), peakRSS: cpu1.peakRSS}
+		cpu1 := procs.Process(k.pid)
+		used = procs.Usage{User: max(cpu1.User-cpu0.User, 0), Sys: max(cpu1.Sys-cpu0.Sys, 0), PeakRSS: cpu1.PeakRSS}
 	}
 	if died {
 		select {
@@ -335,7 +337,7 @@ func (e *execution) followCell(k *kernel, cell int, fresh *supervisor.CellResult
 			e.s.lostContexts[k.name] = "the interpreter was ended when the client of its last cell went away"
 			e.s.mu.Unlock()
 		}
-	} else if after := oomKills(); e.oomBefore >= 0 && after > e.oomBefore {
+	} else if after := procs.OOMKills(); e.oomBefore >= 0 && after > e.oomBefore {
 		res.OOMKilled = true // a child of the kernel
 	}
 	k.mu.Lock()
@@ -343,7 +345,7 @@ func (e *execution) followCell(k *kernel, cell int, fresh *supervisor.CellResult
 	k.mu.Unlock()
 	e.outputResult(res)
 	e.usageMu.Lock()
-	res.UserUS, res.SysUS, res.MaxRSSBytes = e.userUS+used.user, e.sysUS+used.sys, max(e.maxRSS, used.peakRSS)
+	res.UserUS, res.SysUS, res.MaxRSSBytes = e.userUS+used.User, e.sysUS+used.Sys, max(e.maxRSS, used.PeakRSS)
 	e.usageMu.Unlock()
 	e.s.finish(e, res)
 }
@@ -427,7 +429,7 @@ func (s *server) contextOp(m supervisor.Message) {
 			k.mu.Lock()
 			c := supervisor.Context{Name: k.name, Language: k.language, PID: k.pid, StartedAt: k.started.UnixNano(), Executions: k.cells}
 			k.mu.Unlock()
-			c.RSSBytes = processCPU(k.pid).rss
+			c.RSSBytes = procs.Process(k.pid).RSS
 			list = append(list, c)
 		}
 		s.mu.Unlock()
@@ -439,40 +441,10 @@ func (s *server) contextOp(m supervisor.Message) {
 		}
 		ks := s.dropKernels(name)
 		if name == "" || len(ks) == 0 {
-			s.done(m.ID, refuse(supervisor.ErrNotFound, "no context %q is running", name))
+			s.done(m.ID, workspace.Refuse(supervisor.ErrNotFound, "no context %q is running", name))
 			return
 		}
 		_ = unix.Kill(-ks[0].pid, unix.SIGKILL)
 		s.done(m.ID, &supervisor.FileResult{})
 	}
-}
-
-// usage is what /proc says a process used so far.
-type usage struct{ user, sys, rss, peakRSS int64 }
-
-// processCPU reads a live process's CPU times (µs) and memory; zero when
-// it is gone.
-func processCPU(pid int) usage {
-	var u usage
-	stat, err := readProc("/proc/" + itoa(pid) + "/stat")
-	if err != nil {
-		return u
-	}
-	// Fields after the parenthesised name: utime and stime are the 12th
-	// and 13th, in clock ticks (100 a second on Linux).
-	if i := bytes.LastIndexByte(stat, ')'); i >= 0 {
-		if f := strings.Fields(string(stat[i+1:])); len(f) > 12 {
-			u.user, u.sys = atoi64(f[11])*10000, atoi64(f[12])*10000
-		}
-	}
-	status, _ := readProc("/proc/" + itoa(pid) + "/status")
-	for _, line := range strings.Split(string(status), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			u.rss = atoi64(strings.TrimSuffix(strings.TrimSpace(v), " kB")) * 1024
-		}
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			u.peakRSS = atoi64(strings.TrimSuffix(strings.TrimSpace(v), " kB")) * 1024
-		}
-	}
-	return u
 }

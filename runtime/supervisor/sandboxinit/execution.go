@@ -9,6 +9,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/procs"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/warm"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/workspace"
 )
 
 // execution is one started process and everything it spawns.
@@ -20,8 +23,8 @@ type execution struct {
 	pid       int // the main process
 	started   time.Time
 	oomBefore int64
-	outputs   map[string]outputState // the watched outputs before it started
-	exited    chan unix.WaitStatus   // the reaper delivers the main process's status
+	outputs   workspace.Outputs    // the watched outputs before it started
+	exited    chan unix.WaitStatus // the reaper delivers the main process's status
 
 	stdinW      *os.File // our end of the program's stdin, nil if /dev/null
 	stdinMu     sync.Mutex
@@ -286,7 +289,7 @@ func (e *execution) ended(res *supervisor.ExecResult, ws unix.WaitStatus) {
 		res.ExitCode = 128 + int(ws.Signal())
 		res.Signal = unix.SignalName(ws.Signal())
 	}
-	if after := oomKills(); e.oomBefore >= 0 && after > e.oomBefore {
+	if after := procs.OOMKills(); e.oomBefore >= 0 && after > e.oomBefore {
 		res.OOMKilled = true
 	}
 }
@@ -296,7 +299,7 @@ func (e *execution) ended(res *supervisor.ExecResult, ws unix.WaitStatus) {
 func (e *execution) kill() {
 	e.killed.Store(true)
 	if e.kernel > 0 {
-		killTree(e.kernel)
+		procs.KillTree(e.kernel)
 		return
 	}
 	if e.endsAlone() {
@@ -336,7 +339,7 @@ func (e *execution) end() int {
 	if !e.endsAlone() {
 		return e.s.endAll()
 	}
-	if n := killTree(e.pid); n > 0 {
+	if n := procs.KillTree(e.pid); n > 0 {
 		// What resists its tree's kill is ended with everything.
 		return max(n, e.s.endAll())
 	}
@@ -354,4 +357,18 @@ func (e *execution) account(ru *unix.Rusage) {
 	e.userUS += ru.Utime.Sec*1e6 + int64(ru.Utime.Usec)
 	e.sysUS += ru.Stime.Sec*1e6 + int64(ru.Stime.Usec)
 	e.maxRSS = max(e.maxRSS, ru.Maxrss*1024)
+}
+
+// handOver makes the warm process e's: its pipes are e's, and the
+// program's argv, environment and directory go down its go pipe.
+func (e *execution) handOver(w *warm.Process, env []string, dir string) {
+	e.outR, e.errR = w.Stdout, w.Stderr
+	if e.req.Stdin {
+		e.stdinW = w.Stdin
+		e.stdinCh = make(chan []byte, 1)
+		go e.writeStdin()
+	} else {
+		w.Stdin.Close() // an empty stdin, as a cold start has
+	}
+	w.Go(e.req.Argv, env, dir)
 }

@@ -1,19 +1,17 @@
 package sandboxinit
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/fresh"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/procs"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/workspace"
 )
 
 // A one-shot container serves many runs, each in a sandbox as fresh as a
@@ -21,10 +19,6 @@ import (
 // empties every writable place (reset), then checks that what a program
 // could find is exactly what it found when the container started, its
 // baseline. Anything it cannot undo retires the container.
-
-// maxObserved bounds a view: a sandbox whose reset left more than this
-// is not fresh, whatever the rest says.
-const maxObserved = 4096
 
 // begin readies a new sandbox and takes the baseline later runs are held
 // to.
@@ -39,10 +33,44 @@ func (s *server) begin() {
 			s.freshTimes[dir] = st.Mtim
 		}
 		if info, err := os.Lstat(dir); err == nil {
-			s.freshModes[dir] = info.Mode() & modeBits
+			s.freshModes[dir] = info.Mode() & workspace.ModeBits
 		}
 	}
 }
+
+// reset ends every process and empties the workspace, /tmp, shared memory,
+// message queues and SysV IPC, keeping project_files: the session goes on
+// as if new.
+func (s *server) reset() *supervisor.FileResult {
+	s.dropKernels("")
+	if n := s.endAll(); n > 0 {
+		return workspace.Refuse(supervisor.ErrInvalid, "%d processes survived the kill", n)
+	}
+	s.clearIPC()
+	// The workspace and /tmp get back the modes they had when the sandbox
+	// was new (a pod's volumes are not a container's tmpfs).
+	dirs := map[string]os.FileMode{s.workspace: s.freshModes[s.workspace], s.tmp: s.freshModes[s.tmp]}
+	for _, d := range s.scratch {
+		dirs[d] = 0 // mounted by the engine; emptied, not changed
+	}
+	for dir, mode := range dirs {
+		if err := s.files.Empty(dir, mode); err != nil {
+			return workspace.Failure(err)
+		}
+	}
+	s.makeOutputs()
+	return &supervisor.FileResult{}
+}
+
+// makeOutputs creates the workspace's outputs/, where results are expected,
+// and the directory compilers write programs to.
+func (s *server) makeOutputs() {
+	s.files.MakeOutputs()
+	_ = os.Mkdir(s.buildDir(), 0o755)
+}
+
+// observe is what a program could find now (see fresh.Observe).
+func (s *server) observe() []string { return fresh.Observe(s.places(), s.kernelObjects) }
 
 // places are the directories a program may write to.
 func (s *server) places() []string {
@@ -57,7 +85,7 @@ func (s *server) recycle() *supervisor.FileResult {
 	running := len(s.execs)
 	s.mu.Unlock()
 	if running > 0 {
-		return refuse(supervisor.ErrNotFresh, "%d executions still running", running)
+		return workspace.Refuse(supervisor.ErrNotFresh, "%d executions still running", running)
 	}
 	if res := s.reset(); res.Error != "" {
 		res.ErrorKind = supervisor.ErrNotFresh
@@ -72,7 +100,7 @@ func (s *server) recycle() *supervisor.FileResult {
 	for deadline := time.Now().Add(time.Second); ; time.Sleep(10 * time.Millisecond) {
 		// The processes reset killed are gone once reaped: until then a
 		// program would find their zombies in /proc.
-		if diff = differences(s.fresh, s.observe()); len(diff) == 0 {
+		if diff = fresh.Differences(s.fresh, s.observe()); len(diff) == 0 {
 			if n := s.unreaped(); n > 0 {
 				diff = []string{fmt.Sprintf("%d ended processes not yet reaped", n)}
 			} else {
@@ -86,7 +114,7 @@ func (s *server) recycle() *supervisor.FileResult {
 	if len(diff) > 5 {
 		diff = append(diff[:5], fmt.Sprintf("and %d more", len(diff)-5))
 	}
-	return refuse(supervisor.ErrNotFresh, "the sandbox is not as it started: %s", strings.Join(diff, "; "))
+	return workspace.Refuse(supervisor.ErrNotFresh, "the sandbox is not as it started: %s", strings.Join(diff, "; "))
 }
 
 // recycleAndWarm recycles the sandbox and, once it is fresh, starts the
@@ -101,7 +129,7 @@ func (s *server) recycleAndWarm(warms []supervisor.WarmRequest) *supervisor.File
 	res.WarmErrors = make([]string, len(warms))
 	for i, w := range warms {
 		failed := make(chan error, 1)
-		s.warmUp(w, func(err error) { failed <- err })
+		s.warms.Up(w, func(err error) { failed <- err })
 		if err := <-failed; err != nil {
 			res.WarmErrors[i] = err.Error()
 		}
@@ -116,157 +144,10 @@ func (s *server) unreaped() int {
 		return 0
 	}
 	n := 0
-	forEachProcess(func(pid string, stat []byte) {
-		if f := statFields(stat); pid != "1" && len(f) > 1 && f[0] == "Z" && f[1] == "1" {
+	procs.ForEachProcess(func(pid string, stat []byte) {
+		if f := procs.StatFields(stat); pid != "1" && len(f) > 1 && f[0] == "Z" && f[1] == "1" {
 			n++
 		}
 	})
 	return n
-}
-
-// differences says what now has more of than fresh had, and the other way.
-func differences(fresh, now []string) []string {
-	count := map[string]int{}
-	for _, e := range now {
-		count[e]++
-	}
-	for _, e := range fresh {
-		count[e]--
-	}
-	var out []string
-	for e, n := range count {
-		switch {
-		case n > 0:
-			out = append(out, "left: "+e)
-		case n < 0:
-			out = append(out, "gone: "+e)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// observe lists what a program could find that another left: every entry
-// of the writable places with its type, mode, owner and size, extended
-// attributes, SysV IPC objects, and sockets bound in the sandbox's network
-// namespace. Times and inode numbers are left out: a fresh sandbox's
-// differ from another's too.
-func (s *server) observe() []string {
-	var out []string
-	for _, place := range s.places() {
-		_ = filepath.WalkDir(place, func(p string, d fs.DirEntry, err error) error {
-			if len(out) >= maxObserved {
-				return fs.SkipAll
-			}
-			if err != nil {
-				if !errors.Is(err, fs.ErrNotExist) || p != place {
-					out = append(out, fmt.Sprintf("unreadable %s: %v", p, err))
-				}
-				return nil
-			}
-			out = append(out, describe(p, d))
-			return nil
-		})
-		if names := xattrs(place); names != "" {
-			out = append(out, "xattr "+place+" "+names)
-		}
-	}
-	if s.kernelObjects != nil {
-		out = append(out, s.kernelObjects()...)
-	}
-	return out
-}
-
-// describe is one entry of a view.
-func describe(p string, d fs.DirEntry) string {
-	info, err := d.Info()
-	if err != nil {
-		return fmt.Sprintf("unreadable %s: %v", p, err)
-	}
-	size := info.Size()
-	if d.IsDir() {
-		size = 0 // a directory's size tells what it held once
-	}
-	owner := ""
-	if st, ok := info.Sys().(*syscall.Stat_t); ok {
-		owner = fmt.Sprintf(" %d:%d", st.Uid, st.Gid)
-	}
-	return fmt.Sprintf("%s %v%s %d", p, info.Mode(), owner, size)
-}
-
-// xattrs are the names of the extended attributes set on a place itself
-// (its contents are removed with them).
-func xattrs(dir string) string {
-	buf := make([]byte, 4096)
-	n, err := unix.Llistxattr(dir, buf)
-	if err != nil || n <= 0 {
-		return ""
-	}
-	var names []string
-	for _, name := range strings.Split(strings.TrimRight(string(buf[:n]), "\x00"), "\x00") {
-		if !strings.HasPrefix(name, "security.") { // the engine's labels, not a program's
-			names = append(names, name)
-		}
-	}
-	return strings.Join(names, ",")
-}
-
-// kernelObjects lists what a sandbox's namespaces hold that a program may
-// leave behind: SysV IPC objects and bound sockets.
-func kernelObjects() []string { return append(sysvIPC.list(), boundSockets()...) }
-
-// clearXattrs removes the extended attributes a program set on a place
-// itself (those of its contents go with them), as their owner may.
-func clearXattrs(dir string) {
-	for _, name := range strings.Split(xattrs(dir), ",") {
-		if name != "" {
-			_ = unix.Lremovexattr(dir, name)
-		}
-	}
-}
-
-// boundSockets lists the TCP sockets listening and the UDP and Unix
-// sockets bound in the sandbox's network namespace.
-func boundSockets() []string {
-	var out []string
-	ports, _ := listeningPorts()
-	for _, p := range ports {
-		out = append(out, "tcp listening "+p.String())
-	}
-	for _, file := range []string{"udp", "udp6"} {
-		out = append(out, tableRows("/proc/net/"+file, file, func(f []string) (string, bool) {
-			return f[1], len(f) > 1
-		})...)
-	}
-	// Num RefCount Protocol Flags Type St Inode Path: a bound one has a
-	// path ("@..." for an abstract name). A connected one (St 03) shows
-	// its listener's path: a listener outside the sandbox may accept
-	// here (sandboxd's supervisor channel and egress proxy, whose ends
-	// are made in the connecting socket's namespace). What a program
-	// could leave for the next is a listener, or a bound datagram socket.
-	out = append(out, tableRows("/proc/net/unix", "unix", func(f []string) (string, bool) {
-		return strings.Join(f[7:], " "), len(f) > 7 && f[5] != "03"
-	})...)
-	return out
-}
-
-// tableRows reads a /proc table (a header line, then a row per object)
-// and names each row that keep picks.
-func tableRows(file, kind string, keep func(fields []string) (string, bool)) []string {
-	data, err := readProc(file)
-	if err != nil {
-		return nil
-	}
-	lines := strings.Split(string(data), "\n")
-	var out []string
-	for _, line := range lines[min(1, len(lines)):] {
-		f := strings.Fields(line)
-		if len(f) == 0 {
-			continue
-		}
-		if name, ok := keep(f); ok {
-			out = append(out, kind+" "+name)
-		}
-	}
-	return out
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/channel"
 )
 
 // A listening supervisor answers only a connection that opens with its
@@ -90,13 +91,13 @@ func TestDialOpensWithTheTokenAndComesBack(t *testing.T) {
 
 // channelServer is a supervisor that speaks on a channel, and a listener
 // on address for a test's end of it.
-func channelServer(t *testing.T, network, address string) (net.Listener, *server, *channel) {
+func channelServer(t *testing.T, network, address string) (net.Listener, *server, *channel.Channel) {
 	ln, err := net.Listen(network, address)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	out := &channel{}
+	out := &channel.Channel{}
 	dirs := paths{workspace: t.TempDir(), tmp: t.TempDir()}
 	return ln, newServer(out, dirs, container{killAll: func(int) int { return 0 }, clearIPC: func() {}}), out
 }

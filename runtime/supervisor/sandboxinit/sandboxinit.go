@@ -2,13 +2,15 @@
 // in every sandbox container: the sandbox's end of the protocol of
 // runtime/supervisor. It reaps zombies, starts executions on sandboxd's
 // request, streams their output, enforces their deadlines, reports what
-// they used, and makes a one-shot container fresh between runs (fresh.go).
+// they used, and makes a one-shot container fresh between runs (fresh.go,
+// package fresh).
 //
 // It speaks on a Unix socket of sandboxd's, mounted into the container
 // (Docker on sandboxd's host), on its stdin and stdout, which sandboxd
 // attaches to through the Docker API (a remote engine), or, where
 // attaching would put what programs print in the node's logs
-// (Kubernetes), on a loopback port the runtime forwards to (listen.go). cmd/sandbox-init is its static binary, bind-mounted
+// (Kubernetes), on a loopback port the runtime forwards to (package
+// channel). cmd/sandbox-init is its static binary, bind-mounted
 // read-only from the host (see runtime/docker), so it always matches the
 // daemon that speaks to it and needs no image rebuild. Serve runs the
 // same server outside a container, in a test's process (runtime/fake).
@@ -35,14 +37,16 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/channel"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/procs"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/relay"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/spawn"
 )
 
 // Main is sandbox-init's main: the supervisor of the container whose PID
-// 1 it is, or the isolation helper (see isolate.go) when started as one.
+// 1 it is, or one of its helpers when started as one.
 func Main() {
-	if len(os.Args) > 1 && isHelper(os.Args[1]) {
-		helperMain(os.Args[1:]) // the isolation helper, not the supervisor
-	}
+	runHelper(os.Args)
 	if os.Getpid() != 1 {
 		// kill(-1) outside a PID namespace would end every process of the user.
 		fmt.Fprintln(os.Stderr, "sandbox-init: must run as PID 1 inside a sandbox container; sandboxd starts it")
@@ -50,8 +54,8 @@ func Main() {
 	}
 	// Same-uid sandbox code must not read or write our file descriptors
 	// through /proc/1/fd, nor ptrace us. That makes our /proc files
-	// root's: our own oom score is opened before (see startForker).
-	ownOOMScore, _ = os.OpenFile(oomScorePath, os.O_RDWR, 0)
+	// root's: our own oom score is opened before (see spawn.KeepOOMScore).
+	spawn.KeepOOMScore()
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 	// Handle (and drop) every signal code in the container might send us:
@@ -68,7 +72,7 @@ func Main() {
 	// Signal 32, which Go keeps from os/signal, is as the engine left it:
 	// ignored, where dockerd was started so, and then in every program.
 	// As PID 1 the kernel keeps it from us at its default.
-	if err := setDisposition(sigDefault, sigCancel); err != nil {
+	if err := spawn.SetDisposition(spawn.SigDefault, spawn.SigCancel); err != nil {
 		fmt.Fprintf(os.Stderr, "sandbox-init: %v\n", err)
 	}
 
@@ -90,7 +94,7 @@ func Main() {
 	var out io.Writer = os.Stdout
 	var ln net.Listener
 	if listen != "" || dial != "" {
-		out = &channel{}
+		out = &channel.Channel{}
 	}
 	if listen != "" {
 		var err error
@@ -103,24 +107,37 @@ func Main() {
 	if listen != "" {
 		os.Stderr = s.diagnostics(os.Stderr)
 	}
-	egress := listenEgress()
+	egress := relay.ListenEgress()
 	s.begin() // our own listeners are part of the sandbox as new
 	go s.reap(nil)
 	if egress != nil {
-		go relayEgress(egress)
+		go relay.Egress(egress)
 	}
 	switch {
 	case listen != "":
-		s.listenAndServe(out.(*channel), ln, tokenSum)
+		s.listenAndServe(out.(*channel.Channel), ln, tokenSum)
 	case dial != "":
-		s.dialAndServe(out.(*channel), dial, token)
+		s.dialAndServe(out.(*channel.Channel), dial, token)
 	}
 	if err := s.serve(os.Stdin); err != nil {
 		fmt.Fprintf(os.Stderr, "sandbox-init: reading stdin: %v\n", err)
 	}
 	// stdin closed: nobody can talk to us again.
-	killContainer(0)
+	procs.KillAll(0)
 	os.Exit(0)
+}
+
+// runHelper runs sandbox-init started as one of its helpers, if args say
+// it was, and never returns then: a forwarded port's relay, or one of
+// spawn's (the isolation helper, a session's holder and shim, the
+// lockdown step).
+func runHelper(args []string) {
+	switch {
+	case len(args) > 1 && args[1] == supervisor.RelayArg:
+		relay.ForwardPort(args[2:])
+	case len(args) > 1 && spawn.IsHelper(args[1]):
+		spawn.HelperMain(args[1:])
+	}
 }
 
 // Sandbox is where a supervisor outside a container acts (see Serve).
@@ -142,8 +159,7 @@ type Sandbox struct {
 func Serve(r io.Reader, w io.Writer, sb Sandbox) error {
 	s := newServer(w, paths{workspace: sb.Workspace, tmp: sb.Tmp, scratch: sb.Scratch},
 		container{killAll: func(int) int { return sb.EndAll() }, clearIPC: func() {}, ownChildrenOnly: true})
-	s.isolation.Do(func() {}) // isolating stays false: no helper binary here
-	s.unfiltered = false      // nor a lockdown step
+	s.spawner.Plain() // no helper binary here
 	s.begin()
 	stop := make(chan struct{})
 	reaped := make(chan struct{})
@@ -172,6 +188,32 @@ func (s *server) serve(r io.Reader) error {
 		s.handle(m)
 	}
 	return in.Err()
+}
+
+// Where a runtime does not speak to the supervisor on PID 1's stdio, a
+// connection is the channel (see package channel), opened with a token
+// the runtime sets in the environment (a listener is given only the
+// token's SHA-256: see supervisor.EnvTokenSum). The environment of a
+// non-dumpable PID 1 is readable by root alone, and the token is gone
+// from it before any program starts, so code in the sandbox, which can
+// reach the same socket, cannot take the channel over.
+
+// listenAndServe serves sandboxd on ln (see channel.Listen).
+func (s *server) listenAndServe(out *channel.Channel, ln net.Listener, tokenSum string) {
+	channel.Listen(out, ln, tokenSum, s.serve, func() { s.logsWanted.Store(false) }) // until its hello asks
+}
+
+// dialAndServe serves sandboxd over its socket at path (see channel.Dial).
+func (s *server) dialAndServe(out *channel.Channel, path, token string) {
+	channel.Dial(out, path, token, s.serve)
+}
+
+// diagnostics is where our own messages go where our stderr is a node's
+// log (see channel.Diagnostics): as OpLog, to a host that asked.
+func (s *server) diagnostics(stderr *os.File) *os.File {
+	return channel.Diagnostics(stderr, s.logsWanted.Load, func(line string) {
+		s.send(supervisor.Message{Op: supervisor.OpLog, Data: []byte(line)})
+	})
 }
 
 // reserveThreads makes the Go runtime start n OS threads now. A fork bomb

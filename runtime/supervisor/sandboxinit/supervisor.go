@@ -8,8 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +17,13 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/environ"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/fresh"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/ports"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/procs"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/spawn"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/warm"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/workspace"
 )
 
 // paths are where the supervisor acts: the container's own directories in a
@@ -48,19 +53,16 @@ type container struct {
 	ownChildrenOnly bool
 	// oomFirst has the programs the supervisor starts be the kernel's
 	// first pick when memory runs out, from their first instruction (see
-	// startForker).
+	// spawn.New).
 	oomFirst bool
 }
 
-var realContainer = container{killAll: killContainer, clearIPC: sysvIPC.clear, kernelObjects: kernelObjects, oomFirst: true}
+var realContainer = container{killAll: procs.KillAll, clearIPC: fresh.ClearIPC, kernelObjects: fresh.KernelObjects, oomFirst: true}
 
 // buildDir is supervisor.BuildDir under these paths.
 func (p paths) buildDir() string {
 	return filepath.Join(p.tmp, strings.TrimPrefix(supervisor.BuildDir, "/tmp/"))
 }
-
-// programNice is the nice value of the programs the supervisor starts.
-const programNice = 10
 
 // server holds the running executions. One reaper goroutine owns every
 // wait4 in the container, so no other code may wait for a child.
@@ -71,43 +73,23 @@ type server struct {
 	outMu sync.Mutex
 	out   *json.Encoder
 
-	fork forker
+	spawner *spawn.Spawner // starts the programs' processes
 
-	mu      sync.Mutex
-	execs   map[uint64]*execution // by request id
-	byPID   map[int]*execution    // main processes
-	uploads map[uint64]*upload    // puts waiting for their in chunks
-	watches map[uint64]*watch     // watches in progress, by request id
+	files *workspace.Server // the host's file requests
+
+	mu    sync.Mutex
+	execs map[uint64]*execution // by request id
+	byPID map[int]*execution    // main processes
 
 	contexts     map[string]*kernel // running context kernels by name
 	kernelByPID  map[int]*kernel
 	lostContexts map[string]string // why a context that ended between cells lost its state
 
-	warms map[string]*warmProcess // runtimes started ahead for the next execs, by what they stand in for
-	// zygote forks the warm processes that may be forked (see zygote.go);
-	// zygoteFailed is the key of one that could not start, not tried
-	// again. zygoteMu serialises starting one and asking it to fork.
-	zygote       *zygote
-	zygoteFailed string
-	zygoteMu     sync.Mutex
+	warms *warm.Pool // runtimes started ahead for the next execs, and their zygote
 
-	// self is this binary, the helper that puts an isolated program in
-	// its namespaces; isolating says whether the runtime allows them,
-	// found out once (see canIsolate).
-	self      string
-	isolation sync.Once
-	isolating bool
 	// logsWanted: the host connected now asked for our diagnostics (see
 	// diagnostics).
 	logsWanted atomic.Bool
-	// unfiltered: no seccomp filter is in force on the supervisor, so
-	// the container's profile does not hold its programs (gVisor does
-	// not load it inside the sandbox) and each is locked down.
-	unfiltered bool
-	// holder holds the session's namespace (see hold.go); holders are the
-	// pids of every one started and not yet reaped.
-	holder  *holder
-	holders map[int]bool
 
 	// What a program could find when the sandbox was new (see begin).
 	fresh      []string
@@ -116,26 +98,21 @@ type server struct {
 }
 
 func newServer(w io.Writer, at paths, c container) *server {
-	self, _ := os.Executable()
-	mode, _ := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0)
-	return &server{
-		self:       self,
-		unfiltered: mode == 0,
-		paths:      at,
-		container:  c,
-		out:        json.NewEncoder(w),
-		fork:       startForker(c.oomFirst),
-		execs:      map[uint64]*execution{},
-		byPID:      map[int]*execution{},
-		uploads:    map[uint64]*upload{},
-		watches:    map[uint64]*watch{},
+	s := &server{
+		paths:     at,
+		container: c,
+		out:       json.NewEncoder(w),
+		execs:     map[uint64]*execution{},
+		byPID:     map[int]*execution{},
 
 		contexts:     map[string]*kernel{},
 		kernelByPID:  map[int]*kernel{},
 		lostContexts: map[string]string{},
-		warms:        map[string]*warmProcess{},
-		holders:      map[int]bool{},
 	}
+	s.spawner = spawn.New(c.oomFirst, s.reaped)
+	s.warms = warm.NewPool(&s.mu, s.spawner, at.workspace, at.buildDir(), c.ownChildrenOnly)
+	s.files = workspace.New(at.workspace, at.tmp, s.send)
+	return s
 }
 
 // send writes one message; messages are whole lines, never interleaved.
@@ -154,19 +131,15 @@ func (s *server) handle(m supervisor.Message) {
 		if m.Exec != nil {
 			s.start(m.ID, *m.Exec)
 		}
-	case supervisor.OpPut, supervisor.OpGet, supervisor.OpTar, supervisor.OpList, supervisor.OpMkdir, supervisor.OpMove, supervisor.OpRemove, supervisor.OpReset, supervisor.OpRecycle, supervisor.OpUntar, supervisor.OpPorts, supervisor.OpUsage:
-		s.fileOp(m)
-	case supervisor.OpWatch:
-		req := supervisor.FileRequest{Path: "."}
-		if m.File != nil {
-			req = *m.File
-		}
-		s.startWatch(m.ID, req)
+	case supervisor.OpPut, supervisor.OpGet, supervisor.OpTar, supervisor.OpList, supervisor.OpMkdir, supervisor.OpMove, supervisor.OpRemove, supervisor.OpUntar, supervisor.OpWatch:
+		s.files.Serve(m)
+	case supervisor.OpReset, supervisor.OpRecycle, supervisor.OpPorts, supervisor.OpUsage:
+		s.sandboxOp(m)
 	case supervisor.OpContexts, supervisor.OpContextEnd:
 		s.contextOp(m)
 	case supervisor.OpWarm:
 		if m.Warm != nil {
-			s.warmUp(*m.Warm, func(err error) {
+			s.warms.Up(*m.Warm, func(err error) {
 				res := supervisor.FileResult{}
 				if err != nil {
 					res.Error = err.Error()
@@ -175,25 +148,12 @@ func (s *server) handle(m supervisor.Message) {
 			})
 		}
 	case supervisor.OpIn, supervisor.OpInClose, supervisor.OpKill:
+		if s.files.Feed(m) { // a put's or a watch's
+			return
+		}
 		s.mu.Lock()
-		e, up, w := s.execs[m.ID], s.uploads[m.ID], s.watches[m.ID]
+		e := s.execs[m.ID]
 		s.mu.Unlock()
-		if w != nil && m.Op == supervisor.OpKill {
-			w.close()
-			return
-		}
-		if up != nil {
-			switch m.Op {
-			case supervisor.OpIn:
-				s.uploadChunk(m.ID, up, m.Data)
-			case supervisor.OpKill:
-				up.err = errors.New("cancelled")
-				s.finishUpload(m.ID, up)
-			case supervisor.OpInClose:
-				s.finishUpload(m.ID, up)
-			}
-			return
-		}
 		if e == nil {
 			return
 		}
@@ -213,6 +173,43 @@ func (s *server) handle(m supervisor.Message) {
 			e.resize(*m.Size)
 		}
 	}
+}
+
+// sandboxOp starts an operation on the whole sandbox. Those that take a
+// while run in their own goroutine.
+func (s *server) sandboxOp(m supervisor.Message) {
+	req := supervisor.FileRequest{Path: "."}
+	if m.File != nil {
+		req = *m.File
+	}
+	switch m.Op {
+	case supervisor.OpReset:
+		go func() { s.done(m.ID, s.reset()) }()
+	case supervisor.OpRecycle:
+		go func() { s.done(m.ID, s.recycleAndWarm(req.Warm)) }()
+	case supervisor.OpPorts:
+		s.done(m.ID, listening())
+	case supervisor.OpUsage:
+		s.done(m.ID, s.usage())
+	}
+}
+
+// listening lists the TCP ports listening in the sandbox.
+func listening() *supervisor.FileResult {
+	list, err := ports.Listening()
+	if err != nil {
+		return workspace.Failure(err)
+	}
+	res := &supervisor.FileResult{Ports: []supervisor.Port{}}
+	for _, p := range list {
+		res.Ports = append(res.Ports, supervisor.Port{Address: p.Addr().String(), Port: int(p.Port())})
+	}
+	return res
+}
+
+// done answers request id.
+func (s *server) done(id uint64, res *supervisor.FileResult) {
+	s.send(supervisor.Message{Op: supervisor.OpDone, ID: id, Done: res})
 }
 
 // reap collects every child that exits, main processes of executions and
@@ -257,9 +254,7 @@ func (s *server) waitOne(ws *unix.WaitStatus, ru *unix.Rusage) int {
 	for pid := range s.kernelByPID {
 		pids = append(pids, pid)
 	}
-	for _, w := range s.warms {
-		pids = append(pids, w.pid)
-	}
+	pids = append(pids, s.warms.PIDs()...)
 	s.mu.Unlock()
 	for _, pid := range pids {
 		if got, err := unix.Wait4(pid, ws, unix.WNOHANG, ru); err == nil && got > 0 {
@@ -272,9 +267,8 @@ func (s *server) waitOne(ws *unix.WaitStatus, ru *unix.Rusage) int {
 func (s *server) reaped(pid int, ws unix.WaitStatus, ru *unix.Rusage) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.holders[pid] {
+	if s.spawner.ForgetHolder(pid) {
 		// Its usage is its namespace's, which it reported process by process.
-		delete(s.holders, pid)
 		if !ws.Signaled() || ws.Signal() != unix.SIGKILL { // not ended by us, nor by a program's SIGKILL
 			fmt.Fprintf(os.Stderr, "sandbox-init: a session's holder ended: exit %d, signal %d\n", ws.ExitStatus(), ws.Signal())
 		}
@@ -292,16 +286,7 @@ func (s *server) reaped(pid int, ws unix.WaitStatus, ru *unix.Rusage) {
 	if k := s.kernelByPID[pid]; k != nil {
 		s.kernelEnded(k, ws)
 	}
-	for key, w := range s.warms {
-		if w.pid == pid {
-			w.close() // it died unused: the next exec starts as usual
-			delete(s.warms, key)
-		}
-	}
-	if s.zygote != nil && s.zygote.pid == pid {
-		s.zygote.close() // killed: the next warm process starts another
-		s.zygote = nil
-	}
+	s.warms.Reaped(pid)
 }
 
 // start writes the files, starts the process and follows it to its end in
@@ -310,11 +295,11 @@ func (s *server) start(id uint64, req supervisor.ExecRequest) {
 	fail := func(code int, err error) {
 		s.send(supervisor.Message{Op: supervisor.OpExit, ID: id, Result: &supervisor.ExecResult{ExitCode: code, StartError: err.Error()}})
 	}
-	if err := s.writeFiles(req.Files); err != nil {
+	if err := s.files.Write(req.Files); err != nil {
 		fail(126, err)
 		return
 	}
-	outputs := s.scanOutputs(req.Outputs)
+	outputs := s.files.ScanOutputs(req.Outputs)
 	if req.Cell != nil {
 		s.startCell(id, req, outputs, fail)
 		return
@@ -323,7 +308,7 @@ func (s *server) start(id uint64, req supervisor.ExecRequest) {
 		fail(126, errors.New("empty argv"))
 		return
 	}
-	env := mergeEnv(os.Environ(), req.Env)
+	env := environ.Merge(os.Environ(), req.Env)
 	dir := req.Dir
 	if dir == "" {
 		dir = s.workspace
@@ -332,11 +317,11 @@ func (s *server) start(id uint64, req supervisor.ExecRequest) {
 	e.outputs = outputs
 	if req.Warm && req.TTY == nil {
 		s.mu.Lock()
-		w, missed := s.takeWarm(req, env, dir)
+		w, missed := s.warms.Take(req, env, dir)
 		if w != nil {
-			e.warm, e.pid, e.oomBefore, e.started = true, w.pid, oomKills(), time.Now()
+			e.warm, e.pid, e.oomBefore, e.started = true, w.PID(), procs.OOMKills(), time.Now()
 			s.execs[id] = e
-			s.byPID[w.pid] = e
+			s.byPID[w.PID()] = e
 		}
 		s.mu.Unlock()
 		if w != nil {
@@ -346,7 +331,7 @@ func (s *server) start(id uint64, req supervisor.ExecRequest) {
 		}
 		e.warmMissed = missed
 	}
-	argv0, err := lookPath(req.Argv[0], dir, envValue(env, "PATH"))
+	argv0, err := environ.LookPath(req.Argv[0], dir, environ.Value(env, "PATH"))
 	if err != nil {
 		fail(127, err)
 		return
@@ -363,9 +348,9 @@ func (s *server) start(id uint64, req supervisor.ExecRequest) {
 		return
 	}
 	s.mu.Lock()
-	e.oomBefore = oomKills()
+	e.oomBefore = procs.OOMKills()
 	e.started = time.Now()
-	pid, _, err := s.spawn(argv0, req.Argv, dir, env, files, sys, req.Isolate)
+	pid, _, err := s.spawner.Spawn(argv0, req.Argv, dir, env, files, sys, req.Isolate)
 	if err == nil {
 		e.pid = pid
 		s.execs[id] = e
@@ -381,103 +366,9 @@ func (s *server) start(id uint64, req supervisor.ExecRequest) {
 	go e.follow()
 }
 
-// spawn starts a program's process on the forker's thread, so that it
-// runs niced, and is the kernel's first pick when memory runs out, from
-// its first instruction (see startForker).
-//
-// iso is the PID namespace it asks for (see supervisor.Isolation): where
-// the runtime gives none (see canIsolate), the process starts as usual.
-// isolated says which it got.
-func (s *server) spawn(argv0 string, argv []string, dir string, env []string, files []uintptr, sys *syscall.SysProcAttr, iso supervisor.Isolation) (pid int, isolated supervisor.Isolation, err error) {
-	isolated = s.effective(iso)
-	s.fork.do(func() {
-		switch isolated {
-		case supervisor.IsolateProgram:
-			pid, err = s.spawnIsolated(argv0, argv, dir, env, files, sys, true)
-		case supervisor.IsolateSession:
-			pid, err = s.spawnHeld(argv0, argv, dir, env, files, sys)
-		default:
-			fork := func(path string, argv []string, files []uintptr) (int, error) {
-				return syscall.ForkExec(path, argv, &syscall.ProcAttr{Dir: dir, Env: env, Files: files, Sys: sys})
-			}
-			if s.canIsolate() || s.unfiltered { // gVisor: see lockdown.go
-				pid, err = startLocked(fork, s.self, argv0, argv, files)
-			} else {
-				pid, err = fork(argv0, argv, files)
-			}
-		}
-	})
-	return pid, isolated, err
-}
-
-// effective is the isolation a process that asks for iso gets here.
-func (s *server) effective(iso supervisor.Isolation) supervisor.Isolation {
-	if !s.canIsolate() {
-		return supervisor.IsolateNone
-	}
-	return iso
-}
-
-// forker runs every fork of a program on one OS thread of its own, whose
-// nice is programNice: nice is per thread and a child takes its parent
-// thread's at fork, so a program, and whatever it forks before its first
-// instruction is done, runs niced from the start. The supervisor's other
-// threads keep nice 0 and win the container's CPU quota over a fork bomb,
-// so the kill at the deadline is never delayed. The container's share
-// against other containers does not depend on nice.
-type forker chan func()
-
-const oomScorePath = "/proc/self/oom_score_adj"
-
-// ownOOMScore is the supervisor's oom_score_adj, opened while its /proc
-// files were still its own (see Main).
-var ownOOMScore *os.File
-
-// startForker starts the forker's thread, niced as the programs will be.
-// With oomFirst, a fork also inherits oom_score_adj 1000, so that a
-// memory bomb is the kernel's pick and the supervisor survives it. That
-// score is the process's, not the thread's: the supervisor takes it for
-// the span of each fork and then goes back to its own, as the kernel
-// lets a process do (down to what it was started with). Set on the child
-// after the fork, it would come late for a program quick to look or to
-// fill memory.
-func startForker(oomFirst bool) forker {
-	f := make(forker)
-	ready := make(chan struct{})
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the forker
-		_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), programNice)
-		own := make([]byte, 16)
-		if oomFirst && ownOOMScore != nil {
-			n, _ := ownOOMScore.ReadAt(own, 0)
-			own = own[:n]
-		}
-		oomFirst = oomFirst && len(own) > 0
-		close(ready)
-		for fn := range f {
-			if oomFirst {
-				_, _ = ownOOMScore.WriteAt([]byte("1000"), 0)
-			}
-			fn()
-			if oomFirst {
-				_, _ = ownOOMScore.WriteAt(own, 0)
-			}
-		}
-	}()
-	<-ready
-	return f
-}
-
-// do runs fn on the forker's thread and waits for it.
-func (f forker) do(fn func()) {
-	done := make(chan struct{})
-	f <- func() { fn(); close(done) }
-	<-done
-}
-
 func (s *server) finish(e *execution, res *supervisor.ExecResult) {
-	res.Outputs, res.OutputsOmitted = s.changedOutputs(e.req.Outputs, e.outputs)
-	res.WorkspaceBytes = usedBytes(s.workspace)
+	res.Outputs, res.OutputsOmitted = s.files.ChangedOutputs(e.req.Outputs, e.outputs)
+	res.WorkspaceBytes = procs.UsedBytes(s.workspace)
 	s.mu.Lock()
 	delete(s.execs, e.id)
 	s.mu.Unlock()
@@ -486,165 +377,12 @@ func (s *server) finish(e *execution, res *supervisor.ExecResult) {
 
 // endAll ends every process but the supervisor and the zygote, and says
 // how many survived.
-func (s *server) endAll() int { return s.killAll(s.zygotePID()) }
+func (s *server) endAll() int { return s.killAll(s.warms.ZygotePID()) }
 
-// killContainer ends every process in the container but us and keep (0:
-// none), and keeps at it while a fork bomb races the kill. It returns how
-// many processes survived ~1 s. Only PID 1 of a PID namespace may call it.
-//
-// Sparing keep, it kills the processes one by one, which a fork bomb may
-// outrun where kill(-1) does not: after half the time it falls back to
-// kill(-1), keep included.
-func killContainer(keep int) int {
-	start := time.Now()
-	for {
-		spare := keep > 0 && time.Since(start) < 450*time.Millisecond
-		if !spare {
-			_ = unix.Kill(-1, unix.SIGKILL)
-		}
-		n := 0
-		forEachProcess(func(pid string, stat []byte) {
-			if p, _ := strconv.Atoi(pid); p > 1 && p != keep && live(stat) {
-				n++
-				if spare {
-					_ = unix.Kill(p, unix.SIGKILL)
-				}
-			}
-		})
-		if n == 0 || time.Since(start) > 900*time.Millisecond {
-			return n
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// killTree ends root, its process group and every process descended from
-// it (a child that left the group by setpgid or setsid goes too), and
-// keeps at it while they fork, for ~1 s. It returns how many survived:
-// one context's kernel and what its cells started, and nothing else of
-// the session (other contexts, servers).
-func killTree(root int) int {
-	start := time.Now()
-	for first := true; ; first = false {
-		parent, group, exiting := map[int]int{}, map[int]int{}, map[int]bool{}
-		forEachProcess(func(pid string, stat []byte) {
-			p, _ := strconv.Atoi(pid)
-			f := statFields(stat)
-			if p <= 1 || len(f) <= 6 {
-				return
-			}
-			many := threaded(pid)
-			if live(stat) || many {
-				parent[p], _ = strconv.Atoi(f[1])
-				group[p], _ = strconv.Atoi(f[2])
-				flags, _ := strconv.ParseUint(f[6], 10, 64)
-				exiting[p] = flags&pfExiting != 0 && !many // on its way out: no survivor
-			}
-		})
-		// The tree is read while root lives (its orphans would go to
-		// the holder or PID 1), then all of it is killed at once; by
-		// number too, as gVisor's /proc does not list a session's
-		// processes, which are in a PID namespace of their own.
-		var tree []int
-		for p := range parent {
-			for q, hops := p, 0; q > 1 && hops < len(parent); q, hops = parent[q], hops+1 {
-				if q == root || group[q] == root {
-					tree = append(tree, p)
-					break
-				}
-			}
-		}
-		_ = unix.Kill(-root, unix.SIGKILL)
-		_ = unix.Kill(root, unix.SIGKILL)
-		for _, p := range tree {
-			_ = unix.Kill(p, unix.SIGKILL)
-		}
-		n := 0
-		for _, p := range tree {
-			if !exiting[p] {
-				n++
-			}
-		}
-		if first {
-			n++ // root itself, which /proc may not list: look once more
-		}
-		if n == 0 || time.Since(start) > 900*time.Millisecond {
-			return n
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// pfExiting is the kernel's flag of a process that is exiting (PF_EXITING,
-// in /proc/PID/stat's flags): a large one may take a while to free its
-// memory.
-const pfExiting = 0x4
-
-// threaded says whether process pid has threads but its first: one whose
-// first thread ended (pthread_exit) shows as a zombie while the others
-// run on.
-func threaded(pid string) bool {
-	tasks, err := os.ReadDir("/proc/" + pid + "/task")
-	return err == nil && len(tasks) > 1
-}
-
-// live says whether a process's /proc stat is not a zombie's: a zombie is
-// dead, and the reaper collects it.
-func live(stat []byte) bool {
-	f := statFields(stat) // the state follows the parenthesised command name
-	return len(f) > 0 && f[0] != "Z"
-}
-
-// oomKills reads the container's count of OOM kills from its memory cgroup
-// (v2 memory.events, v1 memory.oom_control); -1 when neither is readable.
-func oomKills() int64 {
-	for _, f := range []string{"/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"} {
-		data, err := readProc(f)
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(data), "\n") {
-			if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
-				return atoi64(v)
-			}
-		}
-	}
-	return -1
-}
-
-// writeFiles writes the request's files under the workspace; os.Root keeps
-// every path, and every link met on the way, inside it.
-func (s *server) writeFiles(files []supervisor.File) error {
-	if len(files) == 0 {
-		return nil
-	}
-	root, err := s.openWorkspace()
-	if err != nil {
-		return err
-	}
-	defer root.Close()
-	for _, f := range files {
-		name := filepath.Clean(strings.TrimPrefix(f.Path, "/workspace/"))
-		if dir := filepath.Dir(name); dir != "." {
-			if err := root.MkdirAll(dir, 0o755); err != nil {
-				return err
-			}
-		}
-		mode := os.FileMode(f.Mode & 0o777)
-		if mode == 0 {
-			mode = 0o644
-		}
-		w, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(f.Data)
-		if cerr := w.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+// usage is what the whole sandbox uses now (see procs.SandboxUsage).
+func (s *server) usage() *supervisor.FileResult {
+	s.mu.Lock()
+	holders := s.spawner.Holders()
+	s.mu.Unlock()
+	return &supervisor.FileResult{Usage: procs.SandboxUsage(holders, s.workspace, s.tmp)}
 }

@@ -3,7 +3,6 @@ package sandboxinit
 import (
 	"bufio"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -17,6 +16,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/fresh"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/procs"
 )
 
 // peer drives a supervisor served in this process, over pipes, on a test's
@@ -43,7 +44,7 @@ func newPeer(t *testing.T) *peer {
 			for pid := range p.s.byPID {
 				_ = unix.Kill(-pid, unix.SIGKILL)
 			}
-			for pid := range p.s.holders {
+			for _, pid := range p.s.spawner.Holders() {
 				_ = unix.Kill(pid, unix.SIGKILL) // and the session's namespace with it
 			}
 			return 0
@@ -80,7 +81,7 @@ func newPeer(t *testing.T) *peer {
 		initW.Close()
 		close(stopReaping)
 		<-reaped
-		close(p.s.fork) // its thread ends with it
+		p.s.spawner.Close() // its thread ends with it
 	})
 	return p
 }
@@ -279,7 +280,7 @@ func TestDeadlineOfACommandThatKeepsOthers(t *testing.T) {
 	}
 	alive := func(pid int) bool {
 		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		return err == nil && live(stat)
+		return err == nil && procs.Live(stat)
 	}
 	for deadline := time.Now().Add(2 * time.Second); alive(child) && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
@@ -323,6 +324,10 @@ int main(void) {
 		t.Fatalf("no pid in %q (%+v)", out, res)
 	}
 	t.Cleanup(func() { _ = unix.Kill(pid, unix.SIGKILL) })
+	threaded := func(pid string) bool { // its threads but its first run on
+		tasks, err := os.ReadDir("/proc/" + pid + "/task")
+		return err == nil && len(tasks) > 1
+	}
 	for deadline := time.Now().Add(2 * time.Second); threaded(strconv.Itoa(pid)) && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -342,220 +347,6 @@ func TestKillEndsAnExecution(t *testing.T) {
 				t.Fatalf("%+v", m.Result)
 			}
 			return
-		}
-	}
-}
-
-func TestWorkspaceOperations(t *testing.T) {
-	p := newPeer(t)
-	if _, res := p.fileOp(1, supervisor.OpPut, supervisor.FileRequest{Path: "d/a.txt", Max: 100}, "hel", "lo"); res.Error != "" || res.Size != 5 {
-		t.Fatalf("put: %+v", res)
-	}
-	if data, res := p.fileOp(2, supervisor.OpGet, supervisor.FileRequest{Path: "d/a.txt", Max: 100}); data != "hello" || res.Size != 5 {
-		t.Fatalf("get: %q %+v", data, res)
-	}
-	if _, res := p.fileOp(3, supervisor.OpPut, supervisor.FileRequest{Path: "big", Max: 3}, "four"); res.ErrorKind != supervisor.ErrTooLarge {
-		t.Fatalf("put over max: %+v", res)
-	}
-	if _, res := p.fileOp(4, supervisor.OpList, supervisor.FileRequest{Path: ".", Recursive: true}); len(res.Entries) != 4 {
-		t.Fatalf("list (., d, d/a.txt, outputs): %+v", res)
-	}
-	// Planted links and FIFOs: refused, never followed, never blocking.
-	if err := os.Symlink("/etc/passwd", filepath.Join(p.dirs.workspace, "link")); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mkfifo(filepath.Join(p.dirs.workspace, "fifo"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, res := p.fileOp(5, supervisor.OpGet, supervisor.FileRequest{Path: "link", Max: 1 << 20}); res.Error == "" {
-		t.Fatalf("get through a link: %+v", res)
-	}
-	if _, res := p.fileOp(6, supervisor.OpGet, supervisor.FileRequest{Path: "fifo", Max: 1 << 20}); res.ErrorKind != supervisor.ErrNotRegular {
-		t.Fatalf("get of a FIFO: %+v", res)
-	}
-	if _, res := p.fileOp(7, supervisor.OpPut, supervisor.FileRequest{Path: "project_files/x", Max: 10}, "x"); res.ErrorKind != supervisor.ErrReadOnly {
-		t.Fatalf("put into project_files: %+v", res)
-	}
-	if _, res := p.fileOp(8, supervisor.OpRemove, supervisor.FileRequest{Path: "d"}); res.Error != "" {
-		t.Fatalf("remove: %+v", res)
-	}
-	if _, res := p.fileOp(9, supervisor.OpGet, supervisor.FileRequest{Path: "d/a.txt", Max: 100}); res.ErrorKind != supervisor.ErrNotFound {
-		t.Fatalf("get after remove: %+v", res)
-	}
-}
-
-func TestMkdirAndMoveStayInTheWorkspace(t *testing.T) {
-	p := newPeer(t)
-	if _, res := p.fileOp(1, supervisor.OpMkdir, supervisor.FileRequest{Path: "a/b"}); res.Error != "" || len(res.Entries) != 1 || res.Entries[0].Type != "dir" {
-		t.Fatalf("mkdir: %+v", res)
-	}
-	if _, res := p.fileOp(2, supervisor.OpMkdir, supervisor.FileRequest{Path: "a/b"}); res.ErrorKind != supervisor.ErrExists {
-		t.Fatalf("mkdir again: %+v", res)
-	}
-	if _, res := p.fileOp(3, supervisor.OpPut, supervisor.FileRequest{Path: "a/b/f", Max: 10}, "data"); res.Error != "" {
-		t.Fatalf("put: %+v", res)
-	}
-	if _, res := p.fileOp(4, supervisor.OpMove, supervisor.FileRequest{Path: "a/b/f", To: "c/g"}); res.Error != "" || res.Entries[0].Path != "c/g" || res.Entries[0].Size != 4 {
-		t.Fatalf("move: %+v", res)
-	}
-	// A link planted to lead out: neither a move's target nor a mkdir
-	// goes through it.
-	outside := t.TempDir()
-	if err := os.Symlink(outside, filepath.Join(p.dirs.workspace, "out")); err != nil {
-		t.Fatal(err)
-	}
-	if _, res := p.fileOp(5, supervisor.OpMove, supervisor.FileRequest{Path: "c/g", To: "out/g"}); res.Error == "" {
-		t.Fatalf("move through a link: %+v", res)
-	}
-	if _, res := p.fileOp(6, supervisor.OpMkdir, supervisor.FileRequest{Path: "out/d"}); res.Error == "" {
-		t.Fatalf("mkdir through a link: %+v", res)
-	}
-	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
-		t.Fatalf("written outside the workspace: %v", ents)
-	}
-	for i, req := range []supervisor.FileRequest{{Path: "c/g", To: "project_files/g"}, {Path: "c/g", To: "."}, {Path: "../x", To: "y"}} {
-		if _, res := p.fileOp(uint64(7+i), supervisor.OpMove, req); res.Error == "" {
-			t.Fatalf("move %+v: %+v", req, res)
-		}
-	}
-}
-
-// Names under /tmp reach the sandbox's /tmp, as the workspace's are
-// reached: put, get, list, mkdir, move and remove there, answered by the
-// names asked; /tmp itself is not written, a move does not cross from
-// one to the other, and a link planted there leads nowhere.
-func TestFilesInTmp(t *testing.T) {
-	p := newPeer(t)
-	if _, res := p.fileOp(1, supervisor.OpPut, supervisor.FileRequest{Path: "/tmp/repo/README.md", Max: 10}, "hello"); res.Error != "" {
-		t.Fatalf("put: %+v", res)
-	}
-	if b, err := os.ReadFile(filepath.Join(p.dirs.tmp, "repo/README.md")); err != nil || string(b) != "hello" {
-		t.Fatalf("the file in /tmp: %q %v", b, err)
-	}
-	if data, res := p.fileOp(2, supervisor.OpGet, supervisor.FileRequest{Path: "/tmp/repo/README.md", Max: 100}); res.Error != "" || data != "hello" {
-		t.Fatalf("get: %q %+v", data, res)
-	}
-	if _, res := p.fileOp(3, supervisor.OpList, supervisor.FileRequest{Path: "/tmp/repo"}); res.Error != "" || len(res.Entries) != 2 ||
-		res.Entries[0].Path != "/tmp/repo" || res.Entries[1].Path != "/tmp/repo/README.md" {
-		t.Fatalf("list: %+v", res)
-	}
-	if _, res := p.fileOp(4, supervisor.OpMkdir, supervisor.FileRequest{Path: "/tmp/repo/.git"}); res.Error != "" || res.Entries[0].Path != "/tmp/repo/.git" {
-		t.Fatalf("mkdir: %+v", res)
-	}
-	if _, res := p.fileOp(5, supervisor.OpMove, supervisor.FileRequest{Path: "/tmp/repo/README.md", To: "/tmp/repo/a.md"}); res.Error != "" || res.Entries[0].Path != "/tmp/repo/a.md" {
-		t.Fatalf("move: %+v", res)
-	}
-	if _, res := p.fileOp(6, supervisor.OpMove, supervisor.FileRequest{Path: "/tmp/repo/a.md", To: "a.md"}); res.Error == "" {
-		t.Fatalf("a move from /tmp into the workspace: %+v", res)
-	}
-	for i, path := range []string{"/tmp", "/tmp/"} {
-		if _, res := p.fileOp(uint64(7+i), supervisor.OpRemove, supervisor.FileRequest{Path: path}); res.ErrorKind != supervisor.ErrReadOnly {
-			t.Fatalf("remove %s: %+v", path, res)
-		}
-	}
-	outside := t.TempDir()
-	if err := os.Symlink(outside, filepath.Join(p.dirs.tmp, "out")); err != nil {
-		t.Fatal(err)
-	}
-	if _, res := p.fileOp(9, supervisor.OpPut, supervisor.FileRequest{Path: "/tmp/out/x", Max: 10}, "x"); res.Error == "" {
-		t.Fatalf("put through a link in /tmp: %+v", res)
-	}
-	if _, res := p.fileOp(10, supervisor.OpGet, supervisor.FileRequest{Path: "/tmp/../etc/passwd", Max: 1 << 20}); res.Error == "" {
-		t.Fatalf("get out of /tmp: %+v", res)
-	}
-	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
-		t.Fatalf("written outside /tmp: %v", ents)
-	}
-	if _, res := p.fileOp(11, supervisor.OpRemove, supervisor.FileRequest{Path: "/tmp/repo"}); res.Error != "" {
-		t.Fatalf("remove: %+v", res)
-	}
-}
-
-func TestWatchReportsChangesBelowAndEnds(t *testing.T) {
-	p := newPeer(t)
-	ws := p.dirs.workspace
-	if err := os.MkdirAll(filepath.Join(ws, "w/sub"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// A link planted to lead out is watched as the link it is, never
-	// through.
-	outside := t.TempDir()
-	if err := os.Symlink(outside, filepath.Join(ws, "w/out")); err != nil {
-		t.Fatal(err)
-	}
-	p.send(supervisor.Message{Op: supervisor.OpWatch, ID: 3, File: &supervisor.FileRequest{Path: "w", Recursive: true}})
-	events := func() []supervisor.FileEvent {
-		t.Helper()
-		m := p.next()
-		if m.Op != supervisor.OpOut || m.Stream != supervisor.Events {
-			t.Fatalf("want events, got %+v", m)
-		}
-		var evs []supervisor.FileEvent
-		if err := json.Unmarshal(m.Data, &evs); err != nil {
-			t.Fatal(err)
-		}
-		return evs
-	}
-	if evs := events(); len(evs) != 0 {
-		t.Fatalf("the first batch says the watch is set, and is empty: %v", evs)
-	}
-	seen := map[string]bool{}
-	want := func(path, kind string) {
-		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); !seen[kind+" "+path]; {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %s of %s in %v", kind, path, seen)
-			}
-			for _, ev := range events() {
-				seen[ev.Type+" "+ev.Path] = true
-			}
-		}
-	}
-	if err := os.WriteFile(filepath.Join(ws, "w/sub/a.txt"), []byte("a"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	want("w/sub/a.txt", supervisor.EventCreate)
-	want("w/sub/a.txt", supervisor.EventWrite)
-	if err := os.MkdirAll(filepath.Join(ws, "w/new/deeper"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	want("w/new", supervisor.EventCreate)
-	time.Sleep(100 * time.Millisecond) // the new directory's watch is set as its event is read
-	if err := os.WriteFile(filepath.Join(ws, "w/new/b.txt"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	want("w/new/b.txt", supervisor.EventCreate)
-	if err := os.Rename(filepath.Join(ws, "w/sub/a.txt"), filepath.Join(ws, "w/a.txt")); err != nil {
-		t.Fatal(err)
-	}
-	want("w/a.txt", supervisor.EventRename)
-	if err := os.WriteFile(filepath.Join(outside, "x"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Remove(filepath.Join(ws, "w/a.txt")); err != nil {
-		t.Fatal(err)
-	}
-	want("w/a.txt", supervisor.EventRemove)
-	for k := range seen {
-		if strings.Contains(k, "out/") {
-			t.Fatalf("an event through the planted link: %s", k)
-		}
-	}
-	// Killed, it ends with a done.
-	p.send(supervisor.Message{Op: supervisor.OpKill, ID: 3})
-	for {
-		if m := p.next(); m.Op == supervisor.OpDone {
-			if m.ID != 3 || m.Done.Error != "" {
-				t.Fatalf("%+v", m)
-			}
-			break
-		}
-	}
-	// A watch of what is not a directory, or climbs out, fails at once.
-	for i, dir := range []string{"w/sub/missing", "w/out", "../.."} {
-		p.send(supervisor.Message{Op: supervisor.OpWatch, ID: uint64(10 + i), File: &supervisor.FileRequest{Path: dir}})
-		if m := p.next(); m.Op != supervisor.OpDone || m.Done.Error == "" {
-			t.Fatalf("watch %s: %+v", dir, m)
 		}
 	}
 }
@@ -600,7 +391,7 @@ func TestResetEmptiesAllButProjectFiles(t *testing.T) {
 // times, and says so when something stays.
 func TestRecycleRestoresTheStartingState(t *testing.T) {
 	p := newPeer(t)
-	fresh := p.s.observe()
+	view := p.s.observe()
 	for _, f := range []string{"x/y", "outputs/z", "locked/deep/f"} {
 		full := filepath.Join(p.dirs.workspace, f)
 		_ = os.MkdirAll(filepath.Dir(full), 0o755)
@@ -614,13 +405,13 @@ func TestRecycleRestoresTheStartingState(t *testing.T) {
 		_ = os.Chmod(filepath.Join(p.dirs.workspace, d), 0)
 	}
 	_ = os.Chmod(p.dirs.workspace, 0o700)
-	if len(differences(fresh, p.s.observe())) == 0 {
+	if len(fresh.Differences(view, p.s.observe())) == 0 {
 		t.Fatal("the implants went unseen")
 	}
 	if _, res := p.fileOp(1, supervisor.OpRecycle, supervisor.FileRequest{}); res.Error != "" {
 		t.Fatalf("recycle: %+v", res)
 	}
-	if d := differences(fresh, p.s.observe()); len(d) > 0 {
+	if d := fresh.Differences(view, p.s.observe()); len(d) > 0 {
 		t.Fatalf("after recycling: %v", d)
 	}
 
@@ -632,7 +423,7 @@ func TestRecycleRestoresTheStartingState(t *testing.T) {
 	if res.Error != "" || len(res.WarmErrors) != 2 || res.WarmErrors[0] != "" || !strings.Contains(res.WarmErrors[1], "no-such-runtime") {
 		t.Fatalf("recycle with warm runtimes: %+v", res)
 	}
-	if !p.s.dropWarm(ready.Stands, nil) {
+	if !p.s.warms.Drop(ready.Stands) {
 		t.Fatal("the warm runtime is not there")
 	}
 
@@ -641,14 +432,6 @@ func TestRecycleRestoresTheStartingState(t *testing.T) {
 	_, res = p.fileOp(3, supervisor.OpRecycle, supervisor.FileRequest{Warm: []supervisor.WarmRequest{ready}})
 	if res.ErrorKind != supervisor.ErrNotFresh || len(res.WarmErrors) > 0 || !strings.Contains(res.Error, "left: ipc shm 0x1234 7") {
 		t.Fatalf("recycle with an object left: %+v", res)
-	}
-}
-
-func TestDifferencesCountsDuplicates(t *testing.T) {
-	got := differences([]string{"a", "b", "b"}, []string{"a", "b", "c", "c"})
-	want := []string{"gone: b", "left: c"}
-	if strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Fatalf("got %q, want %q", got, want)
 	}
 }
 
@@ -700,14 +483,14 @@ func TestProgramsStartNiced(t *testing.T) {
 // test turns isolation on.)
 func TestIsolatedProgramsCannotNameTheSupervisor(t *testing.T) {
 	p := newPeer(t)
-	if p.s.canIsolate() {
+	if p.s.spawner.Effective(supervisor.IsolateProgram) != supervisor.IsolateNone {
 		t.Fatal("the probe found a kernel that does not shield a namespace's first process")
 	}
-	p.s.isolating = true
-	script := `echo $$; kill -0 ` + itoa(os.Getpid()) + ` 2>/dev/null && echo reached || echo unreached; id -u; exit 3`
+	p.s.spawner.IsolateAnyway()
+	script := `echo $$; kill -0 ` + strconv.Itoa(os.Getpid()) + ` 2>/dev/null && echo reached || echo unreached; id -u; exit 3`
 	out, _, res := p.exec(1, supervisor.ExecRequest{Argv: []string{"sh", "-c", script}, Env: []string{"PATH=/usr/bin:/bin"},
 		TimeoutMS: 5000, OutputLimit: 1 << 20, Isolate: supervisor.IsolateProgram})
-	if want := "1\nunreached\n" + itoa(os.Getuid()) + "\n"; out != want || res.ExitCode != 3 || res.UserUS+res.SysUS == 0 {
+	if want := "1\nunreached\n" + strconv.Itoa(os.Getuid()) + "\n"; out != want || res.ExitCode != 3 || res.UserUS+res.SysUS == 0 {
 		t.Fatalf("isolated: %q, want %q (%+v)", out, want, res)
 	}
 	out, _, _ = p.exec(2, supervisor.ExecRequest{Argv: []string{"sh", "-c", script}, Env: []string{"PATH=/usr/bin:/bin"},
@@ -724,8 +507,7 @@ func TestIsolatedProgramsCannotNameTheSupervisor(t *testing.T) {
 // killed, and the next exec gets a new namespace.
 func TestSessionProgramsShareANamespaceOutOfReach(t *testing.T) {
 	p := newPeer(t)
-	p.s.canIsolate() // the probe says no here: turned on below
-	p.s.isolating = true
+	p.s.spawner.IsolateAnyway() // the probe says no here
 	env := []string{"PATH=/usr/bin:/bin"}
 	session := func(id uint64, script string) (string, *supervisor.ExecResult) {
 		t.Helper()
@@ -736,13 +518,13 @@ func TestSessionProgramsShareANamespaceOutOfReach(t *testing.T) {
 		}
 		return out, res
 	}
-	reach := `kill -0 ` + itoa(os.Getpid()) + ` 2>/dev/null && echo reached || echo unreached`
+	reach := `kill -0 ` + strconv.Itoa(os.Getpid()) + ` 2>/dev/null && echo reached || echo unreached`
 	out, res := session(1, `sleep 60 >/dev/null 2>&1 & echo $!; `+reach+`; i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; exit 3`)
 	background := pidOf(out)
 	if background <= 1 || !strings.HasSuffix(out, "\nunreached\n") || res.ExitCode != 3 || res.UserUS+res.SysUS == 0 {
 		t.Fatalf("first exec: %q (%+v)", out, res)
 	}
-	out, res = session(2, `kill -0 `+itoa(background)+` && echo there; kill -0 1 && echo holder; `+reach+`; pwd`)
+	out, res = session(2, `kill -0 `+strconv.Itoa(background)+` && echo there; kill -0 1 && echo holder; `+reach+`; pwd`)
 	if want := "there\nholder\nunreached\n" + p.dirs.workspace + "\n"; out != want || res.ExitCode != 0 {
 		t.Fatalf("second exec: %q, want %q (%+v)", out, want, res)
 	}
@@ -753,7 +535,7 @@ func TestSessionProgramsShareANamespaceOutOfReach(t *testing.T) {
 	}
 
 	// The holder dies while an exec runs.
-	first := p.s.holder.pid
+	first := p.s.spawner.HolderPID()
 	p.send(supervisor.Message{Op: supervisor.OpExec, ID: 4, Exec: &supervisor.ExecRequest{Argv: []string{"sleep", "30"}, Env: env,
 		Dir: p.dirs.workspace, TimeoutMS: 20000, Isolate: supervisor.IsolateSession}})
 	time.Sleep(300 * time.Millisecond)
@@ -766,8 +548,8 @@ func TestSessionProgramsShareANamespaceOutOfReach(t *testing.T) {
 			break
 		}
 	}
-	out, _ = session(5, `kill -0 `+itoa(background)+` 2>/dev/null && echo there || echo gone; echo $$`)
-	if !strings.HasPrefix(out, "gone\n") || p.s.holder.pid == first {
+	out, _ = session(5, `kill -0 `+strconv.Itoa(background)+` 2>/dev/null && echo there || echo gone; echo $$`)
+	if !strings.HasPrefix(out, "gone\n") || p.s.spawner.HolderPID() == first {
 		t.Fatalf("after the holder died: %q", out)
 	}
 }
@@ -781,9 +563,7 @@ func pidOf(out string) int {
 // TestMain lets the test binary stand in for sandbox-init as the
 // isolation helper (the server's self is the test binary here).
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && isHelper(os.Args[1]) {
-		helperMain(os.Args[1:])
-	}
+	runHelper(os.Args)
 	os.Exit(m.Run())
 }
 
@@ -801,71 +581,5 @@ func TestReserveThreads(t *testing.T) {
 	reserveThreads(supervisor.ReservedThreads)
 	if got := tasks(); got < supervisor.ReservedThreads || got < before {
 		t.Fatalf("%d threads after reserving %d (%d before)", got, supervisor.ReservedThreads, before)
-	}
-}
-
-// A file's metadata is its user.e2b.* extended attributes: a put replaces
-// it, a listing shows it (what a tool set too), a move keeps it, and
-// reading it neither blocks on a FIFO nor follows a link.
-func TestFileMetadata(t *testing.T) {
-	p := newPeer(t)
-	put := func(id uint64, name string, m map[string]string) *supervisor.FileResult {
-		_, res := p.fileOp(id, supervisor.OpPut, supervisor.FileRequest{Path: name, Max: 10, Metadata: m}, "x")
-		return res
-	}
-	meta := func(id uint64, name string) map[string]string {
-		_, res := p.fileOp(id, supervisor.OpList, supervisor.FileRequest{Path: name})
-		if res.Error != "" || len(res.Entries) != 1 {
-			t.Fatalf("stat %s: %+v", name, res)
-		}
-		return res.Entries[0].Metadata
-	}
-	if res := put(1, "a.txt", map[string]string{"author": "me", "stage": "one"}); res.Error != "" {
-		if strings.Contains(res.Error, "not supported") {
-			t.Skipf("the test's directory keeps no extended attributes: %s", res.Error)
-		}
-		t.Fatalf("put: %+v", res)
-	}
-	if m := meta(2, "a.txt"); fmt.Sprint(m) != "map[author:me stage:one]" {
-		t.Errorf("after the put: %v", m)
-	}
-	if res := put(3, "a.txt", map[string]string{"author": "you"}); res.Error != "" || fmt.Sprint(meta(4, "a.txt")) != "map[author:you]" {
-		t.Errorf("a put replaces it: %+v %v", res, meta(4, "a.txt"))
-	}
-	file := filepath.Join(p.dirs.workspace, "a.txt")
-	if err := unix.Setxattr(file, "user.e2b.tool", []byte("set inside"), 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Setxattr(file, "user.other", []byte("not ours"), 0); err != nil {
-		t.Fatal(err)
-	}
-	if m := meta(5, "a.txt"); fmt.Sprint(m) != "map[author:you tool:set inside]" {
-		t.Errorf("what a tool set: %v", m)
-	}
-	if _, res := p.fileOp(6, supervisor.OpMove, supervisor.FileRequest{Path: "a.txt", To: "b.txt"}); res.Error != "" || len(res.Entries[0].Metadata) != 2 {
-		t.Errorf("a move keeps it: %+v", res)
-	}
-	if res := put(7, "b.txt", nil); res.Error != "" || meta(8, "b.txt") != nil {
-		t.Errorf("a put without it clears it: %+v %v", res, meta(8, "b.txt"))
-	}
-	if v, err := unix.Getxattr(filepath.Join(p.dirs.workspace, "b.txt"), "user.other", make([]byte, 64)); err != nil || v != len("not ours") {
-		t.Errorf("other attributes are left alone: %d %v", v, err)
-	}
-	for _, bad := range []map[string]string{{"": "v"}, {"k": "a\nb"}, {"k\x7f": "v"}, {strings.Repeat("k", 247): "v"}, {"k": strings.Repeat("v", 4096)}} {
-		if res := put(9, "c.txt", bad); res.ErrorKind != supervisor.ErrInvalid {
-			t.Errorf("%.30v: %+v", bad, res)
-		}
-	}
-	if err := unix.Mkfifo(filepath.Join(p.dirs.workspace, "fifo"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("b.txt", filepath.Join(p.dirs.workspace, "link")); err != nil {
-		t.Fatal(err)
-	}
-	_, res := p.fileOp(10, supervisor.OpList, supervisor.FileRequest{Path: "."})
-	for _, e := range res.Entries {
-		if (e.Path == "fifo" || e.Path == "link") && e.Metadata != nil {
-			t.Errorf("%s: %v", e.Path, e.Metadata)
-		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/spawn"
 )
 
 // openTerminal gives the execution a pseudo-terminal of the request's
@@ -65,7 +66,7 @@ func (e *execution) resize(size supervisor.WinSize) {
 	rc, cerr := e.pty.SyscallConn()
 	if cerr == nil {
 		cerr = rc.Control(func(fd uintptr) {
-			err = ignoringEINTR(func() error {
+			err = spawn.IgnoringEINTR(func() error {
 				return unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Row: size.Rows, Col: size.Cols})
 			})
 		})

@@ -1,4 +1,4 @@
-package sandboxinit
+package relay
 
 import (
 	"fmt"
@@ -9,10 +9,10 @@ import (
 	"time"
 )
 
-// forwardPort is sandbox-init started with supervisor.RelayArg: one forwarded
+// ForwardPort is sandbox-init started with supervisor.RelayArg: one forwarded
 // connection to a port on the sandbox's loopback, IPv4 or IPv6, over its
 // stdin and stdout. It never returns.
-func forwardPort(args []string) {
+func ForwardPort(args []string) {
 	port, err := strconv.Atoi(firstArg(args))
 	if err != nil || port < 1 || port > 65535 {
 		fmt.Fprintf(os.Stderr, "relay: port %q: a number from 1 to 65535\n", firstArg(args))

@@ -1,4 +1,4 @@
-package sandboxinit
+package warm
 
 import (
 	"bufio"
@@ -14,6 +14,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/environ"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/procs"
 )
 
 // A zygote is a language's runtime loaded once and kept across runs, that
@@ -49,15 +51,15 @@ const zygoteEnv = "SANDBOXD_WARM_FORK=1"
 const forkTimeout = 5 * time.Second
 
 // zygoteKey names what a zygote's warm processes stand in for.
-func zygoteKey(w *warmProcess) string {
+func zygoteKey(w *Process) string {
 	return strings.Join([]string{warmKey(w.req.Stands), warmKey(w.req.Argv), w.dir, warmKey(w.env), warmKey(w.req.Hook)}, "\x01")
 }
 
 // forks says whether w may be forked by a zygote here: its runtime can
 // serve forks, nothing isolates it, and the supervisor is the container's
 // init, which takes the orphans the zygote forks and so reaps them.
-func (s *server) forks(w *warmProcess) bool {
-	if !w.req.Forks || s.ownChildrenOnly || os.Getpid() != 1 || s.effective(w.req.Isolate) != supervisor.IsolateNone {
+func (s *Pool) forks(w *Process) bool {
+	if !w.req.Forks || s.ownChildrenOnly || os.Getpid() != 1 || s.spawner.Effective(w.req.Isolate) != supervisor.IsolateNone {
 		return false
 	}
 	s.mu.Lock()
@@ -68,7 +70,7 @@ func (s *server) forks(w *warmProcess) bool {
 // liveZygote is the zygote that forks for key, if there is one and no
 // program changed it; one that was changed, or forks for another key, is
 // ended. The caller holds zygoteMu.
-func (s *server) liveZygote(key string) *zygote {
+func (s *Pool) liveZygote(key string) *zygote {
 	s.mu.Lock()
 	z := s.zygote
 	s.mu.Unlock()
@@ -93,7 +95,7 @@ var errNoZygote = errors.New("no zygote")
 // forkWarm has z (nil: a zygote it starts) fork w with the descriptors
 // child (stdin, stdout, stderr, go, ready), and adds w to the warm
 // processes. The caller holds zygoteMu.
-func (s *server) forkWarm(z *zygote, argv0 string, w *warmProcess, child []*os.File) error {
+func (s *Pool) forkWarm(z *zygote, argv0 string, w *Process, child []*os.File) error {
 	if z == nil {
 		key := zygoteKey(w)
 		var err error
@@ -117,7 +119,7 @@ func (s *server) forkWarm(z *zygote, argv0 string, w *warmProcess, child []*os.F
 }
 
 // startZygote starts w's runtime as a zygote and waits for it to be ready.
-func (s *server) startZygote(argv0, key string, w *warmProcess) (*zygote, error) {
+func (s *Pool) startZygote(argv0, key string, w *Process) (*zygote, error) {
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
@@ -152,9 +154,9 @@ func (s *server) startZygote(argv0, key string, w *warmProcess) (*zygote, error)
 	defer readyR.Close()
 	z.errR = errR
 	fds := []uintptr{devNull.Fd(), errW.Fd(), errW.Fd(), theirs.Fd(), readyW.Fd()}
-	env := append(mergeEnv(w.env, w.req.Hook), zygoteEnv)
+	env := append(environ.Merge(w.env, w.req.Hook), zygoteEnv)
 	s.mu.Lock()
-	z.pid, _, err = s.spawn(argv0, w.req.Argv, w.dir, env, fds, &syscall.SysProcAttr{Setpgid: true}, supervisor.IsolateNone)
+	z.pid, _, err = s.spawner.Spawn(argv0, w.req.Argv, w.dir, env, fds, &syscall.SysProcAttr{Setpgid: true}, supervisor.IsolateNone)
 	if err == nil {
 		s.zygote = z
 	}
@@ -216,7 +218,7 @@ func (z *zygote) changed() string {
 }
 
 // endZygote kills z and forgets it.
-func (s *server) endZygote(z *zygote) {
+func (s *Pool) endZygote(z *zygote) {
 	s.mu.Lock()
 	if s.zygote == z {
 		s.zygote = nil
@@ -233,8 +235,8 @@ func (z *zygote) close() {
 	z.errR.Close()
 }
 
-// zygotePID is the running zygote's pid, which a reset spares (0: none).
-func (s *server) zygotePID() int {
+// ZygotePID is the running zygote's pid, which a reset spares (0: none).
+func (s *Pool) ZygotePID() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.zygote == nil {
@@ -249,15 +251,15 @@ func (s *server) zygotePID() int {
 // tracer; and an error if it is stopped or gone.
 func traitsOf(pid int) (string, error) {
 	dir := "/proc/" + strconv.Itoa(pid) + "/"
-	stat, err := readProc(dir + "stat")
+	stat, err := procs.ReadFile(dir + "stat")
 	if err != nil {
 		return "", errors.New("it is gone")
 	}
-	if f := statFields(stat); len(f) == 0 || strings.ContainsAny(f[0], "TtZXx") {
+	if f := procs.StatFields(stat); len(f) == 0 || strings.ContainsAny(f[0], "TtZXx") {
 		return "", fmt.Errorf("it is in state %v", f[:min(1, len(f))])
 	}
 	var out []string
-	status, err := readProc(dir + "status")
+	status, err := procs.ReadFile(dir + "status")
 	if err != nil {
 		return "", err
 	}
@@ -269,7 +271,7 @@ func traitsOf(pid int) (string, error) {
 		}
 	}
 	for _, file := range []string{"limits", "oom_score_adj"} {
-		data, err := readProc(dir + file)
+		data, err := procs.ReadFile(dir + file)
 		if err != nil {
 			return "", err
 		}

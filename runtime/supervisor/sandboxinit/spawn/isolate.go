@@ -1,4 +1,4 @@
-package sandboxinit
+package spawn
 
 import (
 	"errors"
@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
 // Isolation puts a one-shot program's processes in a PID namespace of
@@ -42,18 +40,18 @@ const (
 // namespaceFlags are the namespaces an isolated program gets.
 const namespaceFlags = unix.CLONE_NEWUSER | unix.CLONE_NEWPID
 
-// isHelper says whether sandbox-init was started as the helper.
-func isHelper(arg string) bool {
+// IsHelper says whether sandbox-init was started as the helper.
+func IsHelper(arg string) bool {
 	switch arg {
-	case helperArg, probeArg, probeInitArg, holdArg, shimArg, lockedArg, supervisor.RelayArg:
+	case helperArg, probeArg, probeInitArg, holdArg, shimArg, lockedArg:
 		return true
 	}
 	return false
 }
 
-// helperMain runs sandbox-init started with one of the helper's
+// HelperMain runs sandbox-init started with one of the helper's
 // arguments; it never returns.
-func helperMain(args []string) {
+func HelperMain(args []string) {
 	switch args[0] {
 	case helperArg:
 		startIsolated(args[1:])
@@ -65,8 +63,6 @@ func helperMain(args []string) {
 		shim(args[1:])
 	case lockedArg:
 		locked(args[1:])
-	case supervisor.RelayArg:
-		forwardPort(args[1:])
 	case probeInitArg:
 		// Signals to ourselves, with the default action: in a namespace
 		// whose first process the kernel shields, we live on.
@@ -137,7 +133,7 @@ func probe() {
 		os.Exit(0)
 	}
 	var ws unix.WaitStatus
-	_ = ignoringEINTR(func() error { _, err := unix.Wait4(pid, &ws, 0, nil); return err })
+	_ = IgnoringEINTR(func() error { _, err := unix.Wait4(pid, &ws, 0, nil); return err })
 	if ws.Signaled() && ws.Signal() == unix.SIGTERM {
 		fmt.Println("isolate")
 	} else {
@@ -148,7 +144,7 @@ func probe() {
 
 // canIsolate says whether programs here get namespaces of their own:
 // asked of the helper's probe once.
-func (s *server) canIsolate() bool {
+func (s *Spawner) canIsolate() bool {
 	s.isolation.Do(func() {
 		r, w, err := os.Pipe()
 		if err != nil {
@@ -171,7 +167,7 @@ func (s *server) canIsolate() bool {
 // returns its pid. It runs on the
 // forker's thread, with s.mu held: the reaper, which may reap the program
 // before we know its pid, waits for the caller to record it.
-func (s *server) spawnIsolated(argv0 string, argv []string, dir string, env []string, files []uintptr, sys *syscall.SysProcAttr, lock bool) (int, error) {
+func (s *Spawner) spawnIsolated(argv0 string, argv []string, dir string, env []string, files []uintptr, sys *syscall.SysProcAttr, lock bool) (int, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return 0, err
@@ -198,10 +194,10 @@ func (s *server) spawnIsolated(argv0 string, argv []string, dir string, env []st
 	return 0, fmt.Errorf("isolating the program: the helper said %q", line)
 }
 
-// ignoringEINTR makes a raw system call again while a signal interrupts
+// IgnoringEINTR makes a raw system call again while a signal interrupts
 // it: the Go runtime's own (preemption, SIGCHLD to the reaper) interrupt
 // calls that its wrappers in os and net would have retried.
-func ignoringEINTR(call func() error) error {
+func IgnoringEINTR(call func() error) error {
 	for {
 		if err := call(); err != unix.EINTR {
 			return err

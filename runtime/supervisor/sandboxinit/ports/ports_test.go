@@ -1,4 +1,4 @@
-package sandboxinit
+package ports
 
 import (
 	"net"

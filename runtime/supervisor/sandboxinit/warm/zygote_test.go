@@ -1,7 +1,8 @@
-package sandboxinit
+package warm
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ func TestAZygoteChangedIsSeen(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	pid := cmd.Process.Pid
+	stat := func(name string) string { data, _ := os.ReadFile(name); return string(data) }
 	traits, err := traitsOf(pid)
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +47,7 @@ func TestAZygoteChangedIsSeen(t *testing.T) {
 		}, "ioprio"},
 		{"stopped", func() error {
 			err := unix.Kill(pid, unix.SIGSTOP)
-			for i := 0; i < 100 && err == nil && !strings.Contains(string(readFile(fmt.Sprintf("/proc/%d/stat", pid))), ") T"); i++ {
+			for i := 0; i < 100 && err == nil && !strings.Contains(stat(fmt.Sprintf("/proc/%d/stat", pid)), ") T"); i++ {
 				time.Sleep(10 * time.Millisecond) // until it is delivered
 			}
 			return err

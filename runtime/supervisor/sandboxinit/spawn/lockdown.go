@@ -1,4 +1,4 @@
-package sandboxinit
+package spawn
 
 import (
 	"errors"

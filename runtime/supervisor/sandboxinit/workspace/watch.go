@@ -1,4 +1,4 @@
-package sandboxinit
+package workspace
 
 import (
 	"encoding/json"
@@ -48,23 +48,23 @@ type watch struct {
 
 // startWatch begins a watch; the call ends when it is killed, or the
 // directory goes.
-func (s *server) startWatch(id uint64, req supervisor.FileRequest) {
+func (s *Server) startWatch(id uint64, req supervisor.FileRequest) {
 	root, err := s.openWorkspace()
 	if err != nil {
-		s.done(id, failure(err))
+		s.done(id, Failure(err))
 		return
 	}
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		root.Close()
-		s.done(id, failure(err))
+		s.done(id, Failure(err))
 		return
 	}
 	w := &watch{fd: fd, file: os.NewFile(uintptr(fd), "inotify"), root: root, rec: req.Recursive, dirs: map[int32]string{}}
 	top := path.Clean(req.Path)
 	if err := w.add(top); err != nil {
 		w.close()
-		s.done(id, failure(err))
+		s.done(id, Failure(err))
 		return
 	}
 	if w.rec {

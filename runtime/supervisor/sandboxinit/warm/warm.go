@@ -1,4 +1,8 @@
-package sandboxinit
+// Package warm starts language runtimes ahead of the execs that will run
+// in them (warm processes), and keeps a zygote that forks them where a
+// runtime can be forked; an exec that a warm process stands in for takes
+// it over instead of starting cold.
+package warm
 
 import (
 	"bytes"
@@ -10,34 +14,70 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/environ"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/spawn"
 )
 
-// warmProcess is a language's runtime started ahead of the exec it will
+import ()
+
+// Pool is a supervisor's warm processes and zygote.
+//
+// Its lock is the supervisor's, which the reaper holds: a warm process
+// is recorded under it as it starts (see spawn.Spawner).
+type Pool struct {
+	mu      *sync.Mutex
+	spawner *spawn.Spawner
+	// workspace is where a warm process runs unless it asks otherwise;
+	// buildDir is where its hook is written (supervisor.BuildDir).
+	workspace, buildDir string
+	// ownChildrenOnly: the supervisor reaps only the processes it
+	// started, so it cannot reap what a zygote forks.
+	ownChildrenOnly bool
+
+	warms map[string]*Process // runtimes started ahead for the next execs, by what they stand in for
+	// zygote forks the warm processes that may be forked (see zygote.go);
+	// zygoteFailed is the key of one that could not start, not tried
+	// again. zygoteMu serialises starting one and asking it to fork.
+	zygote       *zygote
+	zygoteFailed string
+	zygoteMu     sync.Mutex
+}
+
+// NewPool keeps warm processes started by spawner, under mu, the
+// supervisor's lock.
+func NewPool(mu *sync.Mutex, spawner *spawn.Spawner, workspace, buildDir string, ownChildrenOnly bool) *Pool {
+	return &Pool{mu: mu, spawner: spawner, workspace: workspace, buildDir: buildDir, ownChildrenOnly: ownChildrenOnly, warms: map[string]*Process{}}
+}
+
+// Process is a language's runtime started ahead of the exec it will
 // run: started as that exec's process would be (the sandbox's uid, a
 // process group of its own, niced, first to go when memory runs out),
 // with the pipes that become that exec's stdin, stdout and stderr. Its
 // fd 3 is where the program's argv, environment and directory arrive; on
 // fd 4 it says it is ready (see the language package's WarmProtocol).
-type warmProcess struct {
+type Process struct {
 	pid      int
 	isolated supervisor.Isolation // the namespace it got (see spawn)
 	req      supervisor.WarmRequest
 	env      []string // the environment of the runs it stands in for
 	dir      string
-	stdinW   *os.File
-	outR     *os.File
-	errR     *os.File
-	goW      *os.File
+	// Our ends of its stdin, stdout and stderr, which become the exec's.
+	Stdin, Stdout, Stderr *os.File
+	goW                   *os.File
 }
 
+// PID is the warm process's pid.
+func (w *Process) PID() int { return w.pid }
+
 // close releases our ends of a warm process that will run nothing.
-func (w *warmProcess) close() { closeFiles(w.stdinW, w.outR, w.errR, w.goW) }
+func (w *Process) close() { closeFiles(w.Stdin, w.Stdout, w.Stderr, w.goW) }
 
 func closeFiles(files ...*os.File) {
 	for _, f := range files {
@@ -45,9 +85,9 @@ func closeFiles(files ...*os.File) {
 	}
 }
 
-// warmUp starts a warm process, replacing one not yet used that stands in
+// Up starts a warm process, replacing one not yet used that stands in
 // for the same argv, and calls done once it is ready, or has failed.
-func (s *server) warmUp(req supervisor.WarmRequest, done func(error)) {
+func (s *Pool) Up(req supervisor.WarmRequest, done func(error)) {
 	s.dropWarm(req.Stands, nil)
 	if len(req.Argv) == 0 || len(req.Stands) == 0 {
 		done(errors.New("a warm process needs argv and the argv it stands in for"))
@@ -57,11 +97,11 @@ func (s *server) warmUp(req supervisor.WarmRequest, done func(error)) {
 		done(fmt.Errorf("writing the warm hook: %w", err))
 		return
 	}
-	w := &warmProcess{req: req, env: mergeEnv(os.Environ(), req.Env), dir: req.Dir}
+	w := &Process{req: req, env: environ.Merge(os.Environ(), req.Env), dir: req.Dir}
 	if w.dir == "" {
 		w.dir = s.workspace
 	}
-	argv0, err := lookPath(req.Argv[0], w.dir, envValue(w.env, "PATH"))
+	argv0, err := environ.LookPath(req.Argv[0], w.dir, environ.Value(w.env, "PATH"))
 	if err != nil {
 		done(err)
 		return
@@ -79,7 +119,7 @@ func (s *server) warmUp(req supervisor.WarmRequest, done func(error)) {
 		}
 	}
 	child := []*os.File{rs[0], ws[1], ws[2], rs[3], ws[4]}
-	w.stdinW, w.outR, w.errR, w.goW = ws[0], rs[1], rs[2], ws[3]
+	w.Stdin, w.Stdout, w.Stderr, w.goW = ws[0], rs[1], rs[2], ws[3]
 	readyR := rs[4]
 	start := func() (err error) {
 		fds := make([]uintptr, len(child))
@@ -88,7 +128,7 @@ func (s *server) warmUp(req supervisor.WarmRequest, done func(error)) {
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		w.pid, w.isolated, err = s.spawn(argv0, req.Argv, w.dir, mergeEnv(w.env, req.Hook), fds, &syscall.SysProcAttr{Setpgid: true}, req.Isolate)
+		w.pid, w.isolated, err = s.spawner.Spawn(argv0, req.Argv, w.dir, environ.Merge(w.env, req.Hook), fds, &syscall.SysProcAttr{Setpgid: true}, req.Isolate)
 		if err == nil {
 			s.warms[warmKey(req.Stands)] = w
 		}
@@ -121,7 +161,7 @@ func (s *server) warmUp(req supervisor.WarmRequest, done func(error)) {
 
 // awaitWarm answers a warm request once w, started with the descriptors
 // child (err: or not), is ready or has failed.
-func (s *server) awaitWarm(w *warmProcess, readyR *os.File, child []*os.File, err error, done func(error)) {
+func (s *Pool) awaitWarm(w *Process, readyR *os.File, child []*os.File, err error, done func(error)) {
 	closeFiles(child...)
 	if err != nil {
 		w.close()
@@ -133,7 +173,7 @@ func (s *server) awaitWarm(w *warmProcess, readyR *os.File, child []*os.File, er
 		defer readyR.Close()
 		if err := awaitReady(readyR, time.Duration(w.req.TimeoutMS)*time.Millisecond); err != nil {
 			if s.dropWarm(w.req.Stands, w) {
-				err = fmt.Errorf("%w: %s", err, tail(w.errR))
+				err = fmt.Errorf("%w: %s", err, tail(w.Stderr))
 				w.close()
 			}
 			done(err)
@@ -177,9 +217,13 @@ func tail(r *os.File) string {
 // warmKey names what a warm process stands in for.
 func warmKey(stands []string) string { return strings.Join(stands, "\x00") }
 
+// Drop ends the warm process that stands in for stands, and says whether
+// there was one.
+func (s *Pool) Drop(stands []string) bool { return s.dropWarm(stands, nil) }
+
 // dropWarm ends the warm process that stands in for stands if it is only
 // (nil: whichever it is), and says whether it did.
-func (s *server) dropWarm(stands []string, only *warmProcess) bool {
+func (s *Pool) dropWarm(stands []string, only *Process) bool {
 	key := warmKey(stands)
 	s.mu.Lock()
 	w := s.warms[key]
@@ -197,9 +241,9 @@ func (s *server) dropWarm(stands []string, only *warmProcess) bool {
 	return true
 }
 
-// takeWarm hands an exec the warm process that stands in for it, or says
-// why none can. The caller holds s.mu.
-func (s *server) takeWarm(req supervisor.ExecRequest, env []string, dir string) (*warmProcess, string) {
+// Take hands an exec the warm process that stands in for it, or says
+// why none can. The caller holds the lock.
+func (s *Pool) Take(req supervisor.ExecRequest, env []string, dir string) (*Process, string) {
 	if len(s.warms) == 0 {
 		return nil, "no warm process"
 	}
@@ -214,7 +258,7 @@ func (s *server) takeWarm(req supervisor.ExecRequest, env []string, dir string) 
 			why = "another directory"
 		case !sameEnv(env, w.env):
 			why = "another environment"
-		case w.isolated != s.effective(req.Isolate):
+		case w.isolated != s.spawner.Effective(req.Isolate):
 			why = "another isolation"
 		default:
 			delete(s.warms, key)
@@ -235,18 +279,10 @@ func sameEnv(a, b []string) bool {
 	return slices.Equal(a, b)
 }
 
-// handOver makes the warm process e's: its pipes are e's, and the
-// program's argv, environment and directory go down its go pipe.
-func (e *execution) handOver(w *warmProcess, env []string, dir string) {
-	e.outR, e.errR = w.outR, w.errR
-	if e.req.Stdin {
-		e.stdinW = w.stdinW
-		e.stdinCh = make(chan []byte, 1)
-		go e.writeStdin()
-	} else {
-		w.stdinW.Close() // an empty stdin, as a cold start has
-	}
-	_, _ = w.goW.Write(goMessage(e.req.Argv, env, dir))
+// Go hands w its run: the program's argv, environment and directory go
+// down its go pipe.
+func (w *Process) Go(argv, env []string, dir string) {
+	_, _ = w.goW.Write(goMessage(argv, env, dir))
 	w.goW.Close()
 }
 
@@ -269,8 +305,8 @@ func goMessage(argv, env []string, dir string) []byte {
 }
 
 // writeWarmFiles writes a warm process's hook under supervisor.WarmDir.
-func (s *server) writeWarmFiles(files []supervisor.File) error {
-	dir := filepath.Join(s.buildDir(), strings.TrimPrefix(supervisor.WarmDir, supervisor.BuildDir+"/"))
+func (s *Pool) writeWarmFiles(files []supervisor.File) error {
+	dir := filepath.Join(s.buildDir, strings.TrimPrefix(supervisor.WarmDir, supervisor.BuildDir+"/"))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -284,4 +320,28 @@ func (s *server) writeWarmFiles(files []supervisor.File) error {
 		}
 	}
 	return nil
+}
+
+// PIDs are the pids of the warm processes; the caller holds the lock.
+func (s *Pool) PIDs() []int {
+	var pids []int
+	for _, w := range s.warms {
+		pids = append(pids, w.pid)
+	}
+	return pids
+}
+
+// Reaped forgets a warm process or zygote that ended as pid; the caller
+// holds the lock.
+func (s *Pool) Reaped(pid int) {
+	for key, w := range s.warms {
+		if w.pid == pid {
+			w.close() // it died unused: the next exec starts as usual
+			delete(s.warms, key)
+		}
+	}
+	if s.zygote != nil && s.zygote.pid == pid {
+		s.zygote.close() // killed: the next warm process starts another
+		s.zygote = nil
+	}
 }

@@ -1,4 +1,15 @@
-package sandboxinit
+// Package channel is the supervisor's connection to sandboxd where it is
+// not PID 1's stdio: a connection opened with a token, which a newer one
+// replaces, by listening on a loopback port or by dialing sandboxd's
+// socket; and the supervisor's diagnostics, sent over it where its stderr
+// is a node's log.
+//
+// Either the supervisor listens (Kubernetes: a pod's stdout goes to the
+// node's logs, so the runtime reaches a TCP port on the sandbox's loopback
+// by port forwarding), or it dials (Docker on this host: sandboxd's
+// socket, mounted read-only, is a shorter way than the attach stream
+// through dockerd and the container's shim).
+package channel
 
 import (
 	"bufio"
@@ -14,27 +25,15 @@ import (
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
-// Where a runtime does not speak to the supervisor on PID 1's stdio, a
-// connection is the channel, opened with a token the runtime sets in the
-// environment (a listener is given only the token's SHA-256: see
-// supervisor.EnvTokenSum). The environment of a non-dumpable PID 1 is readable by
-// root alone, and the token is gone from it before any program starts, so
-// code in the sandbox, which can reach the same socket, cannot take the
-// channel over. Either the supervisor listens (Kubernetes: a pod's stdout
-// goes to the node's logs, so the runtime reaches a TCP port on the
-// sandbox's loopback by port forwarding), or it dials (Docker on this
-// host: sandboxd's socket, mounted read-only, is a shorter way than the
-// attach stream through dockerd and the container's shim).
-
-// channel is the supervisor's current connection to sandboxd: the
+// Channel is the supervisor's current connection to sandboxd: the
 // writer of its messages, replaced when sandboxd connects again (after a
 // restart), dropping what is sent while nobody is connected.
-type channel struct {
+type Channel struct {
 	mu sync.Mutex
 	w  io.Writer
 }
 
-func (c *channel) Write(p []byte) (int, error) {
+func (c *Channel) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.w == nil {
@@ -46,17 +45,17 @@ func (c *channel) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (c *channel) set(w io.Writer) {
+func (c *Channel) set(w io.Writer) {
 	c.mu.Lock()
 	c.w = w
 	c.mu.Unlock()
 }
 
-// listenAndServe serves sandboxd on ln, one connection at a time: a
+// Listen serves sandboxd on ln with serve, writing on out, one connection at a time: a
 // newer one that shows the token whose SHA-256 is tokenSum replaces the
 // current one, which is how a restarted sandboxd takes over. It never returns: the sandbox ends
 // when the runtime removes it.
-func (s *server) listenAndServe(out *channel, ln net.Listener, tokenSum string) {
+func Listen(out *Channel, ln net.Listener, tokenSum string, serve func(io.Reader) error, connected func()) {
 	type authed struct {
 		conn net.Conn
 		in   io.Reader
@@ -72,11 +71,11 @@ func (s *server) listenAndServe(out *channel, ln net.Listener, tokenSum string) 
 			}
 			<-done // the previous connection's last message is handled
 			current, done = a.conn, make(chan struct{})
-			s.logsWanted.Store(false) // until its hello asks
+			connected()
 			out.set(a.conn)
 			go func(in io.Reader, done chan struct{}) {
 				defer close(done)
-				if err := s.serve(in); err != nil {
+				if err := serve(in); err != nil {
 					fmt.Fprintf(os.Stderr, "sandbox-init: the connection to sandboxd ended: %v\n", err)
 				}
 			}(a.in, done)
@@ -99,12 +98,12 @@ func (s *server) listenAndServe(out *channel, ln net.Listener, tokenSum string) 
 	}
 }
 
-// diagnostics is where our own messages go where our stderr is a node's
-// log (a pod's): to sandboxd, as OpLog, while the host connected asked
-// for them in its hello; otherwise to stderr, 64 KiB of them in all.
+// Diagnostics is where our own messages go where our stderr is a node's
+// log (a pod's): to sandboxd by send, while wanted says the host connected
+// asked for them in its hello; otherwise to stderr, 64 KiB of them in all.
 // Only what we write to os.Stderr goes this way: a crash's trace, which
 // the Go runtime writes to fd 2, still reaches the node's log.
-func (s *server) diagnostics(stderr *os.File) *os.File {
+func Diagnostics(stderr *os.File, wanted func() bool, send func(line string)) *os.File {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return stderr
@@ -116,8 +115,8 @@ func (s *server) diagnostics(stderr *os.File) *os.File {
 			line, err := lines.ReadString('\n')
 			if line = strings.TrimRight(line, "\n"); line != "" {
 				line = line[:min(len(line), 4096)]
-				if s.logsWanted.Load() {
-					s.send(supervisor.Message{Op: supervisor.OpLog, Data: []byte(line)})
+				if wanted() {
+					send(line)
 				} else if left > 0 {
 					left -= len(line) + 1
 					fmt.Fprintln(stderr, line)
@@ -145,17 +144,17 @@ func authenticate(conn net.Conn, tokenSum string) (io.Reader, bool) {
 	return in, true
 }
 
-// dialAndServe serves sandboxd over connections to the Unix socket at
+// Dial serves sandboxd with serve over connections to the Unix socket at
 // path, each opened with the token: one at a time, and a new one when it
 // ends, which is how a restarted sandboxd takes over. One refused or
 // closed at once (sandboxd is away, or does not know the token yet) is
 // tried again soon, then less often, twice a second at most. It never
 // returns: the sandbox ends when the runtime removes it.
-func (s *server) dialAndServe(out *channel, path, token string) {
+func Dial(out *Channel, path, token string, serve func(io.Reader) error) {
 	const first, most = 10 * time.Millisecond, 500 * time.Millisecond
 	wait := first
 	for {
-		if s.serveDialed(out, path, token) > most {
+		if serveDialed(out, path, token, serve) > most {
 			wait = first // sandboxd's own connection ended: it will be back
 		} else {
 			wait = min(2*wait, most)
@@ -165,7 +164,7 @@ func (s *server) dialAndServe(out *channel, path, token string) {
 }
 
 // serveDialed serves one connection to path, and says how long it lasted.
-func (s *server) serveDialed(out *channel, path, token string) time.Duration {
+func serveDialed(out *Channel, path, token string, serve func(io.Reader) error) time.Duration {
 	conn, err := net.Dial("unix", path)
 	if err != nil {
 		return 0
@@ -177,7 +176,7 @@ func (s *server) serveDialed(out *channel, path, token string) time.Duration {
 	}
 	out.set(conn)
 	defer out.set(nil)
-	if err := s.serve(conn); err != nil {
+	if err := serve(conn); err != nil {
 		fmt.Fprintf(os.Stderr, "sandbox-init: the connection to sandboxd ended: %v\n", err)
 	}
 	return time.Since(started)

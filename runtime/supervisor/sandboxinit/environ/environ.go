@@ -1,16 +1,18 @@
-package sandboxinit
+// Package environ makes a program's environment and finds its command, as
+// a shell would: the container's environment with a request's overlaid,
+// and the executable a name stands for on its PATH.
+package environ
 
 import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 )
 
-// mergeEnv overlays the request's KEY=VALUE pairs on the container's own
+// Merge overlays the request's KEY=VALUE pairs on the container's own
 // environment (the image's ENV and what sandboxd set at create time).
-func mergeEnv(base, overlay []string) []string {
+func Merge(base, overlay []string) []string {
 	index := map[string]int{}
 	out := make([]string, 0, len(base)+len(overlay))
 	for _, kv := range append(append([]string{}, base...), overlay...) {
@@ -25,7 +27,8 @@ func mergeEnv(base, overlay []string) []string {
 	return out
 }
 
-func envValue(env []string, key string) string {
+// Value is key's value in env, the last one set ("" when unset).
+func Value(env []string, key string) string {
 	for i := len(env) - 1; i >= 0; i-- {
 		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
 			return v
@@ -34,9 +37,9 @@ func envValue(env []string, key string) string {
 	return ""
 }
 
-// lookPath finds file in path the way a shell does; names with a slash are
+// LookPath finds file in path the way a shell does; names with a slash are
 // taken relative to dir.
-func lookPath(file, dir, path string) (string, error) {
+func LookPath(file, dir, path string) (string, error) {
 	if strings.Contains(file, "/") {
 		if !filepath.IsAbs(file) {
 			file = filepath.Join(dir, file)
@@ -64,11 +67,4 @@ func lookPath(file, dir, path string) (string, error) {
 func isExecutable(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
-}
-
-func itoa(n int) string { return strconv.Itoa(n) }
-
-func atoi64(s string) int64 {
-	n, _ := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-	return n
 }

@@ -1,21 +1,23 @@
-package sandboxinit
+package warm
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/spawn"
 )
 
-// takeWarm hands an exec a warm process only where it stands in for it,
+// Take hands an exec a warm process only where it stands in for it,
 // and says why not otherwise.
 func TestTakeWarm(t *testing.T) {
 	env := []string{"PATH=/bin", "HOME=/workspace"}
-	warm := func(exact bool, stands ...string) *warmProcess {
-		return &warmProcess{req: supervisor.WarmRequest{Stands: stands, Exact: exact}, env: env, dir: "/workspace"}
+	warm := func(exact bool, stands ...string) *Process {
+		return &Process{req: supervisor.WarmRequest{Stands: stands, Exact: exact}, env: env, dir: "/workspace"}
 	}
 	cases := []struct {
 		name   string
-		w      *warmProcess
+		w      *Process
 		argv   []string
 		env    []string
 		dir    string
@@ -31,10 +33,12 @@ func TestTakeWarm(t *testing.T) {
 		{"exact: its argv", warm(true, "php", "main.php"), []string{"php", "main.php"}, env, "/workspace", ""},
 		{"exact: with arguments", warm(true, "php", "main.php"), []string{"php", "main.php", "x"}, env, "/workspace", "other arguments"},
 	}
+	spawner := spawn.New(false, nil)
+	defer spawner.Close()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := &server{warms: map[string]*warmProcess{warmKey(c.w.req.Stands): c.w}}
-			got, missed := s.takeWarm(supervisor.ExecRequest{Argv: c.argv}, c.env, c.dir)
+			s := &Pool{mu: &sync.Mutex{}, spawner: spawner, warms: map[string]*Process{warmKey(c.w.req.Stands): c.w}}
+			got, missed := s.Take(supervisor.ExecRequest{Argv: c.argv}, c.env, c.dir)
 			if missed != c.missed || (got == c.w) != (c.missed == "") {
 				t.Fatalf("took %v, missed %q; want missed %q", got != nil, missed, c.missed)
 			}
@@ -43,7 +47,7 @@ func TestTakeWarm(t *testing.T) {
 			}
 		})
 	}
-	if _, missed := (&server{}).takeWarm(supervisor.ExecRequest{Argv: []string{"x"}}, env, "/"); missed != "no warm process" {
+	if _, missed := (&Pool{mu: &sync.Mutex{}, spawner: spawner}).Take(supervisor.ExecRequest{Argv: []string{"x"}}, env, "/"); missed != "no warm process" {
 		t.Errorf("none: %q", missed)
 	}
 }

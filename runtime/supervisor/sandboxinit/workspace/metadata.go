@@ -1,4 +1,4 @@
-package sandboxinit
+package workspace
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package sandboxinit
+package spawn
 
 import (
 	"bytes"
@@ -88,7 +88,7 @@ func hold() {
 	// kernel sends them: under gVisor a namespace's first process
 	// sometimes died of signals 32 (one the Go runtime keeps from
 	// os/signal, at its default) and 34 (one it handles).
-	if err := setDisposition(sigIgnore, realtimeSignals...); err != nil {
+	if err := SetDisposition(sigIgnore, realtimeSignals...); err != nil {
 		fmt.Fprintf(os.Stderr, "sandbox-init: the holder cannot ignore realtime signals: %v\n", err)
 	}
 	var mu sync.Mutex // a shim's Started goes out before its Exited
@@ -118,7 +118,7 @@ func hold() {
 	oob := make([]byte, unix.CmsgSpace(4*64))
 	for {
 		var n, oobn int
-		err := ignoringEINTR(func() (err error) {
+		err := IgnoringEINTR(func() (err error) {
 			n, oobn, _, _, err = unix.Recvmsg(holderFD, buf, oob, unix.MSG_CMSG_CLOEXEC)
 			return err
 		})
@@ -190,7 +190,7 @@ func shim(args []string) {
 	if err := os.Chdir(spec.Dir); err != nil {
 		fail(err)
 	}
-	if err := setDisposition(sigDefault, realtimeSignals...); err != nil { // the holder's, inherited
+	if err := SetDisposition(SigDefault, realtimeSignals...); err != nil { // the holder's, inherited
 		fail(err)
 	}
 	if err := lockDown(); err != nil {
@@ -201,28 +201,28 @@ func shim(args []string) {
 
 // Signal dispositions, as rt_sigaction takes them.
 const (
-	sigDefault = 0 // SIG_DFL
+	SigDefault = 0 // SIG_DFL
 	sigIgnore  = 1 // SIG_IGN
 )
 
-// sigCancel is glibc's SIGCANCEL, the realtime signal the Go runtime
+// SigCancel is glibc's SIGCANCEL, the realtime signal the Go runtime
 // never hands to os/signal nor, without cgo, handles.
-const sigCancel = 32
+const SigCancel = 32
 
 // realtimeSignals are the realtime signals but 33, the one the Go runtime
 // uses for itself.
 var realtimeSignals = func() []int {
-	sigs := []int{sigCancel}
+	sigs := []int{SigCancel}
 	for sig := 34; sig <= 64; sig++ {
 		sigs = append(sigs, sig)
 	}
 	return sigs
 }()
 
-// setDisposition sets the disposition of sigs to SIG_DFL or SIG_IGN,
+// SetDisposition sets the disposition of sigs to SIG_DFL or SIG_IGN,
 // which exec keeps, where the kernel sends them: under the Go runtime's
 // handlers, if it has them.
-func setDisposition(disposition uint64, sigs ...int) error {
+func SetDisposition(disposition uint64, sigs ...int) error {
 	act := struct{ handler, flags, restorer, mask uint64 }{handler: disposition} // the kernel's struct sigaction
 	for _, sig := range sigs {
 		_, _, errno := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&act)), 0, 8, 0, 0)
@@ -265,7 +265,7 @@ func (h *holder) gone() bool {
 // sessionHolder is the holder of the session's namespace, started if
 // there is none (or it died). Called with s.mu held, on the forker's
 // thread.
-func (s *server) sessionHolder() (*holder, error) {
+func (s *Spawner) sessionHolder() (*holder, error) {
 	if h := s.holder; h != nil && !h.gone() {
 		// A program may have stopped it (SIGSTOP is not a signal it can
 		// drop, nor one the kernel keeps from it under gVisor).
@@ -299,11 +299,11 @@ func (s *server) sessionHolder() (*holder, error) {
 
 // followHolder reads h's reports until it dies, and hands each exit to
 // the reaper's code, as if we had reaped it.
-func (s *server) followHolder(h *holder) {
+func (s *Spawner) followHolder(h *holder) {
 	buf := make([]byte, 4096)
 	for {
 		var n int
-		err := ignoringEINTR(func() (err error) {
+		err := IgnoringEINTR(func() (err error) {
 			n, _, _, _, err = unix.Recvmsg(h.conn, buf, nil, 0)
 			return err
 		})
@@ -356,7 +356,7 @@ func (r *holdReport) usage() *unix.Rusage {
 // spawnHeld starts argv0 in the session's namespace (see holdArg) with
 // sys's process group and terminal, and returns its pid. Like
 // spawnIsolated, it runs on the forker's thread with s.mu held.
-func (s *server) spawnHeld(argv0 string, argv []string, dir string, env []string, files []uintptr, sys *syscall.SysProcAttr) (int, error) {
+func (s *Spawner) spawnHeld(argv0 string, argv []string, dir string, env []string, files []uintptr, sys *syscall.SysProcAttr) (int, error) {
 	h, err := s.sessionHolder()
 	if err != nil {
 		return 0, fmt.Errorf("starting the session's namespace: %w", err)
@@ -374,7 +374,7 @@ func (s *server) spawnHeld(argv0 string, argv []string, dir string, env []string
 		fds = append(fds, int(f))
 	}
 	start, _ := json.Marshal(holdStart{Setpgid: sys.Setpgid, Setsid: sys.Setsid})
-	err = ignoringEINTR(func() error {
+	err = IgnoringEINTR(func() error {
 		return unix.Sendmsg(h.conn, start, unix.UnixRights(append(fds, shimEnd)...), nil, 0)
 	})
 	unix.Close(shimEnd)
@@ -402,7 +402,7 @@ func (s *server) spawnHeld(argv0 string, argv []string, dir string, env []string
 		defer close(written)
 		for len(spec) > 0 {
 			var n int
-			err := ignoringEINTR(func() (err error) {
+			err := IgnoringEINTR(func() (err error) {
 				n, err = unix.Write(ours, spec)
 				return err
 			})
@@ -445,7 +445,7 @@ func shimsPID(conn int) (int, error) {
 	buf := make([]byte, 4096)
 	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred))
 	var n, oobn int
-	err := ignoringEINTR(func() (err error) {
+	err := IgnoringEINTR(func() (err error) {
 		n, oobn, _, _, err = unix.Recvmsg(conn, buf, oob, 0)
 		return err
 	})
@@ -466,7 +466,7 @@ func shimsPID(conn int) (int, error) {
 	rest := append([]byte(nil), said...)
 	for {
 		var n int
-		err := ignoringEINTR(func() (err error) {
+		err := IgnoringEINTR(func() (err error) {
 			n, err = unix.Read(conn, buf)
 			return err
 		})

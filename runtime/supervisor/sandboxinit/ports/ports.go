@@ -1,4 +1,7 @@
-package sandboxinit
+// Package ports finds the sockets a sandbox's programs listen on or bound
+// in its network namespace: from sock_diag where the kernel has it, or
+// from /proc/net.
+package ports
 
 import (
 	"encoding/binary"
@@ -12,13 +15,15 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/procs"
 )
 
-// listeningPorts are the addresses of the TCP sockets listening in the
+// Listening are the addresses of the TCP sockets listening in the
 // sandbox's network namespace: from sock_diag, or where the runtime has
 // none (gVisor, whose /proc/net/tcp is its own netstack's), from
 // /proc/net/tcp and tcp6.
-func listeningPorts() ([]netip.AddrPort, error) {
+func Listening() ([]netip.AddrPort, error) {
 	out, err := listeningTCP(unix.AF_INET)
 	if err == nil {
 		var six []netip.AddrPort
@@ -30,7 +35,7 @@ func listeningPorts() ([]netip.AddrPort, error) {
 	}
 	out = nil
 	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		data, err := readProc(file)
+		data, err := procs.ReadFile(file)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // a kernel without IPv6
 		}
@@ -143,4 +148,50 @@ func diagSocketAddr(m []byte) (netip.AddrPort, bool) {
 		return netip.AddrPort{}, false
 	}
 	return netip.AddrPortFrom(addr, port), true
+}
+
+// Bound lists the TCP sockets listening and the UDP and Unix
+// sockets bound in the sandbox's network namespace.
+func Bound() []string {
+	var out []string
+	ports, _ := Listening()
+	for _, p := range ports {
+		out = append(out, "tcp listening "+p.String())
+	}
+	for _, file := range []string{"udp", "udp6"} {
+		out = append(out, tableRows("/proc/net/"+file, file, func(f []string) (string, bool) {
+			return f[1], len(f) > 1
+		})...)
+	}
+	// Num RefCount Protocol Flags Type St Inode Path: a bound one has a
+	// path ("@..." for an abstract name). A connected one (St 03) shows
+	// its listener's path: a listener outside the sandbox may accept
+	// here (sandboxd's supervisor channel and egress proxy, whose ends
+	// are made in the connecting socket's namespace). What a program
+	// could leave for the next is a listener, or a bound datagram socket.
+	out = append(out, tableRows("/proc/net/unix", "unix", func(f []string) (string, bool) {
+		return strings.Join(f[7:], " "), len(f) > 7 && f[5] != "03"
+	})...)
+	return out
+}
+
+// tableRows reads a /proc table (a header line, then a row per object)
+// and names each row that keep picks.
+func tableRows(file, kind string, keep func(fields []string) (string, bool)) []string {
+	data, err := procs.ReadFile(file)
+	if err != nil {
+		return nil
+	}
+	lines := strings.Split(string(data), "\n")
+	var out []string
+	for _, line := range lines[min(1, len(lines)):] {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if name, ok := keep(f); ok {
+			out = append(out, kind+" "+name)
+		}
+	}
+	return out
 }

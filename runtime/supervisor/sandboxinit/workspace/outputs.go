@@ -1,4 +1,4 @@
-package sandboxinit
+package workspace
 
 import (
 	"io/fs"
@@ -14,16 +14,20 @@ const (
 	maxOutputsReported = 100
 )
 
+// Outputs are the regular files under an outputs directory and what
+// each looked like, by path.
+type Outputs map[string]outputState
+
 // outputState is what a file looked like.
 type outputState struct {
 	size    int64
 	modTime int64
 }
 
-// scanOutputs notes the regular files under dir (relative to the
+// ScanOutputs notes the regular files under dir (relative to the
 // workspace), through os.Root: a link never leads out of the workspace,
 // and none below dir is followed.
-func (s *server) scanOutputs(dir string) map[string]outputState {
+func (s *Server) ScanOutputs(dir string) Outputs {
 	if dir == "" {
 		return nil
 	}
@@ -32,7 +36,7 @@ func (s *server) scanOutputs(dir string) map[string]outputState {
 		return nil
 	}
 	defer root.Close()
-	out := map[string]outputState{}
+	out := Outputs{}
 	seen := 0
 	_ = fs.WalkDir(root.FS(), dir, func(p string, d fs.DirEntry, err error) error {
 		if seen++; err != nil || seen > maxOutputsScanned {
@@ -49,15 +53,15 @@ func (s *server) scanOutputs(dir string) map[string]outputState {
 	return out
 }
 
-// changedOutputs lists the files under dir that are new or changed since
+// ChangedOutputs lists the files under dir that are new or changed since
 // before, and counts those past the report's bound.
-func (s *server) changedOutputs(dir string, before map[string]outputState) ([]supervisor.Output, int) {
+func (s *Server) ChangedOutputs(dir string, before Outputs) ([]supervisor.Output, int) {
 	if dir == "" {
 		return nil, 0
 	}
 	var list []supervisor.Output
 	omitted := 0
-	for p, now := range s.scanOutputs(dir) {
+	for p, now := range s.ScanOutputs(dir) {
 		if was, ok := before[p]; ok && was == now {
 			continue
 		}

@@ -1,4 +1,15 @@
-package sandboxinit
+// Package workspace is the sandbox's files as the host sees them: it
+// answers the protocol's file requests on the workspace and /tmp (puts,
+// gets, archives in and out, listings, renames, removals, watches), writes
+// an execution's files and notes what it changed under its outputs, and
+// empties the places a reset empties.
+//
+// Every path goes through os.Root opened on the workspace: links are
+// resolved here, inside the container, and a link (or a link swapped in
+// mid-operation) that leads out of the workspace fails with "path
+// escapes". Files are opened O_NONBLOCK and checked with fstat on the
+// open descriptor, so a FIFO is never read and never blocks us.
+package workspace
 
 import (
 	"archive/tar"
@@ -8,20 +19,18 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
-
-// Workspace operations. Every path goes through os.Root opened on the
-// workspace: links are resolved here, inside the container, and a link (or
-// a link swapped in mid-operation) that leads out of the workspace fails
-// with "path escapes". Files are opened O_NONBLOCK and checked with fstat
-// on the open descriptor, so a FIFO is never read and never blocks us.
 
 // Names the workspace keeps through a reset.
 const (
@@ -43,7 +52,24 @@ type upload struct {
 	end func(err error) *supervisor.FileResult
 }
 
-func (s *server) openWorkspace() (*os.Root, error) { return os.OpenRoot(s.workspace) }
+// Server answers the file requests on one sandbox's workspace and /tmp.
+type Server struct {
+	workspace, tmp string
+	// send writes a message to the host: chunks, acks, answers.
+	send func(supervisor.Message)
+
+	mu      sync.Mutex
+	uploads map[uint64]*upload // puts waiting for their in chunks
+	watches map[uint64]*watch  // watches in progress, by request id
+}
+
+// New serves file requests on the workspace and tmp directories, which
+// stand for /workspace and /tmp, answering with send.
+func New(workspace, tmp string, send func(supervisor.Message)) *Server {
+	return &Server{workspace: workspace, tmp: tmp, send: send, uploads: map[uint64]*upload{}, watches: map[uint64]*watch{}}
+}
+
+func (s *Server) openWorkspace() (*os.Root, error) { return os.OpenRoot(s.workspace) }
 
 // location is where a file request's name lies: the directory it is
 // opened under and the name relative to it.
@@ -52,7 +78,7 @@ type location struct {
 	tmp       bool // under /tmp: names go back to the host with supervisor.TmpDir
 }
 
-func (s *server) locate(name string) location {
+func (s *Server) locate(name string) location {
 	if name == supervisor.TmpDir || strings.HasPrefix(name, supervisor.TmpDir+"/") {
 		rel := strings.TrimPrefix(strings.TrimPrefix(name, supervisor.TmpDir), "/")
 		if rel == "" {
@@ -75,9 +101,11 @@ func (p location) named(entries []supervisor.Entry) []supervisor.Entry {
 	return entries
 }
 
-// fileOp starts a workspace operation. Transfers run in their own goroutine
-// so the protocol loop keeps serving executions and acks.
-func (s *server) fileOp(m supervisor.Message) {
+// Serve starts the file operation m asks for (put, untar, get, tar, list,
+// mkdir, move, remove, watch), answered by an OpDone now or when it
+// ends. Transfers run in their own goroutine so the protocol loop keeps
+// serving executions and acks.
+func (s *Server) Serve(m supervisor.Message) {
 	req := supervisor.FileRequest{Path: "."}
 	if m.File != nil {
 		req = *m.File
@@ -101,35 +129,43 @@ func (s *server) fileOp(m supervisor.Message) {
 		s.done(m.ID, s.move(req))
 	case supervisor.OpRemove:
 		s.done(m.ID, s.remove(req))
-	case supervisor.OpReset:
-		go func() { s.done(m.ID, s.reset()) }()
-	case supervisor.OpRecycle:
-		go func() { s.done(m.ID, s.recycleAndWarm(req.Warm)) }()
-	case supervisor.OpPorts:
-		s.done(m.ID, ports())
-	case supervisor.OpUsage:
-		s.done(m.ID, s.usage())
+	case supervisor.OpWatch:
+		s.startWatch(m.ID, req)
 	}
 }
 
-// ports lists the TCP ports listening in the sandbox (see listeningPorts).
-func ports() *supervisor.FileResult {
-	list, err := listeningPorts()
-	if err != nil {
-		return failure(err)
+// Feed hands an in, in-close or kill message to the put or watch it is
+// for, and says whether there was one.
+func (s *Server) Feed(m supervisor.Message) bool {
+	s.mu.Lock()
+	up, w := s.uploads[m.ID], s.watches[m.ID]
+	s.mu.Unlock()
+	if w != nil && m.Op == supervisor.OpKill {
+		w.close()
+		return true
 	}
-	res := &supervisor.FileResult{Ports: []supervisor.Port{}}
-	for _, p := range list {
-		res.Ports = append(res.Ports, supervisor.Port{Address: p.Addr().String(), Port: int(p.Port())})
+	if up == nil {
+		return false
 	}
-	return res
+	switch m.Op {
+	case supervisor.OpIn:
+		s.uploadChunk(m.ID, up, m.Data)
+	case supervisor.OpKill:
+		up.err = errors.New("cancelled")
+		s.finishUpload(m.ID, up)
+	case supervisor.OpInClose:
+		s.finishUpload(m.ID, up)
+	}
+	return true
 }
 
-func (s *server) done(id uint64, res *supervisor.FileResult) {
+func (s *Server) done(id uint64, res *supervisor.FileResult) {
 	s.send(supervisor.Message{Op: supervisor.OpDone, ID: id, Done: res})
 }
 
-func failure(err error) *supervisor.FileResult {
+// Failure is the answer to a file operation that failed with err, with
+// the kind of error the host tells its callers.
+func Failure(err error) *supervisor.FileResult {
 	kind := supervisor.ErrInvalid
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -142,7 +178,8 @@ func failure(err error) *supervisor.FileResult {
 	return &supervisor.FileResult{Error: strings.TrimPrefix(err.Error(), "openat "), ErrorKind: kind}
 }
 
-func refuse(kind, format string, args ...any) *supervisor.FileResult {
+// Refuse is the answer to a file operation refused for kind.
+func Refuse(kind, format string, args ...any) *supervisor.FileResult {
 	return &supervisor.FileResult{ErrorKind: kind, Error: fmt.Sprintf(format, args...)}
 }
 
@@ -151,25 +188,25 @@ func refuse(kind, format string, args ...any) *supervisor.FileResult {
 func writable(p location) *supervisor.FileResult {
 	name := path.Clean(p.name)
 	if name == "." || !p.tmp && (name == projectDir || strings.HasPrefix(name, projectDir+"/")) {
-		return refuse(supervisor.ErrReadOnly, "%s: the workspace root, /tmp and %s/ cannot be written or removed", name, projectDir)
+		return Refuse(supervisor.ErrReadOnly, "%s: the workspace root, /tmp and %s/ cannot be written or removed", name, projectDir)
 	}
 	return nil
 }
 
-func (s *server) startUpload(id uint64, req supervisor.FileRequest) *supervisor.FileResult {
+func (s *Server) startUpload(id uint64, req supervisor.FileRequest) *supervisor.FileResult {
 	at := s.locate(req.Path)
 	if res := writable(at); res != nil {
 		return res
 	}
 	root, err := at.open()
 	if err != nil {
-		return failure(err)
+		return Failure(err)
 	}
 	defer root.Close()
 	req.Path = at.name
 	if dir := path.Dir(req.Path); dir != "." {
 		if err := root.MkdirAll(dir, 0o755); err != nil {
-			return failure(err)
+			return Failure(err)
 		}
 	}
 	mode := os.FileMode(req.Mode & 0o777)
@@ -178,16 +215,16 @@ func (s *server) startUpload(id uint64, req supervisor.FileRequest) *supervisor.
 	}
 	f, err := root.OpenFile(req.Path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NONBLOCK, mode)
 	if err != nil {
-		return failure(err)
+		return Failure(err)
 	}
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
 		f.Close()
-		return refuse(supervisor.ErrNotRegular, "%s is not a regular file", req.Path)
+		return Refuse(supervisor.ErrNotRegular, "%s is not a regular file", req.Path)
 	}
 	_ = f.Chmod(mode) // an existing file takes the new mode too
 	if err := setMetadata(f, req.Metadata); err != nil {
 		f.Close()
-		return refuse(supervisor.ErrInvalid, "%s: %v", req.Path, err)
+		return Refuse(supervisor.ErrInvalid, "%s: %v", req.Path, err)
 	}
 	name := req.Path
 	s.mu.Lock()
@@ -201,7 +238,7 @@ func (s *server) startUpload(id uint64, req supervisor.FileRequest) *supervisor.
 				_ = root.Remove(name)
 				root.Close()
 			}
-			return failure(err)
+			return Failure(err)
 		}
 		return nil
 	}}
@@ -211,7 +248,7 @@ func (s *server) startUpload(id uint64, req supervisor.FileRequest) *supervisor.
 
 // uploadChunk writes one in chunk; after a failure the rest are acked and
 // dropped, and the failure is reported at the end.
-func (s *server) uploadChunk(id uint64, up *upload, data []byte) {
+func (s *Server) uploadChunk(id uint64, up *upload, data []byte) {
 	if up.err == nil {
 		if up.max > 0 && up.written+int64(len(data)) > up.max {
 			up.err = fmt.Errorf("over the %d-byte upload limit", up.max)
@@ -224,7 +261,7 @@ func (s *server) uploadChunk(id uint64, up *upload, data []byte) {
 	s.send(supervisor.Message{Op: supervisor.OpInAck, ID: id})
 }
 
-func (s *server) finishUpload(id uint64, up *upload) {
+func (s *Server) finishUpload(id uint64, up *upload) {
 	s.mu.Lock()
 	delete(s.uploads, id)
 	s.mu.Unlock()
@@ -243,32 +280,32 @@ func (s *server) finishUpload(id uint64, up *upload) {
 func openRegular(root *os.Root, name string) (*os.File, fs.FileInfo, *supervisor.FileResult) {
 	if st, err := root.Lstat(name); err == nil && st.Mode()&fs.ModeSymlink != 0 {
 		target, _ := root.Readlink(name)
-		return nil, nil, refuse(supervisor.ErrInvalid, "%s is a symbolic link (to %s): download its directory to get the link itself", name, target)
+		return nil, nil, Refuse(supervisor.ErrInvalid, "%s is a symbolic link (to %s): download its directory to get the link itself", name, target)
 	}
 	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
 	if err != nil {
-		return nil, nil, failure(err)
+		return nil, nil, Failure(err)
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, nil, failure(err)
+		return nil, nil, Failure(err)
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
 		if st.IsDir() {
-			return nil, nil, refuse(supervisor.ErrInvalid, "%s is a directory", name)
+			return nil, nil, Refuse(supervisor.ErrInvalid, "%s is a directory", name)
 		}
-		return nil, nil, refuse(supervisor.ErrNotRegular, "%s is a %s, not a regular file: refused, not read", name, fileType(st.Mode()))
+		return nil, nil, Refuse(supervisor.ErrNotRegular, "%s is a %s, not a regular file: refused, not read", name, fileType(st.Mode()))
 	}
 	return f, st, nil
 }
 
-func (s *server) get(id uint64, req supervisor.FileRequest) *supervisor.FileResult {
+func (s *Server) get(id uint64, req supervisor.FileRequest) *supervisor.FileResult {
 	at := s.locate(req.Path)
 	root, err := at.open()
 	if err != nil {
-		return failure(err)
+		return Failure(err)
 	}
 	defer root.Close()
 	f, st, res := openRegular(root, at.name)
@@ -279,7 +316,7 @@ func (s *server) get(id uint64, req supervisor.FileRequest) *supervisor.FileResu
 	// The size is checked before a byte is read: a sparse 1 TiB file is
 	// refused, not streamed.
 	if st.Size() > req.Max {
-		return refuse(supervisor.ErrTooLarge, "%s is %d bytes, over the %d-byte download limit", req.Path, st.Size(), req.Max)
+		return Refuse(supervisor.ErrTooLarge, "%s is %d bytes, over the %d-byte download limit", req.Path, st.Size(), req.Max)
 	}
 	w := &chunkWriter{s: s, id: id}
 	n, err := io.Copy(w, io.LimitReader(f, st.Size()))
@@ -287,14 +324,14 @@ func (s *server) get(id uint64, req supervisor.FileRequest) *supervisor.FileResu
 		err = w.flush()
 	}
 	if err != nil {
-		return failure(err)
+		return Failure(err)
 	}
 	return &supervisor.FileResult{Size: n}
 }
 
 // chunkWriter turns a byte stream into out messages of at most OutChunk.
 type chunkWriter struct {
-	s   *server
+	s   *Server
 	id  uint64
 	buf []byte
 	n   int64
@@ -329,11 +366,11 @@ func (w *chunkWriter) flush() error {
 // larger than what the workspace holds. The archive's size
 // is worked out before anything is sent, so an archive over the limit is
 // refused whole; each file contributes exactly the size it had then.
-func (s *server) tar(id uint64, req supervisor.FileRequest) *supervisor.FileResult {
+func (s *Server) tar(id uint64, req supervisor.FileRequest) *supervisor.FileResult {
 	at := s.locate(req.Path)
 	root, err := at.open()
 	if err != nil {
-		return failure(err)
+		return Failure(err)
 	}
 	defer root.Close()
 	entries, err := walk(root, at.name, true)
@@ -384,7 +421,7 @@ func (s *server) tar(id uint64, req supervisor.FileRequest) *supervisor.FileResu
 		total += paxRoom(e)
 	}
 	if total > req.Max {
-		return refuse(supervisor.ErrTooLarge, "%s makes an archive of about %d bytes, over the %d-byte download limit", req.Path, total, req.Max)
+		return Refuse(supervisor.ErrTooLarge, "%s makes an archive of about %d bytes, over the %d-byte download limit", req.Path, total, req.Max)
 	}
 	// Names start with the target's own name ("workspace" for the root),
 	// as a directory copy would make them.
@@ -406,12 +443,12 @@ func (s *server) tar(id uint64, req supervisor.FileRequest) *supervisor.FileResu
 			case p.linkTo != "":
 				hdr.Typeflag, hdr.Linkname, hdr.Size = tar.TypeLink, p.linkTo, 0
 				if err := tw.WriteHeader(hdr); err != nil {
-					return failure(err)
+					return Failure(err)
 				}
 				continue
 			case p.sparse:
 				if err := writeSparse(tw, hdr, p.data, func(r segment) io.Reader { return readExactly(root, e.Path, r) }); err != nil {
-					return failure(err)
+					return Failure(err)
 				}
 				continue
 			}
@@ -419,16 +456,16 @@ func (s *server) tar(id uint64, req supervisor.FileRequest) *supervisor.FileResu
 			continue
 		}
 		if err := tw.WriteHeader(hdr); err != nil {
-			return failure(err)
+			return Failure(err)
 		}
 		if e.Type == "file" {
 			if err := copyExactly(tw, root, e.Path, e.Size); err != nil {
-				return failure(err)
+				return Failure(err)
 			}
 		}
 	}
 	if err := tw.Close(); err != nil {
-		return failure(err)
+		return Failure(err)
 	}
 	_ = w.flush()
 	return &supervisor.FileResult{Size: w.n, Skipped: skipped}
@@ -533,11 +570,11 @@ func (zeros) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (s *server) list(req supervisor.FileRequest) *supervisor.FileResult {
+func (s *Server) list(req supervisor.FileRequest) *supervisor.FileResult {
 	at := s.locate(req.Path)
 	root, err := at.open()
 	if err != nil {
-		return failure(err)
+		return Failure(err)
 	}
 	defer root.Close()
 	entries, err := walk(root, at.name, req.Recursive)
@@ -554,7 +591,7 @@ func walkFailure(err error) *supervisor.FileResult {
 	if errors.Is(err, errTooMany) {
 		return &supervisor.FileResult{ErrorKind: supervisor.ErrTooLarge, Error: err.Error()}
 	}
-	return failure(err)
+	return Failure(err)
 }
 
 // walk returns name first and, for a directory, what is under it (all levels or
@@ -638,13 +675,13 @@ func fileType(m fs.FileMode) string {
 // openWritable opens the workspace for an operation that changes names,
 // once they are all writable and in one place (the workspace or /tmp);
 // it answers the names relative to it.
-func (s *server) openWritable(names ...string) (*os.Root, location, []string, *supervisor.FileResult) {
+func (s *Server) openWritable(names ...string) (*os.Root, location, []string, *supervisor.FileResult) {
 	at := s.locate(names[0])
 	var rel []string
 	for _, name := range names {
 		p := s.locate(name)
 		if p.dir != at.dir {
-			return nil, at, nil, refuse(supervisor.ErrInvalid, "%s and %s are not both in the workspace nor both in /tmp", names[0], name)
+			return nil, at, nil, Refuse(supervisor.ErrInvalid, "%s and %s are not both in the workspace nor both in /tmp", names[0], name)
 		}
 		if res := writable(p); res != nil {
 			return nil, at, nil, res
@@ -653,31 +690,31 @@ func (s *server) openWritable(names ...string) (*os.Root, location, []string, *s
 	}
 	root, err := at.open()
 	if err != nil {
-		return nil, at, nil, failure(err)
+		return nil, at, nil, Failure(err)
 	}
 	return root, at, rel, nil
 }
 
 // mkdir makes a directory and its parents; the directory's entry is the
 // answer, ErrExists when something is there already.
-func (s *server) mkdir(req supervisor.FileRequest) *supervisor.FileResult {
+func (s *Server) mkdir(req supervisor.FileRequest) *supervisor.FileResult {
 	root, at, rel, res := s.openWritable(req.Path)
 	if res != nil {
 		return res
 	}
 	defer root.Close()
 	if _, err := root.Lstat(rel[0]); err == nil {
-		return refuse(supervisor.ErrExists, "%s exists already", req.Path)
+		return Refuse(supervisor.ErrExists, "%s exists already", req.Path)
 	}
 	if err := root.MkdirAll(rel[0], 0o755); err != nil {
-		return failure(err)
+		return Failure(err)
 	}
 	return described(root, at, rel[0])
 }
 
 // move renames a file, link or tree within the workspace, replacing what
 // the new path holds as rename(2) does; the moved entry is the answer.
-func (s *server) move(req supervisor.FileRequest) *supervisor.FileResult {
+func (s *Server) move(req supervisor.FileRequest) *supervisor.FileResult {
 	root, at, rel, res := s.openWritable(req.Path, req.To)
 	if res != nil {
 		return res
@@ -686,11 +723,11 @@ func (s *server) move(req supervisor.FileRequest) *supervisor.FileResult {
 	req.Path, req.To = rel[0], rel[1]
 	if dir := path.Dir(path.Clean(req.To)); dir != "." {
 		if err := root.MkdirAll(dir, 0o755); err != nil {
-			return failure(err)
+			return Failure(err)
 		}
 	}
 	if err := root.Rename(req.Path, req.To); err != nil {
-		return failure(err)
+		return Failure(err)
 	}
 	return described(root, at, req.To)
 }
@@ -699,62 +736,73 @@ func (s *server) move(req supervisor.FileRequest) *supervisor.FileResult {
 func described(root *os.Root, at location, name string) *supervisor.FileResult {
 	st, err := root.Lstat(name)
 	if err != nil {
-		return failure(err)
+		return Failure(err)
 	}
 	return &supervisor.FileResult{Entries: at.named([]supervisor.Entry{entry(root, path.Clean(name), st)})}
 }
 
-func (s *server) remove(req supervisor.FileRequest) *supervisor.FileResult {
+func (s *Server) remove(req supervisor.FileRequest) *supervisor.FileResult {
 	root, _, rel, res := s.openWritable(req.Path)
 	if res != nil {
 		return res
 	}
 	defer root.Close()
 	if _, err := root.Lstat(rel[0]); err != nil {
-		return failure(err)
+		return Failure(err)
 	}
 	if err := removeTree(root, rel[0]); err != nil {
-		return failure(err)
+		return Failure(err)
 	}
 	return &supervisor.FileResult{}
 }
 
-// reset ends every process and empties the workspace, /tmp, shared memory,
-// message queues and SysV IPC, keeping project_files: the session goes on
-// as if new. What the code left behind (a mode-0000 directory, a
-// workspace it made unwritable) is its own, and opened up to be removed.
-func (s *server) reset() *supervisor.FileResult {
-	s.dropKernels("")
-	if n := s.endAll(); n > 0 {
-		return refuse(supervisor.ErrInvalid, "%d processes survived the kill", n)
+// Empty empties dir, one of the places a reset empties: it gets back mode
+// (0: leave it), loses the extended attributes a program set on it, and
+// keeps nothing but the workspace's project_files. What the code left
+// behind (a mode-0000 directory, a workspace it made unwritable) is its
+// own, and opened up to be removed. A dir that is not there is left so
+// where mode is 0 (an engine without /dev/mqueue).
+func (s *Server) Empty(dir string, mode os.FileMode) error {
+	if err := restoreMode(dir, mode); err != nil {
+		return err
 	}
-	s.clearIPC()
-	// The workspace and /tmp get back the modes they had when the sandbox
-	// was new (a pod's volumes are not a container's tmpfs).
-	dirs := map[string]os.FileMode{s.workspace: s.freshModes[s.workspace], s.tmp: s.freshModes[s.tmp]}
-	for _, d := range s.scratch {
-		dirs[d] = 0 // mounted by the engine; emptied, not changed
+	ClearXattrs(dir)
+	root, err := os.OpenRoot(dir)
+	if errors.Is(err, fs.ErrNotExist) && mode == 0 {
+		return nil
 	}
-	for dir, mode := range dirs {
-		if err := restoreMode(dir, mode); err != nil {
-			return failure(err)
-		}
-		clearXattrs(dir)
-		root, err := os.OpenRoot(dir)
-		if errors.Is(err, fs.ErrNotExist) && mode == 0 {
-			continue // an engine without /dev/mqueue
-		}
-		if err != nil {
-			return failure(err)
-		}
-		err = s.emptyDir(root)
-		root.Close()
-		if err != nil {
-			return failure(err)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return s.emptyDir(root)
+}
+
+// Xattrs are the names of the extended attributes set on a place itself
+// (its contents are removed with them).
+func Xattrs(dir string) string {
+	buf := make([]byte, 4096)
+	n, err := unix.Llistxattr(dir, buf)
+	if err != nil || n <= 0 {
+		return ""
+	}
+	var names []string
+	for _, name := range strings.Split(strings.TrimRight(string(buf[:n]), "\x00"), "\x00") {
+		if !strings.HasPrefix(name, "security.") { // the engine's labels, not a program's
+			names = append(names, name)
 		}
 	}
-	s.makeOutputs()
-	return &supervisor.FileResult{}
+	return strings.Join(names, ",")
+}
+
+// ClearXattrs removes the extended attributes a program set on a place
+// itself (those of its contents go with them), as their owner may.
+func ClearXattrs(dir string) {
+	for _, name := range strings.Split(Xattrs(dir), ",") {
+		if name != "" {
+			_ = unix.Lremovexattr(dir, name)
+		}
+	}
 }
 
 // restoreMode gives dir its mode back (0: leave it as it is). A place
@@ -766,16 +814,16 @@ func restoreMode(dir string, mode os.FileMode) error {
 		return nil
 	}
 	info, err := os.Lstat(dir)
-	if err == nil && info.Mode()&modeBits == mode {
+	if err == nil && info.Mode()&ModeBits == mode {
 		return nil
 	}
 	return os.Chmod(dir, mode)
 }
 
-// modeBits are the bits of a mode that chmod sets.
-const modeBits = os.ModePerm | os.ModeSticky | os.ModeSetgid | os.ModeSetuid
+// ModeBits are the bits of a mode that chmod sets.
+const ModeBits = os.ModePerm | os.ModeSticky | os.ModeSetgid | os.ModeSetuid
 
-func (s *server) emptyDir(root *os.Root) error {
+func (s *Server) emptyDir(root *os.Root) error {
 	d, err := root.Open(".")
 	if err != nil {
 		return err
@@ -826,12 +874,47 @@ func openUp(root *os.Root, name string) {
 	}
 }
 
-// makeOutputs creates the workspace's outputs/, where results are expected,
-// and the directory compilers write programs to.
-func (s *server) makeOutputs() {
+// MakeOutputs creates the workspace's outputs/, where results are expected.
+func (s *Server) MakeOutputs() {
 	if root, err := s.openWorkspace(); err == nil {
 		_ = root.Mkdir(outputsDir, 0o755)
 		root.Close()
 	}
-	_ = os.Mkdir(s.buildDir(), 0o755)
+}
+
+// Write writes the request's files under the workspace; os.Root keeps
+// every path, and every link met on the way, inside it.
+func (s *Server) Write(files []supervisor.File) error {
+	if len(files) == 0 {
+		return nil
+	}
+	root, err := s.openWorkspace()
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	for _, f := range files {
+		name := filepath.Clean(strings.TrimPrefix(f.Path, "/workspace/"))
+		if dir := filepath.Dir(name); dir != "." {
+			if err := root.MkdirAll(dir, 0o755); err != nil {
+				return err
+			}
+		}
+		mode := os.FileMode(f.Mode & 0o777)
+		if mode == 0 {
+			mode = 0o644
+		}
+		w, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(f.Data)
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -1,4 +1,4 @@
-package sandboxinit
+package fresh
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sandboxd/sandboxd/runtime/supervisor/sandboxinit/procs"
 )
 
 // SysV IPC objects (shared memory segments, semaphore sets, message
@@ -81,7 +83,7 @@ var sysvIPC = &ipcObjects{clean: map[string]int{}}
 // ids are the ids of kind's objects; with /proc/sysvipc absent, those
 // made since it was last found with none.
 func (o *ipcObjects) ids(k ipcKind) []int {
-	if data, err := readProc("/proc/sysvipc/" + k.name); err == nil {
+	if data, err := procs.ReadFile("/proc/sysvipc/" + k.name); err == nil {
 		var out []int
 		lines := strings.Split(string(data), "\n")
 		for _, line := range lines[min(1, len(lines)):] { // a header line first
@@ -121,8 +123,10 @@ func (o *ipcObjects) ids(k ipcKind) []int {
 	return out
 }
 
-// clear removes every object of the namespace (all the sandbox's own:
-// the namespace is private to the container).
+// ClearIPC removes every SysV IPC object of the sandbox's namespace (all
+// the sandbox's own: the namespace is private to the container).
+func ClearIPC() { sysvIPC.clear() }
+
 func (o *ipcObjects) clear() {
 	for _, k := range ipcKinds {
 		for _, id := range o.ids(k) {

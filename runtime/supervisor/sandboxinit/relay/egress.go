@@ -1,4 +1,9 @@
-package sandboxinit
+// Package relay carries connections across the sandbox's edge: the
+// programs' egress, from a listener on the container's loopback to
+// sandboxd's proxy over the socket mounted from the host, and a port
+// forwarded to a server in the sandbox (sandbox-init started as
+// supervisor.RelayArg).
+package relay
 
 import (
 	"fmt"
@@ -14,11 +19,11 @@ import (
 // supervisor's file descriptors. sandboxd's proxy has its own, lower limit.
 const maxRelays = 256
 
-// listenEgress listens where the programs' proxy connections go,
+// ListenEgress listens where the programs' proxy connections go,
 // supervisor.EgressListen on the container's loopback, and returns nil
 // when the sandbox has no egress (no socket to sandboxd's proxy is
 // mounted): then nothing listens.
-func listenEgress() net.Listener {
+func ListenEgress() net.Listener {
 	if _, err := os.Stat(supervisor.EgressSocket); err != nil {
 		return nil
 	}
@@ -30,10 +35,10 @@ func listenEgress() net.Listener {
 	return ln
 }
 
-// relayEgress carries the connections ln accepts to sandboxd's egress
+// Egress carries the connections ln accepts to sandboxd's egress
 // proxy over the socket mounted from the host: the container has no other
 // way out.
-func relayEgress(ln net.Listener) {
+func Egress(ln net.Listener) {
 	slots := make(chan struct{}, maxRelays)
 	for {
 		c, err := ln.Accept()
@@ -45,7 +50,7 @@ func relayEgress(ln net.Listener) {
 		case slots <- struct{}{}:
 			go func() {
 				defer func() { <-slots }()
-				relay(c)
+				carry(c)
 			}()
 		default:
 			c.Close()
@@ -53,9 +58,9 @@ func relayEgress(ln net.Listener) {
 	}
 }
 
-// relay copies both ways between c and the proxy socket until both ends
+// carry copies both ways between c and the proxy socket until both ends
 // are done.
-func relay(c net.Conn) {
+func carry(c net.Conn) {
 	defer c.Close()
 	up, err := net.Dial("unix", supervisor.EgressSocket)
 	if err != nil {

@@ -1,4 +1,4 @@
-package sandboxinit
+package workspace
 
 import (
 	"archive/tar"
@@ -24,10 +24,10 @@ import (
 // no name and no link met on the way leads out of the workspace; links in
 // the archive are made as links and never followed; only directories,
 // regular files and symbolic links are made; project_files is left alone.
-func (s *server) startUntar(id uint64, req supervisor.FileRequest) {
+func (s *Server) startUntar(id uint64, req supervisor.FileRequest) {
 	root, err := s.openWorkspace()
 	if err != nil {
-		s.done(id, failure(err))
+		s.done(id, Failure(err))
 		return
 	}
 	pr, pw := io.Pipe()
@@ -49,7 +49,7 @@ func (s *server) startUntar(id uint64, req supervisor.FileRequest) {
 			err = xerr
 		}
 		if err != nil {
-			return failure(err)
+			return Failure(err)
 		}
 		return nil
 	}}

@@ -1,8 +1,9 @@
-package sandboxinit
+package procs
 
 import (
 	"bytes"
 	"os"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -10,24 +11,24 @@ import (
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
-// usage is what the whole sandbox uses now. CPU time and memory
+// SandboxUsage is what the whole sandbox uses now. CPU time and memory
 // come from the container's cgroup where the runtime shows one (v2 or v1,
 // runc); under gVisor, which shows none, they are summed over /proc: live
 // processes' times, plus what the reaped descendants of PID 1 and of the
 // session namespace's holder used, and their resident memory. Processes are
 // counted in /proc either way, so that the supervisor's reserved threads
-// never look like the program's; neither it nor a holder counts.
-func (s *server) usage() *supervisor.FileResult {
+// never look like the program's; neither it nor a holder counts. holders
+// are the pids of the session namespaces' holders; workspace and tmp are
+// where the sandbox writes.
+func SandboxUsage(holders []int, workspace, tmp string) *supervisor.Usage {
 	u := &supervisor.Usage{}
 	reapers := map[string]bool{"1": true}
-	s.mu.Lock()
-	for pid := range s.holders {
-		reapers[itoa(pid)] = true
+	for _, pid := range holders {
+		reapers[strconv.Itoa(pid)] = true
 	}
-	s.mu.Unlock()
 	var cpuUS, rss int64
-	forEachProcess(func(pid string, stat []byte) {
-		f := statFields(stat)
+	ForEachProcess(func(pid string, stat []byte) {
+		f := StatFields(stat)
 		if len(f) < 22 {
 			return
 		}
@@ -44,21 +45,21 @@ func (s *server) usage() *supervisor.FileResult {
 	if c, m, ok := cgroupUsage(); ok {
 		u.CPUUS, u.MemoryBytes = c, m
 	}
-	u.WorkspaceBytes = usedBytes(s.workspace)
-	u.TmpBytes = usedBytes(s.tmp)
-	return &supervisor.FileResult{Usage: u}
+	u.WorkspaceBytes = UsedBytes(workspace)
+	u.TmpBytes = UsedBytes(tmp)
+	return u
 }
 
 // cgroupUsage reads the container's CPU time (µs) and memory in use, less
 // the page cache it could drop (as `docker stats` counts it).
 func cgroupUsage() (cpuUS, memory int64, ok bool) {
-	if stat, err := readProc("/sys/fs/cgroup/cpu.stat"); err == nil { // v2
+	if stat, err := ReadFile("/sys/fs/cgroup/cpu.stat"); err == nil { // v2
 		cpuUS = keyed(stat, "usage_usec")
 		memory = fileInt("/sys/fs/cgroup/memory.current")
 		memory -= keyed(readFile("/sys/fs/cgroup/memory.stat"), "inactive_file")
 		return cpuUS, max(memory, 0), true
 	}
-	if usage, err := readProc("/sys/fs/cgroup/cpuacct/cpuacct.usage"); err == nil { // v1, in ns
+	if usage, err := ReadFile("/sys/fs/cgroup/cpuacct/cpuacct.usage"); err == nil { // v1, in ns
 		cpuUS = atoi64(string(usage)) / 1000
 		memory = fileInt("/sys/fs/cgroup/memory/memory.usage_in_bytes")
 		memory -= keyed(readFile("/sys/fs/cgroup/memory/memory.stat"), "total_inactive_file")
@@ -67,9 +68,9 @@ func cgroupUsage() (cpuUS, memory int64, ok bool) {
 	return 0, 0, false
 }
 
-// usedBytes is how much of the file system at dir is in use: a tmpfs of
+// UsedBytes is how much of the file system at dir is in use: a tmpfs of
 // the sandbox's own, so statfs tells it at once, sparse files and all.
-func usedBytes(dir string) int64 {
+func UsedBytes(dir string) int64 {
 	var st unix.Statfs_t
 	if unix.Statfs(dir, &st) != nil {
 		return 0
@@ -77,8 +78,8 @@ func usedBytes(dir string) int64 {
 	return int64(st.Blocks-st.Bfree) * st.Bsize
 }
 
-// forEachProcess calls fn with each process's pid and /proc stat.
-func forEachProcess(fn func(pid string, stat []byte)) {
+// ForEachProcess calls fn with each process's pid and /proc stat.
+func ForEachProcess(fn func(pid string, stat []byte)) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return
@@ -88,15 +89,15 @@ func forEachProcess(fn func(pid string, stat []byte)) {
 		if name[0] < '0' || name[0] > '9' {
 			continue
 		}
-		if stat, err := readProc("/proc/" + name + "/stat"); err == nil { // else gone already
+		if stat, err := ReadFile("/proc/" + name + "/stat"); err == nil { // else gone already
 			fn(name, stat)
 		}
 	}
 }
 
-// statFields are a /proc stat's fields after the parenthesised command
+// StatFields are a /proc stat's fields after the parenthesised command
 // name: the state first, utime the 12th.
-func statFields(stat []byte) []string {
+func StatFields(stat []byte) []string {
 	i := bytes.LastIndexByte(stat, ')')
 	if i < 0 {
 		return nil
@@ -115,17 +116,17 @@ func keyed(data []byte, key string) int64 {
 }
 
 func readFile(name string) []byte {
-	data, _ := readProc(name)
+	data, _ := ReadFile(name)
 	return data
 }
 
 func fileInt(name string) int64 { return atoi64(string(readFile(name))) }
 
-// readProc reads a /proc or /sys file with plain system calls: os.ReadFile
+// ReadFile reads a /proc or /sys file with plain system calls: os.ReadFile
 // would also register the descriptor with the Go runtime's poller and
 // take it back, which the supervisor would pay for each of the dozens of
 // such files it reads between two runs.
-func readProc(name string) ([]byte, error) {
+func ReadFile(name string) ([]byte, error) {
 	fd, err := unix.Open(name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: name, Err: err}
