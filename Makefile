@@ -7,7 +7,7 @@ BIN     := bin
 PLUGINS := $(BIN)/plugins
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/sandboxd/sandboxd/internal/daemon.Version=$(VERSION) -X main.version=$(VERSION)
-LANGS   := python node typescript go java ruby php bash c cpp rust csharp generic
+LANGS   := python node typescript go java ruby php bash c cpp rust csharp r generic
 POLICIES := example
 IMAGES  := python node go java ruby php bash c rust lua csharp python311 go124
 

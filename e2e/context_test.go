@@ -62,10 +62,17 @@ language "typescript" {
     max      = 1
   }
 }
+language "r" {
+  image = "sandboxd/code-interpreter:latest"
+  pool {
+    min_idle = 0
+    max      = 1
+  }
+}
 language "code-interpreter" {
   plugin   = "python"
   image    = "sandboxd/code-interpreter:latest"
-  contexts = ["js", "typescript", "bash"]
+  contexts = ["js", "typescript", "r", "bash"]
   pool {
     min_idle = 0
     max      = 1
@@ -332,6 +339,22 @@ language "code-interpreter" {
 		if res := exec("sh", "bash", "cat shared.txt; node -e 'console.log(1 + 1)'"); res.Stdout != "from python2\n" {
 			t.Errorf("bash: %q %q", res.Stdout, res.Stderr)
 		}
+		// R: each visible value shown as R prints it, the last the cell's;
+		// an error ends the cell, not the session.
+		res = exec("r", "r", "x <- readLines('shared.txt'); cat(x, '\\n'); nchar(x); toupper(x)")
+		if res.ExitCode != 0 || res.Stdout != "from python \n" || mimes(res) != "text/plain,text/plain" || plain(res) != `[1] "FROM PYTHON"` {
+			t.Errorf("r: %q %q %+v", res.Stdout, res.Stderr, res.Display)
+		}
+		res, err := c.Exec(ctx(t), id, api.ExecRequest{Context: "r", Code: "Sys.getenv('WHO')", Env: map[string]string{"WHO": "cell"}})
+		if err != nil || plain(res) != `[1] "cell"` {
+			t.Errorf("an R cell's env: %v %+v", err, res)
+		}
+		if res := exec("r", "", "stop('boom')"); res.ExitCode != 1 || !strings.Contains(res.Stderr, "Error: boom") || res.Context.Lost != "" {
+			t.Errorf("an R error: %+v", res)
+		}
+		if res := exec("r", "", "c(Sys.getenv('WHO', 'gone'), x)"); plain(res) != `[1] "gone"        "from python"` {
+			t.Errorf("after the error and the env: %q %q", plain(res), res.Stderr)
+		}
 		// A context runs the language it was started for: an exec that
 		// names none runs in it, one that names another is refused. The
 		// session's own language goes by its plugin's names too.
@@ -349,7 +372,7 @@ language "code-interpreter" {
 		for _, k := range list.Contexts {
 			langs[k.Name] = k.Language
 		}
-		if err != nil || fmt.Sprint(langs) != "map[js:node py:code-interpreter sh:bash ts:typescript]" {
+		if err != nil || fmt.Sprint(langs) != "map[js:node py:code-interpreter r:r sh:bash ts:typescript]" {
 			t.Errorf("contexts: %v %v", err, langs)
 		}
 		// A restart keeps the context's language, one that ended too.

@@ -42,11 +42,17 @@ language "typescript" {
     min_idle = 0
   }
 }
+language "r" {
+  image = "sandboxd/code-interpreter:latest"
+  pool {
+    min_idle = 0
+  }
+}
 # As examples/e2b.hcl has it: the Code Interpreter's template.
 language "code-interpreter" {
   plugin   = "python"
   image    = "sandboxd/code-interpreter:latest"
-  contexts = ["node", "typescript", "bash"]
+  contexts = ["node", "typescript", "r", "bash"]
   pool {
     min_idle = 1
   }

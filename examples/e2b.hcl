@@ -65,13 +65,13 @@ language "python" {
   }
 }
 
-# The Code Interpreter's sandboxes: Python, with JavaScript, TypeScript
-# and Bash contexts beside it (runCode(code, {language: "js"})), as E2B's
-# template runs them. Its image is python's with Node.js.
+# The Code Interpreter's sandboxes: Python, with JavaScript, TypeScript,
+# R and Bash contexts beside it (runCode(code, {language: "js"})), as
+# E2B's template runs them. Its image is python's with Node.js and R.
 language "code-interpreter" {
   plugin   = "python"
   image    = "sandboxd/code-interpreter:latest"
-  contexts = ["node", "typescript", "bash"]
+  contexts = ["node", "typescript", "r", "bash"]
   pool {
     min_idle = 2
     max      = 16
@@ -83,6 +83,14 @@ language "code-interpreter" {
 
 language "typescript" {
   image = "sandboxd/node:latest"
+  pool {
+    min_idle = 0
+    max      = 8
+  }
+}
+
+language "r" {
+  image = "sandboxd/code-interpreter:latest"
   pool {
     min_idle = 0
     max      = 8

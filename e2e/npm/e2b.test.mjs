@@ -482,13 +482,14 @@ test('the code interpreter keeps state, shows errors, charts and tables', async 
     assert.equal((await sb.runCode('y', { context: ctx })).error.name, 'NameError', 'a restart forgets');
     await sb.removeCodeContext(ctx);
     assert.ok(!(await sb.listCodeContexts()).some((c) => c.id === ctx.id));
-    // The Code Interpreter's template runs JavaScript, TypeScript and Bash
-    // beside Python, sharing its files; R has no kernel here.
+    // The Code Interpreter's template runs JavaScript, TypeScript, R and
+    // Bash beside Python, sharing its files; Java has no kernel here.
     await sb.runCode('open("shared.txt", "w").write("from python")');
     assert.equal((await sb.runCode('require("fs").readFileSync("shared.txt", "utf8")', { language: 'javascript' })).text, 'from python');
     assert.equal((await sb.runCode('const n: number = 21; n * 2', { language: 'ts' })).text, '42');
+    assert.equal((await sb.runCode('toupper(readLines("shared.txt", warn = FALSE))', { language: 'r' })).text, '[1] "FROM PYTHON"');
     assert.deepEqual((await sb.runCode('cat shared.txt; echo', { language: 'bash' })).logs.stdout, ['from python\n']);
-    await assert.rejects(sb.runCode('1', { language: 'r' }), 'a sandbox runs no R');
+    await assert.rejects(sb.runCode('1', { language: 'java' }), 'a sandbox runs no Java');
   } finally {
     await sb.kill();
   }

@@ -4,9 +4,9 @@
 // docs/e2b.md counts them; E2B_SUITE_ALL=1 runs them anyway.
 
 const why = {
-  ONE_LANG: "R and Java have no context kernel here: the Code Interpreter's sandboxes run Python, JavaScript, TypeScript and Bash cells",
+  ONE_LANG: "Java has no context kernel here (the JVM cannot set a cell's environment variables in its own): the Code Interpreter's sandboxes run Python, JavaScript, TypeScript, R and Bash cells",
   IPYTHON: "cells run in plain Python, not IPython: shell escapes (!pwd) and magics are not there",
-  CWD: "a context works in /workspace, which /home/user names: Python's getcwd() and Node's process.cwd() give the real path",
+  CWD: "a context works in /workspace, which /home/user names: Python's getcwd(), Node's process.cwd() and R's getwd() give the real path",
   CTX_CWD: "a context's working directory must be in the home (/root is not a sandbox's)",
   SYSTEMD: "the Jupyter server and systemd units are E2B's template's: contexts here are the supervisor's, which a program cannot kill",
   PUBLIC: "needs the internet (public addresses such as 1.1.1.1 and 8.8.8.8 or public names), which these machines cannot reach",
@@ -31,17 +31,12 @@ export const skips = {
     "cwd python": why.CWD,
     "cwd javascript": why.CWD,
     "cwd typescript": why.CWD,
-    "cwd r": why.ONE_LANG,
+    "cwd r": why.CWD,
     "cwd java": why.ONE_LANG,
   },
   "code-interpreter/tests/env_vars/java.test.ts": {
     "env vars on sandbox (java)": why.ONE_LANG,
     "env vars per execution (java)": why.ONE_LANG,
-    "env vars overwrite": why.ONE_LANG,
-  },
-  "code-interpreter/tests/env_vars/r.test.ts": {
-    "env vars on sandbox (R)": why.ONE_LANG,
-    "env vars per execution (R)": why.ONE_LANG,
     "env vars overwrite": why.ONE_LANG,
   },
   "code-interpreter/tests/systemd.test.ts": {
