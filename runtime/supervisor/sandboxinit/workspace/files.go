@@ -37,7 +37,7 @@ const (
 	outputsDir  = supervisor.OutputsDir
 	projectDir  = "project_files"
 	maxEntries  = 100000   // listing and archive bound
-	maxListing  = 16 << 20 // bytes of names and link targets in one listing: it travels as one line
+	maxListing  = 16 << 20 // bytes of names, link targets and metadata in one listing: it travels as one line
 	tarOverhead = 1024     // the two zero blocks that end an archive
 )
 
@@ -621,7 +621,7 @@ func walk(root *os.Root, name string, recursive bool) ([]supervisor.Entry, error
 		sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
 		for _, de := range ents {
 			if len(out) >= maxEntries || size > maxListing {
-				return fmt.Errorf("%w: %s holds more than %d entries or %d bytes of names: list or download a part of it", errTooMany, name, maxEntries, maxListing)
+				return fmt.Errorf("%w: %s holds more than %d entries or %d bytes of names and metadata: list or download a part of it", errTooMany, name, maxEntries, maxListing)
 			}
 			p := path.Join(dir, de.Name())
 			info, err := de.Info()
@@ -630,6 +630,9 @@ func walk(root *os.Root, name string, recursive bool) ([]supervisor.Entry, error
 			}
 			e := entry(root, p, info)
 			size += len(e.Path) + len(e.Target)
+			for k, v := range e.Metadata {
+				size += len(k) + len(v)
+			}
 			out = append(out, e)
 			if info.IsDir() && recursive {
 				if err := visit(p); err != nil {

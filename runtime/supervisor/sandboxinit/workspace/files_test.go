@@ -355,6 +355,26 @@ func TestFileMetadata(t *testing.T) {
 	if m := meta(5, "a.txt"); fmt.Sprint(m) != "map[author:you tool:set inside]" {
 		t.Errorf("what a tool set: %v", m)
 	}
+	// More than the bound, set by a tool (where the filesystem takes it:
+	// tmpfs, a sandbox's, does): a listing shows what fits.
+	big := filepath.Join(p.dirs.workspace, "big.txt")
+	if err := os.WriteFile(big, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	set := 0
+	for i := range 12 {
+		if unix.Setxattr(big, fmt.Sprintf("user.e2b.k%02d", i), []byte(strings.Repeat("v", 500)), 0) != nil {
+			break
+		}
+		set++
+	}
+	shown := 0
+	for k, v := range meta(20, "big.txt") {
+		shown += len(supervisor.MetadataXattr) + len(k) + len(v)
+	}
+	if shown > supervisor.MaxMetadataBytes || shown == 0 {
+		t.Errorf("%d of %d keys set, %d bytes shown: the bound is %d", set, 12, shown, supervisor.MaxMetadataBytes)
+	}
 	if _, res := p.fileOp(6, supervisor.OpMove, supervisor.FileRequest{Path: "a.txt", To: "b.txt"}); res.Error != "" || len(res.Entries[0].Metadata) != 2 {
 		t.Errorf("a move keeps it: %+v", res)
 	}

@@ -44,7 +44,8 @@ func setMetadata(f *os.File, m map[string]string) error {
 
 // metadata is the metadata of root's file name, nil when it has none. It
 // is read through the file's directory, not the file, which is neither
-// opened nor followed: a FIFO does not block it, a link is not read.
+// opened nor followed: a FIFO does not block it, a link is not read. What a
+// program set past supervisor.MaxMetadataBytes is left out.
 func metadata(root *os.Root, name string) map[string]string {
 	dir, err := root.Open(path.Dir(name))
 	if err != nil {
@@ -54,11 +55,13 @@ func metadata(root *os.Root, name string) map[string]string {
 	at := fmt.Sprintf("/proc/self/fd/%d/%s", dir.Fd(), path.Base(name))
 	names, _ := xattrNames(func(buf []byte) (int, error) { return unix.Llistxattr(at, buf) })
 	var m map[string]string
+	total := 0
 	for _, n := range names {
 		size, err := unix.Lgetxattr(at, n, nil)
-		if err != nil || size > supervisor.MaxMetadataBytes {
+		if err != nil || total+len(n)+size > supervisor.MaxMetadataBytes {
 			continue
 		}
+		total += len(n) + size
 		v := make([]byte, size)
 		if size, err = unix.Lgetxattr(at, n, v); err != nil {
 			continue
