@@ -32,7 +32,9 @@ func density(bin string, n, count int) error {
 	if err != nil {
 		return err
 	}
-	defer func() { d.stop() }() // the d of the end: runsc's daemon follows runc's
+	// The d of the end (runsc's daemon follows runc's), with its sessions:
+	// a daemon stopped keeps them, and its state goes with the bench.
+	defer func() { deleteAll(client.New(d.socket)); d.stop() }()
 	c := client.New(d.socket)
 	ctx := context.Background()
 	waitAllQuiet(c)

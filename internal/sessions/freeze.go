@@ -188,8 +188,9 @@ func (m *Sessions) unfreeze(ctx context.Context, ss *Session) error {
 // sessions.max are running, it freezes the least recently used idle one
 // (milliseconds), never hibernating one on a create's path. While other
 // creates are under way (a burst), whose sessions will be idle once made,
-// it waits for one, up to resumeWait; otherwise, when none can be frozen,
-// it says at once why there is no place.
+// or other creates are freezing sessions to make room, whose places one
+// of them may not take, it waits, up to resumeWait; otherwise, when none
+// can be frozen, it says at once why there is no place.
 func (m *Sessions) reserveFreezing(ctx context.Context) error {
 	failed := map[*Session]bool{}
 	deadline := time.Now().Add(resumeWait)
@@ -199,19 +200,29 @@ func (m *Sessions) reserveFreezing(ctx context.Context) error {
 			return aerr
 		}
 		m.mu.Lock()
-		room, pending := m.census().Frozen < m.cfg.MaxFrozen, m.pending
+		room := m.census().Frozen < m.cfg.MaxFrozen
+		m.making++ // before a victim's turn is taken: others wait for it
 		m.mu.Unlock()
-		if !room {
-			return aerr
+		victim := (*Session)(nil)
+		if room {
+			victim = m.leastRecentlyUsed(nil, failed, nil)
 		}
-		if victim := m.leastRecentlyUsed(nil, failed, nil); victim != nil {
+		if victim != nil {
 			if err := m.freeze(ctx, victim, false); err != nil {
 				failed[victim] = true
 			}
 			victim.turn <- struct{}{}
-			continue
 		}
-		if pending == 0 || time.Now().After(deadline) {
+		m.mu.Lock()
+		m.making--
+		underway := m.pending + m.making
+		m.mu.Unlock()
+		switch {
+		case !room:
+			return aerr
+		case victim != nil:
+			continue
+		case underway == 0 || time.Now().After(deadline):
 			return aerr
 		}
 		select {

@@ -126,3 +126,38 @@ func TestFrozenSessionsHibernateUnderMemoryPressure(t *testing.T) {
 		t.Fatalf("a running session under memory pressure: %+v", got)
 	}
 }
+
+// A burst of creates past sessions.max: each makes room by freezing one
+// that is running, and one that finds every running session being frozen
+// by another create waits for a place instead of failing.
+func TestBurstPastTheMaxFreezesAndWaits(t *testing.T) {
+	d, _ := daemontest.NewWith(t, daemontest.Options{Languages: `
+language "bash" {
+  image = "sandboxd/bash:latest"
+  pool {
+    min_idle = 0
+    max      = 24
+  }
+}`, Freezes: true, Extra: "sessions {\n  max = 2\n}"})
+	ctx := context.Background()
+	for range 2 {
+		if _, aerr := d.Sessions.Create(ctx, sessions.Request{Language: "bash"}); aerr != nil {
+			t.Fatal(aerr)
+		}
+	}
+	errs := make(chan error, 12)
+	for range cap(errs) {
+		go func() {
+			_, aerr := d.Sessions.Create(ctx, sessions.Request{Language: "bash"})
+			errs <- aerr
+		}()
+	}
+	for range cap(errs) {
+		if aerr := <-errs; aerr != nil {
+			t.Error(aerr)
+		}
+	}
+	if c := d.Sessions.Counts(); c.Active > 2 || c.Active+c.Frozen != 14 {
+		t.Errorf("counts: %+v", c)
+	}
+}

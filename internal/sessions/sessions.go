@@ -131,6 +131,7 @@ type Sessions struct {
 	live    map[string]*Session      // by id, active and hibernated
 	lost    map[string]state.Session // lost, kept until deleted or past their TTL
 	pending int                      // sessions being created or resumed
+	making  int                      // sessions frozen now to make room (see reserveFreezing)
 	// idleSlots bounds the idle sessions hibernating at once.
 	idleSlots chan struct{}
 	stop      chan struct{} // ends the janitor and the usage sampler
