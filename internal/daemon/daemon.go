@@ -1,10 +1,11 @@
 // Package daemon is sandboxd without its socket: it wires the languages,
-// sessions, projects, policies and the state store together, and owns the
-// request path (run.go): resolve → plan → limits → judge → acquire →
-// execute → record. It does not speak HTTP (internal/server does) nor
-// Docker (runtime does), and holds no container of its own: languages own
-// containers and pools, sessions own sessions. Its requests and results
-// are its own types (result.go): internal/wire maps the API's to them.
+// sandboxes, sessions, projects, policies and the state store together,
+// and owns the request path (run.go): resolve → plan → limits → judge →
+// lease → run → release → record. It does not speak HTTP (internal/server
+// does) nor Docker (runtime does), and holds no container of its own:
+// internal/sandbox owns containers and their leases, sessions own
+// sessions. Its requests and results are its own types (result.go):
+// internal/wire maps the API's to them.
 package daemon
 
 import (
@@ -28,6 +29,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/languages"
 	"github.com/sandboxd/sandboxd/internal/metrics"
 	"github.com/sandboxd/sandboxd/internal/projects"
+	"github.com/sandboxd/sandboxd/internal/sandbox"
 	"github.com/sandboxd/sandboxd/internal/sessions"
 	"github.com/sandboxd/sandboxd/internal/snapshots"
 	"github.com/sandboxd/sandboxd/internal/state"
@@ -51,6 +53,7 @@ type Daemon struct {
 	gate    drain.Gate
 
 	Languages *languages.Registry
+	Sandboxes *sandbox.Provider
 	Sessions  *sessions.Sessions
 	Projects  *projects.Projects
 	Snapshots *snapshots.Snapshots
@@ -95,10 +98,12 @@ func New(ctx context.Context, cfg *config.Config, rt runtime.Runtime, store *sta
 		CAFile: cfg.EgressCAFile, Roots: roots}); err != nil {
 		return nil, err
 	}
-	if d.Languages, err = languages.Load(ctx, cfg, rt, store, d.Metrics, d.egress, log); err != nil {
+	if d.Languages, err = languages.Load(ctx, cfg, log); err != nil {
 		return nil, err
 	}
-	opened = append(opened, func() { d.Languages.Close(ctx) })
+	opened = append(opened, d.Languages.Close)
+	d.Sandboxes = sandbox.New(ctx, cfg, d.Languages, rt, store, d.Metrics, d.egress, log)
+	opened = append(opened, func() { d.Sandboxes.Close(ctx) })
 	if d.policies, err = policy.Load(ctx, cfg.Policies, cfg.PluginDir, log); err != nil {
 		return nil, err
 	}
@@ -109,11 +114,11 @@ func New(ctx context.Context, cfg *config.Config, rt runtime.Runtime, store *sta
 	opened = append(opened, d.Approvals.Close)
 	d.Projects = projects.New(cfg.StateDir, store, cfg.Sessions.MaxTransfer, cfg.Projects)
 	d.Snapshots = snapshots.New(cfg.StateDir, store, cfg.Snapshots)
-	d.Sessions = sessions.New(cfg.Sessions, cfg.StateDir, d.Languages, d.Projects, d.Snapshots, store, &d.gate, log)
+	d.Sessions = sessions.New(cfg.Sessions, cfg.StateDir, d.Languages, d.Sandboxes, d.Projects, d.Snapshots, store, &d.gate, log)
 	if err = d.reconcile(ctx); err != nil {
 		return nil, err
 	}
-	d.Languages.Start()
+	d.Sandboxes.Start()
 	d.Sessions.Start()
 	d.sampleTimeline()
 	return d, nil
@@ -184,7 +189,7 @@ func (d *Daemon) Close(ctx context.Context) {
 	if !d.gate.Close(ctx) {
 		d.log.Warn("shutdown deadline reached with executions still running")
 	}
-	d.Languages.Close(ctx)
+	d.Sandboxes.Close(ctx)
 	d.records.wait()
 	close(d.timelineStop)
 	<-d.timelineDone
@@ -199,6 +204,7 @@ func (d *Daemon) Close(ctx context.Context) {
 		d.log.Warn("final cleanup failed", "error", err)
 	}
 	d.policies.Close()
+	d.Languages.Close()
 }
 
 // Plugins reports the health of every block's plugin process, language
@@ -239,7 +245,7 @@ func (d *Daemon) Health(ctx context.Context) stats.Health {
 func (d *Daemon) Stats() stats.Figures {
 	st := stats.Figures{
 		Uptime: time.Since(d.started), InFlight: d.gate.InFlight(),
-		Pools: d.Languages.Pools(), Rules: d.policies.Stats(),
+		Pools: d.Sandboxes.Pools(), Rules: d.policies.Stats(),
 	}
 	st.Executions, st.Outcomes = d.records.counts()
 	c := d.Sessions.Counts()
@@ -280,5 +286,5 @@ func (d *Daemon) BuildImages(ctx context.Context, languages []string, progress f
 		return nil, aerr
 	}
 	defer d.gate.Leave()
-	return d.Languages.Build(ctx, languages, progress)
+	return d.Sandboxes.Build(ctx, languages, progress)
 }

@@ -187,7 +187,7 @@ func (d *Daemon) Validate(ctx context.Context, req ValidateRequest) (*Validation
 		if aerr != nil {
 			return nil, aerr
 		}
-		j.files, j.entry = p.files, req.Program.Entry
+		j.files, j.entry = p.Files, req.Program.Entry
 	}
 	r, _ := d.judge(ctx, j)
 	return &Validation{Allowed: r.allowed, Findings: r.findings, NeedsApproval: r.question}, nil

@@ -13,6 +13,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/languages"
 	"github.com/sandboxd/sandboxd/internal/principal"
 	"github.com/sandboxd/sandboxd/internal/request"
+	"github.com/sandboxd/sandboxd/internal/sandbox"
 	"github.com/sandboxd/sandboxd/internal/sessions"
 	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/internal/units"
@@ -29,12 +30,12 @@ import (
 //	limits   what it will run with, the deadline decided once (request)
 //	judge    the policy chain sees exactly that (policy)
 //	within   refuse what is above the ceilings
-//	acquire  a warm container (languages), or the session's (sessions)
-//	execute  write the files and run the steps through the supervisor
+//	lease    a warm container (sandbox), or the session's (sessions)
+//	run      write the files and run the steps in it (sandbox.Lease.Run)
 //	record   count the outcome and store it in the history
 
 // Run executes a program one-shot in a fresh sandbox: a warm container's,
-// made fresh after the run before it (see languages.Registry.Acquire).
+// made fresh after the run before it (see sandbox.Provider.Acquire).
 // out, if not nil, receives output as it happens.
 func (d *Daemon) Run(ctx context.Context, req RunRequest, out OutputFunc) (*Result, error) {
 	return d.run(ctx, req, out, nil)
@@ -57,74 +58,64 @@ func (d *Daemon) run(ctx context.Context, req RunRequest, out OutputFunc, tty *T
 	if aerr != nil {
 		return nil, aerr
 	}
-	if j.warm != nil {
-		j.warm = l.LearnScript // the pool warms for the script names one-shot runs use
-	}
-	j.env, j.killOnExit, j.tty = runtime.EnvList(j.env0, prog.Env), true, tty
+	j.Env, j.TTY = runtime.EnvList(j.env0, prog.Env), tty
 	if tty != nil {
-		j.env = append(j.env, "TERM="+terminalEnv["TERM"])
+		j.Env = append(j.Env, "TERM="+terminalEnv["TERM"])
 	}
 	limits, aerr := request.Limits(l.Limits(), units.Duration(req.Timeout), req.Limits)
 	if aerr != nil {
 		return nil, aerr
 	}
-	decision, aerr := d.judge(ctx, judgement{kind: "run", lang: l, files: j.files, entry: prog.Entry, limits: limits, told: tellQueued(out)})
+	decision, aerr := d.judge(ctx, judgement{kind: "run", lang: l, files: j.Files, entry: prog.Entry, limits: limits, told: tellQueued(out)})
 	if aerr != nil {
 		return nil, aerr
 	}
-	if aerr := request.Within(limits, l.Limits(), l.Name()); aerr != nil {
-		return nil, aerr
-	}
-	allow, aerr := l.Narrow(req.Network)
+	ask, aerr := d.ask(l, limits, req, out)
 	if aerr != nil {
 		return nil, aerr
 	}
-	if n := req.Network; n != nil && (len(n.Deny) > 0 || len(n.Except) > 0 || n.Proxy != nil) {
-		return nil, errdefs.Errorf(errdefs.Invalid, "network.deny, network.except and network.proxy are for sessions: a run's network is its allow-list alone")
-	}
-	secrets, aerr := d.Languages.Secrets(l, req.Secrets)
-	if aerr != nil {
-		return nil, aerr
-	}
-	j.env = append(j.env, runtime.EnvList(languages.SecretEnv(secrets))...)
+	j.Env = append(j.Env, runtime.EnvList(sandbox.SecretEnv(ask.Secrets))...)
 
 	// From here on a failure is sandboxd's, and recorded as such.
 	failed := func(err error) error {
 		return d.records.failed(l.Name(), "run", "", limits, err, principal.Of(ctx))
 	}
-	waited := tellQueue(l, tellQueued(out))
-	sb, release, err := d.Languages.Acquire(ctx, l, limits)
-	queueReason := waited()
+	lease, err := d.Sandboxes.Acquire(ctx, ask)
 	if err != nil {
 		return nil, failed(err)
 	}
-	clean := false // the container is recycled only after a run that ended cleanly
-	defer func() { release(clean) }()
+	defer lease.Release()
 	acquired := time.Now()
-	gate := d.Languages.Gate(sb)
-	if gate != nil {
-		gate.Allow(allow)
-		gate.SetSecrets(secrets) // none: nothing an earlier run had
-		defer gate.SetSecrets(nil)
-	}
-	j.warmed = func(warm bool, missed string) { d.Languages.Warmed(l, warm, missed) }
-	res, last, err := execute(ctx, sb, gate, j.job, limits, out)
+	res, err := lease.Run(ctx, j.Job, limits, out)
 	if err != nil {
-		d.log.Error("execution failed", "language", l.Name(), "container_id", runtime.ShortID(sb.ID), "error", err)
+		d.log.Error("execution failed", "language", l.Name(), "container_id", lease.Container(), "error", err)
 		return nil, failed(d.sandboxFailed("the sandbox", err))
 	}
-	// A kill at the deadline that left something running, a sandbox that
-	// died, or an OOM kill: the container is retired, never recycled.
-	clean = last.Survivors == 0 && last.Gone == "" && !res.OOMKilled
-	res.Container = runtime.ShortID(sb.ID)
-	res.Timings.QueueReason = queueReason
+	res.Container = lease.Container()
+	res.Timings.QueueReason = lease.QueueReason
 	d.finish(res, "run", l, "", decision, limits, received, acquired)
 	return res, nil
 }
 
-// queueTellAfter is how long a run waits for a container before it is
-// told what it waits on.
-const queueTellAfter = time.Second
+// ask is what a run asks of its sandbox: limits within l's ceilings, its
+// network within l's, and the secrets it names.
+func (d *Daemon) ask(l *languages.Language, limits runtime.Limits, req RunRequest, out OutputFunc) (sandbox.Ask, error) {
+	if aerr := request.Within(limits, l.Limits(), l.Name()); aerr != nil {
+		return sandbox.Ask{}, aerr
+	}
+	allow, aerr := l.Narrow(req.Network)
+	if aerr != nil {
+		return sandbox.Ask{}, aerr
+	}
+	if n := req.Network; n != nil && (len(n.Deny) > 0 || len(n.Except) > 0 || n.Proxy != nil) {
+		return sandbox.Ask{}, errdefs.Errorf(errdefs.Invalid, "network.deny, network.except and network.proxy are for sessions: a run's network is its allow-list alone")
+	}
+	secrets, aerr := d.Sandboxes.Secrets(l, req.Secrets)
+	if aerr != nil {
+		return sandbox.Ask{}, aerr
+	}
+	return sandbox.Ask{Language: l, Limits: limits, Allow: allow, Secrets: secrets, Tell: tellQueued(out)}, nil
+}
 
 // tellQueued tells a streaming client what its request waits for, as a
 // queued event; nil for a client that does not stream.
@@ -133,38 +124,6 @@ func tellQueued(out OutputFunc) func(why string) {
 		return nil
 	}
 	return func(why string) { out(Queued, []byte(why)) }
-}
-
-// tellQueue follows what a run queued for one of l's containers waits on:
-// once it has waited queueTellAfter and each time that changes, tell (if
-// set) is told. The returned func ends the watch, before any output of the
-// program, and says the last thing told.
-func tellQueue(l *languages.Language, tell func(string)) (stop func() string) {
-	done, ended := make(chan struct{}), make(chan string, 1)
-	go func() {
-		told := ""
-		defer func() { ended <- told }()
-		tick := time.NewTicker(queueTellAfter / 4)
-		defer tick.Stop()
-		began := time.Now()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-			if why := l.WaitingFor(); why != "" && why != told && time.Since(began) >= queueTellAfter {
-				told = why
-				if tell != nil {
-					tell(why)
-				}
-			}
-		}
-	}()
-	return func() string {
-		close(done)
-		return <-ended
-	}
 }
 
 // Exec runs a command or a program in a session's workspace.
@@ -201,27 +160,27 @@ func (d *Daemon) Exec(ctx context.Context, id string, req ExecRequest, out Outpu
 		if aerr != nil {
 			return aerr
 		}
-		j.env = runtime.EnvList(j.env0, ss.Record().Env)
-		if j.cell == nil { // a cell's env is the cell's alone (supervisor.Cell)
-			j.env = append(j.env, runtime.EnvList(req.Program.Env)...)
+		j.Env = runtime.EnvList(j.env0, ss.Record().Env)
+		if j.Cell == nil { // a cell's env is the cell's alone (supervisor.Cell)
+			j.Env = append(j.Env, runtime.EnvList(req.Program.Env)...)
 		}
-		j.outputs = supervisor.OutputsDir
+		j.Outputs = supervisor.OutputsDir
 		limits, aerr := request.Limits(ss.Limits, units.Duration(req.Timeout), req.Limits)
 		if aerr != nil {
 			return aerr
 		}
-		cwd := j.dir
+		cwd := j.Dir
 		if cwd == "" {
 			cwd = runtime.Workspace
 		}
 		jd := judgement{kind: "exec", lang: l, argv: req.Argv, cwd: cwd, limits: limits, session: id, told: tellQueued(out)}
 		switch {
-		case j.cell != nil:
-			jd.files, jd.entry = []language.File{{Path: entry, Content: []byte(j.cell.Code)}}, entry
+		case j.Cell != nil:
+			jd.files, jd.entry = []language.File{{Path: entry, Content: []byte(j.Cell.Code)}}, entry
 		case len(req.Argv) == 0:
-			jd.files, jd.entry = j.files, entry
+			jd.files, jd.entry = j.Files, entry
 		}
-		decision, aerr := d.judgeCommand(ctx, sb, jd, j.dir)
+		decision, aerr := d.judgeCommand(ctx, sb, jd, j.Dir)
 		if aerr != nil {
 			return aerr
 		}
@@ -229,22 +188,14 @@ func (d *Daemon) Exec(ctx context.Context, id string, req ExecRequest, out Outpu
 			return aerr
 		}
 		started := time.Now()
-		warmUsed := false
-		j.warmed = func(warm bool, missed string) { warmUsed = true; d.Languages.Warmed(l, warm, missed) }
-		r, last, err := execute(ctx, sb, d.Languages.Gate(sb), j.job, limits, out)
+		lease := d.Sandboxes.Held(l, sb, ss.Record().Env)
+		r, err := lease.Run(ctx, j.Job, limits, out)
 		if err != nil {
 			return d.records.failed(l.Name(), "exec", id, limits,
 				d.sandboxFailed("the session's sandbox", err), principal.Of(ctx))
 		}
-		switch {
-		case last.Survivors > 0:
-			d.Sessions.MarkLost(ss, fmt.Sprintf("%d processes survived the kill at the deadline", last.Survivors))
-		case last.Gone != "":
-			d.Sessions.MarkLost(ss, last.Gone)
-		case warmUsed:
-			// The next program's runtimes, started while the client reads
-			// this result.
-			go d.Languages.Rewarm(l, sb, ss.Record().Env)
+		if lost := lease.Lost(); lost != "" {
+			d.Sessions.MarkLost(ss, lost)
 		}
 		r.Session = id
 		if r.Context != nil && r.Context.Started {
@@ -292,7 +243,7 @@ const (
 
 // planned is a job as planned, before its environment is complete.
 type planned struct {
-	job
+	sandbox.Job
 	env0 map[string]string // the plan's own environment
 }
 
@@ -334,11 +285,8 @@ func (d *Daemon) plan(ctx context.Context, l *languages.Language, prog request.P
 		}
 		files = moved
 	}
-	j := job{files: files, steps: plan.Steps, stdin: prog.Stdin, dir: dir}
-	if l.Warm() {
-		j.warm = l.WarmStands
-	}
-	return planned{job: j, env0: plan.Env}, nil
+	j := sandbox.Job{Files: files, Steps: plan.Steps, Stdin: prog.Stdin, Dir: dir, Planned: true}
+	return planned{Job: j, env0: plan.Env}, nil
 }
 
 // execJob turns an exec request into a job: argv as it is, or a program
@@ -353,7 +301,7 @@ func (d *Daemon) execJob(ctx context.Context, l *languages.Language, req ExecReq
 	case req.Context != "":
 		return d.cellJob(l, req, dir)
 	case len(req.Argv) > 0:
-		return planned{job: job{steps: []language.Step{{Name: "run", Argv: req.Argv}}, stdin: req.Program.Stdin, dir: dir}}, "", nil
+		return planned{Job: sandbox.Job{Steps: []language.Step{{Name: "run", Argv: req.Argv}}, Stdin: req.Program.Stdin, Dir: dir}}, "", nil
 	}
 	j, aerr := d.plan(ctx, l, req.Program, dir)
 	return j, req.Program.Entry, aerr
@@ -420,9 +368,9 @@ func (d *Daemon) cellJob(l *languages.Language, req ExecRequest, dir string) (pl
 	if exts := l.Info.Extensions; len(exts) > 0 {
 		entry += "." + exts[0]
 	}
-	j := job{steps: []language.Step{{Name: "run", Argv: l.Info.ContextCommand}}, dir: dir,
-		cell: &supervisor.Cell{Name: req.Context, Language: l.Name(), Code: req.Program.Code, Env: req.Program.Env}}
-	return planned{job: j}, entry, nil
+	j := sandbox.Job{Steps: []language.Step{{Name: "run", Argv: l.Info.ContextCommand}}, Dir: dir,
+		Cell: &supervisor.Cell{Name: req.Context, Language: l.Name(), Code: req.Program.Code, Env: req.Program.Env}}
+	return planned{Job: j}, entry, nil
 }
 
 // finish completes a result that ran and records it.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/principal"
+	"github.com/sandboxd/sandboxd/internal/sandbox"
 	"github.com/sandboxd/sandboxd/internal/sessions"
 	"github.com/sandboxd/sandboxd/plugins/language"
 	"github.com/sandboxd/sandboxd/runtime"
@@ -67,12 +68,12 @@ func (d *Daemon) Command(ctx context.Context, id string, c Command) (*Result, er
 		if aerr != nil {
 			return aerr
 		}
-		j := job{steps: []language.Step{{Name: "run", Argv: c.Argv}}, env: runtime.EnvList(ss.Record().Env, c.Env), in: c.Stdin, dir: dir, tty: c.TTY}
+		j := sandbox.Job{Steps: []language.Step{{Name: "run", Argv: c.Argv}}, Env: runtime.EnvList(ss.Record().Env, c.Env), In: c.Stdin, Dir: dir, TTY: c.TTY}
 		if c.Started != nil {
 			c.Started()
 		}
 		started := time.Now()
-		r, _, err := execute(ctx, sb, d.Languages.Gate(sb), j, limits, c.Out)
+		r, err := d.Sandboxes.Held(l, sb, ss.Record().Env).Run(ctx, j, limits, c.Out)
 		if err != nil {
 			return d.records.failed(l.Name(), c.Kind, id, limits,
 				d.sandboxFailed("the session's sandbox", fmt.Errorf("%s: %w", c.Kind, err)), principal.Of(ctx))

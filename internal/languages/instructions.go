@@ -31,9 +31,9 @@ Compile errors come back on stderr with file(line,column). System, System.Linq a
 	"rust": `Rust (rustc) for programs. A program is main.rs, compiled alone: there are no crates (no network), only the standard library. Compiler errors come back on stderr with file:line.`,
 }
 
-// instructions are what an agent is told of l: its block's, or its
+// Instructions are what an agent is told of l: its block's, or its
 // plugin's shipped ones.
-func (l *Language) instructions() string {
+func (l *Language) Instructions() string {
 	if l.Config.Instructions != "" {
 		return l.Config.Instructions
 	}

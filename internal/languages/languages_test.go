@@ -1,102 +1,126 @@
-package languages_test
+package languages
 
 import (
-	"context"
-	"errors"
-	"os"
-	"path/filepath"
+	"strings"
 	"testing"
-	"time"
 
-	imagebuild "github.com/sandboxd/sandboxd/images"
-
-	"github.com/sandboxd/sandboxd/internal/daemon"
-	"github.com/sandboxd/sandboxd/internal/daemon/daemontest"
-	"github.com/sandboxd/sandboxd/internal/request"
+	"github.com/sandboxd/sandboxd/internal/config"
+	"github.com/sandboxd/sandboxd/internal/egress"
+	"github.com/sandboxd/sandboxd/internal/errdefs"
+	"github.com/sandboxd/sandboxd/internal/state"
+	"github.com/sandboxd/sandboxd/plugins/language"
 )
 
-func TestMain(m *testing.M) { daemontest.Main(m) }
-
-// A missing image sandboxd can build (build_missing_images) is built in
-// the background: meanwhile the language says how far the build has got
-// and its runs get image_building; once built, its pool fills and it
-// serves.
-func TestMissingImageBuildsThenServes(t *testing.T) {
-	images := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(images, "held"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(images, "held", "Dockerfile"), []byte("FROM scratch\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	d, rt := daemontest.NewWith(t, daemontest.Options{ImagesDir: images, Extra: "build_missing_images = true",
-		Missing: []string{"sandboxd/held:latest"}, HoldBuilds: true, Languages: `
-language "bash" {
-  image = "sandboxd/held:latest"
-  pool { min_idle = 1 }
-}`})
-	ctx := context.Background()
-	langs := d.Languages.List(ctx)
-	if len(langs) != 1 || langs[0].Building == nil || langs[0].Error != "" {
-		t.Fatalf("while the image builds: %+v", langs)
-	}
-	if _, aerr := d.Run(ctx, daemon.RunRequest{Language: "bash", Program: request.Program{Code: "true"}}, nil); aerr == nil || !errors.Is(aerr, imagebuild.ErrBuilding) {
-		t.Fatalf("a run while the image builds: %v", aerr)
-	}
-	close(rt.Builds)
-	waitFor(t, "the built image to serve", func() bool {
-		res, aerr := d.Run(ctx, daemon.RunRequest{Language: "bash", Program: request.Program{Code: "echo served"}}, nil)
-		return aerr == nil && string(res.Stdout) == "served\n"
-	})
-	if langs := d.Languages.List(ctx); langs[0].Building != nil || !langs[0].ImagePresent {
-		t.Fatalf("once built: %+v", langs[0])
-	}
-}
-
-// A container whose run did not end cleanly is removed, never recycled;
-// one whose run did is kept for the next.
-func TestOnlyCleanRunsAreRecycled(t *testing.T) {
-	d, rt := daemontest.New(t, daemontest.Bash)
-	ctx := context.Background()
-	l, aerr := d.Languages.Resolve("bash")
-	if aerr != nil {
-		t.Fatal(aerr)
-	}
-	listed := func(id string) bool {
-		list, _ := rt.List(ctx)
-		for _, c := range list {
-			if c.ID == id {
-				return true
+// catalogue is a registry of python (whose sessions run node contexts),
+// node, and bash (no contexts), as Load would make it without plugins.
+func catalogue(t *testing.T) *Registry {
+	t.Helper()
+	r := &Registry{cfg: &config.Config{Path: "sandboxd.hcl"}, lookup: map[string]*Language{}}
+	for _, l := range []*Language{
+		{Config: config.Language{Name: "python", Plugin: "python", Contexts: []string{"js"}},
+			Info: language.Info{Name: "python", Extensions: []string{"py"}, ContextCommand: []string{"k"}}},
+		{Config: config.Language{Name: "code-interpreter", Plugin: "python"},
+			Info: language.Info{Name: "python", Extensions: []string{"py"}, ContextCommand: []string{"k"}}},
+		{Config: config.Language{Name: "node", Plugin: "node"},
+			Info: language.Info{Name: "node", Aliases: []string{"js", "javascript"}, ContextCommand: []string{"k"}}},
+		{Config: config.Language{Name: "bash", Plugin: "bash"}, Info: language.Info{Name: "bash"}},
+	} {
+		r.langs = append(r.langs, l)
+		for _, k := range append([]string{l.Config.Name, l.Info.Name}, append(l.Info.Aliases, l.Info.Extensions...)...) {
+			if _, ok := r.lookup[k]; !ok {
+				r.lookup[k] = l
 			}
 		}
-		return false
 	}
-	dirty, release, err := d.Languages.Acquire(ctx, l, l.Limits())
-	if err != nil {
-		t.Fatal(err)
+	for _, l := range r.langs {
+		if err := r.resolveContexts(l); err != nil {
+			t.Fatal(err)
+		}
 	}
-	release(false)
-	waitFor(t, "the container of a run that did not end cleanly to go", func() bool { return !listed(dirty.ID) })
+	return r
+}
 
-	clean, release, err := d.Languages.Acquire(ctx, l, l.Limits())
-	if err != nil {
-		t.Fatal(err)
+func TestResolveByNameAliasOrExtension(t *testing.T) {
+	r := catalogue(t)
+	for name, want := range map[string]string{"python": "python", ".py": "python", "JS": "node", "javascript": "node", "code-interpreter": "code-interpreter"} {
+		l, err := r.Resolve(name)
+		if err != nil || l.Name() != want {
+			t.Errorf("Resolve(%q) = %v, %v; want %s", name, l, err, want)
+		}
 	}
-	release(true)
-	waitFor(t, "the container of a clean run back in the pool", func() bool {
-		p := d.Languages.Pools()["bash"]
-		return p.Recycling == 0 && p.Recycled == 1 && p.IdleUsed == 1
-	})
-	if !listed(clean.ID) {
-		t.Error("the container of a clean run was removed")
+	if _, err := r.Resolve("cobol"); !errdefs.Is(err, errdefs.UnknownLanguage) || !strings.Contains(err.Error(), "bash, code-interpreter, node, python") {
+		t.Errorf("an unknown language: %v", err)
+	}
+	if _, err := r.Resolve(""); !errdefs.Is(err, errdefs.Invalid) {
+		t.Errorf("no language: %v", err)
 	}
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+func TestContextLanguage(t *testing.T) {
+	r := catalogue(t)
+	python, _ := r.Resolve("python")
+	ci, _ := r.Resolve("code-interpreter")
+	for _, tc := range []struct {
+		in         *Language
+		name, want string
+	}{
+		{python, "", "python"},
+		{python, "node", "node"},
+		{python, "javascript", "node"},
+		{ci, "python", "code-interpreter"}, // its own kernel, by its plugin's name
+	} {
+		l, err := r.ContextLanguage(tc.in, tc.name)
+		if err != nil || l.Name() != tc.want {
+			t.Errorf("ContextLanguage(%s, %q) = %v, %v; want %s", tc.in.Name(), tc.name, l, err, tc.want)
+		}
+	}
+	if _, err := r.ContextLanguage(ci, "node"); !errdefs.Is(err, errdefs.Invalid) || !strings.Contains(err.Error(), `contexts of language "code-interpreter"`) {
+		t.Errorf("a context language its block does not list: %v", err)
+	}
+	if got := python.ContextLanguages(); strings.Join(got, ",") != "python,node" {
+		t.Errorf("ContextLanguages = %q", got)
+	}
+	python.Config.Contexts = []string{"bash"}
+	if err := r.resolveContexts(python); err == nil || !strings.Contains(err.Error(), "has no contexts") {
+		t.Errorf("a context language without a kernel: %v", err)
+	}
+}
+
+func TestNarrowAndExtras(t *testing.T) {
+	allow, err := egress.Parse([]string{"pypi.org:443", "*.example.com", "socks.example.com:1080"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &Language{Config: config.Language{Name: "python"}, allow: allow}
+	none := &Language{Config: config.Language{Name: "bash"}}
+
+	if got, err := l.Narrow(nil); err != nil || len(got) != len(allow) {
+		t.Errorf("no network asked: %v, %v", got, err)
+	}
+	if got, err := l.Narrow(&state.Network{Allow: []string{"pypi.org:443"}}); err != nil || len(got) != 1 {
+		t.Errorf("a narrower list: %v, %v", got, err)
+	}
+	if _, err := l.Narrow(&state.Network{Allow: []string{"evil.com:443"}}); !errdefs.Is(err, errdefs.Invalid) || !strings.Contains(err.Error(), "beyond") {
+		t.Errorf("a wider list: %v", err)
+	}
+	if _, err := none.Narrow(&state.Network{Allow: []string{"pypi.org:443"}}); !errdefs.Is(err, errdefs.Invalid) || !strings.Contains(err.Error(), "no egress") {
+		t.Errorf("a list for a language without egress: %v", err)
+	}
+	if got, err := l.Narrow(&state.Network{Deny: []string{"pypi.org"}}); err != nil || len(got) != len(allow) {
+		t.Errorf("a deny list alone narrows nothing: %v, %v", got, err)
+	}
+
+	x, err := l.Extras(&state.Network{Deny: []string{"a.example.com"}, Proxy: &state.Proxy{Address: "socks.example.com:1080", Username: "u", Password: "p"}})
+	if err != nil || len(x.Deny) != 1 || x.Socks == nil || x.Socks.Address != "socks.example.com:1080" {
+		t.Errorf("extras: %+v, %v", x, err)
+	}
+	for _, bad := range []*state.Proxy{
+		{Address: "socks.other.org:1080"},
+		{Address: "no-port"},
+		{Address: "socks.example.com:1080", Password: "p"},
+	} {
+		if _, err := l.Extras(&state.Network{Proxy: bad}); !errdefs.Is(err, errdefs.Invalid) {
+			t.Errorf("proxy %+v: %v", bad, err)
 		}
 	}
 }

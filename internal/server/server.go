@@ -104,7 +104,7 @@ func (h *handler) health(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) languages(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, api.LanguageList{Languages: wire.All(h.d.Languages.List(r.Context()), wire.Language)})
+	writeJSON(w, http.StatusOK, api.LanguageList{Languages: wire.All(h.d.Sandboxes.List(r.Context()), wire.Language)})
 }
 
 func (h *handler) pools(w http.ResponseWriter, r *http.Request) {

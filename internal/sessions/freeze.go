@@ -94,7 +94,7 @@ func (m *Sessions) freeze(ctx context.Context, ss *Session, evenInUse bool) erro
 	}()
 	started := time.Now()
 	sb.Froze() // calls under way wait for it past their deadlines
-	if err := m.langs.Freeze(ctx, sb); err != nil {
+	if err := m.sandboxes.Freeze(ctx, sb); err != nil {
 		sb.Thawed()
 		if errors.Is(err, runtime.ErrNoFreeze) {
 			ss.mu.Lock()
@@ -115,7 +115,7 @@ func (m *Sessions) freeze(ctx context.Context, ss *Session, evenInUse bool) erro
 	rec = ss.rec
 	ss.mu.Unlock()
 	if err := m.store.PutSession(rec); err != nil {
-		if terr := m.langs.Thaw(ctx, sb.ID); terr != nil {
+		if terr := m.sandboxes.Thaw(ctx, sb.ID); terr != nil {
 			m.log.Error("thawing a session whose freeze could not be stored failed", "session", rec.ID, "error", terr)
 		}
 		sb.Thawed()
@@ -157,7 +157,7 @@ func (m *Sessions) unfreeze(ctx context.Context, ss *Session) error {
 	if rec.State != state.SessionFrozen {
 		return nil
 	}
-	if err := m.langs.Thaw(ctx, rec.ContainerID); err != nil {
+	if err := m.sandboxes.Thaw(ctx, rec.ContainerID); err != nil {
 		if errors.Is(err, runtime.ErrGone) {
 			return m.lose(ss, "its container was gone when it was to thaw")
 		}
@@ -166,7 +166,7 @@ func (m *Sessions) unfreeze(ctx context.Context, ss *Session) error {
 	if sb != nil {
 		sb.Thawed()
 	} else {
-		again, err := m.langs.Attach(ctx, ss.Lang, *detached)
+		again, err := m.sandboxes.Attach(ctx, ss.Lang, *detached)
 		if err != nil {
 			return m.lose(ss, "its container did not answer once thawed: "+err.Error())
 		}

@@ -181,7 +181,7 @@ func (m *Sessions) hibernateRunning(ctx context.Context, ss *Session) error {
 		return errdefs.Errorf(errdefs.Conflict, "session %s began another operation (a terminal?) while it was being paused; it stays active", rec.ID)
 	}
 	before := ss.rec
-	memory := m.cfg.KeepMemory && m.langs.CanCheckpoint(ctx, ss.Lang)
+	memory := m.cfg.KeepMemory && m.sandboxes.CanCheckpoint(ctx, ss.Lang)
 	ss.rec.State, ss.rec.ContainerID = state.SessionHibernated, ""
 	if memory {
 		ss.rec.ContainerID = sb.ID
@@ -202,7 +202,7 @@ func (m *Sessions) hibernateRunning(ctx context.Context, ss *Session) error {
 		return errdefs.Errorf(errdefs.Internal, "storing session %s as hibernated: %v; it stays active", rec.ID, err)
 	}
 	if memory {
-		if err := m.langs.Checkpoint(ctx, sb); err != nil {
+		if err := m.sandboxes.Checkpoint(ctx, sb); err != nil {
 			// The archive has the files: the session sleeps without its memory.
 			m.log.Warn("checkpointing a session failed; it hibernates with its files alone", "session", rec.ID, "error", err)
 			m.withoutMemory(ss)
@@ -212,7 +212,7 @@ func (m *Sessions) hibernateRunning(ctx context.Context, ss *Session) error {
 	m.log.Info("session hibernated", "session", rec.ID, "bytes", a.Size, "skipped", a.Skipped, "memory", memory,
 		"contexts", contexts, "took", time.Since(started).Round(time.Millisecond), "container_id", runtime.ShortID(sb.ID))
 	if !memory {
-		m.langs.Remove(sb)
+		m.sandboxes.Remove(sb)
 	}
 	return nil
 }
@@ -292,14 +292,14 @@ func (m *Sessions) resume(ctx context.Context, ss *Session) error {
 	}
 	defer m.unreserve()
 	if rec.Hibernation.Memory {
-		sb, err := m.langs.Restore(ctx, ss.Lang, rec.ContainerID)
+		sb, err := m.sandboxes.Restore(ctx, ss.Lang, rec.ContainerID)
 		if err == nil {
 			m.rearm(sb, rec, ss.Lang)
 			m.woke(ctx, ss, sb, started)
 			return nil
 		}
 		m.log.Warn("restoring a session's checkpoint failed; it resumes from its workspace archive", "session", rec.ID, "error", err)
-		m.langs.RemoveStopped(ss.Lang, rec.ContainerID)
+		m.sandboxes.RemoveStopped(ss.Lang, rec.ContainerID)
 		m.withoutMemory(ss)
 		rec = ss.Record()
 	}
@@ -310,13 +310,13 @@ func (m *Sessions) resume(ctx context.Context, ss *Session) error {
 		return m.lose(ss, "hibernation: "+err.Error())
 	}
 	defer f.Close()
-	sb, err := m.langs.Take(ctx, ss.Lang, ss.Limits, m.mounts(rec.Project))
+	sb, err := m.sandboxes.Take(ctx, ss.Lang, ss.Limits, m.mounts(rec.Project))
 	if err != nil {
 		return err
 	}
 	m.rearm(sb, rec, ss.Lang)
 	if aerr := restore(ctx, sb, f); aerr != nil {
-		m.langs.Remove(sb)
+		m.sandboxes.Remove(sb)
 		return errdefs.Errorf(errdefs.KindOf(aerr), "resuming session %s (it stays hibernated): %w", rec.ID, aerr)
 	}
 
@@ -372,7 +372,7 @@ func (m *Sessions) reserveEvicting(ctx context.Context, except *Session, needCon
 		}
 		var only *languages.Language // whose sessions free what is short
 		if aerr == nil {
-			if !needContainer || !m.langs.PoolFull(except.Lang) {
+			if !needContainer || !m.sandboxes.PoolFull(except.Lang) {
 				return nil
 			}
 			m.unreserve() // while room is made in the pool

@@ -40,6 +40,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/languages"
 	"github.com/sandboxd/sandboxd/internal/projects"
 	"github.com/sandboxd/sandboxd/internal/request"
+	"github.com/sandboxd/sandboxd/internal/sandbox"
 	"github.com/sandboxd/sandboxd/internal/snapshots"
 	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/internal/stats"
@@ -121,6 +122,7 @@ type Sessions struct {
 	cfg       config.Sessions
 	dir       string // hibernated sessions' archives
 	langs     *languages.Registry
+	sandboxes *sandbox.Provider
 	projects  *projects.Projects
 	snapshots *snapshots.Snapshots
 	store     *state.Store
@@ -157,8 +159,8 @@ func memoryAvailable() int64 {
 
 // New returns the sessions, none yet: Recover brings back the stored ones.
 // Hibernated sessions' archives are kept under stateDir/sessions.
-func New(cfg config.Sessions, stateDir string, langs *languages.Registry, projects *projects.Projects, snaps *snapshots.Snapshots, store *state.Store, gate *drain.Gate, log hclog.Logger) *Sessions {
-	m := &Sessions{cfg: cfg, dir: filepath.Join(stateDir, "sessions"), langs: langs, projects: projects, snapshots: snaps, store: store, gate: gate, log: log,
+func New(cfg config.Sessions, stateDir string, langs *languages.Registry, sandboxes *sandbox.Provider, projects *projects.Projects, snaps *snapshots.Snapshots, store *state.Store, gate *drain.Gate, log hclog.Logger) *Sessions {
+	m := &Sessions{cfg: cfg, dir: filepath.Join(stateDir, "sessions"), langs: langs, sandboxes: sandboxes, projects: projects, snapshots: snaps, store: store, gate: gate, log: log,
 		live: map[string]*Session{}, lost: map[string]state.Session{}, idleSlots: make(chan struct{}, hibernateParallel), stop: make(chan struct{})}
 	projects.Users = m.projectUsers
 	return m
@@ -216,7 +218,7 @@ func (m *Sessions) Create(ctx context.Context, req Request) (*state.Session, err
 	if aerr != nil {
 		return nil, aerr
 	}
-	secrets, aerr := m.langs.Secrets(l, req.Secrets)
+	secrets, aerr := m.sandboxes.Secrets(l, req.Secrets)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -226,7 +228,7 @@ func (m *Sessions) Create(ctx context.Context, req Request) (*state.Session, err
 		if env == nil {
 			env = map[string]string{}
 		}
-		maps.Copy(env, languages.SecretEnv(secrets))
+		maps.Copy(env, sandbox.SecretEnv(secrets))
 	}
 	ttl, idle := req.TTL, req.IdleTimeout
 	if ttl == 0 {
@@ -256,14 +258,14 @@ func (m *Sessions) Create(ctx context.Context, req Request) (*state.Session, err
 	}
 	defer m.unreserve()
 
-	sb, err := m.langs.Take(ctx, l, limits, mounts)
+	sb, err := m.sandboxes.Take(ctx, l, limits, mounts)
 	if err != nil {
 		return nil, err
 	}
 	m.arm(sb, allow, extras, secrets)
 	if snapshot != nil {
 		if aerr := restore(ctx, sb, snapshot); aerr != nil {
-			m.langs.Remove(sb)
+			m.sandboxes.Remove(sb)
 			return nil, aerr
 		}
 	}
@@ -278,7 +280,7 @@ func (m *Sessions) Create(ctx context.Context, req Request) (*state.Session, err
 		rec.Project = project.ID
 	}
 	if err := m.store.PutSession(rec); err != nil {
-		m.langs.Remove(sb)
+		m.sandboxes.Remove(sb)
 		return nil, fmt.Errorf("storing the session: %w", err)
 	}
 	m.mu.Lock()
@@ -423,10 +425,10 @@ func (m *Sessions) close(ss *Session, why string) {
 	switch {
 	case sb != nil:
 		m.log.Info("session closed", "session", id, "why", why, "container_id", runtime.ShortID(sb.ID))
-		m.langs.Remove(sb)
+		m.sandboxes.Remove(sb)
 	case stopped != "":
 		m.log.Info("session closed", "session", id, "why", why, "container_id", runtime.ShortID(stopped))
-		m.langs.RemoveStopped(ss.Lang, stopped)
+		m.sandboxes.RemoveStopped(ss.Lang, stopped)
 	}
 }
 
@@ -615,7 +617,7 @@ func (m *Sessions) revive(ss *Session, sb *runtime.Sandbox) {
 func (m *Sessions) reconnect(ss *Session, sb *runtime.Sandbox) (*runtime.Sandbox, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), reviveTimeout)
 	defer cancel()
-	again, err := m.langs.Reconnect(ctx, sb)
+	again, err := m.sandboxes.Reconnect(ctx, sb)
 	if err != nil {
 		return nil, err
 	}
@@ -713,7 +715,7 @@ func (m *Sessions) Reset(ctx context.Context, id string) (*state.Session, error)
 // reset for why; the session is lost when none can be made.
 func (m *Sessions) renew(ctx context.Context, ss *Session, sb *runtime.Sandbox, why error) error {
 	rec := ss.Record()
-	fresh, err := m.langs.Renew(ctx, ss.Lang, ss.Limits, m.mounts(rec.Project), rec.ID)
+	fresh, err := m.sandboxes.Renew(ctx, ss.Lang, ss.Limits, m.mounts(rec.Project), rec.ID)
 	if err != nil {
 		m.MarkLost(ss, fmt.Sprintf("reset failed (%v), and no new container could be made: %v", why, err))
 		return errdefs.Errorf(errdefs.SessionLost, "reset failed, the session is lost: %v; %v", why, err)
@@ -728,7 +730,7 @@ func (m *Sessions) renew(ctx context.Context, ss *Session, sb *runtime.Sandbox, 
 	}
 	m.log.Warn("session reset with a new container", "session", rec.ID, "why", why,
 		"old_container_id", runtime.ShortID(sb.ID), "container_id", runtime.ShortID(fresh.ID))
-	m.langs.Remove(sb)
+	m.sandboxes.Remove(sb)
 	return nil
 }
 
@@ -771,7 +773,7 @@ func (m *Sessions) SetNetwork(ctx context.Context, id string, req *state.Network
 		if aerr != nil {
 			return aerr
 		}
-		if g := m.langs.Gate(sb); g != nil {
+		if g := m.sandboxes.Gate(sb); g != nil {
 			shape(g, list, extras)
 		}
 		ss.mu.Lock()
@@ -811,7 +813,7 @@ func shape(g *egress.Gate, list egress.List, x languages.Extras) {
 // arm sets what a session's sandbox may reach, and the secrets its
 // requests may carry there.
 func (m *Sessions) arm(sb *runtime.Sandbox, list egress.List, x languages.Extras, secrets []egress.Secret) {
-	if g := m.langs.Gate(sb); g != nil {
+	if g := m.sandboxes.Gate(sb); g != nil {
 		shape(g, list, x)
 		g.SetSecrets(secrets)
 	}
@@ -827,7 +829,7 @@ func (m *Sessions) rearm(sb *runtime.Sandbox, rec state.Session, l *languages.La
 		m.log.Warn("a session's network no longer fits sandboxd.hcl: it reaches nothing until set again", "session", rec.ID, "error", aerr)
 		allow, x = nil, languages.Extras{}
 	}
-	m.arm(sb, allow, x, m.langs.StoredSecrets(rec.Secrets, rec.Env))
+	m.arm(sb, allow, x, m.sandboxes.StoredSecrets(rec.Secrets, rec.Env))
 }
 
 // storedAllow is a session record's allow-list, less what its language
@@ -1112,12 +1114,12 @@ func (m *Sessions) reattach(ctx context.Context, rec state.Session, byID map[str
 	case !found || !c.Running && !c.Paused:
 		return nil, nil, "its container was gone when sandboxd restarted"
 	case c.Paused: // a crash came between its freeze and its record
-		if err := m.langs.Thaw(ctx, c.ID); err != nil {
+		if err := m.sandboxes.Thaw(ctx, c.ID); err != nil {
 			return nil, nil, "its container could not be thawed when sandboxd restarted: " + err.Error()
 		}
 		c.Paused, c.Running = false, true
 	}
-	sb, err := m.langs.Attach(ctx, l, c)
+	sb, err := m.sandboxes.Attach(ctx, l, c)
 	if err != nil {
 		return nil, nil, "its container did not answer when sandboxd restarted: " + err.Error()
 	}

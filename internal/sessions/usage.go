@@ -111,7 +111,7 @@ func (m *Sessions) sample(ctx context.Context, ss *Session, sb *runtime.Sandbox,
 		At: time.Now().UTC(), CPUSeconds: float64(r.CPUUS) / 1e6, MemoryBytes: r.MemoryBytes,
 		Processes: r.Processes, WorkspaceBytes: r.WorkspaceBytes, TmpBytes: r.TmpBytes,
 	}
-	if g := m.langs.Gate(sb); g != nil {
+	if g := m.sandboxes.Gate(sb); g != nil {
 		u.NetworkSentBytes, u.NetworkReceivedBytes = g.Transferred()
 	}
 	ss.mu.Lock()

@@ -2,19 +2,19 @@ package wire
 
 import (
 	"github.com/sandboxd/sandboxd/api"
-	"github.com/sandboxd/sandboxd/internal/languages"
+	"github.com/sandboxd/sandboxd/internal/sandbox"
 	"github.com/sandboxd/sandboxd/internal/stats"
 )
 
 // Language is a language as the wire shows it.
-func Language(e languages.Entry) api.Language {
+func Language(e sandbox.Entry) api.Language {
 	return api.Language{
 		Name: e.Name, DisplayName: e.DisplayName, Aliases: e.Aliases, Extensions: e.Extensions,
 		Image: e.Image, BaseImage: e.BaseImage, Packages: e.Packages, ImagePresent: e.ImagePresent,
 		Version: e.Version, Plugin: e.Plugin, Runtime: e.Runtime, Limits: APILimits(e.Limits),
 		Network: api.Network{Allow: e.Allow}, Contexts: e.Contexts, ContextLanguages: e.ContextLanguages, Hibernation: e.Hibernation,
 		Instructions: e.Instructions, Pool: PoolStats(e.Pool),
-		Building: ptr(e.Building, func(b languages.Building) api.ImageBuilding { return api.ImageBuilding(b) }),
+		Building: ptr(e.Building, func(b sandbox.Building) api.ImageBuilding { return api.ImageBuilding(b) }),
 		Error:    e.Error,
 	}
 }

@@ -1,4 +1,4 @@
-package languages
+package sandbox
 
 import (
 	"context"
@@ -24,12 +24,9 @@ type warmCounts struct {
 	hits, misses, failures atomic.Uint64
 }
 
-// Warm says whether l's programs are run by runtimes started ahead.
-func (l *Language) Warm() bool { return len(l.Info.Warm) > 0 && l.Config.Warm }
-
-// WarmStands says whether one of l's warm runtimes stands in for argv, as
-// the plugin made it or renamed (see LearnScript).
-func (l *Language) WarmStands(argv []string) bool {
+// warmStands says whether one of l's warm runtimes stands in for argv, as
+// the plugin made it or renamed (see learnScript).
+func (l *kind) warmStands(argv []string) bool {
 	for i, w := range l.Info.Warm {
 		if standsFor(w.Stands, argv) || standsFor(l.named(i, w).Stands, argv) {
 			return true
@@ -50,10 +47,10 @@ func standsFor(stands, argv []string) bool {
 // second run. Sessions send code as the plugin's main file; their runtimes
 // keep the plugin's names.
 
-// LearnScript is WarmStands for a one-shot run's step: one that names
+// learnScript is warmStands for a one-shot run's step: one that names
 // another script, of the same directory and extension, in place of a warm
 // runtime's has that runtime started for its name from now on.
-func (l *Language) LearnScript(argv []string) bool {
+func (l *kind) learnScript(argv []string) bool {
 	for i, w := range l.Info.Warm {
 		n := len(w.Stands)
 		if w.Exact || n == 0 || len(argv) < n || !slices.Equal(argv[:n-1], w.Stands[:n-1]) {
@@ -67,7 +64,7 @@ func (l *Language) LearnScript(argv []string) bool {
 			return true
 		}
 	}
-	return l.WarmStands(argv)
+	return l.warmStands(argv)
 }
 
 // renamable says whether name is a script that may stand where own does:
@@ -78,7 +75,7 @@ func renamable(own, name string) bool {
 }
 
 // named is l's i-th warm runtime, w, for the script name runs use now.
-func (l *Language) named(i int, w language.Warm) language.Warm {
+func (l *kind) named(i int, w language.Warm) language.Warm {
 	v, ok := l.scripts.Load(i)
 	if !ok {
 		return w
@@ -102,16 +99,16 @@ func (l *Language) named(i int, w language.Warm) language.Warm {
 // that fails is counted and logged; the steps it stands in for then start
 // cold. They are isolated as one-shot runs' steps are (a session that
 // takes the container starts its first program cold).
-func (r *Registry) warmUp(ctx context.Context, l *Language, sb *runtime.Sandbox) {
-	for _, w := range r.poolWarms(l) {
+func (p *Provider) warmUp(ctx context.Context, l *kind, sb *runtime.Sandbox) {
+	for _, w := range p.poolWarms(l) {
 		res, err := sb.Warm(ctx, w)
-		r.warmed(l, sb, res, err)
+		p.warmed(l, sb, res, err)
 	}
 }
 
 // poolWarms are the requests that start l's warm runtimes in a container
 // of its pool (see warmUp).
-func (r *Registry) poolWarms(l *Language) []supervisor.WarmRequest {
+func (p *Provider) poolWarms(l *kind) []supervisor.WarmRequest {
 	out := make([]supervisor.WarmRequest, len(l.Info.Warm))
 	for i, w := range l.Info.Warm {
 		out[i] = warmRequest(l.named(i, w), nil, supervisor.IsolateProgram)
@@ -134,7 +131,7 @@ func warmRequest(w language.Warm, env map[string]string, iso supervisor.Isolatio
 
 // warmed counts and logs how a warm runtime's start in sb went: res and
 // err as Sandbox.Warm gives them.
-func (r *Registry) warmed(l *Language, sb *runtime.Sandbox, res supervisor.FileResult, err error) {
+func (p *Provider) warmed(l *kind, sb *runtime.Sandbox, res supervisor.FileResult, err error) {
 	if err == nil && res.Error != "" {
 		err = errdefs.New(errdefs.Internal, res.Error)
 	}
@@ -143,38 +140,38 @@ func (r *Registry) warmed(l *Language, sb *runtime.Sandbox, res supervisor.FileR
 	}
 	if err != nil {
 		l.warm.failures.Add(1)
-		r.metrics.WarmStart(l.Name(), false)
-		r.log.Warn("a warm runtime failed; its container runs programs cold", "language", l.Name(),
+		p.metrics.WarmStart(l.Name(), false)
+		p.log.Warn("a warm runtime failed; its container runs programs cold", "language", l.Name(),
 			"container_id", runtime.ShortID(sb.ID), "error", err)
 		return
 	}
-	r.metrics.WarmStart(l.Name(), true)
+	p.metrics.WarmStart(l.Name(), true)
 }
 
-// Rewarm starts a session's next warm runtime, for runs with its env and
+// rewarm starts a session's next warm runtime, for runs with its env and
 // the plugin's script names, after one was used or missed.
-func (r *Registry) Rewarm(l *Language, sb *runtime.Sandbox, env map[string]string) {
+func (p *Provider) rewarm(l *kind, sb *runtime.Sandbox, env map[string]string) {
 	ctx, cancel := context.WithTimeout(context.Background(), warmReadyTimeout+5*time.Second)
 	defer cancel()
 	for _, w := range l.Info.Warm {
 		res, err := sb.Warm(ctx, warmRequest(w, env, supervisor.IsolateSession))
-		r.warmed(l, sb, res, err)
+		p.warmed(l, sb, res, err)
 	}
 }
 
-// Warmed counts how a run that a warm runtime could have run went: by it,
+// warmRun counts how a run that a warm runtime could have run went: by it,
 // or cold, and why.
-func (r *Registry) Warmed(l *Language, warm bool, missed string) {
+func (p *Provider) warmRun(l *kind, warm bool, missed string) {
 	if warm {
 		l.warm.hits.Add(1)
 	} else {
 		l.warm.misses.Add(1)
 	}
-	r.metrics.WarmRun(l.Name(), warm, missed)
+	p.metrics.WarmRun(l.Name(), warm, missed)
 }
 
 // poolStats are l's pool figures.
-func (l *Language) poolStats() stats.Pool {
+func (l *kind) poolStats() stats.Pool {
 	return stats.Pool{Stats: l.pool.Stats(), Warm: l.Warm(),
 		WarmHits: l.warm.hits.Load(), WarmMisses: l.warm.misses.Load(), WarmFailures: l.warm.failures.Load()}
 }

@@ -1,9 +1,10 @@
-package daemon
+package sandbox
 
 import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"path"
@@ -24,33 +25,33 @@ import (
 // on before it starts.
 type OutputFunc func(stream string, data []byte)
 
-// job is what runs in a sandbox: its files are written, then its steps
+// Queued is the stream on which OutputFunc is told what a run waits on
+// before it starts (besides supervisor.Stdout and supervisor.Stderr).
+const Queued = "queued"
+
+// Job is what runs in a sandbox: its files are written, then its steps
 // run in order, sharing one deadline; the first to fail ends it.
-type job struct {
-	files []program.File // the program, entry point first; written before the first step
-	steps []language.Step
-	env   []string // KEY=VALUE, the whole environment
-	stdin []byte   // the last step's
-	// in, when set, streams the last step's stdin instead (a process
+type Job struct {
+	Files []program.File // the program, entry point first; written before the first step
+	Steps []language.Step
+	Env   []string // KEY=VALUE, the whole environment
+	Stdin []byte   // the last step's
+	// In, when set, streams the last step's stdin instead (a process
 	// whose client writes to it as it runs).
-	in  io.Reader
-	dir string // working directory; "" is the workspace
-	// killOnExit ends whatever a step leaves running (one-shot runs);
-	// sessions keep background processes.
-	killOnExit bool
-	// cell, when set, is code for a context: the one step's argv starts
+	In  io.Reader
+	Dir string // working directory; "" is the workspace
+	// Planned: the steps are the language plugin's plan, which its warm
+	// runtimes may stand in for.
+	Planned bool
+	// Cell, when set, is code for a context: the one step's argv starts
 	// its kernel when it is not running.
-	cell *supervisor.Cell
-	// outputs is the directory (relative to the workspace) whose new and
+	Cell *supervisor.Cell
+	// Outputs is the directory (relative to the workspace) whose new and
 	// changed files the result lists; "" for none.
-	outputs string
-	// tty, when set, puts the last step on a pseudo-terminal wired to it
+	Outputs string
+	// TTY, when set, puts the last step on a pseudo-terminal wired to it
 	// (its keys are the step's stdin).
-	tty *TTY
-	// warm says which steps a warm runtime of the sandbox's stands in for
-	// (nil: none); warmed hears how each such step started.
-	warm   func(argv []string) bool
-	warmed func(warm bool, missed string)
+	TTY *TTY
 }
 
 // TTY is the far end of a pseudo-terminal: a person's keys and screen.
@@ -60,36 +61,84 @@ type TTY struct {
 	Out  func(data []byte)           // the screen's bytes, as they come
 }
 
+// Run runs j in the lease's container under limits, collecting its
+// output, usage and connections into a result. out, if not nil, also
+// receives the output as it comes. An error means the sandbox failed
+// (its supervisor died), not the program. A run's leftovers end with
+// its last step; a session's background processes live on.
+func (ls *Lease) Run(ctx context.Context, j Job, limits runtime.Limits, out OutputFunc) (*Result, error) {
+	k := ls.k
+	x := execution{Job: j, killOnExit: ls.oneShot}
+	if j.Planned && k.Warm() {
+		x.warm = k.warmStands
+		if ls.oneShot {
+			x.warm = k.learnScript // the pool warms for the script names one-shot runs use
+		}
+	}
+	warmUsed := false
+	x.warmed = func(warm bool, missed string) { warmUsed = true; ls.p.warmRun(k, warm, missed) }
+	res, last, err := execute(ctx, ls.sb, ls.gate, x, limits, out)
+	if err != nil {
+		ls.lost = "the sandbox failed: " + err.Error()
+		return nil, err
+	}
+	switch {
+	case last.Survivors > 0:
+		ls.lost = fmt.Sprintf("%d processes survived the kill at the deadline", last.Survivors)
+	case last.Gone != "":
+		ls.lost = last.Gone
+	case warmUsed && !ls.oneShot:
+		// The next program's runtimes, started while the client reads
+		// this result.
+		go ls.p.rewarm(k, ls.sb, ls.env)
+	}
+	ls.oom = res.OOMKilled
+	return res, nil
+}
+
+// execution is a job as it runs: the lease decides whether what it
+// leaves behind is ended, and which warm runtimes stand in for it.
+type execution struct {
+	Job
+	// killOnExit ends whatever a step leaves running (one-shot runs);
+	// sessions keep background processes.
+	killOnExit bool
+	// warm says which steps a warm runtime of the sandbox's stands in for
+	// (nil: none); warmed hears how each such step started.
+	warm   func(argv []string) bool
+	warmed func(warm bool, missed string)
+}
+
 // execute runs a job in sb under limits, collecting its output, usage
 // and connections through gate (nil: sb has no egress) into a result.
 // out, if not nil, also receives the output as it comes. An error means
 // the sandbox failed (its supervisor died), not the program.
-func execute(ctx context.Context, sb *runtime.Sandbox, gate *egress.Gate, j job, limits runtime.Limits, out OutputFunc) (*Result, *supervisor.ExecResult, error) {
+func execute(ctx context.Context, sb *runtime.Sandbox, gate *egress.Gate, j execution, limits runtime.Limits, out OutputFunc) (*Result, *supervisor.ExecResult, error) {
 	col := &collector{out: out}
 	onTTY := false
-	if j.tty != nil {
+	if j.TTY != nil {
 		// Steps before the terminal's write to a pipe: their lines get
 		// the carriage returns a terminal's own output would.
 		col.out = func(_ string, data []byte) {
 			if !onTTY {
 				data = bytes.ReplaceAll(data, []byte("\n"), []byte("\r\n"))
 			}
-			j.tty.Out(data)
+			j.TTY.Out(data)
 		}
 	}
 	if gate != nil {
 		gate.Begin()
 	}
-	files := make([]supervisor.File, len(j.files))
-	for i, f := range j.files {
+	files := make([]supervisor.File, len(j.Files))
+	for i, f := range j.Files {
 		files[i] = supervisor.File{Path: f.Path, Data: f.Content, Mode: f.Mode}
 	}
 	deadline := time.Now().Add(limits.Timeout)
 	var res supervisor.ExecResult
 	stage := ""
 	warmSteps, coldSteps := 0, 0
-	for i, step := range j.steps {
-		last := i == len(j.steps)-1
+	for i, step := range j.Steps {
+		last := i == len(j.Steps)-1
 		stage = step.Name
 		remaining := time.Until(deadline)
 		if remaining <= 0 {
@@ -97,10 +146,10 @@ func execute(ctx context.Context, sb *runtime.Sandbox, gate *egress.Gate, j job,
 			break
 		}
 		req := supervisor.ExecRequest{
-			Argv: step.Argv, Dir: j.dir, Env: j.env, TimeoutMS: max(remaining.Milliseconds(), 1),
+			Argv: step.Argv, Dir: j.Dir, Env: j.Env, TimeoutMS: max(remaining.Milliseconds(), 1),
 			// A one-shot run's leftovers end with its last step; a compile
 			// step's would end the warm runtime waiting for the program.
-			OutputLimit: limits.OutputLimit, KillOnExit: j.killOnExit && last, Cell: j.cell, Outputs: j.outputs,
+			OutputLimit: limits.OutputLimit, KillOnExit: j.killOnExit && last, Cell: j.Cell, Outputs: j.Outputs,
 			// A session's command ends alone: its servers live on.
 			KeepOthers: !j.killOnExit,
 			// Every step is out of the supervisor's reach: a one-shot
@@ -114,19 +163,19 @@ func execute(ctx context.Context, sb *runtime.Sandbox, gate *egress.Gate, j job,
 		if i == 0 {
 			req.Files = files
 		}
-		req.Warm = j.warm != nil && j.warm(step.Argv) && !(last && j.tty != nil)
+		req.Warm = j.warm != nil && j.warm(step.Argv) && !(last && j.TTY != nil)
 		var in io.Reader
 		switch {
-		case last && len(j.stdin) > 0:
-			in = bytes.NewReader(j.stdin)
+		case last && len(j.Stdin) > 0:
+			in = bytes.NewReader(j.Stdin)
 		case last:
-			in = j.in
+			in = j.In
 		}
 		mark := col.bufs[1].Len()
 		var err error
-		if onTTY = last && j.tty != nil; onTTY {
-			req.TTY = &j.tty.Size
-			res, err = sb.Terminal(ctx, req, j.tty.In, col.write)
+		if onTTY = last && j.TTY != nil; onTTY {
+			req.TTY = &j.TTY.Size
+			res, err = sb.Terminal(ctx, req, j.TTY.In, col.write)
 		} else {
 			res, err = sb.Exec(ctx, req, in, col.write)
 		}
@@ -153,7 +202,7 @@ func execute(ctx context.Context, sb *runtime.Sandbox, gate *egress.Gate, j job,
 				j.warmed(res.Warm, res.WarmMissed)
 			}
 		}
-		if len(j.steps) > 1 {
+		if len(j.Steps) > 1 {
 			col.steps = append(col.steps, Step{Name: step.Name, ExitCode: res.ExitCode, TimedOut: res.TimedOut,
 				Duration: time.Duration(res.DurationUS) * time.Microsecond, Stderr: bytes.Clone(col.bufs[1].Bytes()[mark:])})
 		}
@@ -174,8 +223,8 @@ func execute(ctx context.Context, sb *runtime.Sandbox, gate *egress.Gate, j job,
 		}
 		r.Usage.NetworkSentBytes, r.Usage.NetworkReceivedBytes = gate.ExecutionTransferred()
 	}
-	if j.cell != nil {
-		r.Context = &ContextState{Name: j.cell.Name}
+	if j.Cell != nil {
+		r.Context = &ContextState{Name: j.Cell.Name}
 		if c := res.Context; c != nil {
 			r.Context.Started, r.Context.Lost = c.Started, c.Lost
 		}

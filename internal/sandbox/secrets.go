@@ -1,4 +1,4 @@
-package languages
+package sandbox
 
 import (
 	"sort"
@@ -7,6 +7,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/config"
 	"github.com/sandboxd/sandboxd/internal/egress"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
+	"github.com/sandboxd/sandboxd/internal/languages"
 )
 
 // SecretEnvPrefix names the variable that holds a secret's placeholder in
@@ -16,18 +17,19 @@ const SecretEnvPrefix = "SANDBOXD_SECRET_"
 // Secrets are the secret blocks a request names, each with a fresh
 // placeholder. They go out through the egress proxy, so a language
 // without egress has none to give.
-func (r *Registry) Secrets(l *Language, names []string) ([]egress.Secret, error) {
+func (p *Provider) Secrets(lang *languages.Language, names []string) ([]egress.Secret, error) {
+	l := p.of[lang]
 	if len(names) == 0 {
 		return nil, nil
 	}
-	if len(l.allow) == 0 {
+	if len(l.Egress()) == 0 {
 		return nil, errdefs.Errorf(errdefs.Invalid, "secrets: language %s has no egress, so no secret could be used; an operator allows hosts in its network block", l.Name())
 	}
 	var out []egress.Secret
 	for _, name := range names {
-		s, ok := r.cfg.Secrets[name]
+		s, ok := p.cfg.Secrets[name]
 		if !ok {
-			return nil, errdefs.Errorf(errdefs.Invalid, "secrets: no secret %q; sandboxd.hcl defines %s", name, definedSecrets(r.cfg.Secrets))
+			return nil, errdefs.Errorf(errdefs.Invalid, "secrets: no secret %q; sandboxd.hcl defines %s", name, definedSecrets(p.cfg.Secrets))
 		}
 		out = append(out, egress.Secret{Name: name, Value: s.Value, Hosts: s.Hosts, Header: s.Header, Query: s.Query, Placeholder: egress.Placeholder(name)})
 	}
@@ -36,10 +38,10 @@ func (r *Registry) Secrets(l *Language, names []string) ([]egress.Secret, error)
 
 // StoredSecrets are a stored session's secrets again: each name still
 // defined, with the placeholder its environment holds.
-func (r *Registry) StoredSecrets(names []string, env map[string]string) []egress.Secret {
+func (p *Provider) StoredSecrets(names []string, env map[string]string) []egress.Secret {
 	var out []egress.Secret
 	for _, name := range names {
-		if s, ok := r.cfg.Secrets[name]; ok && env[SecretEnvPrefix+name] != "" {
+		if s, ok := p.cfg.Secrets[name]; ok && env[SecretEnvPrefix+name] != "" {
 			out = append(out, egress.Secret{Name: name, Value: s.Value, Hosts: s.Hosts, Header: s.Header, Query: s.Query, Placeholder: env[SecretEnvPrefix+name]})
 		}
 	}

@@ -1,4 +1,4 @@
-package languages
+package sandbox
 
 import (
 	"bytes"
@@ -96,21 +96,21 @@ func (c *imageCell) setVersion(id, version string) {
 	c.mu.Unlock()
 }
 
-func (l *Language) target() images.Target {
-	return images.Target{Language: l.Config.Name, Base: l.baseImage, Packages: l.Config.Packages, Install: l.Info.InstallCommand}
+func (l *kind) target() images.Target {
+	return images.Target{Language: l.Config.Name, Base: l.BaseImage(), Packages: l.Config.Packages, Install: l.Info.InstallCommand}
 }
 
 // ready tells why a language's containers cannot be made, if they cannot.
 // A missing image is looked for again: it may have been built since, by
 // `make images` as well as by Build.
-func (r *Registry) ready(ctx context.Context, l *Language) error {
+func (p *Provider) ready(ctx context.Context, l *kind) error {
 	if l.img.get().err == nil {
 		return nil
 	}
 	if b := l.img.buildingNow(); b != nil {
-		return images.Building(l.Config.Name, l.baseImage, b.Step, time.Since(b.Since))
+		return images.Building(l.Config.Name, l.BaseImage(), b.Step, time.Since(b.Since))
 	}
-	st := r.resolveImage(ctx, l)
+	st := p.resolveImage(ctx, l)
 	if st.err == nil {
 		l.pool.Renew()
 	}
@@ -118,11 +118,11 @@ func (r *Registry) ready(ctx context.Context, l *Language) error {
 }
 
 // resolveImage finds the image a language's containers are made from now.
-func (r *Registry) resolveImage(ctx context.Context, l *Language) imageState {
+func (p *Provider) resolveImage(ctx context.Context, l *kind) imageState {
 	var st imageState
-	st.ref, st.id, st.err = images.Resolve(ctx, r.rt, r.cfg.ImagesDir, l.target())
+	st.ref, st.id, st.err = images.Resolve(ctx, p.rt, p.cfg.ImagesDir, l.target())
 	if st.id != "" {
-		st.version, _ = r.store.Version(st.id)
+		st.version, _ = p.store.Version(st.id)
 	}
 	l.img.set(st)
 	return st
@@ -131,33 +131,33 @@ func (r *Registry) resolveImage(ctx context.Context, l *Language) imageState {
 // Build builds the images of the named languages (every language when
 // none is named) and moves their pools to what was built. Version probes
 // follow.
-func (r *Registry) Build(ctx context.Context, names []string, progress func(image, line string)) ([]images.Built, error) {
-	langs := r.langs
+func (p *Provider) Build(ctx context.Context, names []string, progress func(image, line string)) ([]images.Built, error) {
+	langs := p.kinds
 	if len(names) > 0 {
 		langs = nil
 		for _, name := range names {
-			l, aerr := r.Resolve(name)
+			l, aerr := p.langs.Resolve(name)
 			if aerr != nil {
 				return nil, aerr
 			}
-			langs = append(langs, l)
+			langs = append(langs, p.of[l])
 		}
 	}
-	r.buildMu.Lock()
-	defer r.buildMu.Unlock()
-	targets, ca, err := r.targets(langs)
+	p.buildMu.Lock()
+	defer p.buildMu.Unlock()
+	targets, ca, err := p.targets(langs)
 	if err != nil {
 		return nil, errdefs.Errorf(errdefs.Internal, "%v", err)
 	}
-	res := images.Build(ctx, r.rt, r.cfg.ImagesDir, ca, targets, progress)
-	for _, l := range r.langs {
+	res := images.Build(ctx, p.rt, p.cfg.ImagesDir, ca, targets, progress)
+	for _, l := range p.kinds {
 		before := l.img.get()
-		if after := r.resolveImage(ctx, l); after.id != before.id {
+		if after := p.resolveImage(ctx, l); after.id != before.id {
 			l.pool.Renew()
 		}
 	}
-	r.pullOnNodes(ctx, langs, res, progress)
-	r.probe()
+	p.pullOnNodes(ctx, langs, res, progress)
+	p.probe()
 	return res, nil
 }
 
@@ -165,8 +165,8 @@ func (r *Registry) Build(ctx context.Context, names []string, progress func(imag
 // pull the images just pushed for them, so that no first run waits for a
 // pull. Each node's word comes as progress; a failure is the error of the
 // language's entry (its image was pushed all the same).
-func (r *Registry) pullOnNodes(ctx context.Context, langs []*Language, res []images.Built, progress func(image, line string)) {
-	puller := runtime.Pulls(r.rt)
+func (p *Provider) pullOnNodes(ctx context.Context, langs []*kind, res []images.Built, progress func(image, line string)) {
+	puller := runtime.Pulls(p.rt)
 	for _, l := range langs {
 		last := -1
 		for i, e := range res {
@@ -191,11 +191,11 @@ func (r *Registry) pullOnNodes(ctx context.Context, langs []*Language, res []ima
 
 // targets are the builds of langs' images, with the CA bundle they
 // trust.
-func (r *Registry) targets(langs []*Language) ([]images.Target, []byte, error) {
+func (p *Provider) targets(langs []*kind) ([]images.Target, []byte, error) {
 	var ca []byte
-	if r.cfg.BuildCAFile != "" {
+	if p.cfg.BuildCAFile != "" {
 		var err error
-		if ca, err = os.ReadFile(r.cfg.BuildCAFile); err != nil {
+		if ca, err = os.ReadFile(p.cfg.BuildCAFile); err != nil {
 			return nil, nil, fmt.Errorf("reading build_ca_file: %w", err)
 		}
 	}
@@ -203,16 +203,16 @@ func (r *Registry) targets(langs []*Language) ([]images.Target, []byte, error) {
 	targets := make([]images.Target, len(langs))
 	for i, l := range langs {
 		targets[i] = l.target()
-		if k := r.cfg.Kubernetes; l.Config.Runtime == config.KubernetesRuntime && k.ImageRegistry != "" {
+		if k := p.cfg.Kubernetes; l.Config.Runtime == config.KubernetesRuntime && k.ImageRegistry != "" {
 			if init == nil {
 				var err error
-				if init, err = os.ReadFile(r.cfg.Supervisor); err != nil {
+				if init, err = os.ReadFile(p.cfg.Supervisor); err != nil {
 					return nil, nil, fmt.Errorf("reading the supervisor to put in the images of the cluster: %w", err)
 				}
 			}
 			targets[i].Registry, targets[i].Supervisor = k.ImageRegistry, init
 		}
-		r.log.Info("building the images of a language", "language", l.Config.Name, "image", l.baseImage, "packages", l.Config.Packages)
+		p.log.Info("building the images of a language", "language", l.Config.Name, "image", l.BaseImage(), "packages", l.Config.Packages)
 	}
 	return targets, ca, nil
 }
@@ -225,20 +225,20 @@ const backgroundBuilds = 2
 // missingImages marks the languages whose image is missing and that
 // sandboxd can build (see buildsMissing) as building, and groups them by
 // image, in config order: the work of buildMissing.
-func (r *Registry) missingImages() [][]*Language {
-	var groups [][]*Language
+func (p *Provider) missingImages() [][]*kind {
+	var groups [][]*kind
 	byImage := map[string]int{}
-	for _, l := range r.langs {
-		if !r.buildsMissing(l) || !errors.Is(l.img.get().err, runtime.ErrImageMissing) {
+	for _, l := range p.kinds {
+		if !p.buildsMissing(l) || !errors.Is(l.img.get().err, runtime.ErrImageMissing) {
 			continue
 		}
 		l.img.startBuilding(time.Now())
-		if i, ok := byImage[l.baseImage]; ok {
+		if i, ok := byImage[l.BaseImage()]; ok {
 			groups[i] = append(groups[i], l)
 			continue
 		}
-		byImage[l.baseImage] = len(groups)
-		groups = append(groups, []*Language{l})
+		byImage[l.BaseImage()] = len(groups)
+		groups = append(groups, []*kind{l})
 	}
 	return groups
 }
@@ -246,13 +246,13 @@ func (r *Registry) missingImages() [][]*Language {
 // buildMissing builds the images of groups (see missingImages), one
 // build per group, backgroundBuilds at once. Each language says it is
 // building until its own image lands, then its pool fills and it serves.
-func (r *Registry) buildMissing(groups [][]*Language) {
+func (p *Provider) buildMissing(groups [][]*kind) {
 	slots := make(chan struct{}, backgroundBuilds)
 	var wg sync.WaitGroup
 	for _, langs := range groups {
 		select {
 		case slots <- struct{}{}:
-		case <-r.closing.Done():
+		case <-p.closing.Done():
 			for _, l := range langs {
 				l.img.doneBuilding()
 			}
@@ -261,46 +261,46 @@ func (r *Registry) buildMissing(groups [][]*Language) {
 		wg.Add(1)
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			r.buildInBackground(langs)
+			p.buildInBackground(langs)
 		}()
 	}
 	wg.Wait()
-	r.probe()
+	p.probe()
 }
 
 // buildsMissing says whether buildMissing would build l's image if it
 // were missing: the config asks for it, and a Dockerfile in images_dir
 // builds it, or it is packages to add to an image (a missing base is
 // then reported by the build).
-func (r *Registry) buildsMissing(l *Language) bool {
-	if !r.cfg.BuildMissingImages {
+func (p *Provider) buildsMissing(l *kind) bool {
+	if !p.cfg.BuildMissingImages {
 		return false
 	}
-	_, ok := images.Source(r.cfg.ImagesDir, l.baseImage, nil)
+	_, ok := images.Source(p.cfg.ImagesDir, l.BaseImage(), nil)
 	return ok || len(l.Config.Packages) > 0
 }
 
 // buildInBackground builds the image langs share and puts them to work
 // on it.
-func (r *Registry) buildInBackground(langs []*Language) {
+func (p *Provider) buildInBackground(langs []*kind) {
 	defer func() {
 		for _, l := range langs {
 			l.img.doneBuilding()
 		}
 	}()
-	if r.closing.Err() != nil {
+	if p.closing.Err() != nil {
 		return
 	}
 	started := time.Now()
 	for _, l := range langs {
 		l.img.buildStep("starting")
 	}
-	targets, ca, err := r.targets(langs)
+	targets, ca, err := p.targets(langs)
 	if err != nil {
-		r.log.Error("building a missing image failed", "language", langs[0].Config.Name, "error", err)
+		p.log.Error("building a missing image failed", "language", langs[0].Config.Name, "error", err)
 		return
 	}
-	res := images.Build(r.closing, r.rt, r.cfg.ImagesDir, ca, targets, func(_, line string) {
+	res := images.Build(p.closing, p.rt, p.cfg.ImagesDir, ca, targets, func(_, line string) {
 		if step, ok := images.Step(line); ok {
 			for _, l := range langs {
 				l.img.buildStep(step)
@@ -309,12 +309,12 @@ func (r *Registry) buildInBackground(langs []*Language) {
 	})
 	for _, b := range res {
 		if b.Error != "" {
-			r.log.Error("building a missing image failed", "language", b.Language, "image", b.Image, "error", b.Error)
+			p.log.Error("building a missing image failed", "language", b.Language, "image", b.Image, "error", b.Error)
 		}
 	}
 	for _, l := range langs {
-		if st := r.resolveImage(r.closing, l); st.err == nil {
-			r.log.Info("a missing image was built; the language serves", "language", l.Config.Name, "image", st.ref,
+		if st := p.resolveImage(p.closing, l); st.err == nil {
+			p.log.Info("a missing image was built; the language serves", "language", l.Config.Name, "image", st.ref,
 				"took", time.Since(started).Round(time.Second))
 			l.pool.Renew()
 		}
@@ -322,13 +322,13 @@ func (r *Registry) buildInBackground(langs []*Language) {
 }
 
 // probe starts learning the runtimes' versions in the background.
-func (r *Registry) probe() { r.background(r.probeVersions) }
+func (p *Provider) probe() { p.background(p.probeVersions) }
 
 // background runs fn on a goroutine of its own that Close waits for.
-func (r *Registry) background(fn func()) {
-	r.work.Add(1)
+func (p *Provider) background(fn func()) {
+	p.work.Add(1)
 	go func() {
-		defer r.work.Done()
+		defer p.work.Done()
 		fn()
 	}()
 }
@@ -336,44 +336,44 @@ func (r *Registry) background(fn func()) {
 // probeVersions learns what each language's version command prints, one
 // language at a time once the pools have filled, and once per image: the
 // answer is kept in the store by image id.
-func (r *Registry) probeVersions() {
-	r.probeMu.Lock()
-	defer r.probeMu.Unlock()
-	for waited := 0; waited < 150 && r.poolsStarting(); waited++ {
+func (p *Provider) probeVersions() {
+	p.probeMu.Lock()
+	defer p.probeMu.Unlock()
+	for waited := 0; waited < 150 && p.poolsStarting(); waited++ {
 		select {
-		case <-r.closing.Done():
+		case <-p.closing.Done():
 			return
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	for _, l := range r.langs {
+	for _, l := range p.kinds {
 		st := l.img.get()
 		if st.id == "" || st.version != "" || len(l.Info.VersionCommand) == 0 {
 			continue
 		}
 		select {
-		case <-r.closing.Done():
+		case <-p.closing.Done():
 			return
-		case r.starts <- struct{}{}:
+		case p.starts <- struct{}{}:
 		}
-		version, err := r.runtimeVersion(l, st)
-		<-r.starts
-		if err != nil && r.closing.Err() != nil {
+		version, err := p.runtimeVersion(l, st)
+		<-p.starts
+		if err != nil && p.closing.Err() != nil {
 			return // shutting down
 		}
 		if err != nil {
-			r.log.Warn("asking the runtime for its version failed", "language", l.Config.Name, "image", st.ref, "error", err)
+			p.log.Warn("asking the runtime for its version failed", "language", l.Config.Name, "image", st.ref, "error", err)
 			continue
 		}
-		if err := r.store.PutVersion(st.id, version); err != nil {
-			r.log.Warn("recording a runtime version failed", "error", err)
+		if err := p.store.PutVersion(st.id, version); err != nil {
+			p.log.Warn("recording a runtime version failed", "error", err)
 		}
 		l.img.setVersion(st.id, version)
 	}
 }
 
-func (r *Registry) poolsStarting() bool {
-	for _, l := range r.langs {
+func (p *Provider) poolsStarting() bool {
+	for _, l := range p.kinds {
 		if l.pool.Stats().Starting > 0 {
 			return true
 		}
@@ -384,16 +384,16 @@ func (r *Registry) poolsStarting() bool {
 // runtimeVersion runs the version command in a container of its own (a
 // warm one would then have run something before its user) and keeps the
 // first line it prints: `java -version` writes to stderr, most to stdout.
-func (r *Registry) runtimeVersion(l *Language, st imageState) (string, error) {
-	ctx, cancel := context.WithTimeout(r.closing, 30*time.Second)
+func (p *Provider) runtimeVersion(l *kind, st imageState) (string, error) {
+	ctx, cancel := context.WithTimeout(p.closing, 30*time.Second)
 	defer cancel()
-	spec := r.spec(l)
+	spec := p.spec(l)
 	spec.Image = st.ref
-	sb, err := r.Create(ctx, spec)
+	sb, err := p.Create(ctx, spec)
 	if err != nil {
 		return "", err
 	}
-	defer r.Remove(sb)
+	defer p.Remove(sb)
 	var out [2]bytes.Buffer
 	res, err := sb.Exec(ctx, supervisor.ExecRequest{Argv: l.Info.VersionCommand, TimeoutMS: 10_000, OutputLimit: 4 << 10, KillOnExit: true}, nil,
 		func(stream string, data []byte) {

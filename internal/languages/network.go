@@ -1,17 +1,13 @@
 package languages
 
 import (
-	"context"
 	"net"
 	"strconv"
 	"strings"
 
-	"github.com/sandboxd/sandboxd/images"
 	"github.com/sandboxd/sandboxd/internal/egress"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/state"
-	"github.com/sandboxd/sandboxd/runtime"
-	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
 // Egress is the most l's sandboxes may reach; empty: nothing, and they
@@ -77,79 +73,8 @@ func (l *Language) Extras(asked *state.Network) (Extras, error) {
 	return x, nil
 }
 
-func (l *Language) egressLimits() egress.Limits {
+// EgressLimits are the bounds of each of l's sandboxes' egress.
+func (l *Language) EgressLimits() egress.Limits {
 	n := l.Config.Network
 	return egress.Limits{MaxConnections: n.MaxConnections, MaxBytes: n.MaxBytes, ConnectTimeout: n.ConnectTimeout}
-}
-
-// Gate is sb's egress gate; nil when its language has no egress.
-func (r *Registry) Gate(sb *runtime.Sandbox) *egress.Gate {
-	key := sb.Labels[runtime.LabelEgress]
-	if key == "" || r.egress == nil {
-		return nil
-	}
-	return r.egress.Gate(key)
-}
-
-// createFor creates a container of l from spec; when l has egress, with
-// its proxy socket (allowing nothing until the daemon says what) mounted,
-// the proxy variables set and the CA bundle sandboxes trust.
-func (r *Registry) createFor(ctx context.Context, l *Language, spec runtime.Spec) (*runtime.Sandbox, error) {
-	if len(l.allow) == 0 {
-		return r.Create(ctx, spec)
-	}
-	key := state.RandomID(8)
-	if _, err := r.egress.Open(key, l.Name(), l.egressLimits()); err != nil {
-		return nil, err
-	}
-	spec.Labels[runtime.LabelEgress] = key
-	spec.Mounts = append(spec.Mounts, runtime.Mount{Source: r.egress.Dir(key), Target: supervisor.EgressDir, ReadOnly: true})
-	proxy := "http://" + supervisor.EgressListen
-	for _, v := range []string{"HTTP_PROXY", "HTTPS_PROXY"} {
-		spec.Env = append(spec.Env, v+"="+proxy, strings.ToLower(v)+"="+proxy)
-	}
-	spec.Env = append(spec.Env, "NO_PROXY=localhost,127.0.0.1,::1", "no_proxy=localhost,127.0.0.1,::1")
-	if r.cfg.EgressCAFile != "" {
-		// The operator's bundle and the sandbox's own authority (see
-		// egress.Bundle), in the egress directory mounted above.
-		for _, v := range images.CAVariables {
-			spec.Env = append(spec.Env, v+"="+supervisor.EgressDir+"/"+egress.Bundle)
-		}
-	}
-	sb, err := r.Create(ctx, spec)
-	if err != nil {
-		r.egress.Close(key)
-	}
-	return sb, err
-}
-
-// Reconnect connects again to the supervisor of a sandbox whose channel
-// dropped while the sandbox may run on (its runtime's control plane
-// restarted): the sandbox as it is, with a new channel.
-func (r *Registry) Reconnect(ctx context.Context, sb *runtime.Sandbox) (*runtime.Sandbox, error) {
-	return r.rt.Attach(ctx, runtime.Container{ID: sb.ID, Labels: sb.Labels, Created: sb.Created, Running: true, Language: sb.Language})
-}
-
-// Attach connects again to a container of l a previous sandboxd made,
-// listening again on its egress socket, which lets nothing through until
-// the caller arms its gate.
-func (r *Registry) Attach(ctx context.Context, l *Language, c runtime.Container) (*runtime.Sandbox, error) {
-	return r.withGate(l, c, func() (*runtime.Sandbox, error) { return r.rt.Attach(ctx, c) })
-}
-
-// withGate listens on container c's egress socket (letting nothing
-// through), which must be there before connect runs, and closes it again
-// if connect fails.
-func (r *Registry) withGate(l *Language, c runtime.Container, connect func() (*runtime.Sandbox, error)) (*runtime.Sandbox, error) {
-	key := c.Labels[runtime.LabelEgress]
-	if key != "" && r.egress != nil {
-		if _, err := r.egress.Open(key, l.Name(), l.egressLimits()); err != nil {
-			return nil, err
-		}
-	}
-	sb, err := connect()
-	if err != nil {
-		r.closeGate(c.Labels)
-	}
-	return sb, err
 }
