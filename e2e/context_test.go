@@ -355,6 +355,21 @@ language "code-interpreter" {
 		if res := exec("r", "", "c(Sys.getenv('WHO', 'gone'), x)"); plain(res) != `[1] "gone"        "from python"` {
 			t.Errorf("after the error and the env: %q %q", plain(res), res.Stderr)
 		}
+		// The image mounts the workspace at /home/user (its
+		// io.sandboxd.workspace label) and links /workspace there: the
+		// interpreters work in /home/user, as E2B's clients expect.
+		for lang, want := range map[string]string{"py": "'/home/user'", "js": "'/home/user'", "r": `[1] "/home/user"`} {
+			code := map[string]string{"py": "import os; os.getcwd()", "js": "process.cwd()", "r": "getwd()"}[lang]
+			if res := exec(lang, "", code); plain(res) != want {
+				t.Errorf("%s's working directory: %q %q", lang, plain(res), res.Stderr)
+			}
+		}
+		if res := exec("sh", "", "pwd -P; ls /workspace/shared.txt /home/user/shared.txt"); res.Stdout != "/home/user\n/home/user/shared.txt\n/workspace/shared.txt\n" {
+			t.Errorf("bash's working directory: %q %q", res.Stdout, res.Stderr)
+		}
+		if res, err := c.Run(ctx(t), api.RunRequest{Language: "code-interpreter", Code: "import os; print(os.getcwd(), open('/workspace/a', 'w').write('x'), 'a' in os.listdir('/home/user'))"}); err != nil || res.Stdout != "/home/user 1 True\n" {
+			t.Errorf("a run: %v %+v", err, res)
+		}
 		// A context runs the language it was started for: an exec that
 		// names none runs in it, one that names another is refused. The
 		// session's own language goes by its plugin's names too.

@@ -68,9 +68,10 @@ func Step(line string) (string, bool) {
 }
 
 // Resolve finds the image t's containers are made from in the engine:
-// its reference and id, or why there is none (Missing says how to build
-// it). dir is the directory of Dockerfiles sandboxd builds from.
-func Resolve(ctx context.Context, rt runtime.Runtime, dir string, t Target) (ref, id string, err error) {
+// its reference and what the engine says of it, or why there is none
+// (Missing says how to build it). dir is the directory of Dockerfiles
+// sandboxd builds from.
+func Resolve(ctx context.Context, rt runtime.Runtime, dir string, t Target) (string, runtime.Image, error) {
 	base, err := rt.Image(ctx, t.Base)
 	switch {
 	case errors.Is(err, runtime.ErrImageMissing):
@@ -78,22 +79,22 @@ func Resolve(ctx context.Context, rt runtime.Runtime, dir string, t Target) (ref
 		if _, ok := Source(dir, t.Base, nil); !ok {
 			how = fmt.Sprintf("sandboxd builds only images with a Dockerfile in %s: build or load it into the engine yourself", dir)
 		}
-		return t.Base, "", Missing(fmt.Sprintf("image %s of language %s is missing: %s", t.Base, t.Language, how))
+		return t.Base, runtime.Image{}, Missing(fmt.Sprintf("image %s of language %s is missing: %s", t.Base, t.Language, how))
 	case err != nil:
-		return t.Base, "", err
+		return t.Base, runtime.Image{}, err
 	case len(t.Packages) == 0:
-		return t.Base, base.ID, nil
+		return t.Base, base, nil
 	}
 	b := Derived(t.Language, t.Base, base, t.Install, t.Packages, nil)
 	derived, err := rt.Image(ctx, b.Tag)
 	switch {
 	case errors.Is(err, runtime.ErrImageMissing):
-		return b.Tag, "", Missing(fmt.Sprintf("image %s (%s with packages %s) of language %s is not built yet: build it with `sandboxctl images build %s`",
+		return b.Tag, runtime.Image{}, Missing(fmt.Sprintf("image %s (%s with packages %s) of language %s is not built yet: build it with `sandboxctl images build %s`",
 			b.Tag, t.Base, strings.Join(t.Packages, " "), t.Language, t.Language))
 	case err != nil:
-		return b.Tag, "", err
+		return b.Tag, runtime.Image{}, err
 	}
-	return b.Tag, derived.ID, nil
+	return b.Tag, derived, nil
 }
 
 // Built is what became of one image a build made, or would have.
@@ -179,13 +180,13 @@ func Build(ctx context.Context, rt runtime.Runtime, dir string, ca []byte, targe
 			}
 		}
 		if t.Registry != "" {
-			ref, id, err := Resolve(ctx, rt, dir, t)
+			ref, img, err := Resolve(ctx, rt, dir, t)
 			if err != nil {
 				res = append(res, Built{Language: t.Language, Image: t.Registry + "/" + ref, Packages: t.Packages,
 					Error: fmt.Sprintf("the image to push: %v", err)})
 				continue
 			}
-			_ = build(t, Pushed(t.Registry, ref, id, t.Supervisor), t.Packages)
+			_ = build(t, Pushed(t.Registry, ref, img.ID, t.Supervisor), t.Packages)
 		}
 	}
 	return res

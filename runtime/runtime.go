@@ -10,6 +10,9 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
+	"path"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -33,6 +36,27 @@ const (
 	Workspace      = "/workspace"
 	SupervisorPath = "/.sandboxd/init"
 )
+
+// ImageWorkspaceLabel, on an image, names the directory its workspace's
+// file system is mounted at instead of Workspace, which the image links
+// there: E2B's sandboxes work in /home/user, and its clients expect
+// getcwd() to say so.
+const ImageWorkspaceLabel = "io.sandboxd.workspace"
+
+// WorkspaceMount is where an image with labels wants its workspace
+// mounted: Workspace, or the directory its ImageWorkspaceLabel names (an
+// absolute, clean path below /home). An error says why that label
+// cannot be used.
+func WorkspaceMount(labels map[string]string) (string, error) {
+	at, ok := labels[ImageWorkspaceLabel]
+	if !ok || at == Workspace {
+		return Workspace, nil
+	}
+	if !path.IsAbs(at) || path.Clean(at) != at || !strings.HasPrefix(at, "/home/") {
+		return "", fmt.Errorf("label %s=%q: the workspace's directory is an absolute, clean path below /home (such as /home/user), to which the image links %s", ImageWorkspaceLabel, at, Workspace)
+	}
+	return at, nil
+}
 
 // ErrImageMissing means the sandbox image is not on the engine.
 var ErrImageMissing = errdefs.New(errdefs.ImageMissing, "image not found")
@@ -119,6 +143,10 @@ type Spec struct {
 	Env      []string          // KEY=VALUE set at create time
 	Labels   map[string]string // extra labels (operator's, session id)
 	Mounts   []Mount
+	// WorkspaceAt is where the workspace's file system is mounted: "" (or
+	// Workspace) for Workspace, or the directory the image links
+	// Workspace to (see WorkspaceMount).
+	WorkspaceAt string
 	// Waiting, if set, is told what a slow start waits on outside
 	// sandboxd (a node pulling the image, a pod no node can take yet),
 	// each time that changes.

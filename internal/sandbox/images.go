@@ -22,6 +22,9 @@ import (
 type imageState struct {
 	ref     string // the image containers are created from
 	id      string // its engine id; empty when it is missing
+	// workspaceAt is where its containers' workspace is mounted (see
+	// runtime.WorkspaceMount).
+	workspaceAt string
 	err     error  // why no container can be made, and what to do
 	version string // what the runtime's version command printed
 }
@@ -120,8 +123,15 @@ func (p *Provider) ready(ctx context.Context, l *kind) error {
 // resolveImage finds the image a language's containers are made from now.
 func (p *Provider) resolveImage(ctx context.Context, l *kind) imageState {
 	var st imageState
-	st.ref, st.id, st.err = images.Resolve(ctx, p.rt, p.cfg.ImagesDir, l.target())
-	if st.id != "" {
+	var img runtime.Image
+	st.ref, img, st.err = images.Resolve(ctx, p.rt, p.cfg.ImagesDir, l.target())
+	if st.err == nil {
+		if st.workspaceAt, st.err = runtime.WorkspaceMount(img.Labels); st.err != nil {
+			st.err = fmt.Errorf("image %s of language %s: %w", st.ref, l.Name(), st.err)
+		}
+	}
+	if st.err == nil {
+		st.id = img.ID
 		st.version, _ = p.store.Version(st.id)
 	}
 	l.img.set(st)

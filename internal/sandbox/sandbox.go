@@ -196,12 +196,14 @@ func (p *Provider) create(ctx context.Context, l *kind, limits runtime.Limits, m
 // spec is what a language's containers are made from; each gets a fresh
 // session id label, the id it will have if a session takes it.
 func (p *Provider) spec(l *kind) runtime.Spec {
+	img := l.img.get()
 	return runtime.Spec{
-		Language: l.Config.Name,
-		Image:    l.img.get().ref,
-		Runtime:  l.Config.Runtime,
-		Limits:   l.Config.Limits,
-		Labels:   map[string]string{runtime.LabelSession: state.RandomID(8)},
+		Language:    l.Config.Name,
+		Image:       img.ref,
+		WorkspaceAt: img.workspaceAt,
+		Runtime:     l.Config.Runtime,
+		Limits:      l.Config.Limits,
+		Labels:      map[string]string{runtime.LabelSession: state.RandomID(8)},
 	}
 }
 

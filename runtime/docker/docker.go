@@ -16,6 +16,7 @@
 package docker
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -486,8 +487,8 @@ func (d *Docker) containerConfig(spec runtime.Spec, uid uint32, token string) (*
 		Runtime:        d.ociRuntime(spec),
 		Init:           &init, // the supervisor is PID 1 and reaps
 		Tmpfs: map[string]string{
-			runtime.Workspace: tmpfs(spec.Limits.Disk, "0755"),
-			"/tmp":            tmpfs(spec.Limits.Disk, "1777"),
+			cmp.Or(spec.WorkspaceAt, runtime.Workspace): tmpfs(spec.Limits.Disk, "0755"),
+			"/tmp": tmpfs(spec.Limits.Disk, "1777"),
 		},
 		Mounts: []mount.Mount{{
 			Type: mount.TypeBind, Source: d.opts.Supervisor, Target: runtime.SupervisorPath, ReadOnly: true,

@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"strings"
@@ -118,7 +119,7 @@ func (k *Kubernetes) podFor(spec runtime.Spec, name, token string, uid uint32) *
 					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 				},
 				VolumeMounts: []corev1.VolumeMount{
-					{Name: "workspace", MountPath: runtime.Workspace},
+					{Name: "workspace", MountPath: cmp.Or(spec.WorkspaceAt, runtime.Workspace)},
 					{Name: "tmp", MountPath: "/tmp"},
 				},
 				// Set, not left to the API server's default: a webhook

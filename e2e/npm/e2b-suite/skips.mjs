@@ -6,7 +6,6 @@
 const why = {
   ONE_LANG: "Java has no context kernel here (the JVM cannot set a cell's environment variables in its own): the Code Interpreter's sandboxes run Python, JavaScript, TypeScript, R and Bash cells",
   IPYTHON: "cells run in plain Python, not IPython: shell escapes (!pwd) and magics are not there",
-  CWD: "a context works in /workspace, which /home/user names: Python's getcwd(), Node's process.cwd() and R's getwd() give the real path",
   CTX_CWD: "a context's working directory must be in the home (/root is not a sandbox's)",
   SYSTEMD: "the Jupyter server and systemd units are E2B's template's: contexts here are the supervisor's, which a program cannot kill",
   PUBLIC: "needs the internet (public addresses such as 1.1.1.1 and 8.8.8.8 or public names), which these machines cannot reach",
@@ -28,10 +27,6 @@ export const skips = {
     "create context with options": why.CTX_CWD,
   },
   "code-interpreter/tests/cwd.test.ts": {
-    "cwd python": why.CWD,
-    "cwd javascript": why.CWD,
-    "cwd typescript": why.CWD,
-    "cwd r": why.CWD,
     "cwd java": why.ONE_LANG,
   },
   "code-interpreter/tests/env_vars/java.test.ts": {
