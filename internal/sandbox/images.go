@@ -20,13 +20,13 @@ import (
 // imageState is what a language's containers are made from, as last
 // resolved against the engine.
 type imageState struct {
-	ref     string // the image containers are created from
-	id      string // its engine id; empty when it is missing
+	ref string // the image containers are created from
+	id  string // its engine id; empty when it is missing
 	// workspaceAt is where its containers' workspace is mounted (see
 	// runtime.WorkspaceMount).
 	workspaceAt string
-	err     error  // why no container can be made, and what to do
-	version string // what the runtime's version command printed
+	err         error  // why no container can be made, and what to do
+	version     string // what the runtime's version command printed
 }
 
 // Building is a language's image build under way: since when, and how
