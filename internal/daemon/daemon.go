@@ -190,6 +190,7 @@ func (d *Daemon) Close(ctx context.Context) {
 		d.log.Warn("shutdown deadline reached with executions still running")
 	}
 	d.Sandboxes.Close(ctx)
+	d.Languages.Close()
 	d.records.wait()
 	close(d.timelineStop)
 	<-d.timelineDone
@@ -204,7 +205,6 @@ func (d *Daemon) Close(ctx context.Context) {
 		d.log.Warn("final cleanup failed", "error", err)
 	}
 	d.policies.Close()
-	d.Languages.Close()
 }
 
 // Plugins reports the health of every block's plugin process, language

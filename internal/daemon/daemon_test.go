@@ -171,3 +171,16 @@ func TestRunIsToldWhatItWaitsOn(t *testing.T) {
 		t.Errorf("told %q; the result says %q", queued, res.Timings.QueueReason)
 	}
 }
+
+// A start that fails after the languages and their sandboxes are up (a
+// policy block whose plugin is not there) says why, and closes what it
+// opened: no panic on pools that never started.
+func TestFailedStartSaysWhy(t *testing.T) {
+	_, _, err := daemontest.Open(t, daemontest.Options{Languages: daemontest.Bash, Extra: `
+policy "missing" {
+  plugin = "sandbox-policy-nowhere"
+}`})
+	if err == nil || !strings.Contains(err.Error(), "nowhere") {
+		t.Fatalf("a start with a missing policy plugin: %v", err)
+	}
+}

@@ -53,7 +53,7 @@ type Validation struct {
 	NeedsApproval bool
 }
 
-// The results of executions are the sandbox leases' own (sandbox.Run).
+// The results of executions are the sandbox leases' own (sandbox.Lease.Run).
 type (
 	Result       = sandbox.Result
 	Step         = sandbox.Step
@@ -80,7 +80,7 @@ const (
 
 // Queued is the stream on which OutputFunc is told what a run waits on
 // before it starts (besides supervisor.Stdout and supervisor.Stderr).
-const Queued = sandbox.Queued
+const Queued = "queued"
 
 // ContextsLostByHibernation is why a context's state is gone when its
 // session hibernated without its memory.

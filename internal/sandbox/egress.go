@@ -26,7 +26,7 @@ func (p *Provider) Gate(sb *runtime.Sandbox) *egress.Gate {
 // the proxy variables set and the CA bundle sandboxes trust.
 func (p *Provider) createFor(ctx context.Context, l *kind, spec runtime.Spec) (*runtime.Sandbox, error) {
 	if len(l.Egress()) == 0 {
-		return p.Create(ctx, spec)
+		return p.start(ctx, spec)
 	}
 	key := state.RandomID(8)
 	if _, err := p.egress.Open(key, l.Name(), l.EgressLimits()); err != nil {
@@ -46,7 +46,7 @@ func (p *Provider) createFor(ctx context.Context, l *kind, spec runtime.Spec) (*
 			spec.Env = append(spec.Env, v+"="+supervisor.EgressDir+"/"+egress.Bundle)
 		}
 	}
-	sb, err := p.Create(ctx, spec)
+	sb, err := p.start(ctx, spec)
 	if err != nil {
 		p.egress.Close(key)
 	}

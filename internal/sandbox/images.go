@@ -399,7 +399,7 @@ func (p *Provider) runtimeVersion(l *kind, st imageState) (string, error) {
 	defer cancel()
 	spec := p.spec(l)
 	spec.Image = st.ref
-	sb, err := p.Create(ctx, spec)
+	sb, err := p.start(ctx, spec)
 	if err != nil {
 		return "", err
 	}

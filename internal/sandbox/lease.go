@@ -111,8 +111,12 @@ func (ls *Lease) Container() string { return runtime.ShortID(ls.sb.ID) }
 func (ls *Lease) Lost() string { return ls.lost }
 
 // Release ends a run's lease: its container is recycled when the run
-// ended cleanly, and retired otherwise.
+// ended cleanly, and retired otherwise. A session's lease (Held) is the
+// session's to end: Release leaves it be.
 func (ls *Lease) Release() {
+	if !ls.oneShot {
+		return
+	}
 	if ls.gate != nil {
 		ls.gate.SetSecrets(nil)
 	}

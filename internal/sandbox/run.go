@@ -21,13 +21,8 @@ import (
 )
 
 // OutputFunc receives a program's output as it is produced: stream is
-// supervisor.Stdout or supervisor.Stderr, or Queued for what a run waits
-// on before it starts.
+// supervisor.Stdout or supervisor.Stderr.
 type OutputFunc func(stream string, data []byte)
-
-// Queued is the stream on which OutputFunc is told what a run waits on
-// before it starts (besides supervisor.Stdout and supervisor.Stderr).
-const Queued = "queued"
 
 // Job is what runs in a sandbox: its files are written, then its steps
 // run in order, sharing one deadline; the first to fail ends it.

@@ -207,9 +207,9 @@ func (p *Provider) spec(l *kind) runtime.Spec {
 	}
 }
 
-// Create creates and starts a container; every container sandboxd starts
+// start creates and starts a container; every container sandboxd starts
 // comes through here.
-func (p *Provider) Create(ctx context.Context, spec runtime.Spec) (*runtime.Sandbox, error) {
+func (p *Provider) start(ctx context.Context, spec runtime.Spec) (*runtime.Sandbox, error) {
 	began := time.Now()
 	sb, err := p.rt.Create(ctx, spec)
 	p.metrics.ContainerStarted(spec.Language, time.Since(began), err)
@@ -292,6 +292,9 @@ func (p *Provider) Pools() map[string]stats.Pool {
 func (p *Provider) Close(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, l := range p.kinds {
+		if l.pool == nil {
+			continue // a start that failed before Start
+		}
 		wg.Add(1)
 		go func() { defer wg.Done(); l.pool.Close(ctx) }()
 	}
