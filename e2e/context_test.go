@@ -69,10 +69,17 @@ language "r" {
     max      = 1
   }
 }
+language "java" {
+  image = "sandboxd/java:latest"
+  pool {
+    min_idle = 0
+    max      = 1
+  }
+}
 language "code-interpreter" {
   plugin   = "python"
   image    = "sandboxd/code-interpreter:latest"
-  contexts = ["js", "typescript", "r", "bash"]
+  contexts = ["js", "typescript", "r", "java", "bash"]
   pool {
     min_idle = 0
     max      = 1
@@ -364,6 +371,22 @@ language "code-interpreter" {
 				t.Errorf("%s's working directory: %q %q", lang, plain(res), res.Stderr)
 			}
 		}
+		// Java: JShell, whose cells' env is system properties (as E2B's
+		// Java kernel has it: the JVM cannot change its own environment).
+		res = exec("java", "java", "int n = 41;\nSystem.out.println(Files.readString(Path.of(\"shared.txt\")));\nn + 1")
+		if res.ExitCode != 0 || res.Stdout != "from python\n" || plain(res) != "42" || res.Language != "java" {
+			t.Errorf("java: %q %q %q %+v", res.Stdout, res.Stderr, plain(res), res.Context)
+		}
+		res, err = c.Exec(ctx(t), id, api.ExecRequest{Context: "java", Code: "System.getProperty(\"WHO\") + \" \" + System.getProperty(\"user.dir\")", Env: map[string]string{"WHO": "cell"}})
+		if err != nil || plain(res) != "cell /home/user" {
+			t.Errorf("a Java cell's env and directory: %v %+v", err, res)
+		}
+		if res := exec("java", "", "n / 0"); res.ExitCode != 1 || !strings.Contains(res.Stderr, "java.lang.ArithmeticException: / by zero") || res.Context.Lost != "" {
+			t.Errorf("a Java exception: %+v", res)
+		}
+		if res := exec("java", "", "String.valueOf(System.getProperty(\"WHO\")) + n"); plain(res) != "null41" {
+			t.Errorf("after the exception and the env: %q %q", plain(res), res.Stderr)
+		}
 		if res := exec("sh", "", "pwd -P; ls /workspace/shared.txt /home/user/shared.txt"); res.Stdout != "/home/user\n/home/user/shared.txt\n/workspace/shared.txt\n" {
 			t.Errorf("bash's working directory: %q %q", res.Stdout, res.Stderr)
 		}
@@ -387,7 +410,7 @@ language "code-interpreter" {
 		for _, k := range list.Contexts {
 			langs[k.Name] = k.Language
 		}
-		if err != nil || fmt.Sprint(langs) != "map[js:node py:code-interpreter r:r sh:bash ts:typescript]" {
+		if err != nil || fmt.Sprint(langs) != "map[java:java js:node py:code-interpreter r:r sh:bash ts:typescript]" {
 			t.Errorf("contexts: %v %v", err, langs)
 		}
 		// A restart keeps the context's language, one that ended too.

@@ -48,11 +48,17 @@ language "r" {
     min_idle = 0
   }
 }
+language "java" {
+  image = "sandboxd/java:latest"
+  pool {
+    min_idle = 0
+  }
+}
 # As examples/e2b.hcl has it: the Code Interpreter's template.
 language "code-interpreter" {
   plugin   = "python"
   image    = "sandboxd/code-interpreter:latest"
-  contexts = ["node", "typescript", "r", "bash"]
+  contexts = ["node", "typescript", "r", "java", "bash"]
   pool {
     min_idle = 1
   }

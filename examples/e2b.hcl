@@ -66,12 +66,13 @@ language "python" {
 }
 
 # The Code Interpreter's sandboxes: Python, with JavaScript, TypeScript,
-# R and Bash contexts beside it (runCode(code, {language: "js"})), as
-# E2B's template runs them. Its image is python's with Node.js and R.
+# R, Java and Bash contexts beside it (runCode(code, {language: "js"})),
+# as E2B's template runs them. Its image is python's with Node.js, the JDK
+# and R.
 language "code-interpreter" {
   plugin   = "python"
   image    = "sandboxd/code-interpreter:latest"
-  contexts = ["node", "typescript", "r", "bash"]
+  contexts = ["node", "typescript", "r", "java", "bash"]
   pool {
     min_idle = 2
     max      = 16
@@ -102,6 +103,14 @@ language "node" {
   pool {
     min_idle = 1
     max      = 8
+  }
+}
+
+language "java" {
+  image = "sandboxd/java:latest"
+  pool {
+    min_idle = 0
+    max      = 4
   }
 }
 

@@ -68,7 +68,7 @@ func TestStepAndBuilding(t *testing.T) {
 }
 
 // An image that builds on another of sandboxd's (code-interpreter on
-// python and node) has it built first when the engine lacks it, and one
+// python, node and java) has it built first when the engine lacks it, and one
 // that builds on a base the engine lacks is not built: it would be pulled
 // from a registry, where sandboxd/... is anyone's.
 func TestBuildMakesWhatAnImageBuildsOnFirst(t *testing.T) {
@@ -80,7 +80,7 @@ func TestBuildMakesWhatAnImageBuildsOnFirst(t *testing.T) {
 				built = append(built, image)
 			}
 		})
-	if strings.Join(built, " ") != "sandboxd/node:latest sandboxd/code-interpreter:latest" || len(res) != 2 || res[0].Error != "" || res[1].Error != "" {
+	if strings.Join(built, " ") != "sandboxd/node:latest sandboxd/java:latest sandboxd/code-interpreter:latest" || len(res) != 3 || res[0].Error != "" || res[1].Error != "" || res[2].Error != "" {
 		t.Errorf("built %v: %+v", built, res)
 	}
 	rt = fake.New(t.TempDir())

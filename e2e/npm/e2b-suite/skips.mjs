@@ -4,7 +4,6 @@
 // docs/e2b.md counts them; E2B_SUITE_ALL=1 runs them anyway.
 
 const why = {
-  ONE_LANG: "Java has no context kernel here (the JVM cannot set a cell's environment variables in its own): the Code Interpreter's sandboxes run Python, JavaScript, TypeScript, R and Bash cells",
   IPYTHON: "cells run in plain Python, not IPython: shell escapes (!pwd) and magics are not there",
   CTX_CWD: "a context's working directory must be in the home (/root is not a sandbox's)",
   SYSTEMD: "the Jupyter server and systemd units are E2B's template's: contexts here are the supervisor's, which a program cannot kill",
@@ -25,14 +24,6 @@ export const skips = {
   },
   "code-interpreter/tests/contexts.test.ts": {
     "create context with options": why.CTX_CWD,
-  },
-  "code-interpreter/tests/cwd.test.ts": {
-    "cwd java": why.ONE_LANG,
-  },
-  "code-interpreter/tests/env_vars/java.test.ts": {
-    "env vars on sandbox (java)": why.ONE_LANG,
-    "env vars per execution (java)": why.ONE_LANG,
-    "env vars overwrite": why.ONE_LANG,
   },
   "code-interpreter/tests/systemd.test.ts": {
     "restart after jupyter kill": why.SYSTEMD,

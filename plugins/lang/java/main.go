@@ -2,6 +2,8 @@
 package main
 
 import (
+	_ "embed"
+
 	"github.com/sandboxd/sandboxd/plugins"
 	"github.com/sandboxd/sandboxd/plugins/language"
 )
@@ -16,6 +18,12 @@ var hook = []string{"-XX:SharedArchiveFile=/usr/local/lib/sandboxd/javac.jsa", "
 // javac is the compile step's command, JVM options first: the warm
 // compiler's JVM is started with the same ones.
 var javac = []string{"javac", "-J-XX:+UseSerialGC", "-J-XX:TieredStopAtLevel=1"}
+
+// kernel is the context kernel: one JShell (images/java/JShellKernel.java),
+// fed by jq.
+//
+//go:embed kernel.sh
+var kernel string
 
 func main() {
 	plugins.Serve(&language.Template{
@@ -32,6 +40,7 @@ func main() {
 				Command: append([]string{"java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"}, hook...),
 				Stands:  javac,
 			}},
+			ContextCommand: []string{"bash", "-c", kernel},
 		},
 		MainFile: "{class}.java",
 		Compile:  append(javac[:len(javac):len(javac)], "-encoding", "UTF-8", "-d", "{outdir}", "{sources}"),
