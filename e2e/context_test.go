@@ -110,12 +110,25 @@ language "code-interpreter" {
 		if res := cell(t, c, id, "main", "os.environ['HOME'] != '/cell'", 0); plain(res) != "True" {
 			t.Errorf("the next cell's env: %q", plain(res))
 		}
+		// IPython's shell escapes, as agents write them: the output
+		// goes to the cell's, {name} and $name are the cell's variables,
+		// x = !cmd captures the lines.
+		res = cell(t, c, id, "main", "n = 'sh'\n!echo from {n} $n; echo err >&2\nlines = !printf 'a\\nb\\n'\nfor i in range(2):\n    !echo {i}\nlines", 0)
+		if res.Stdout != "from sh sh\n0\n1\n" || res.Stderr != "err\n" || plain(res) != "['a', 'b']" {
+			t.Errorf("shell escapes: %q %q %q", res.Stdout, res.Stderr, plain(res))
+		}
+		if res := cell(t, c, id, "main", "%cd /tmp\nimport os\nos.getcwd()", 0); plain(res) != "'/tmp'" || res.Stdout != "/tmp\n" {
+			t.Errorf("%%cd: %q %q %q", res.Stdout, res.Stderr, plain(res))
+		}
+		if res := cell(t, c, id, "main", "%cd /workspace\ns = '''\n!not a command\n'''\ns", 0); plain(res) != `'\n!not a command\n'` {
+			t.Errorf("a string's line that starts with !: %q %q", plain(res), res.Stderr)
+		}
 		// Another context is another namespace.
 		if res := cell(t, c, id, "other", "'x' in globals()", 0); plain(res) != "False" || !res.Context.Started {
 			t.Errorf("a second context: %q", plain(res))
 		}
 		res = cell(t, c, id, "main", "def f():\n    return 1/0\nf()", 0)
-		if res.ExitCode != 1 || !strings.Contains(res.Stderr, `File "<main cell 6>", line 2, in f`) || !strings.Contains(res.Stderr, "ZeroDivisionError") ||
+		if res.ExitCode != 1 || !strings.Contains(res.Stderr, `File "<main cell 9>", line 2, in f`) || !strings.Contains(res.Stderr, "ZeroDivisionError") ||
 			strings.Contains(res.Stderr, "kernel") {
 			t.Errorf("an exception: exit %d %q", res.ExitCode, res.Stderr)
 		}

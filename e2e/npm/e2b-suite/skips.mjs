@@ -4,7 +4,6 @@
 // docs/e2b.md counts them; E2B_SUITE_ALL=1 runs them anyway.
 
 const why = {
-  IPYTHON: "cells run in plain Python, not IPython: shell escapes (!pwd) and magics are not there",
   CTX_CWD: "a context's working directory must be in the home (/root is not a sandbox's)",
   SYSTEMD: "the Jupyter server and systemd units are E2B's template's: contexts here are the supervisor's, which a program cannot kill",
   PUBLIC: "needs the internet (public addresses such as 1.1.1.1 and 8.8.8.8 or public names), which these machines cannot reach",
@@ -19,9 +18,6 @@ const why = {
 }
 
 export const skips = {
-  "code-interpreter/tests/bash.test.ts": {
-    "bash": why.IPYTHON,
-  },
   "code-interpreter/tests/contexts.test.ts": {
     "create context with options": why.CTX_CWD,
   },

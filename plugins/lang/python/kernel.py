@@ -5,7 +5,7 @@
 # ({"code", "name", "mark", "env"}), output goes to 1 and 2, then the cell's mark
 # on both, then a JSON reply line on descriptor 4 ({"name", "status",
 # "exit_code", "display"}).
-import ast, base64, builtins, contextlib, json, linecache, math, os, sys, traceback, warnings
+import ast, base64, builtins, contextlib, json, linecache, math, os, re, string, subprocess, sys, traceback, warnings
 
 
 def shown(value):
@@ -180,7 +180,19 @@ class ShowImages:
 def parse(code, name):
     """The cell's syntax tree. A cell indented as a whole (pasted from
     inside a function or a string) is parsed as Jupyter parses it: its
-    first line's indent taken off every line that has it."""
+    first line's indent taken off every line that has it. A cell that is
+    not Python for its IPython lines (shell escapes, %pip, %cd) is parsed
+    with them made calls (see escapes)."""
+    try:
+        return unindented(code, name)
+    except SyntaxError:
+        escaped = escapes(code)
+        if escaped == code:
+            raise
+        return unindented(escaped, name)
+
+
+def unindented(code, name):
     try:
         return code, ast.parse(code, name, 'exec')
     except IndentationError:
@@ -191,6 +203,74 @@ def parse(code, name):
         code = ''.join(line[len(indent):] if line.startswith(indent) else line
                        for line in code.splitlines(True))
         return code, ast.parse(code, name, 'exec')
+
+
+# IPython's lines that are not Python: `!cmd` and `x = !cmd` (a shell
+# command; {name} and $name are the cell's variables), `%pip ...` and
+# `%cd DIR`. Agents write them, as notebooks taught them to.
+ESCAPE = re.compile(r'^([ \t]*)(?:([A-Za-z_][\w.]*)[ \t]*=[ \t]*)?(!|%pip\b|%cd\b)(.*?)(\r?\n?)$')
+
+
+def escapes(code):
+    out = []
+    quote = None  # the triple quote a line starts inside of
+    for line in code.splitlines(True):
+        m = None if quote else ESCAPE.match(line)
+        for q in re.findall(r"'{3}|\"{3}", line):
+            quote = None if q == quote else quote or q
+        if not m:
+            out.append(line)
+            continue
+        indent, target, kind, rest, end = m.groups()
+        rest = rest.strip()
+        if kind == '%cd':
+            call = '__sandboxd_cd(%r, globals(), locals())' % rest
+        else:
+            cmd = rest if kind == '!' else 'python3 -m pip ' + rest
+            call = '__sandboxd_shell(%r, %s, globals(), locals())' % (cmd, bool(target))
+        out.append(indent + (target + ' = ' if target else '') + call + end)
+    return ''.join(out)
+
+
+def expand(cmd, g, l):
+    """cmd with {expr} and $name taken from the cell's variables, as
+    IPython expands them; what does not expand stays as written."""
+    ns = dict(g)
+    ns.update(l)
+    try:
+        cmd = string.Formatter().vformat(cmd, (), ns)
+    except Exception:
+        pass
+    return re.sub(r'\$([A-Za-z_]\w*)', lambda m: str(ns[m.group(1)]) if m.group(1) in ns else m.group(0), cmd)
+
+
+def shell(cmd, capture, g, l):
+    """Runs a shell escape in bash: its output goes to the cell's, or,
+    captured (x = !cmd), comes back as its lines (stderr's too)."""
+    cmd = expand(cmd, g, l)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if capture:
+        res = subprocess.run(cmd, shell=True, executable='/bin/bash', stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors='replace')
+        return res.stdout.splitlines()
+    if sys.stdout is sys.__stdout__ and sys.stderr is sys.__stderr__:
+        # Straight to the cell's output, as it comes.
+        res = subprocess.run(cmd, shell=True, executable='/bin/bash', stdin=subprocess.DEVNULL)
+    else:
+        # Streams a program redirected (contextlib.redirect_stdout) get
+        # the output too.
+        res = subprocess.run(cmd, shell=True, executable='/bin/bash', stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors='replace')
+        sys.stdout.write(res.stdout)
+        sys.stderr.write(res.stderr)
+    builtins._exit_code = res.returncode
+    return None
+
+
+def cd(path, g, l):
+    os.chdir(os.path.expanduser(expand(path, g, l) or '~'))
+    print(os.getcwd())
 
 
 def run(ns, code, name):
@@ -255,6 +335,7 @@ def main():
     sys.argv = ['']
     sys.meta_path.insert(0, ShowImages())
     builtins.display = display  # as IPython has it, for modules too
+    builtins.__sandboxd_shell, builtins.__sandboxd_cd = shell, cd
     ns = {'__name__': '__main__', '__builtins__': __builtins__}
     for line in cells:
         cell = json.loads(line)
