@@ -400,7 +400,18 @@ language "code-interpreter" {
 		if res := exec("java", "", "String.valueOf(System.getProperty(\"WHO\")) + n"); plain(res) != "null41" {
 			t.Errorf("after the exception and the env: %q %q", plain(res), res.Stderr)
 		}
-		if res := exec("sh", "", "pwd -P; ls /workspace/shared.txt /home/user/shared.txt"); res.Stdout != "/home/user\n/home/user/shared.txt\n/workspace/shared.txt\n" {
+		// A literal past the class file's limit leaves JShell unable to
+		// compile: the context ends, and starts afresh.
+		if res := exec("java", "", "String big = \""+strings.Repeat("z", 70000)+"\";"); res.ExitCode != 1 || !strings.Contains(res.Stderr, "constant string too long") || res.Context.Lost == "" {
+			t.Errorf("a literal too long: %d %q", res.ExitCode, res.Stderr)
+		}
+		if res := exec("java", "", "1 + 1"); plain(res) != "2" || !res.Context.Started {
+			t.Errorf("after JShell broke: %q %q %+v", plain(res), res.Stderr, res.Context)
+		}
+		if res := exec("java", "", "int q = 1; void f() {"); res.ExitCode != 1 || !strings.Contains(res.Stderr, "ends in the middle") {
+			t.Errorf("an unfinished cell: %d %q", res.ExitCode, res.Stderr)
+		}
+		if res := exec("sh", "", "pwd -P; echo $HOME; ls /workspace/shared.txt /home/user/shared.txt"); res.Stdout != "/home/user\n/home/user\n/home/user/shared.txt\n/workspace/shared.txt\n" {
 			t.Errorf("bash's working directory: %q %q", res.Stdout, res.Stderr)
 		}
 		if res, err := c.Run(ctx(t), api.RunRequest{Language: "code-interpreter", Code: "import os; print(os.getcwd(), open('/workspace/a', 'w').write('x'), 'a' in os.listdir('/home/user'))"}); err != nil || res.Stdout != "/home/user 1 True\n" {

@@ -14,7 +14,9 @@
 // environment is there as properties too: what E2B's Java kernel does,
 // whose clients read them with System.getProperty. A compile error or an
 // exception ends the cell (status error, the message on stderr), not the
-// context; System.exit ends the context.
+// context; System.exit ends the context, and so does a JShell that can no
+// longer compile (a string literal past the class file's limit leaves it
+// so), which the next cell starts afresh.
 import java.io.BufferedReader;
 import java.io.FileDescriptor;
 import java.io.FileInputStream;
@@ -49,12 +51,18 @@ public class JShellKernel {
         BufferedReader cells = new BufferedReader(new InputStreamReader(new FileInputStream("/dev/fd/3"), StandardCharsets.UTF_8));
         PrintStream reply = new PrintStream(new FileOutputStream("/dev/fd/4"), true, StandardCharsets.UTF_8);
         OutputStream out = new FileOutputStream(FileDescriptor.out), err = new FileOutputStream(FileDescriptor.err);
+        // The streams cells print to; a cell that replaces or closes them
+        // has them back for the next.
+        PrintStream stdout = new PrintStream(new FileOutputStream(FileDescriptor.out), true, StandardCharsets.UTF_8);
+        PrintStream stderr = new PrintStream(new FileOutputStream(FileDescriptor.err), true, StandardCharsets.UTF_8);
+        System.setOut(stdout);
+        System.setErr(stderr);
         System.getenv().forEach((k, v) -> {
             if (System.getProperty(k) == null) {
                 System.setProperty(k, v);
             }
         });
-        JShell shell = JShell.builder().executionEngine("local").out(System.out).err(System.err).build();
+        JShell shell = JShell.builder().executionEngine("local").out(stdout).err(stderr).build();
         for (String pkg : IMPORTS) {
             shell.eval("import " + pkg + ";");
         }
@@ -77,10 +85,14 @@ public class JShellKernel {
             Map<String, String> before = new LinkedHashMap<>();
             env.forEach((k, v) -> before.put(k, System.setProperty(k, v)));
             String[] shown = {null};
-            boolean ok;
+            boolean ok = false;
             try {
                 ok = run(shell, code, shown);
+            } catch (RuntimeException | Error x) {
+                stderr.println("error: " + x);
             } finally {
+                System.setOut(stdout);
+                System.setErr(stderr);
                 before.forEach((k, v) -> {
                     if (v == null) {
                         System.clearProperty(k);
@@ -89,8 +101,13 @@ public class JShellKernel {
                     }
                 });
             }
-            System.out.flush();
-            System.err.flush();
+            if (!ok && !compiles(shell)) {
+                // Ended within the cell: the cell says the context is lost.
+                stderr.println("sandboxd: JShell can no longer compile anything; the Java context ends, and starts afresh on its next use");
+                System.exit(1);
+            }
+            stdout.flush();
+            stderr.flush();
             out.write(mark);
             err.write(mark);
             out.flush();
@@ -112,8 +129,8 @@ public class JShellKernel {
                 break;
             }
             if (!info.completeness().isComplete()) {
-                snippets.add(rest); // JShell says what is wrong with it
-                break;
+                System.err.println("error: the cell ends in the middle of a statement, a block, a string or a comment");
+                return false;
             }
             snippets.add(info.source());
             rest = info.remaining();
@@ -125,9 +142,18 @@ public class JShellKernel {
                     continue; // another snippet this one changed
                 }
                 Snippet s = e.snippet();
-                if (e.status() == Snippet.Status.REJECTED) {
-                    shell.diagnostics(s).forEach((Diag d) -> System.err.println("error: " + d.getMessage(Locale.ROOT)));
+                if (e.status() != Snippet.Status.VALID && e.status() != Snippet.Status.RECOVERABLE_DEFINED) {
+                    List<Diag> diags = shell.diagnostics(s).toList();
+                    // "location: class" names JShell's wrapper, which is no class of the cell's.
+                    diags.forEach(d -> System.err.println("error: " + d.getMessage(Locale.ROOT).replaceAll("\\n\\s*location: class\\s*$", "")));
+                    if (diags.isEmpty()) {
+                        System.err.println("error: JShell did not take `" + s.source().strip() + "`" +
+                            (e.status() == Snippet.Status.RECOVERABLE_NOT_DEFINED ? ": it needs something not yet declared" : ""));
+                    }
                     return false;
+                }
+                if (e.status() == Snippet.Status.RECOVERABLE_DEFINED) {
+                    System.err.println("warning: `" + s.source().strip() + "` is declared, but cannot be used until what it refers to is declared");
                 }
                 if (e.exception() != null) {
                     report(e.exception());
@@ -147,12 +173,21 @@ public class JShellKernel {
         return true;
     }
 
+    // compiles says whether the shell still compiles a trivial snippet.
+    static boolean compiles(JShell shell) {
+        try {
+            return shell.eval("0;").stream().allMatch(e -> e.status() == Snippet.Status.VALID);
+        } catch (RuntimeException x) {
+            return false;
+        }
+    }
+
     static void report(Exception x) {
         if (x instanceof EvalException e) {
             System.err.println(e.getExceptionClassName() + (e.getMessage() == null ? "" : ": " + e.getMessage()));
             for (StackTraceElement t : e.getStackTrace()) {
                 if (t.getClassName().startsWith("REPL.")) {
-                    System.err.println("\tat " + t);
+                    System.err.println("\tat " + t.getMethodName() + " (cell line " + t.getLineNumber() + ")");
                 }
             }
         } else if (x instanceof UnresolvedReferenceException u) {

@@ -433,7 +433,7 @@ func (d *Docker) containerConfig(spec runtime.Spec, uid uint32, token string) (*
 	labels[runtime.LabelUID] = strconv.FormatUint(uint64(uid), 10)
 
 	user := fmt.Sprintf("%d:%d", uid, uid)
-	env := append([]string{"HOME=" + runtime.Workspace, "LANG=C.UTF-8", "TMPDIR=/tmp"}, spec.Env...)
+	env := append([]string{"HOME=" + cmp.Or(spec.WorkspaceAt, runtime.Workspace), "LANG=C.UTF-8", "TMPDIR=/tmp"}, spec.Env...)
 	cfg := &container.Config{
 		Image:      spec.Image,
 		User:       user,

@@ -49,7 +49,7 @@ func (k *Kubernetes) podFor(spec runtime.Spec, name, token string, uid uint32) *
 
 	id := int64(uid)
 	env := []corev1.EnvVar{
-		{Name: "HOME", Value: runtime.Workspace}, {Name: "LANG", Value: "C.UTF-8"}, {Name: "TMPDIR", Value: "/tmp"},
+		{Name: "HOME", Value: cmp.Or(spec.WorkspaceAt, runtime.Workspace)}, {Name: "LANG", Value: "C.UTF-8"}, {Name: "TMPDIR", Value: "/tmp"},
 		{Name: supervisor.EnvListen, Value: fmt.Sprintf("127.0.0.1:%d", SupervisorPort)},
 		{Name: supervisor.EnvTokenSum, Value: supervisor.TokenSum(token)},
 		{Name: supervisor.EnvNproc, Value: strconv.FormatInt(spec.Limits.Pids+supervisor.ReservedThreads, 10)},
