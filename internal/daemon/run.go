@@ -188,7 +188,10 @@ func (d *Daemon) Exec(ctx context.Context, id string, req ExecRequest, out Outpu
 			return aerr
 		}
 		started := time.Now()
-		lease := d.Sandboxes.Held(l, sb, ss.Record().Env)
+		lease, aerr := sessionLease(ss, sb)
+		if aerr != nil {
+			return aerr
+		}
 		r, err := lease.Run(ctx, j.Job, limits, out)
 		if err != nil {
 			return d.records.failed(l.Name(), "exec", id, limits,
@@ -211,6 +214,16 @@ func (d *Daemon) Exec(ctx context.Context, id string, req ExecRequest, out Outpu
 		return nil
 	})
 	return res, aerr
+}
+
+// sessionLease is the lease on sb, the sandbox of session ss that an
+// operation was given: a Reset beside it may have renewed it meanwhile.
+func sessionLease(ss *sessions.Session, sb *runtime.Sandbox) (*sandbox.Lease, error) {
+	lease := ss.Lease()
+	if lease.Sandbox() != sb {
+		return nil, errdefs.Errorf(errdefs.Conflict, "session %s's sandbox was renewed or paused meanwhile; retry", ss.Record().ID)
+	}
+	return lease, nil
 }
 
 // sandboxFailed says why a sandbox failed mid-execution: the engine went

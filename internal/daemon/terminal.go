@@ -68,12 +68,16 @@ func (d *Daemon) Command(ctx context.Context, id string, c Command) (*Result, er
 		if aerr != nil {
 			return aerr
 		}
+		lease, aerr := sessionLease(ss, sb)
+		if aerr != nil {
+			return aerr
+		}
 		j := sandbox.Job{Steps: []language.Step{{Name: "run", Argv: c.Argv}}, Env: runtime.EnvList(ss.Record().Env, c.Env), In: c.Stdin, Dir: dir, TTY: c.TTY}
 		if c.Started != nil {
 			c.Started()
 		}
 		started := time.Now()
-		r, err := d.Sandboxes.Held(l, sb, ss.Record().Env).Run(ctx, j, limits, c.Out)
+		r, err := lease.Run(ctx, j, limits, c.Out)
 		if err != nil {
 			return d.records.failed(l.Name(), c.Kind, id, limits,
 				d.sandboxFailed("the session's sandbox", fmt.Errorf("%s: %w", c.Kind, err)), principal.Of(ctx))

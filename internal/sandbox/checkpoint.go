@@ -23,9 +23,9 @@ func (p *Provider) hibernation(ctx context.Context, l *kind) string {
 	return "workspace"
 }
 
-// Checkpoint stops sb with its memory kept in its container; its egress
+// checkpoint stops sb with its memory kept in its container; its egress
 // gate closes until Restore.
-func (p *Provider) Checkpoint(ctx context.Context, sb *runtime.Sandbox) error {
+func (p *Provider) checkpoint(ctx context.Context, sb *runtime.Sandbox) error {
 	if err := runtime.Checkpoints(p.rt).Checkpoint(ctx, sb.ID); err != nil {
 		return err
 	}
@@ -33,11 +33,11 @@ func (p *Provider) Checkpoint(ctx context.Context, sb *runtime.Sandbox) error {
 	return nil
 }
 
-// Restore starts l's checkpointed container id again, with its memory,
+// restore starts l's checkpointed container id again, with its memory,
 // and connects to it. Its egress socket is made again first (the
 // container's mount of it must find it), letting nothing through until
 // the caller arms its gate.
-func (p *Provider) Restore(ctx context.Context, lang *languages.Language, id string) (*runtime.Sandbox, error) {
+func (p *Provider) restore(ctx context.Context, lang *languages.Language, id string) (*runtime.Sandbox, error) {
 	l := p.of[lang]
 	list, err := p.rt.List(ctx)
 	if err != nil {
@@ -61,12 +61,12 @@ func (p *Provider) Restore(ctx context.Context, lang *languages.Language, id str
 // checkpointed one).
 func (p *Provider) RemoveStopped(lang *languages.Language, id string) {
 	l := p.of[lang]
-	p.Remove(&runtime.Sandbox{ID: id, Language: l.Name()})
+	p.remove(&runtime.Sandbox{ID: id, Language: l.Name()})
 }
 
-// Freeze stops sb's processes where they stand, memory kept, until Thaw;
+// freeze stops sb's processes where they stand, memory kept, until Thaw;
 // runtime.ErrNoFreeze where its runtime cannot.
-func (p *Provider) Freeze(ctx context.Context, sb *runtime.Sandbox) error {
+func (p *Provider) freeze(ctx context.Context, sb *runtime.Sandbox) error {
 	return runtime.Freezes(p.rt).Freeze(ctx, sb.ID)
 }
 

@@ -12,8 +12,8 @@ import (
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
-// Gate is sb's egress gate; nil when its language has no egress.
-func (p *Provider) Gate(sb *runtime.Sandbox) *egress.Gate {
+// gate is sb's egress gate; nil when its language has no egress.
+func (p *Provider) gate(sb *runtime.Sandbox) *egress.Gate {
 	key := sb.Labels[runtime.LabelEgress]
 	if key == "" || p.egress == nil {
 		return nil
@@ -53,17 +53,17 @@ func (p *Provider) createFor(ctx context.Context, l *kind, spec runtime.Spec) (*
 	return sb, err
 }
 
-// Reconnect connects again to the supervisor of a sandbox whose channel
+// reconnect connects again to the supervisor of a sandbox whose channel
 // dropped while the sandbox may run on (its runtime's control plane
 // restarted): the sandbox as it is, with a new channel.
-func (p *Provider) Reconnect(ctx context.Context, sb *runtime.Sandbox) (*runtime.Sandbox, error) {
+func (p *Provider) reconnect(ctx context.Context, sb *runtime.Sandbox) (*runtime.Sandbox, error) {
 	return p.rt.Attach(ctx, runtime.Container{ID: sb.ID, Labels: sb.Labels, Created: sb.Created, Running: true, Language: sb.Language})
 }
 
-// Attach connects again to a container of l a previous sandboxd made,
+// attach connects again to a container of l a previous sandboxd made,
 // listening again on its egress socket, which lets nothing through until
 // the caller arms its gate.
-func (p *Provider) Attach(ctx context.Context, lang *languages.Language, c runtime.Container) (*runtime.Sandbox, error) {
+func (p *Provider) attach(ctx context.Context, lang *languages.Language, c runtime.Container) (*runtime.Sandbox, error) {
 	l := p.of[lang]
 	return p.withGate(l, c, func() (*runtime.Sandbox, error) { return p.rt.Attach(ctx, c) })
 }

@@ -403,7 +403,7 @@ func (p *Provider) runtimeVersion(l *kind, st imageState) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer p.Remove(sb)
+	defer p.remove(sb)
 	var out [2]bytes.Buffer
 	res, err := sb.Exec(ctx, supervisor.ExecRequest{Argv: l.Info.VersionCommand, TimeoutMS: 10_000, OutputLimit: 4 << 10, KillOnExit: true}, nil,
 		func(stream string, data []byte) {

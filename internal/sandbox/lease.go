@@ -17,7 +17,7 @@ import (
 
 // Lease is a container held for a while, with its egress gate: one
 // run's, from Acquire until Release, or a session's, for as long as the
-// session keeps it (Held). Its Run runs jobs in it.
+// session keeps it (Hold). Its Run runs jobs in it.
 type Lease struct {
 	p    *Provider
 	k    *kind
@@ -63,7 +63,7 @@ func (p *Provider) Acquire(ctx context.Context, ask Ask) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ls.gate = p.Gate(sb); ls.gate != nil {
+	if ls.gate = p.gate(sb); ls.gate != nil {
 		ls.gate.Allow(ask.Allow)
 		ls.gate.SetSecrets(ask.Secrets) // none: nothing an earlier run had
 	}
@@ -97,13 +97,13 @@ func (p *Provider) take(ctx context.Context, l *kind, limits runtime.Limits) (sb
 	if err != nil {
 		return nil, nil, err
 	}
-	return sb, func(bool) { p.Remove(sb) }, nil
+	return sb, func(bool) { p.remove(sb) }, nil
 }
 
-// Held is a lease on the container sb a session of l keeps, whose warm
+// held is a lease on the container sb a session of l keeps, whose warm
 // runtimes start with env. The session gives it back itself.
-func (p *Provider) Held(l *languages.Language, sb *runtime.Sandbox, env map[string]string) *Lease {
-	return &Lease{p: p, k: p.of[l], sb: sb, gate: p.Gate(sb), env: env}
+func (p *Provider) held(l *languages.Language, sb *runtime.Sandbox, env map[string]string) *Lease {
+	return &Lease{p: p, k: p.of[l], sb: sb, gate: p.gate(sb), env: env}
 }
 
 // Container is the short id of the lease's container.
@@ -115,7 +115,7 @@ func (ls *Lease) Container() string { return runtime.ShortID(ls.sb.ID) }
 func (ls *Lease) Lost() string { return ls.lost }
 
 // Release ends a run's lease: its container is recycled when the run
-// ended cleanly, and retired otherwise. A session's lease (Held) is the
+// ended cleanly, and retired otherwise. A session's lease (Hold) is the
 // session's to end: Release leaves it be.
 func (ls *Lease) Release() {
 	if !ls.oneShot {
@@ -185,7 +185,7 @@ func (p *Provider) recycle(ctx context.Context, l *kind, sb *runtime.Sandbox, lo
 		}
 		return false
 	}
-	if gate := p.Gate(sb); gate != nil {
+	if gate := p.gate(sb); gate != nil {
 		gate.Allow(nil)
 	}
 	switch {

@@ -7,7 +7,7 @@
 // is counted once.
 //
 // A Lease is a container held for a while: one run's (Acquire, given
-// back by Release) or a session's (Held). Lease.Run runs a Job in it
+// back by Release) or a session's (Hold, until Remove). Lease.Run runs a Job in it
 // through the supervisor's channel and returns a Result: the daemon's
 // own terms in, and out. It knows nothing of requests, policies or
 // sessions.
@@ -116,7 +116,7 @@ func (p *Provider) Start() {
 				}
 				return sb, err
 			},
-			Destroy: p.Remove,
+			Destroy: p.remove,
 			Alive:   func(sb *runtime.Sandbox) bool { return sb.Alive() },
 		})
 	}
@@ -134,10 +134,10 @@ func (p *Provider) PoolFull(lang *languages.Language) bool {
 	return st.Idle == 0 && st.Busy+st.Starting+st.Recycling >= st.Max
 }
 
-// Take is a container of l, under limits, that a session keeps: a warm
+// keep is a container of l, under limits, that a session keeps: a warm
 // one, or with mounts (a project's files) a new one, as mounts are fixed
 // at create time. The caller removes it with Remove.
-func (p *Provider) Take(ctx context.Context, lang *languages.Language, limits runtime.Limits, mounts []runtime.Mount) (*runtime.Sandbox, error) {
+func (p *Provider) keep(ctx context.Context, lang *languages.Language, limits runtime.Limits, mounts []runtime.Mount) (*runtime.Sandbox, error) {
 	l := p.of[lang]
 	if err := p.ready(ctx, l); err != nil {
 		return nil, err
@@ -149,7 +149,7 @@ func (p *Provider) Take(ctx context.Context, lang *languages.Language, limits ru
 	if err != nil {
 		return nil, err
 	}
-	return p.fit(ctx, l, sb, limits, func() { p.Remove(sb) })
+	return p.fit(ctx, l, sb, limits, func() { p.remove(sb) })
 }
 
 // fit gives a warm container limits below the language's: in place, or
@@ -172,9 +172,9 @@ func (p *Provider) fit(ctx context.Context, l *kind, sb *runtime.Sandbox, limits
 	return p.create(ctx, l, limits, nil, "")
 }
 
-// Renew makes a new container of l for the session id: the replacement
+// renew makes a new container of l for the session id: the replacement
 // of one that could not be reset. The caller removes it with Remove.
-func (p *Provider) Renew(ctx context.Context, lang *languages.Language, limits runtime.Limits, mounts []runtime.Mount, session string) (*runtime.Sandbox, error) {
+func (p *Provider) renew(ctx context.Context, lang *languages.Language, limits runtime.Limits, mounts []runtime.Mount, session string) (*runtime.Sandbox, error) {
 	l := p.of[lang]
 	if err := p.ready(ctx, l); err != nil {
 		return nil, err
@@ -216,9 +216,9 @@ func (p *Provider) start(ctx context.Context, spec runtime.Spec) (*runtime.Sandb
 	return sb, err
 }
 
-// Remove removes a container; every removal of a sandbox comes through
+// remove removes a container; every removal of a sandbox comes through
 // here.
-func (p *Provider) Remove(sb *runtime.Sandbox) {
+func (p *Provider) remove(sb *runtime.Sandbox) {
 	err := p.rt.Remove(context.Background(), sb.ID)
 	if err != nil {
 		p.log.Warn("removing a sandbox failed", "container_id", runtime.ShortID(sb.ID), "error", err)

@@ -68,7 +68,8 @@ func (m *Sessions) isLive(ss *Session) bool {
 // freeze freezes ss, whose turn the caller holds.
 func (m *Sessions) freeze(ctx context.Context, ss *Session, evenInUse bool) error {
 	ss.mu.Lock()
-	sb, rec, users := ss.sb, ss.rec, ss.users
+	lease, rec, users := ss.lease, ss.rec, ss.users
+	sb := lease.Sandbox()
 	switch {
 	case sb == nil || rec.State != state.SessionActive:
 		ss.mu.Unlock()
@@ -94,7 +95,7 @@ func (m *Sessions) freeze(ctx context.Context, ss *Session, evenInUse bool) erro
 	}()
 	started := time.Now()
 	sb.Froze() // calls under way wait for it past their deadlines
-	if err := m.sandboxes.Freeze(ctx, sb); err != nil {
+	if err := lease.Freeze(ctx); err != nil {
 		sb.Thawed()
 		if errors.Is(err, runtime.ErrNoFreeze) {
 			ss.mu.Lock()
@@ -152,7 +153,7 @@ func (m *Sessions) thaw(ctx context.Context, ss *Session) error {
 func (m *Sessions) unfreeze(ctx context.Context, ss *Session) error {
 	started := time.Now()
 	ss.mu.Lock()
-	sb, rec, detached := ss.sb, ss.rec, ss.detached
+	lease, rec, detached := ss.lease, ss.rec, ss.detached
 	ss.mu.Unlock()
 	if rec.State != state.SessionFrozen {
 		return nil
@@ -163,22 +164,22 @@ func (m *Sessions) unfreeze(ctx context.Context, ss *Session) error {
 		}
 		return errdefs.Errorf(errdefs.RuntimeUnavailable, "thawing session %s: %v; it stays frozen, retry later", rec.ID, err)
 	}
-	if sb != nil {
-		sb.Thawed()
+	if lease != nil {
+		lease.Sandbox().Thawed()
 	} else {
-		again, err := m.sandboxes.Attach(ctx, ss.Lang, *detached)
+		again, err := m.sandboxes.Attach(ctx, ss.Lang, *detached, rec.Env)
 		if err != nil {
 			return m.lose(ss, "its container did not answer once thawed: "+err.Error())
 		}
 		m.rearm(again, rec, ss.Lang)
-		sb = again
+		lease = again
 	}
 	// Stored by the janitor's next flush, off the caller's path: a crash
 	// before leaves a frozen record of a running container, whose thaw
 	// at the next start finds nothing to do.
 	ss.mu.Lock()
 	ss.rec.State, ss.rec.FrozenAt = state.SessionActive, nil
-	ss.sb, ss.detached, ss.idleFrom, ss.dirty = sb, nil, time.Time{}, true
+	ss.lease, ss.detached, ss.idleFrom, ss.dirty = lease, nil, time.Time{}, true
 	ss.mu.Unlock()
 	m.log.Debug("session thawed", "session", rec.ID, "took", time.Since(started).Round(time.Microsecond))
 	return nil

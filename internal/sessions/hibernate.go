@@ -12,6 +12,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/languages"
 	"github.com/sandboxd/sandboxd/internal/request"
+	"github.com/sandboxd/sandboxd/internal/sandbox"
 	"github.com/sandboxd/sandboxd/internal/snapshots"
 	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/internal/units"
@@ -146,8 +147,9 @@ func (m *Sessions) hibernate(ctx context.Context, ss *Session) error {
 // hibernateRunning is hibernate for a running session.
 func (m *Sessions) hibernateRunning(ctx context.Context, ss *Session) error {
 	ss.mu.Lock()
-	sb, rec, users := ss.sb, ss.rec, ss.users
+	lease, rec, users := ss.lease, ss.rec, ss.users
 	ss.mu.Unlock()
+	sb := lease.Sandbox()
 	switch {
 	case sb == nil:
 		return noSession(rec.ID) // closed meanwhile
@@ -191,18 +193,18 @@ func (m *Sessions) hibernateRunning(ctx context.Context, ss *Session) error {
 	if !memory {
 		ss.forgetContexts(contexts)
 	}
-	ss.sb, ss.dirty = nil, false
+	ss.lease, ss.dirty = nil, false
 	rec = ss.rec
 	ss.mu.Unlock()
 	if err := m.store.PutSession(rec); err != nil {
 		ss.mu.Lock()
-		ss.rec, ss.sb = before, sb
+		ss.rec, ss.lease = before, lease
 		ss.mu.Unlock()
 		m.dropArchive(rec.ID)
 		return errdefs.Errorf(errdefs.Internal, "storing session %s as hibernated: %v; it stays active", rec.ID, err)
 	}
 	if memory {
-		if err := m.sandboxes.Checkpoint(ctx, sb); err != nil {
+		if err := lease.Checkpoint(ctx); err != nil {
 			// The archive has the files: the session sleeps without its memory.
 			m.log.Warn("checkpointing a session failed; it hibernates with its files alone", "session", rec.ID, "error", err)
 			m.withoutMemory(ss)
@@ -212,7 +214,7 @@ func (m *Sessions) hibernateRunning(ctx context.Context, ss *Session) error {
 	m.log.Info("session hibernated", "session", rec.ID, "bytes", a.Size, "skipped", a.Skipped, "memory", memory,
 		"contexts", contexts, "took", time.Since(started).Round(time.Millisecond), "container_id", runtime.ShortID(sb.ID))
 	if !memory {
-		m.sandboxes.Remove(sb)
+		lease.Remove()
 	}
 	return nil
 }
@@ -292,10 +294,10 @@ func (m *Sessions) resume(ctx context.Context, ss *Session) error {
 	}
 	defer m.unreserve()
 	if rec.Hibernation.Memory {
-		sb, err := m.sandboxes.Restore(ctx, ss.Lang, rec.ContainerID)
+		lease, err := m.sandboxes.Restore(ctx, ss.Lang, rec.ContainerID, rec.Env)
 		if err == nil {
-			m.rearm(sb, rec, ss.Lang)
-			m.woke(ctx, ss, sb, started)
+			m.rearm(lease, rec, ss.Lang)
+			m.woke(ctx, ss, lease, started)
 			return nil
 		}
 		m.log.Warn("restoring a session's checkpoint failed; it resumes from its workspace archive", "session", rec.ID, "error", err)
@@ -310,29 +312,30 @@ func (m *Sessions) resume(ctx context.Context, ss *Session) error {
 		return m.lose(ss, "hibernation: "+err.Error())
 	}
 	defer f.Close()
-	sb, err := m.sandboxes.Take(ctx, ss.Lang, ss.Limits, m.mounts(rec.Project))
+	lease, err := m.sandboxes.Hold(ctx, ss.Lang, ss.Limits, m.mounts(rec.Project), rec.Env)
 	if err != nil {
 		return err
 	}
-	m.rearm(sb, rec, ss.Lang)
-	if aerr := restore(ctx, sb, f); aerr != nil {
-		m.sandboxes.Remove(sb)
+	m.rearm(lease, rec, ss.Lang)
+	if aerr := restore(ctx, lease.Sandbox(), f); aerr != nil {
+		lease.Remove()
 		return errdefs.Errorf(errdefs.KindOf(aerr), "resuming session %s (it stays hibernated): %w", rec.ID, aerr)
 	}
 
-	m.woke(ctx, ss, sb, started)
+	m.woke(ctx, ss, lease, started)
 	return nil
 }
 
 // woke makes ss active in sb, its resume begun at started, and says so.
-func (m *Sessions) woke(ctx context.Context, ss *Session, sb *runtime.Sandbox, started time.Time) {
+func (m *Sessions) woke(ctx context.Context, ss *Session, lease *sandbox.Lease, started time.Time) {
+	sb := lease.Sandbox()
 	took := time.Since(started)
 	ss.mu.Lock()
 	memory := ss.rec.Hibernation.Memory
 	ss.rec.State, ss.rec.ContainerID, ss.rec.Hibernation = state.SessionActive, sb.ID, nil
 	ss.rec.Resumes++
 	ss.rec.ResumeMS = float64(took.Microseconds()) / 1000
-	ss.sb, ss.idleFrom = sb, time.Time{}
+	ss.lease, ss.idleFrom = lease, time.Time{}
 	rec := ss.rec
 	ss.mu.Unlock()
 	if err := m.store.PutSession(rec); err != nil {
@@ -439,8 +442,8 @@ func (m *Sessions) leastRecentlyUsed(except *Session, skip map[*Session]bool, on
 	var idle []*Session
 	for _, ss := range m.live {
 		ss.mu.Lock()
-		hasContainer := ss.sb != nil || ss.detached != nil
-		running := ss.sb != nil && ss.rec.State == state.SessionActive
+		hasContainer := ss.lease != nil || ss.detached != nil
+		running := ss.lease != nil && ss.rec.State == state.SessionActive
 		if ss != except && !skip[ss] && ss.users == 0 && (only == nil && running || only != nil && hasContainer && ss.Lang == only) {
 			idle = append(idle, ss)
 		}

@@ -58,9 +58,9 @@ type Session struct {
 	Limits runtime.Limits // its ceilings, at most the language's
 	turn   chan struct{}  // holds one token: whoever has it may use sb
 
-	mu  sync.Mutex // guards what follows
-	rec state.Session
-	sb  *runtime.Sandbox // nil while hibernated, and once lost or closed; kept while frozen
+	mu    sync.Mutex // guards what follows
+	rec   state.Session
+	lease *sandbox.Lease // its container; nil while hibernated, and once lost or closed; kept while frozen
 	// detached is the container of a session frozen when sandboxd
 	// started, connected to once it thaws.
 	detached *runtime.Container
@@ -95,10 +95,18 @@ func (ss *Session) StartedContext(name, language string) {
 	ss.contextLang[name] = language
 }
 
-func newSession(l *languages.Language, limits runtime.Limits, rec state.Session, sb *runtime.Sandbox) *Session {
-	ss := &Session{Lang: l, Limits: limits, turn: make(chan struct{}, 1), rec: rec, sb: sb}
+func newSession(l *languages.Language, limits runtime.Limits, rec state.Session, lease *sandbox.Lease) *Session {
+	ss := &Session{Lang: l, Limits: limits, turn: make(chan struct{}, 1), rec: rec, lease: lease}
 	ss.turn <- struct{}{}
 	return ss
+}
+
+// Lease is the lease on the session's container, as Use and Alongside
+// give its sandbox to their callers.
+func (ss *Session) Lease() *sandbox.Lease {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.lease
 }
 
 // Record is the session's record as it is now.
@@ -258,14 +266,15 @@ func (m *Sessions) Create(ctx context.Context, req Request) (*state.Session, err
 	}
 	defer m.unreserve()
 
-	sb, err := m.sandboxes.Take(ctx, l, limits, mounts)
+	lease, err := m.sandboxes.Hold(ctx, l, limits, mounts, env)
 	if err != nil {
 		return nil, err
 	}
-	m.arm(sb, allow, extras, secrets)
+	arm(lease, allow, extras, secrets)
+	sb := lease.Sandbox()
 	if snapshot != nil {
 		if aerr := restore(ctx, sb, snapshot); aerr != nil {
-			m.sandboxes.Remove(sb)
+			lease.Remove()
 			return nil, aerr
 		}
 	}
@@ -280,11 +289,11 @@ func (m *Sessions) Create(ctx context.Context, req Request) (*state.Session, err
 		rec.Project = project.ID
 	}
 	if err := m.store.PutSession(rec); err != nil {
-		m.sandboxes.Remove(sb)
+		lease.Remove()
 		return nil, fmt.Errorf("storing the session: %w", err)
 	}
 	m.mu.Lock()
-	m.live[rec.ID] = newSession(l, limits, rec, sb)
+	m.live[rec.ID] = newSession(l, limits, rec, lease)
 	m.mu.Unlock()
 	m.log.Info("session created", "session", rec.ID, "language", l.Name(), "container_id", runtime.ShortID(sb.ID), "project", rec.Project)
 	return &rec, nil
@@ -416,16 +425,16 @@ func (m *Sessions) Delete(id string) error {
 // left m.live.
 func (m *Sessions) close(ss *Session, why string) {
 	ss.mu.Lock()
-	sb, id, stopped := ss.sb, ss.rec.ID, ""
-	if sb == nil && (ss.rec.Hibernation != nil || ss.detached != nil) {
+	lease, id, stopped := ss.lease, ss.rec.ID, ""
+	if lease == nil && (ss.rec.Hibernation != nil || ss.detached != nil) {
 		stopped = ss.rec.ContainerID // checkpointed, or frozen since the start
 	}
-	ss.sb = nil
+	ss.lease = nil
 	ss.mu.Unlock()
 	switch {
-	case sb != nil:
-		m.log.Info("session closed", "session", id, "why", why, "container_id", runtime.ShortID(sb.ID))
-		m.sandboxes.Remove(sb)
+	case lease != nil:
+		m.log.Info("session closed", "session", id, "why", why, "container_id", runtime.ShortID(lease.Sandbox().ID))
+		lease.Remove()
 	case stopped != "":
 		m.log.Info("session closed", "session", id, "why", why, "container_id", runtime.ShortID(stopped))
 		m.sandboxes.RemoveStopped(ss.Lang, stopped)
@@ -517,7 +526,7 @@ func (m *Sessions) use(ctx context.Context, id string, turn bool, fn func(ss *Se
 	aerr = fn(ss, sb)
 	ss.Touch(0)
 	ss.mu.Lock()
-	sb = ss.sb // fn may have renewed it
+	sb = ss.lease.Sandbox() // fn may have renewed it
 	ss.mu.Unlock()
 	if sb != nil && !sb.Alive() {
 		m.revive(ss, sb) // for the next operation
@@ -563,7 +572,7 @@ func (m *Sessions) take(ctx context.Context, ss *Session) error {
 func (m *Sessions) awake(ctx context.Context, ss *Session, haveTurn bool) (*runtime.Sandbox, error) {
 	for {
 		ss.mu.Lock()
-		sb, id, hibernated, frozen := ss.sb, ss.rec.ID, ss.rec.Hibernation != nil, ss.rec.State == state.SessionFrozen || ss.freezing
+		sb, id, hibernated, frozen := ss.lease.Sandbox(), ss.rec.ID, ss.rec.Hibernation != nil, ss.rec.State == state.SessionFrozen || ss.freezing
 		running := sb != nil && !frozen
 		if running {
 			ss.users++ // a hibernation under way now stops short of removing it
@@ -617,15 +626,19 @@ func (m *Sessions) revive(ss *Session, sb *runtime.Sandbox) {
 func (m *Sessions) reconnect(ss *Session, sb *runtime.Sandbox) (*runtime.Sandbox, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), reviveTimeout)
 	defer cancel()
-	again, err := m.sandboxes.Reconnect(ctx, sb)
+	lease := ss.Lease()
+	if lease.Sandbox() != sb {
+		return nil, nil // renewed, hibernated or closed meanwhile: nothing to connect to again
+	}
+	again, err := lease.Reconnect(ctx)
 	if err != nil {
 		return nil, err
 	}
 	ss.mu.Lock()
-	ss.sb = again
+	ss.lease = again
 	ss.mu.Unlock()
 	m.log.Info("session reconnected", "session", ss.rec.ID, "container_id", runtime.ShortID(sb.ID), "dropped", sb.Err())
-	return again, nil
+	return again.Sandbox(), nil
 }
 
 // reviveDropped tries again the idle sessions whose channel dropped.
@@ -634,7 +647,7 @@ func (m *Sessions) reviveDropped() {
 	var dropped []*Session
 	for _, ss := range m.live {
 		ss.mu.Lock()
-		if ss.sb != nil && !ss.sb.Alive() {
+		if sb := ss.lease.Sandbox(); sb != nil && !sb.Alive() {
 			dropped = append(dropped, ss)
 		}
 		ss.mu.Unlock()
@@ -648,9 +661,7 @@ func (m *Sessions) reviveDropped() {
 		case <-ss.turn: // idle; while it is tried, the turn stays taken
 			go func() {
 				defer func() { ss.turn <- struct{}{} }()
-				ss.mu.Lock()
-				sb := ss.sb
-				ss.mu.Unlock()
+				sb := ss.Lease().Sandbox()
 				if sb != nil && !sb.Alive() {
 					m.revive(ss, sb)
 				}
@@ -715,22 +726,23 @@ func (m *Sessions) Reset(ctx context.Context, id string) (*state.Session, error)
 // reset for why; the session is lost when none can be made.
 func (m *Sessions) renew(ctx context.Context, ss *Session, sb *runtime.Sandbox, why error) error {
 	rec := ss.Record()
-	fresh, err := m.sandboxes.Renew(ctx, ss.Lang, ss.Limits, m.mounts(rec.Project), rec.ID)
+	old := ss.Lease()
+	fresh, err := old.Renew(ctx, ss.Limits, m.mounts(rec.Project), rec.ID)
 	if err != nil {
 		m.MarkLost(ss, fmt.Sprintf("reset failed (%v), and no new container could be made: %v", why, err))
 		return errdefs.Errorf(errdefs.SessionLost, "reset failed, the session is lost: %v; %v", why, err)
 	}
 	m.rearm(fresh, rec, ss.Lang)
 	ss.mu.Lock()
-	ss.sb, ss.rec.ContainerID, ss.dirty = fresh, fresh.ID, true
+	ss.lease, ss.rec.ContainerID, ss.dirty = fresh, fresh.Sandbox().ID, true
 	rec = ss.rec
 	ss.mu.Unlock()
 	if err := m.store.PutSession(rec); err != nil {
 		m.log.Error("storing a session's new container failed", "session", rec.ID, "error", err)
 	}
 	m.log.Warn("session reset with a new container", "session", rec.ID, "why", why,
-		"old_container_id", runtime.ShortID(sb.ID), "container_id", runtime.ShortID(fresh.ID))
-	m.sandboxes.Remove(sb)
+		"old_container_id", runtime.ShortID(sb.ID), "container_id", runtime.ShortID(fresh.Sandbox().ID))
+	old.Remove()
 	return nil
 }
 
@@ -773,7 +785,7 @@ func (m *Sessions) SetNetwork(ctx context.Context, id string, req *state.Network
 		if aerr != nil {
 			return aerr
 		}
-		if g := m.sandboxes.Gate(sb); g != nil {
+		if g := ss.Lease().Gate(); g != nil {
 			shape(g, list, extras)
 		}
 		ss.mu.Lock()
@@ -812,8 +824,8 @@ func shape(g *egress.Gate, list egress.List, x languages.Extras) {
 
 // arm sets what a session's sandbox may reach, and the secrets its
 // requests may carry there.
-func (m *Sessions) arm(sb *runtime.Sandbox, list egress.List, x languages.Extras, secrets []egress.Secret) {
-	if g := m.sandboxes.Gate(sb); g != nil {
+func arm(lease *sandbox.Lease, list egress.List, x languages.Extras, secrets []egress.Secret) {
+	if g := lease.Gate(); g != nil {
 		shape(g, list, x)
 		g.SetSecrets(secrets)
 	}
@@ -822,14 +834,14 @@ func (m *Sessions) arm(sb *runtime.Sandbox, list egress.List, x languages.Extras
 // rearm is arm for a session's sandbox made or connected again: what its
 // record says. A record whose deny list or proxy the configuration no
 // longer takes reaches nothing, rather than reaching more than it asked.
-func (m *Sessions) rearm(sb *runtime.Sandbox, rec state.Session, l *languages.Language) {
+func (m *Sessions) rearm(lease *sandbox.Lease, rec state.Session, l *languages.Language) {
 	allow := storedAllow(rec, l)
 	x, aerr := l.Extras(&rec.Network)
 	if aerr != nil {
 		m.log.Warn("a session's network no longer fits sandboxd.hcl: it reaches nothing until set again", "session", rec.ID, "error", aerr)
 		allow, x = nil, languages.Extras{}
 	}
-	m.arm(sb, allow, x, m.sandboxes.StoredSecrets(rec.Secrets, rec.Env))
+	arm(lease, allow, x, m.sandboxes.StoredSecrets(rec.Secrets, rec.Env))
 }
 
 // storedAllow is a session record's allow-list, less what its language
@@ -1072,7 +1084,7 @@ func (m *Sessions) Recover(ctx context.Context, containers []runtime.Container) 
 		slot <- struct{}{}
 		go func() {
 			defer func() { <-slot; wg.Done() }()
-			l, sb, why := m.reattach(ctx, rec, byID)
+			l, lease, why := m.reattach(ctx, rec, byID)
 			mu.Lock()
 			defer mu.Unlock()
 			if why != "" {
@@ -1080,9 +1092,9 @@ func (m *Sessions) Recover(ctx context.Context, containers []runtime.Container) 
 				return
 			}
 			limits := request.KeptLimits(l.Limits(), rec.Limits)
-			m.live[rec.ID] = newSession(l, limits, rec, sb)
-			keep[sb.ID] = true
-			m.log.Info("session recovered", "session", rec.ID, "container_id", runtime.ShortID(sb.ID))
+			m.live[rec.ID] = newSession(l, limits, rec, lease)
+			keep[rec.ContainerID] = true
+			m.log.Info("session recovered", "session", rec.ID, "container_id", runtime.ShortID(rec.ContainerID))
 		}()
 	}
 	wg.Wait()
@@ -1105,7 +1117,7 @@ func (m *Sessions) loseAtStart(rec state.Session, why string) {
 const recoverParallel = 8
 
 // reattach gets a stored session's container back, or says why not.
-func (m *Sessions) reattach(ctx context.Context, rec state.Session, byID map[string]runtime.Container) (*languages.Language, *runtime.Sandbox, string) {
+func (m *Sessions) reattach(ctx context.Context, rec state.Session, byID map[string]runtime.Container) (*languages.Language, *sandbox.Lease, string) {
 	l, known := m.langs.Lookup(rec.Language)
 	c, found := byID[rec.ContainerID]
 	switch {
@@ -1119,10 +1131,10 @@ func (m *Sessions) reattach(ctx context.Context, rec state.Session, byID map[str
 		}
 		c.Paused, c.Running = false, true
 	}
-	sb, err := m.sandboxes.Attach(ctx, l, c)
+	lease, err := m.sandboxes.Attach(ctx, l, c, rec.Env)
 	if err != nil {
 		return nil, nil, "its container did not answer when sandboxd restarted: " + err.Error()
 	}
-	m.rearm(sb, rec, l)
-	return l, sb, ""
+	m.rearm(lease, rec, l)
+	return l, lease, ""
 }

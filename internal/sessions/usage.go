@@ -57,7 +57,7 @@ func (m *Sessions) Usage() map[string][]stats.SandboxUsage {
 	out := map[string][]stats.SandboxUsage{}
 	for _, ss := range m.all() {
 		ss.mu.Lock()
-		if n := len(ss.usage); n > 0 && ss.sb != nil && ss.rec.State == state.SessionActive {
+		if n := len(ss.usage); n > 0 && ss.lease != nil && ss.rec.State == state.SessionActive {
 			out[ss.Lang.Name()] = append(out[ss.Lang.Name()], ss.usage[n-1])
 		}
 		ss.mu.Unlock()
@@ -111,8 +111,8 @@ func (m *Sessions) sample(ctx context.Context, ss *Session, sb *runtime.Sandbox,
 		At: time.Now().UTC(), CPUSeconds: float64(r.CPUUS) / 1e6, MemoryBytes: r.MemoryBytes,
 		Processes: r.Processes, WorkspaceBytes: r.WorkspaceBytes, TmpBytes: r.TmpBytes,
 	}
-	if g := m.sandboxes.Gate(sb); g != nil {
-		u.NetworkSentBytes, u.NetworkReceivedBytes = g.Transferred()
+	if ls := ss.Lease(); ls.Sandbox() == sb && ls.Gate() != nil {
+		u.NetworkSentBytes, u.NetworkReceivedBytes = ls.Gate().Transferred()
 	}
 	ss.mu.Lock()
 	if n := len(ss.usage); n > 0 {
@@ -158,8 +158,8 @@ func (ss *Session) quiet(now time.Time, window time.Duration) bool {
 func (ss *Session) running() *runtime.Sandbox {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if ss.sb != nil && ss.rec.State == state.SessionActive && !ss.freezing && ss.sb.Alive() {
-		return ss.sb
+	if sb := ss.lease.Sandbox(); sb != nil && ss.rec.State == state.SessionActive && !ss.freezing && sb.Alive() {
+		return sb
 	}
 	return nil
 }
