@@ -216,14 +216,15 @@ func (d *Daemon) Exec(ctx context.Context, id string, req ExecRequest, out Outpu
 	return res, aerr
 }
 
-// sessionLease is the lease on sb, the sandbox of session ss that an
-// operation was given: a Reset beside it may have renewed it meanwhile.
+// sessionLease is a lease for one job on sb, the sandbox of session ss
+// that an operation was given: a Reset beside it may have renewed it
+// meanwhile.
 func sessionLease(ss *sessions.Session, sb *runtime.Sandbox) (*sandbox.Lease, error) {
 	lease := ss.Lease()
 	if lease.Sandbox() != sb {
 		return nil, errdefs.Errorf(errdefs.Conflict, "session %s's sandbox was renewed or paused meanwhile; retry", ss.Record().ID)
 	}
-	return lease, nil
+	return lease.ForJob(), nil
 }
 
 // sandboxFailed says why a sandbox failed mid-execution: the engine went

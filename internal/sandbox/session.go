@@ -76,8 +76,23 @@ func (ls *Lease) Sandbox() *runtime.Sandbox {
 	return ls.sb
 }
 
-// Gate is the lease's egress gate; nil when its language has no egress.
-func (ls *Lease) Gate() *egress.Gate { return ls.gate }
+// Gate is the lease's egress gate; nil when its language has no egress,
+// or for no lease.
+func (ls *Lease) Gate() *egress.Gate {
+	if ls == nil {
+		return nil
+	}
+	return ls.gate
+}
+
+// ForJob is a lease on the same container for one job of the session's:
+// what that job leaves (Lost) is its own, whatever other jobs run beside
+// it.
+func (ls *Lease) ForJob() *Lease {
+	job := *ls
+	job.lost, job.oom = "", false
+	return &job
+}
 
 // Freeze stops the container's processes where they stand, memory kept,
 // until Provider.Thaw; runtime.ErrNoFreeze where its runtime cannot.

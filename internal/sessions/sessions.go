@@ -628,17 +628,30 @@ func (m *Sessions) reconnect(ss *Session, sb *runtime.Sandbox) (*runtime.Sandbox
 	defer cancel()
 	lease := ss.Lease()
 	if lease.Sandbox() != sb {
-		return nil, nil // renewed, hibernated or closed meanwhile: nothing to connect to again
+		return current(ss, sb), nil // renewed, hibernated, closed or connected again meanwhile
 	}
 	again, err := lease.Reconnect(ctx)
 	if err != nil {
 		return nil, err
 	}
 	ss.mu.Lock()
+	if ss.lease != lease {
+		ss.mu.Unlock()
+		return current(ss, sb), nil // changed while it connected: the session's is what counts
+	}
 	ss.lease = again
 	ss.mu.Unlock()
 	m.log.Info("session reconnected", "session", ss.rec.ID, "container_id", runtime.ShortID(sb.ID), "dropped", sb.Err())
 	return again.Sandbox(), nil
+}
+
+// current is the session's sandbox when it is still sb's container,
+// connected again by another caller; nil otherwise.
+func current(ss *Session, sb *runtime.Sandbox) *runtime.Sandbox {
+	if now := ss.Lease().Sandbox(); now != nil && now.ID == sb.ID && now.Alive() {
+		return now
+	}
+	return nil
 }
 
 // reviveDropped tries again the idle sessions whose channel dropped.
@@ -727,6 +740,9 @@ func (m *Sessions) Reset(ctx context.Context, id string) (*state.Session, error)
 func (m *Sessions) renew(ctx context.Context, ss *Session, sb *runtime.Sandbox, why error) error {
 	rec := ss.Record()
 	old := ss.Lease()
+	if old.Sandbox() != sb {
+		return noSession(rec.ID) // deleted or lost meanwhile
+	}
 	fresh, err := old.Renew(ctx, ss.Limits, m.mounts(rec.Project), rec.ID)
 	if err != nil {
 		m.MarkLost(ss, fmt.Sprintf("reset failed (%v), and no new container could be made: %v", why, err))
@@ -734,6 +750,11 @@ func (m *Sessions) renew(ctx context.Context, ss *Session, sb *runtime.Sandbox, 
 	}
 	m.rearm(fresh, rec, ss.Lang)
 	ss.mu.Lock()
+	if ss.lease != old {
+		ss.mu.Unlock()
+		fresh.Remove()
+		return noSession(rec.ID)
+	}
 	ss.lease, ss.rec.ContainerID, ss.dirty = fresh, fresh.Sandbox().ID, true
 	rec = ss.rec
 	ss.mu.Unlock()
