@@ -240,7 +240,7 @@ test('pause({ keepMemory: false }) keeps the files alone', async () => {
     assert.equal(await sb.pause({ keepMemory: false }), true);
     const back = await Sandbox.connect(sb.sandboxId);
     assert.equal(await back.files.read('/home/user/kept.txt'), 'kept');
-    await assert.rejects(back.commands.run('kill -0 "$(cat /home/user/bg.pid)"'), CommandExitError, 'its processes are gone');
+    await assert.rejects(back.commands.run('grep -qx sleep "/proc/$(cat /home/user/bg.pid)/comm"'), CommandExitError, 'its processes are gone');
   });
 });
 
@@ -283,7 +283,9 @@ test('lifecycle: paused at the timeout, memory kept; connect, or a call when aut
     assert.ok(await until(20_000, async () => (await sb.getInfo()).state === 'paused'));
     const back = await Sandbox.connect(sb.sandboxId);
     assert.equal(await back.files.read('/home/user/kept.txt'), 'kept', 'its files kept');
-    await assert.rejects(back.commands.run('kill -0 "$(cat /home/user/bg.pid)"'), CommandExitError, 'its processes gone');
+    // Its pid may name another process in the new container: the sleep
+    // is what must be gone.
+    await assert.rejects(back.commands.run('grep -qx sleep "/proc/$(cat /home/user/bg.pid)/comm"'), CommandExitError, 'its processes gone');
   }, { timeoutMs: 2_000, lifecycle: { onTimeout: { action: 'pause', keepMemory: false } } });
 
   // What the SDK refuses itself, the API refuses too.
@@ -482,14 +484,15 @@ test('the code interpreter keeps state, shows errors, charts and tables', async 
     assert.equal((await sb.runCode('y', { context: ctx })).error.name, 'NameError', 'a restart forgets');
     await sb.removeCodeContext(ctx);
     assert.ok(!(await sb.listCodeContexts()).some((c) => c.id === ctx.id));
-    // The Code Interpreter's template runs JavaScript, TypeScript, R and
-    // Bash beside Python, sharing its files; Java has no kernel here.
+    // The Code Interpreter's template runs JavaScript, TypeScript, R, Java
+    // and Bash beside Python, sharing its files, in /home/user.
     await sb.runCode('open("shared.txt", "w").write("from python")');
     assert.equal((await sb.runCode('require("fs").readFileSync("shared.txt", "utf8")', { language: 'javascript' })).text, 'from python');
     assert.equal((await sb.runCode('const n: number = 21; n * 2', { language: 'ts' })).text, '42');
     assert.equal((await sb.runCode('toupper(readLines("shared.txt", warn = FALSE))', { language: 'r' })).text, '[1] "FROM PYTHON"');
     assert.deepEqual((await sb.runCode('cat shared.txt; echo', { language: 'bash' })).logs.stdout, ['from python\n']);
-    await assert.rejects(sb.runCode('1', { language: 'java' }), 'a sandbox runs no Java');
+    assert.equal((await sb.runCode('Files.readString(Path.of("shared.txt")) + " in " + System.getProperty("user.dir")', { language: 'java' })).text, 'from python in /home/user');
+    await assert.rejects(sb.runCode('1', { language: 'cobol' }), 'a sandbox runs no COBOL');
   } finally {
     await sb.kill();
   }
