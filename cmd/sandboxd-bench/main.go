@@ -31,6 +31,8 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/client"
+	"github.com/sandboxd/sandboxd/internal/state"
+	"github.com/sandboxd/sandboxd/runtime"
 )
 
 type language struct {
@@ -522,8 +524,15 @@ func (d *daemon) kill() {
 	_ = d.cmd.Wait()
 }
 
+// stop ends sandboxd and removes what it leaves behind: its state goes
+// with the bench, so a container it kept (a session a stop keeps, one
+// whose delete did not finish under load) would be nobody's.
 func (d *daemon) stop() {
 	_ = d.cmd.Process.Signal(os.Interrupt)
 	_ = d.cmd.Wait()
+	filter := "label=" + runtime.LabelInstance + "=" + state.InstanceOf(filepath.Join(d.dir, "state"))
+	if out, err := exec.Command("docker", "ps", "-aq", "--filter", filter).Output(); err == nil && len(strings.Fields(string(out))) > 0 {
+		_ = exec.Command("docker", append([]string{"rm", "-f"}, strings.Fields(string(out))...)...).Run()
+	}
 	os.RemoveAll(d.dir)
 }

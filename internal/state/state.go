@@ -282,7 +282,7 @@ func (s *Store) init(dir string) error {
 		if id := meta.Get(keyInstance); id != nil {
 			s.instance = string(id)
 		} else {
-			s.instance = instanceOf(dir)
+			s.instance = InstanceOf(dir)
 			if err := meta.Put(keyInstance, []byte(s.instance)); err != nil {
 				return err
 			}
@@ -482,12 +482,12 @@ func decodeAll[E, T any](s *Store, bucket []byte, unwrap func(E) T) ([]T, []Corr
 	return out, bad, err
 }
 
-// instanceOf is the instance id of a state dir: derived from its path, not
+// InstanceOf is the instance id of a state dir: derived from its path, not
 // drawn at random, so that a state file lost or removed comes back with the
 // id the containers carry in their io.sandboxd.instance label, and the
 // next start finds and reconciles them instead of orphaning them. Two
 // daemons never share a state dir (the file lock), so never an id.
-func instanceOf(dir string) string {
+func InstanceOf(dir string) string {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		abs = dir
