@@ -61,6 +61,15 @@ type (
 	OutputFile   = sandbox.OutputFile
 	TTY          = sandbox.TTY
 	OutputFunc   = sandbox.OutputFunc
+	TermInput    = sandbox.TermInput
+	WinSize      = sandbox.WinSize
+	Display      = sandbox.Display
+)
+
+// The output streams (besides Queued).
+const (
+	Stdout = sandbox.Stdout
+	Stderr = sandbox.Stderr
 )
 
 // Secret is a secret block, as clients may know it: its name, its hosts

@@ -41,9 +41,9 @@ import (
 	"github.com/sandboxd/sandboxd/internal/dashboard"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/principal"
+	"github.com/sandboxd/sandboxd/internal/sessions"
 	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/internal/wire"
-	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
 // EnvdVersion is the agent version sandboxes report: the SDKs turn on
@@ -410,7 +410,7 @@ func workspacePath(p string) (string, error) {
 			return strings.TrimPrefix(strings.TrimPrefix(p, home), "/"), nil
 		}
 	}
-	if p == supervisor.TmpDir || strings.HasPrefix(p, supervisor.TmpDir+"/") {
+	if p == sessions.TmpDir || strings.HasPrefix(p, sessions.TmpDir+"/") {
 		return p, nil // the sessions' files reach /tmp by its name
 	}
 	if strings.HasPrefix(p, "/") {

@@ -19,7 +19,6 @@ import (
 	"github.com/sandboxd/sandboxd/internal/principal"
 	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/internal/wire"
-	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
 // Processes. A process an E2B client starts is a daemon Command in the
@@ -51,8 +50,8 @@ type process struct {
 	pid    uint32
 	tag    string
 	config *envd.ProcessConfig
-	stdin  *inbox                    // nil: none asked for
-	keys   chan supervisor.TermInput // set for a process on a PTY
+	stdin  *inbox                // nil: none asked for
+	keys   chan daemon.TermInput // set for a process on a PTY
 	cancel context.CancelFunc
 
 	mu   sync.Mutex
@@ -267,9 +266,9 @@ func (s *Server) spawn(sb *sandbox, req *envd.StartRequest, deadline time.Time) 
 	switch {
 	case req.Pty != nil:
 		size := req.GetPty().GetSize()
-		p.keys = make(chan supervisor.TermInput, 64)
+		p.keys = make(chan daemon.TermInput, 64)
 		cmd.TTY = &daemon.TTY{
-			Size: supervisor.WinSize{Rows: uint16(size.GetRows()), Cols: uint16(size.GetCols())}, In: p.keys,
+			Size: daemon.WinSize{Rows: uint16(size.GetRows()), Cols: uint16(size.GetCols())}, In: p.keys,
 			Out: func(b []byte) { p.publish(output(ptyStream, b)) },
 		}
 	default:
@@ -327,7 +326,7 @@ func output(stream string, b []byte) *envd.ProcessEvent {
 	switch stream {
 	case ptyStream:
 		d.Output = &envd.ProcessEvent_DataEvent_Pty{Pty: b}
-	case supervisor.Stderr:
+	case daemon.Stderr:
 		d.Output = &envd.ProcessEvent_DataEvent_Stderr{Stderr: b}
 	default:
 		d.Output = &envd.ProcessEvent_DataEvent_Stdout{Stdout: b}
@@ -383,7 +382,7 @@ func (ps processService) Update(ctx context.Context, req *connect.Request[envd.U
 		if p.keys == nil {
 			return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("the process has no PTY to resize"))
 		}
-		if err := p.key(ctx, supervisor.TermInput{Size: &supervisor.WinSize{Rows: uint16(size.GetRows()), Cols: uint16(size.GetCols())}}); err != nil {
+		if err := p.key(ctx, daemon.TermInput{Size: &daemon.WinSize{Rows: uint16(size.GetRows()), Cols: uint16(size.GetCols())}}); err != nil {
 			return nil, err
 		}
 	}
@@ -391,7 +390,7 @@ func (ps processService) Update(ctx context.Context, req *connect.Request[envd.U
 }
 
 // key hands a PTY's process keys or a new size, in order.
-func (p *process) key(ctx context.Context, in supervisor.TermInput) error {
+func (p *process) key(ctx context.Context, in daemon.TermInput) error {
 	select {
 	case p.keys <- in:
 		return nil
@@ -413,9 +412,9 @@ func (ps processService) SendInput(ctx context.Context, req *connect.Request[env
 		if p.keys == nil {
 			return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("the process has no PTY: send stdin"))
 		}
-		err = p.key(ctx, supervisor.TermInput{Keys: in.GetPty()})
+		err = p.key(ctx, daemon.TermInput{Keys: in.GetPty()})
 	case p.keys != nil:
-		err = p.key(ctx, supervisor.TermInput{Keys: in.GetStdin()})
+		err = p.key(ctx, daemon.TermInput{Keys: in.GetStdin()})
 	case p.stdin == nil:
 		err = connect.NewError(connect.CodeFailedPrecondition, errors.New("the process was started without stdin: start it with stdin: true"))
 	default:

@@ -11,8 +11,8 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/sandboxd/sandboxd/internal/e2b/envd"
+	"github.com/sandboxd/sandboxd/internal/sessions"
 	"github.com/sandboxd/sandboxd/internal/wire"
-	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
 // Watches: a session's watch (inotify in the sandbox, see
@@ -86,7 +86,7 @@ func (s *Server) watch(ctx context.Context, p string, recursive, withEntry bool,
 	}
 	id := sandboxOf(ctx).rec.ID
 	first := true
-	aerr := s.d.Sessions.Watch(ctx, id, rel, recursive, func(evs []supervisor.FileEvent) {
+	aerr := s.d.Sessions.Watch(ctx, id, rel, recursive, func(evs []sessions.FileEvent) {
 		if first {
 			first = false
 			set()

@@ -49,6 +49,20 @@ type Job struct {
 	TTY *TTY
 }
 
+// The supervisor's terms that a job's caller meets: a terminal's input
+// and size, what a cell showed, and the output streams.
+type (
+	TermInput = supervisor.TermInput
+	WinSize   = supervisor.WinSize
+	Display   = supervisor.Display
+)
+
+// The streams OutputFunc is told of.
+const (
+	Stdout = supervisor.Stdout
+	Stderr = supervisor.Stderr
+)
+
 // TTY is the far end of a pseudo-terminal: a person's keys and screen.
 type TTY struct {
 	Size supervisor.WinSize

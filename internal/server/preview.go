@@ -17,7 +17,7 @@ import (
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/dashboard"
-	"github.com/sandboxd/sandboxd/runtime/supervisor"
+	"github.com/sandboxd/sandboxd/internal/sessions"
 )
 
 // preview makes a link that opens a port of a session to a browser.
@@ -140,7 +140,7 @@ func dialSession(ctx context.Context, d *daemon.Daemon, session string, port int
 	if aerr != nil {
 		return nil, aerr
 	}
-	if !slices.ContainsFunc(list, func(p supervisor.Port) bool { return p.Port == port }) {
+	if !slices.ContainsFunc(list, func(p sessions.Port) bool { return p.Port == port }) {
 		return nil, errNotListening
 	}
 	client, relay := net.Pipe()

@@ -13,7 +13,6 @@ import (
 	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/sessions"
 	"github.com/sandboxd/sandboxd/internal/wire"
-	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
 // Session, file and project endpoints. File bodies are raw bytes, not
@@ -203,7 +202,7 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request) {
 	flusher, _ := w.(http.Flusher)
 	sse := strings.Contains(r.Header.Get("Accept"), "text/event-stream")
 	started := false
-	aerr := h.d.Sessions.Watch(r.Context(), r.PathValue("id"), q.Get("path"), recursive, func(changes []supervisor.FileEvent) {
+	aerr := h.d.Sessions.Watch(r.Context(), r.PathValue("id"), q.Get("path"), recursive, func(changes []sessions.FileEvent) {
 		evs := wire.All(changes, wire.FileEvent)
 		if !started {
 			started = true

@@ -14,7 +14,6 @@ import (
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/wire"
-	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
 // Terminal WebSocket bounds: the largest frame a client may send (keys,
@@ -86,7 +85,7 @@ func (h *handler) runTerminal(w http.ResponseWriter, r *http.Request) {
 func serveTerminal(w http.ResponseWriter, r *http.Request, first func(context.Context, *websocket.Conn) error,
 	run func(context.Context, daemon.TTY) (*daemon.Result, error)) {
 	q := r.URL.Query()
-	size := supervisor.WinSize{Rows: 24, Cols: 80}
+	size := daemon.WinSize{Rows: 24, Cols: 80}
 	if n, err := strconv.ParseUint(q.Get("rows"), 10, 16); err == nil && n > 0 {
 		size.Rows = uint16(n)
 	}
@@ -122,7 +121,7 @@ func serveTerminal(w http.ResponseWriter, r *http.Request, first func(context.Co
 	}
 	conn.SetReadLimit(maxTerminalFrame)
 
-	in := make(chan supervisor.TermInput)
+	in := make(chan daemon.TermInput)
 	go func() { // the client's frames, keys and resizes in the order they came
 		defer close(in)
 		for {
@@ -131,13 +130,13 @@ func serveTerminal(w http.ResponseWriter, r *http.Request, first func(context.Co
 				cancel() // gone, or a frame over the limit: the terminal ends
 				return
 			}
-			ev := supervisor.TermInput{Keys: data}
+			ev := daemon.TermInput{Keys: data}
 			if typ != websocket.MessageBinary {
 				var c TerminalControl
 				if json.Unmarshal(data, &c) != nil || c.Type != "resize" || c.Rows <= 0 || c.Cols <= 0 {
 					continue
 				}
-				ev = supervisor.TermInput{Size: &supervisor.WinSize{Rows: c.Rows, Cols: c.Cols}}
+				ev = daemon.TermInput{Size: &daemon.WinSize{Rows: c.Rows, Cols: c.Cols}}
 			}
 			select {
 			case in <- ev:

@@ -15,6 +15,19 @@ import (
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
+// The supervisor's terms that a session's callers meet: a file's entry,
+// a change to one, a listening port, a context, and the sandbox's /tmp.
+type (
+	Entry     = supervisor.Entry
+	FileEvent = supervisor.FileEvent
+	Port      = supervisor.Port
+	Context   = supervisor.Context
+)
+
+// TmpDir is the sandbox's own /tmp, which files may name beside the
+// workspace.
+const TmpDir = supervisor.TmpDir
+
 // Session files. Every operation is done by the supervisor inside the
 // container (see runtime/supervisor): sandboxd never opens a path of a
 // sandbox-writable tree on the host, so no link planted there can lead it

@@ -7,7 +7,6 @@ import (
 	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/request"
-	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
 // RunRequest is a run's request as the daemon reads it, its program
@@ -72,7 +71,7 @@ func RunResult(r daemon.Result) api.RunResult {
 		DurationMS: ms(r.Duration), Warm: r.Warm, TimedOut: r.TimedOut, OOMKilled: r.OOMKilled, Truncated: r.Truncated,
 		Stage: r.Stage, Steps: All(r.Steps, step), Error: r.Error,
 		Usage: api.Usage(r.Usage), Timings: api.Timings(r.Timings), Findings: All(r.Findings, Finding), Decision: r.Decision,
-		Display: All(r.Display, func(d supervisor.Display) api.Display { return api.Display(d) }),
+		Display: All(r.Display, func(d daemon.Display) api.Display { return api.Display(d) }),
 		Context: ptr(r.Context, func(c daemon.ContextState) api.ContextState { return api.ContextState(c) }),
 		Resumed: r.Resume > 0, ResumeMS: ms(r.Resume),
 		Outputs: All(r.Outputs, func(f daemon.OutputFile) api.OutputFile { return api.OutputFile(f) }), OutputsOmitted: r.OutputsOmitted,

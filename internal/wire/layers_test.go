@@ -5,10 +5,13 @@ import (
 	"go/token"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 )
+
+const module = "github.com/sandboxd/sandboxd/"
 
 // The API's types (package api) stay at the edges: the clients, the
 // servers that speak the API and this package, which maps them to
@@ -16,8 +19,24 @@ import (
 // store) imports api or this package, so that the wire can change
 // without touching them and they can change without touching the wire.
 func TestOnlyTheEdgesImportTheAPI(t *testing.T) {
-	const module = "github.com/sandboxd/sandboxd/"
-	edges := []string{"api/", "client/", "cmd/", "e2e/", "internal/server/", "internal/dashboard/", "internal/mcpserver/", "internal/e2b/", "internal/wire/"}
+	onlyIn(t, []string{module + "api", module + "internal/wire"},
+		"inside sandboxd, work on its own types (internal/wire maps them)",
+		"api/", "client/", "cmd/", "e2e/", "internal/server/", "internal/dashboard/", "internal/mcpserver/", "internal/e2b/", "internal/wire/")
+}
+
+// The supervisor's protocol stays below the daemon: the runtimes speak
+// it, the sandbox leases and sessions use it, and the daemon's request
+// path meets it. The servers above see the daemon's and sessions' terms.
+func TestOnlyTheLayersBelowTheDaemonImportTheSupervisor(t *testing.T) {
+	onlyIn(t, []string{module + "runtime/supervisor"},
+		"above the daemon, use the daemon's and sessions' terms (internal/sandbox and internal/sessions name what callers meet)",
+		"runtime/", "cmd/sandbox-init/", "internal/sandbox/", "internal/sessions/", "internal/daemon/", "internal/testutil/", "e2e/")
+}
+
+// onlyIn fails for each Go file outside the dirs (relative to the
+// module's root) that imports one of pkgs, saying what to do instead.
+func onlyIn(t *testing.T, pkgs []string, instead string, dirs ...string) {
+	t.Helper()
 	root, _ := filepath.Abs("../..")
 	checked := 0
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -25,7 +44,7 @@ func TestOnlyTheEdgesImportTheAPI(t *testing.T) {
 			return err
 		}
 		rel := filepath.ToSlash(strings.TrimPrefix(path, root+string(filepath.Separator)))
-		for _, e := range edges {
+		for _, e := range dirs {
 			if strings.HasPrefix(rel, e) {
 				return nil
 			}
@@ -36,9 +55,8 @@ func TestOnlyTheEdgesImportTheAPI(t *testing.T) {
 		}
 		checked++
 		for _, imp := range f.Imports {
-			switch p, _ := strconv.Unquote(imp.Path.Value); p {
-			case module + "api", module + "internal/wire":
-				t.Errorf("%s imports %s: inside sandboxd, work on its own types (internal/wire maps them)", rel, p)
+			if p, _ := strconv.Unquote(imp.Path.Value); slices.Contains(pkgs, p) {
+				t.Errorf("%s imports %s: %s", rel, p, instead)
 			}
 		}
 		return nil

@@ -7,7 +7,6 @@ import (
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/sessions"
 	"github.com/sandboxd/sandboxd/internal/state"
-	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
 // Network is a request's network block as the daemon reads it (nil:
@@ -49,7 +48,7 @@ func Forked(f sessions.Forked) api.ForkResult {
 }
 
 // FileEntry is a file of a workspace as the wire shows it.
-func FileEntry(e supervisor.Entry) api.FileEntry {
+func FileEntry(e sessions.Entry) api.FileEntry {
 	return api.FileEntry{
 		Path: e.Path, Type: e.Type, Size: e.Size, Mode: fmt.Sprintf("%04o", e.Mode&0o7777),
 		ModTime: time.Unix(0, e.ModTime).UTC(), Target: e.Target, Metadata: e.Metadata,
@@ -57,15 +56,15 @@ func FileEntry(e supervisor.Entry) api.FileEntry {
 }
 
 // FileEvent is a change in a workspace as the wire shows it.
-func FileEvent(e supervisor.FileEvent) api.FileEvent { return api.FileEvent(e) }
+func FileEvent(e sessions.FileEvent) api.FileEvent { return api.FileEvent(e) }
 
 // Context is a session's context as the wire shows it.
-func Context(c supervisor.Context) api.Context {
+func Context(c sessions.Context) api.Context {
 	return api.Context{Name: c.Name, Language: c.Language, PID: c.PID, StartedAt: time.Unix(0, c.StartedAt).UTC(), Executions: c.Executions, RSSBytes: c.RSSBytes}
 }
 
 // Port is a listening port as the wire shows it.
-func Port(p supervisor.Port) api.Port { return api.Port(p) }
+func Port(p sessions.Port) api.Port { return api.Port(p) }
 
 // Limits are a request's limits as the daemon reads them (nil: none
 // asked, the ceilings').
