@@ -69,10 +69,9 @@ func Main() {
 		for range drop {
 		}
 	}()
-	// Signal 32, which Go keeps from os/signal, is as the engine left it:
-	// ignored, where dockerd was started so, and then in every program.
-	// As PID 1 the kernel keeps it from us at its default.
-	if err := spawn.SetDisposition(spawn.SigDefault, spawn.SigCancel); err != nil {
+	// The signals Go keeps from os/signal (32 and 34) get a handler of
+	// their own: at their default, a flood of signals killed us.
+	if err := spawn.ShieldInit(); err != nil {
 		fmt.Fprintf(os.Stderr, "sandbox-init: %v\n", err)
 	}
 

@@ -13,7 +13,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -84,12 +83,10 @@ func hold() {
 	// them), except SIGKILL, which ends the namespace.
 	drop := make(chan os.Signal, 64)
 	signal.Notify(drop)
-	// The realtime signals but the runtime's own are ignored where the
-	// kernel sends them: under gVisor a namespace's first process
-	// sometimes died of signals 32 (one the Go runtime keeps from
-	// os/signal, at its default) and 34 (one it handles).
-	if err := SetDisposition(sigIgnore, realtimeSignals...); err != nil {
-		fmt.Fprintf(os.Stderr, "sandbox-init: the holder cannot ignore realtime signals: %v\n", err)
+	// And those the Go runtime leaves at their default: a namespace's
+	// first process died of them (see ShieldInit).
+	if err := ShieldInit(); err != nil {
+		fmt.Fprintf(os.Stderr, "sandbox-init: the holder: %v\n", err)
 	}
 	var mu sync.Mutex // a shim's Started goes out before its Exited
 	send := func(r holdReport) {
@@ -190,47 +187,10 @@ func shim(args []string) {
 	if err := os.Chdir(spec.Dir); err != nil {
 		fail(err)
 	}
-	if err := SetDisposition(SigDefault, realtimeSignals...); err != nil { // the holder's, inherited
-		fail(err)
-	}
 	if err := lockDown(); err != nil {
 		fail(err)
 	}
 	fail(syscall.Exec(spec.Path, spec.Argv, spec.Env))
-}
-
-// Signal dispositions, as rt_sigaction takes them.
-const (
-	SigDefault = 0 // SIG_DFL
-	sigIgnore  = 1 // SIG_IGN
-)
-
-// SigCancel is glibc's SIGCANCEL, the realtime signal the Go runtime
-// never hands to os/signal nor, without cgo, handles.
-const SigCancel = 32
-
-// realtimeSignals are the realtime signals but 33, the one the Go runtime
-// uses for itself.
-var realtimeSignals = func() []int {
-	sigs := []int{SigCancel}
-	for sig := 34; sig <= 64; sig++ {
-		sigs = append(sigs, sig)
-	}
-	return sigs
-}()
-
-// SetDisposition sets the disposition of sigs to SIG_DFL or SIG_IGN,
-// which exec keeps, where the kernel sends them: under the Go runtime's
-// handlers, if it has them.
-func SetDisposition(disposition uint64, sigs ...int) error {
-	act := struct{ handler, flags, restorer, mask uint64 }{handler: disposition} // the kernel's struct sigaction
-	for _, sig := range sigs {
-		_, _, errno := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&act)), 0, 8, 0, 0)
-		if errno != 0 {
-			return fmt.Errorf("signal %d's disposition: %w", sig, errno)
-		}
-	}
-	return nil
 }
 
 // holder is the supervisor's end of a session namespace's holder.

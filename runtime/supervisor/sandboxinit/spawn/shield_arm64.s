@@ -1,0 +1,11 @@
+#include "textflag.h"
+
+// func nothing(): a signal handler that returns.
+TEXT ·nothing(SB),NOSPLIT|NOFRAME,$0-0
+	RET
+
+// func nothingPC() uintptr
+TEXT ·nothingPC(SB),NOSPLIT,$0-8
+	MOVD	$·nothing(SB), R0
+	MOVD	R0, ret+0(FP)
+	RET
