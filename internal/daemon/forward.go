@@ -1,23 +1,16 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/sandboxd/sandboxd/internal/errdefs"
+	"github.com/sandboxd/sandboxd/internal/sandbox"
 	"github.com/sandboxd/sandboxd/internal/sessions"
 	"github.com/sandboxd/sandboxd/runtime"
-	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
-
-// forwardStderr bounds what a relay may say of why it failed.
-const forwardStderr = 4 << 10
 
 // maxForwards bounds the connections forwarded into one session at once:
 // each is a relay process in its sandbox (with the Go runtime's few
@@ -88,29 +81,10 @@ func (d *Daemon) Forward(ctx context.Context, id string, port int, in io.Reader,
 	}
 	defer d.forwards.done(id)
 	var refused string
-	aerr := d.Sessions.Alongside(ctx, id, func(ss *sessions.Session, sb *runtime.Sandbox) error {
-		var stderr bytes.Buffer
-		// Never cancelled: a client that goes closes in, and the relay
-		// ends by itself.
-		res, err := sb.Exec(context.WithoutCancel(ctx), supervisor.ExecRequest{
-			Argv:        []string{runtime.SupervisorPath, supervisor.RelayArg, strconv.Itoa(port)},
-			KeepOthers:  true,                     // the server it reaches, above all
-			Env:         []string{"GOMAXPROCS=1"}, // as few threads as the relay can do with
-			TimeoutMS:   max(time.Until(ss.Record().ExpiresAt).Milliseconds(), 1),
-			OutputLimit: 1 << 50, // a connection's bytes are not output to keep
-		}, in, func(stream string, data []byte) {
-			switch {
-			case stream == supervisor.Stdout:
-				out(data)
-			case stderr.Len() < forwardStderr:
-				stderr.Write(data[:min(len(data), forwardStderr-stderr.Len())])
-			}
-		})
+	aerr := d.Sessions.Alongside(ctx, id, func(ss *sessions.Session, sb *runtime.Sandbox) (err error) {
+		refused, err = sandbox.WorkspaceOf(sb).Forward(ctx, port, time.Until(ss.Record().ExpiresAt), in, out)
 		if err != nil {
-			return d.sandboxFailed("the session's sandbox", fmt.Errorf("forwarding port %d: %w", port, err))
-		}
-		if res.ExitCode != 0 {
-			refused = strings.TrimSpace(stderr.String())
+			return d.sandboxFailed("the session's sandbox", err)
 		}
 		return nil
 	})

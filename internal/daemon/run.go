@@ -19,7 +19,6 @@ import (
 	"github.com/sandboxd/sandboxd/internal/units"
 	"github.com/sandboxd/sandboxd/plugins/language"
 	"github.com/sandboxd/sandboxd/runtime"
-	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
 // The request path. A run and a session's exec take the same steps:
@@ -164,7 +163,7 @@ func (d *Daemon) Exec(ctx context.Context, id string, req ExecRequest, out Outpu
 		if j.Cell == nil { // a cell's env is the cell's alone (supervisor.Cell)
 			j.Env = append(j.Env, runtime.EnvList(req.Program.Env)...)
 		}
-		j.Outputs = supervisor.OutputsDir
+		j.Outputs = sandbox.OutputsDir
 		limits, aerr := request.Limits(ss.Limits, units.Duration(req.Timeout), req.Limits)
 		if aerr != nil {
 			return aerr
@@ -342,7 +341,7 @@ func workDir(cwd string) (string, error) {
 
 // RestartContext ends a session's context, if it runs, and starts it
 // afresh, in language ("": the one it was started in, or the session's).
-func (d *Daemon) RestartContext(ctx context.Context, id, name, language string) (*supervisor.Context, error) {
+func (d *Daemon) RestartContext(ctx context.Context, id, name, language string) (*sessions.Context, error) {
 	if aerr := d.Sessions.EndContext(ctx, id, name); aerr != nil && !errdefs.Is(aerr, errdefs.NotFound) {
 		return nil, aerr
 	}
@@ -383,7 +382,7 @@ func (d *Daemon) cellJob(l *languages.Language, req ExecRequest, dir string) (pl
 		entry += "." + exts[0]
 	}
 	j := sandbox.Job{Steps: []language.Step{{Name: "run", Argv: l.Info.ContextCommand}}, Dir: dir,
-		Cell: &supervisor.Cell{Name: req.Context, Language: l.Name(), Code: req.Program.Code, Env: req.Program.Env}}
+		Cell: &sandbox.Cell{Name: req.Context, Language: l.Name(), Code: req.Program.Code, Env: req.Program.Env}}
 	return planned{Job: j}, entry, nil
 }
 

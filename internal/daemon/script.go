@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/sandboxd/sandboxd/internal/errdefs"
+	"github.com/sandboxd/sandboxd/internal/sandbox"
 	"github.com/sandboxd/sandboxd/internal/sessions"
 	"github.com/sandboxd/sandboxd/internal/state"
 	contract "github.com/sandboxd/sandboxd/plugins/policy"
@@ -20,7 +21,6 @@ import (
 	"github.com/sandboxd/sandboxd/plugins/program"
 	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/runtime"
-	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
 // interpreters are the commands that run a script named in their
@@ -206,15 +206,15 @@ func (d *Daemon) readScript(ctx context.Context, sb *runtime.Sandbox, file strin
 	h := sha256.New()
 	done := make(chan error, 1)
 	go func() {
-		res, err := sb.File(ctx, supervisor.OpGet, supervisor.FileRequest{Path: file, Max: d.cfg.Sessions.MaxTransfer}, nil, func(b []byte) {
+		err := sandbox.WorkspaceOf(sb).Read(ctx, file, false, d.cfg.Sessions.MaxTransfer, func(b []byte) {
 			h.Write(b)
 			_, _ = pw.Write(b)
 		})
 		switch {
-		case err == nil && res.ErrorKind == supervisor.ErrNotFound:
+		case errdefs.Is(err, errdefs.NotFound):
 			err = io.EOF // nothing to read
-		case err == nil && res.Error != "":
-			err = errdefs.Errorf(errdefs.Conflict, "%s cannot be read whole (%s): the policies judge the scripts an exec runs, so it is refused; run a regular file of the workspace", file, res.Error)
+		case err != nil && errdefs.KindOf(err) != errdefs.Internal: // refused, not lost
+			err = errdefs.Errorf(errdefs.Conflict, "%s cannot be read whole (%v): the policies judge the scripts an exec runs, so it is refused; run a regular file of the workspace", file, err)
 		}
 		pw.CloseWithError(err)
 		done <- err

@@ -13,7 +13,6 @@ import (
 	"github.com/sandboxd/sandboxd/internal/sessions"
 	"github.com/sandboxd/sandboxd/plugins/language"
 	"github.com/sandboxd/sandboxd/runtime"
-	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
 // DefaultShell is what a terminal runs when the request names nothing:
@@ -101,9 +100,9 @@ func (d *Daemon) RunTerminal(ctx context.Context, req RunRequest, tty TTY) (*Res
 	return d.run(ctx, req, nil, &tty)
 }
 
-func orDefaultSize(s supervisor.WinSize) supervisor.WinSize {
+func orDefaultSize(s WinSize) WinSize {
 	if s.Rows == 0 || s.Cols == 0 {
-		return supervisor.WinSize{Rows: 24, Cols: 80}
+		return WinSize{Rows: 24, Cols: 80}
 	}
 	return s
 }

@@ -40,7 +40,7 @@ type Job struct {
 	Planned bool
 	// Cell, when set, is code for a context: the one step's argv starts
 	// its kernel when it is not running.
-	Cell *supervisor.Cell
+	Cell *Cell
 	// Outputs is the directory (relative to the workspace) whose new and
 	// changed files the result lists; "" for none.
 	Outputs string
@@ -50,12 +50,17 @@ type Job struct {
 }
 
 // The supervisor's terms that a job's caller meets: a terminal's input
-// and size, what a cell showed, and the output streams.
+// and size, a context's cell and what it showed, and the output streams.
 type (
 	TermInput = supervisor.TermInput
 	WinSize   = supervisor.WinSize
+	Cell      = supervisor.Cell
 	Display   = supervisor.Display
 )
+
+// OutputsDir is the workspace's directory for results, made in every
+// sandbox: a session's command lists what changed in it (Job.Outputs).
+const OutputsDir = supervisor.OutputsDir
 
 // The streams OutputFunc is told of.
 const (

@@ -2,7 +2,6 @@ package sessions
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"path"
 	"slices"
@@ -11,27 +10,26 @@ import (
 
 	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/request"
+	"github.com/sandboxd/sandboxd/internal/sandbox"
 	"github.com/sandboxd/sandboxd/runtime"
-	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
-// The supervisor's terms that a session's callers meet: a file's entry,
-// a change to one, a listening port, a context, and the sandbox's /tmp.
+// The terms that a session's callers meet: a file's entry, a change to
+// one, a listening port, a context, and the sandbox's /tmp.
 type (
-	Entry     = supervisor.Entry
-	FileEvent = supervisor.FileEvent
-	Port      = supervisor.Port
-	Context   = supervisor.Context
+	Entry     = sandbox.FileEntry
+	FileEvent = sandbox.FileEvent
+	Port      = sandbox.Port
+	Context   = sandbox.Context
 )
 
 // TmpDir is the sandbox's own /tmp, which files may name beside the
 // workspace.
-const TmpDir = supervisor.TmpDir
+const TmpDir = sandbox.TmpDir
 
-// Session files. Every operation is done by the supervisor inside the
-// container (see runtime/supervisor): sandboxd never opens a path of a
-// sandbox-writable tree on the host, so no link planted there can lead it
-// anywhere.
+// Session files. Every operation is the sandbox's workspace's
+// (sandbox.Workspace): sandboxd never opens a path of a sandbox-writable
+// tree on the host, so no link planted there can lead it anywhere.
 
 // Path checks a path from a request: relative to /workspace, inside
 // it. "" and "." are the workspace itself.
@@ -51,18 +49,18 @@ func Path(p string) (string, error) {
 // which reach the sandbox's /tmp too: a path there stays absolute
 // ("/tmp/..."), as the supervisor takes it.
 func FilePath(p string) (string, error) {
-	rest, tmp := strings.CutPrefix(p, supervisor.TmpDir)
+	rest, tmp := strings.CutPrefix(p, TmpDir)
 	if !tmp || rest != "" && !strings.HasPrefix(rest, "/") {
 		return Path(p)
 	}
 	if rest = strings.TrimLeft(rest, "/"); rest == "" {
-		return supervisor.TmpDir, nil
+		return TmpDir, nil
 	}
 	clean, err := request.CleanPath(rest)
 	if err != nil {
 		return "", errdefs.Errorf(errdefs.Invalid, "path: %s: %v", p, err)
 	}
-	return supervisor.TmpDir + "/" + clean, nil
+	return TmpDir + "/" + clean, nil
 }
 
 // writablePath is FilePath for uploads and removals.
@@ -71,7 +69,7 @@ func writablePath(p string) (string, error) {
 	if aerr != nil {
 		return "", aerr
 	}
-	if clean == "." || clean == supervisor.TmpDir || clean == "project_files" || strings.HasPrefix(clean, "project_files/") {
+	if clean == "." || clean == TmpDir || clean == "project_files" || strings.HasPrefix(clean, "project_files/") {
 		return "", errdefs.Errorf(errdefs.Invalid, "%s: the workspace root, /tmp and project_files/ are not writable; upload to another path, e.g. outputs/", p)
 	}
 	return clean, nil
@@ -79,7 +77,7 @@ func writablePath(p string) (string, error) {
 
 // PutFile writes body to a path of the session's workspace, creating the
 // directories on the way; at most sessions.max_transfer bytes. metadata
-// replaces the file's (supervisor.MetadataXattr). It answers the path
+// replaces the file's (see sandbox.CheckMetadata). It answers the path
 // written (cleaned) and its size.
 func (m *Sessions) PutFile(ctx context.Context, id, p string, mode uint32, metadata map[string]string, body io.Reader) (name string, size int64, aerr error) {
 	if name, aerr = writablePath(p); aerr != nil {
@@ -88,33 +86,24 @@ func (m *Sessions) PutFile(ctx context.Context, id, p string, mode uint32, metad
 	if mode > 0o777 {
 		return "", 0, errdefs.Errorf(errdefs.Invalid, "mode %o: only permission bits (at most 0777)", mode)
 	}
-	if err := supervisor.CheckMetadata(metadata); err != nil {
+	if err := sandbox.CheckMetadata(metadata); err != nil {
 		return "", 0, errdefs.Errorf(errdefs.Invalid, "%v", err)
 	}
-	aerr = m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) error {
-		max := m.cfg.MaxTransfer
-		// One byte over the limit is enough for the supervisor to refuse.
-		res, err := sb.File(ctx, supervisor.OpPut, supervisor.FileRequest{Path: name, Mode: mode, Max: max, Metadata: metadata}, io.LimitReader(body, max+1), nil)
-		if err != nil {
-			return fmt.Errorf("uploading %s: %w", name, err)
-		}
-		if res.Error != "" {
-			return sessionErr(name, res)
-		}
-		size = res.Size
-		return nil
+	aerr = m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) (err error) {
+		size, err = sandbox.WorkspaceOf(sb).Put(ctx, name, mode, m.cfg.MaxTransfer, metadata, body)
+		return err
 	})
 	return name, size, aerr
 }
 
 // ListFiles lists a directory of the workspace (or describes one file):
 // the path listed (cleaned) and what is in it.
-func (m *Sessions) ListFiles(ctx context.Context, id, p string, recursive bool) (name string, entries []supervisor.Entry, aerr error) {
+func (m *Sessions) ListFiles(ctx context.Context, id, p string, recursive bool) (name string, entries []Entry, aerr error) {
 	if name, aerr = FilePath(p); aerr != nil {
 		return "", nil, aerr
 	}
 	aerr = m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) error {
-		if entries, aerr = stat(ctx, sb, name, recursive); aerr != nil {
+		if entries, aerr = sandbox.WorkspaceOf(sb).List(ctx, name, recursive); aerr != nil {
 			return aerr
 		}
 		if entries[0].Type == "dir" {
@@ -126,14 +115,14 @@ func (m *Sessions) ListFiles(ctx context.Context, id, p string, recursive bool) 
 }
 
 // Stat describes one path of the workspace.
-func (m *Sessions) Stat(ctx context.Context, id, p string) (*supervisor.Entry, error) {
+func (m *Sessions) Stat(ctx context.Context, id, p string) (*Entry, error) {
 	name, aerr := FilePath(p)
 	if aerr != nil {
 		return nil, aerr
 	}
-	var out *supervisor.Entry
+	var out *Entry
 	aerr = m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) error {
-		entries, aerr := stat(ctx, sb, name, false)
+		entries, aerr := sandbox.WorkspaceOf(sb).List(ctx, name, false)
 		if aerr == nil {
 			out = &entries[0]
 		}
@@ -144,17 +133,17 @@ func (m *Sessions) Stat(ctx context.Context, id, p string) (*supervisor.Entry, e
 
 // MakeDir makes a directory of the workspace and its parents; conflict
 // when the path is there already.
-func (m *Sessions) MakeDir(ctx context.Context, id, p string) (*supervisor.Entry, error) {
+func (m *Sessions) MakeDir(ctx context.Context, id, p string) (*Entry, error) {
 	name, aerr := writablePath(p)
 	if aerr != nil {
 		return nil, aerr
 	}
-	return m.entryOp(ctx, id, supervisor.OpMkdir, supervisor.FileRequest{Path: name})
+	return m.entryOp(ctx, id, func(w sandbox.Workspace) (*Entry, error) { return w.Mkdir(ctx, name) })
 }
 
 // Move renames a path of the workspace to another, replacing what that
 // holds as rename(2) does.
-func (m *Sessions) Move(ctx context.Context, id, from, to string) (*supervisor.Entry, error) {
+func (m *Sessions) Move(ctx context.Context, id, from, to string) (*Entry, error) {
 	src, aerr := writablePath(from)
 	if aerr != nil {
 		return nil, aerr
@@ -163,41 +152,17 @@ func (m *Sessions) Move(ctx context.Context, id, from, to string) (*supervisor.E
 	if aerr != nil {
 		return nil, aerr
 	}
-	return m.entryOp(ctx, id, supervisor.OpMove, supervisor.FileRequest{Path: src, To: dst})
+	return m.entryOp(ctx, id, func(w sandbox.Workspace) (*Entry, error) { return w.Move(ctx, src, dst) })
 }
 
 // entryOp runs a workspace operation whose answer is one entry.
-func (m *Sessions) entryOp(ctx context.Context, id, op string, req supervisor.FileRequest) (*supervisor.Entry, error) {
-	var out *supervisor.Entry
-	aerr := m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) error {
-		res, err := sb.File(ctx, op, req, nil, nil)
-		switch {
-		case err != nil:
-			return fmt.Errorf("%s %s: %w", op, req.Path, err)
-		case res.Error != "":
-			return sessionErr(req.Path, res)
-		case len(res.Entries) != 1:
-			return fmt.Errorf("%s %s: %w: the answer is not one entry", op, req.Path, supervisor.ErrDead)
-		}
-		out = &res.Entries[0]
-		return nil
+func (m *Sessions) entryOp(ctx context.Context, id string, op func(sandbox.Workspace) (*Entry, error)) (*Entry, error) {
+	var out *Entry
+	aerr := m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) (err error) {
+		out, err = op(sandbox.WorkspaceOf(sb))
+		return err
 	})
 	return out, aerr
-}
-
-// stat lists name itself first, then what is under it.
-func stat(ctx context.Context, sb *runtime.Sandbox, name string, recursive bool) ([]supervisor.Entry, error) {
-	res, err := sb.File(ctx, supervisor.OpList, supervisor.FileRequest{Path: name, Recursive: recursive}, nil, nil)
-	if err != nil {
-		return nil, fmt.Errorf("listing %s: %w", name, err)
-	}
-	if res.Error != "" {
-		return nil, sessionErr(name, res)
-	}
-	if len(res.Entries) == 0 || path.Clean(res.Entries[0].Path) != name {
-		return nil, fmt.Errorf("listing %s: %w: the answer does not start with the path", name, supervisor.ErrDead)
-	}
-	return res.Entries, nil
 }
 
 // Download sends a file's bytes, or a directory as a tar archive. start is
@@ -209,32 +174,29 @@ func (m *Sessions) Download(ctx context.Context, id, p string, start func(dir bo
 		return aerr
 	}
 	return m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) error {
-		entries, aerr := stat(ctx, sb, name, false)
+		ws := sandbox.WorkspaceOf(sb)
+		entries, aerr := ws.List(ctx, name, false)
 		if aerr != nil {
 			return aerr
 		}
-		op := supervisor.OpGet
 		switch entries[0].Type {
-		case "dir":
-			op = supervisor.OpTar
+		case "dir", "file":
 		case "symlink":
 			return errdefs.Errorf(errdefs.Conflict, "%s is a symbolic link to %s: links are never followed; download its directory to get the link itself", name, entries[0].Target)
-		case "file":
 		default:
 			return errdefs.Errorf(errdefs.Conflict, "%s is a %s, not a regular file: refused, not read", name, entries[0].Type)
 		}
-		w := start(op == supervisor.OpTar, path.Base(name))
+		dir := entries[0].Type == "dir"
+		w := start(dir, path.Base(name))
 		var werr error
-		res, err := sb.File(ctx, op, supervisor.FileRequest{Path: name, Max: m.cfg.MaxTransfer}, nil, func(b []byte) {
+		err := ws.Read(ctx, name, dir, m.cfg.MaxTransfer, func(b []byte) {
 			if werr == nil {
 				_, werr = w.Write(b)
 			}
 		})
 		switch {
 		case err != nil:
-			return fmt.Errorf("downloading %s: %w", name, err)
-		case res.Error != "":
-			return sessionErr(name, res)
+			return err
 		case werr != nil:
 			return errdefs.Errorf(errdefs.Invalid, "client went away: %v", werr)
 		}
@@ -246,43 +208,34 @@ func (m *Sessions) Download(ctx context.Context, id, p string, start func(dir bo
 // too, recursive) to emit, a batch at a time, the first empty once the
 // watch is set, until ctx ends (nil) or the directory goes; beside the
 // session's other operations.
-func (m *Sessions) Watch(ctx context.Context, id, p string, recursive bool, emit func([]supervisor.FileEvent)) error {
+func (m *Sessions) Watch(ctx context.Context, id, p string, recursive bool, emit func([]FileEvent)) error {
 	name, aerr := Path(p)
 	if aerr != nil {
 		return aerr
 	}
 	// emit may be slow (a client that reads slowly): the sandbox's reader
 	// never waits for it; what does not fit the queue is counted and said.
-	queue := make(chan []supervisor.FileEvent, watchQueue)
+	queue := make(chan []FileEvent, watchQueue)
 	var dropped atomic.Int64
 	delivered := make(chan struct{})
 	go func() {
 		defer close(delivered)
 		for evs := range queue {
 			if n := dropped.Swap(0); n > 0 {
-				evs = append(evs, supervisor.FileEvent{Type: supervisor.EventOverflow, Count: int(n)})
+				evs = append(evs, FileEvent{Type: sandbox.EventOverflow, Count: int(n)})
 			}
 			emit(evs)
 		}
 	}()
 	defer func() { close(queue); <-delivered }()
 	return m.Alongside(ctx, id, func(_ *Session, sb *runtime.Sandbox) error {
-		res, err := sb.Watch(ctx, supervisor.FileRequest{Path: name, Recursive: recursive}, func(evs []supervisor.FileEvent) {
+		return sandbox.WorkspaceOf(sb).Watch(ctx, name, recursive, func(evs []FileEvent) {
 			select {
 			case queue <- slices.Clone(evs):
 			default:
 				dropped.Add(int64(len(evs)))
 			}
 		})
-		switch {
-		case err != nil && ctx.Err() != nil:
-			return nil
-		case err != nil:
-			return fmt.Errorf("watching %s: %w", name, err)
-		case res.Error != "":
-			return sessionErr(name, res)
-		}
-		return nil
 	})
 }
 
@@ -296,32 +249,6 @@ func (m *Sessions) DeleteFile(ctx context.Context, id, p string) error {
 		return aerr
 	}
 	return m.Use(ctx, id, func(_ *Session, sb *runtime.Sandbox) error {
-		res, err := sb.File(ctx, supervisor.OpRemove, supervisor.FileRequest{Path: name}, nil, nil)
-		if err != nil {
-			return fmt.Errorf("removing %s: %w", name, err)
-		}
-		if res.Error != "" {
-			return sessionErr(name, res)
-		}
-		return nil
+		return sandbox.WorkspaceOf(sb).Remove(ctx, name)
 	})
-}
-
-// sessionErr maps a failed workspace operation to an API error.
-func sessionErr(p string, res supervisor.FileResult) error {
-	msg := res.Error
-	if !strings.HasPrefix(msg, p) {
-		msg = p + ": " + msg
-	}
-	switch res.ErrorKind {
-	case supervisor.ErrNotFound:
-		return errdefs.Errorf(errdefs.NotFound, "%s", msg)
-	case supervisor.ErrTooLarge:
-		return errdefs.Errorf(errdefs.TooLarge, "%s", msg)
-	case supervisor.ErrNoSpace:
-		return errdefs.Errorf(errdefs.NoSpace, "%s: the workspace is full (its size is the disk limit)", msg)
-	case supervisor.ErrNotRegular, supervisor.ErrReadOnly, supervisor.ErrExists:
-		return errdefs.Errorf(errdefs.Conflict, "%s", msg)
-	}
-	return errdefs.Errorf(errdefs.Invalid, "%s", msg)
 }

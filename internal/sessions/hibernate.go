@@ -17,7 +17,6 @@ import (
 	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/internal/units"
 	"github.com/sandboxd/sandboxd/runtime"
-	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
 // Hibernation. A hibernated session has a record (state "hibernated",
@@ -264,12 +263,12 @@ func (m *Sessions) hibernationRoom() (int64, error) {
 // runningContexts names the contexts running in sb, whose memory a
 // hibernation loses; a sandbox that cannot say has none worth reporting.
 func (m *Sessions) runningContexts(ctx context.Context, sb *runtime.Sandbox) []string {
-	res, err := sb.File(ctx, supervisor.OpContexts, supervisor.FileRequest{}, nil, nil)
+	running, err := sandbox.WorkspaceOf(sb).Contexts(ctx)
 	if err != nil {
 		return nil
 	}
 	var names []string
-	for _, c := range res.Contexts {
+	for _, c := range running {
 		names = append(names, c.Name)
 	}
 	return names

@@ -18,7 +18,6 @@ import (
 	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/runtime"
 	"github.com/sandboxd/sandboxd/runtime/fake"
-	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
 // hibernating makes a bash session with a file in a nested directory and
@@ -41,13 +40,13 @@ func hibernating(t *testing.T, extra string) (*daemon.Daemon, *fake.Runtime, str
 }
 
 // listing is a session's workspace as the files API lists it.
-func listing(t *testing.T, d *daemon.Daemon, id string) map[string]supervisor.Entry {
+func listing(t *testing.T, d *daemon.Daemon, id string) map[string]sessions.Entry {
 	t.Helper()
 	_, entries, aerr := d.Sessions.ListFiles(context.Background(), id, ".", true)
 	if aerr != nil {
 		t.Fatal(aerr)
 	}
-	out := map[string]supervisor.Entry{}
+	out := map[string]sessions.Entry{}
 	for _, e := range entries {
 		out[e.Path] = e
 	}

@@ -46,7 +46,6 @@ import (
 	"github.com/sandboxd/sandboxd/internal/stats"
 	"github.com/sandboxd/sandboxd/internal/units"
 	"github.com/sandboxd/sandboxd/runtime"
-	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
 // janitorEvery is how often expiry is checked and usage written back.
@@ -720,14 +719,10 @@ func (m *Sessions) mounts(project string) []runtime.Mount {
 // gets a new container instead.
 func (m *Sessions) Reset(ctx context.Context, id string) (*state.Session, error) {
 	aerr := m.Use(ctx, id, func(ss *Session, sb *runtime.Sandbox) error {
-		res, err := sb.File(ctx, supervisor.OpReset, supervisor.FileRequest{Path: "."}, nil, nil)
-		if err == nil && res.Error == "" {
-			return nil
+		if err := sandbox.WorkspaceOf(sb).Reset(ctx); err != nil {
+			return m.renew(ctx, ss, sb, err)
 		}
-		if err == nil {
-			err = errors.New(res.Error)
-		}
-		return m.renew(ctx, ss, sb, err)
+		return nil
 	})
 	if aerr != nil {
 		return nil, aerr

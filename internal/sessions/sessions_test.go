@@ -13,7 +13,6 @@ import (
 	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/internal/stats"
 	"github.com/sandboxd/sandboxd/runtime"
-	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
 func TestMain(m *testing.M) { daemontest.Main(m) }
@@ -115,7 +114,7 @@ func TestPorts(t *testing.T) {
 	if aerr != nil {
 		t.Fatal(aerr)
 	}
-	want := supervisor.Port{Address: "127.0.0.1", Port: l.Addr().(*net.TCPAddr).Port}
+	want := sessions.Port{Address: "127.0.0.1", Port: l.Addr().(*net.TCPAddr).Port}
 	if !slices.Contains(list, want) {
 		t.Errorf("%+v not among %+v", want, list)
 	}

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/internal/errdefs"
+	"github.com/sandboxd/sandboxd/internal/sandbox"
 	"github.com/sandboxd/sandboxd/internal/snapshots"
 	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/internal/units"
 	"github.com/sandboxd/sandboxd/runtime"
-	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
 // maxForks bounds the sessions one fork makes.
@@ -45,33 +45,26 @@ func (m *Sessions) Snapshot(ctx context.Context, id, name string) (*state.Snapsh
 // returns how many entries it left out (FIFOs, sockets, devices).
 func archiveWorkspace(ctx context.Context, sb *runtime.Sandbox, id, purpose string, room int64, limit string, w io.Writer) (int, error) {
 	var werr error
-	res, err := sb.File(ctx, supervisor.OpTar, supervisor.FileRequest{Path: ".", Max: room, Snapshot: true}, nil, func(b []byte) {
+	skipped, err := sandbox.WorkspaceOf(sb).Archive(ctx, room, func(b []byte) {
 		if werr == nil {
 			_, werr = w.Write(b)
 		}
 	})
 	switch {
+	case errdefs.Is(err, errdefs.TooLarge):
+		return 0, errdefs.Errorf(errdefs.TooLarge, "the workspace is too large to %s: %v (room left under %s: %s)", purpose, err, limit, units.ByteSize(room))
 	case err != nil:
-		return 0, fmt.Errorf("archiving session %s's workspace: %w", id, err)
-	case res.Error != "":
-		if res.ErrorKind == supervisor.ErrTooLarge {
-			return 0, errdefs.Errorf(errdefs.TooLarge, "the workspace is too large to %s: %s (room left under %s: %s)", purpose, res.Error, limit, units.ByteSize(room))
-		}
-		return 0, sessionErr("the workspace", res)
+		return 0, fmt.Errorf("session %s: %w", id, err)
 	case werr != nil:
 		return 0, errdefs.Errorf(errdefs.NoSpace, "writing the archive: %v", werr)
 	}
-	return res.Skipped, nil
+	return skipped, nil
 }
 
 // restore extracts a snapshot's archive into a new session's workspace.
 func restore(ctx context.Context, sb *runtime.Sandbox, archive io.Reader) error {
-	res, err := sb.File(ctx, supervisor.OpUntar, supervisor.FileRequest{Path: "."}, archive, nil)
-	if err != nil {
+	if err := sandbox.WorkspaceOf(sb).Extract(ctx, archive); err != nil {
 		return fmt.Errorf("restoring the snapshot: %w", err)
-	}
-	if res.Error != "" {
-		return sessionErr("restoring the snapshot", res)
 	}
 	return nil
 }

@@ -6,10 +6,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandboxd/sandboxd/internal/sandbox"
 	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/internal/stats"
 	"github.com/sandboxd/sandboxd/runtime"
-	"github.com/sandboxd/sandboxd/runtime/supervisor"
 )
 
 // What a session's sandbox uses is sampled every usageEvery while it is
@@ -99,17 +99,9 @@ func (m *Sessions) sampleAll(ctx context.Context) {
 func (m *Sessions) sample(ctx context.Context, ss *Session, sb *runtime.Sandbox, timeout time.Duration) (stats.SandboxUsage, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	res, err := sb.File(ctx, supervisor.OpUsage, supervisor.FileRequest{}, nil, nil)
-	if err == nil && res.Usage == nil {
-		err = fmt.Errorf("the supervisor did not say (%s)", res.Error)
-	}
+	u, err := sandbox.WorkspaceOf(sb).Usage(ctx)
 	if err != nil {
 		return stats.SandboxUsage{}, err
-	}
-	r := res.Usage
-	u := stats.SandboxUsage{
-		At: time.Now().UTC(), CPUSeconds: float64(r.CPUUS) / 1e6, MemoryBytes: r.MemoryBytes,
-		Processes: r.Processes, WorkspaceBytes: r.WorkspaceBytes, TmpBytes: r.TmpBytes,
 	}
 	if ls := ss.Lease(); ls.Sandbox() == sb && ls.Gate() != nil {
 		u.NetworkSentBytes, u.NetworkReceivedBytes = ls.Gate().Transferred()

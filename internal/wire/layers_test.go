@@ -24,13 +24,14 @@ func TestOnlyTheEdgesImportTheAPI(t *testing.T) {
 		"api/", "client/", "cmd/", "e2e/", "internal/server/", "internal/dashboard/", "internal/mcpserver/", "internal/e2b/", "internal/wire/")
 }
 
-// The supervisor's protocol stays below the daemon: the runtimes speak
-// it, the sandbox leases and sessions use it, and the daemon's request
-// path meets it. The servers above see the daemon's and sessions' terms.
-func TestOnlyTheLayersBelowTheDaemonImportTheSupervisor(t *testing.T) {
+// The supervisor's protocol stays under the sandbox lease: the runtimes
+// speak it, and internal/sandbox (the leases, their runs and the
+// workspace's operations) is the only part of the daemon that does. The
+// daemon and sessions, and the servers above them, meet its terms.
+func TestOnlyTheSandboxLeaseImportsTheSupervisor(t *testing.T) {
 	onlyIn(t, []string{module + "runtime/supervisor"},
-		"above the daemon, use the daemon's and sessions' terms (internal/sandbox and internal/sessions name what callers meet)",
-		"runtime/", "cmd/sandbox-init/", "internal/sandbox/", "internal/sessions/", "internal/daemon/", "internal/testutil/", "e2e/")
+		"use internal/sandbox's terms (its Lease runs programs, its Workspace does the rest)",
+		"runtime/", "cmd/sandbox-init/", "internal/sandbox/", "internal/testutil/", "e2e/")
 }
 
 // onlyIn fails for each Go file outside the dirs (relative to the
