@@ -21,9 +21,10 @@ var unhandled = []int{32, 34}
 // returns at once.
 func nothingPC() uintptr
 
-// ShieldInit gives the signals the Go runtime leaves at their default
-// action a handler that does nothing, so that a namespace's first process
-// lives through them.
+// ShieldInit keeps the signals a program can send from ending a
+// namespace's first process: those the Go runtime leaves at their default
+// action get a handler that does nothing, and those it takes for its own
+// faults are filtered first (see filterFaults).
 //
 // Linux is meant to drop a signal at its default action sent to a PID
 // namespace's first process from inside the namespace, but it delivers
@@ -42,6 +43,41 @@ func ShieldInit() error {
 	for _, sig := range unhandled {
 		if _, _, errno := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&act)), 0, 8, 0, 0); errno != 0 {
 			return fmt.Errorf("handling signal %d: %w", sig, errno)
+		}
+	}
+	return filterFaults()
+}
+
+// faults are the signals the Go runtime takes for a fault of its own
+// unless their si_code says kill or tgkill sent them (SI_USER, SI_TKILL):
+// sent with sigqueue's SI_QUEUE, it throws, and ends the process.
+var faults = []int{int(unix.SIGILL), int(unix.SIGTRAP), int(unix.SIGBUS), int(unix.SIGFPE), int(unix.SIGSEGV), int(unix.SIGSYS)}
+
+// goFaultHandler is the runtime's handler of faults, where faultFilter
+// sends those the kernel raised.
+var goFaultHandler uintptr
+
+func faultFilterPC() uintptr
+
+// filterFaults puts faultFilter in front of the runtime's handler for
+// faults, so that one a process queued does not end us.
+func filterFaults() error {
+	for _, sig := range faults {
+		var old sigaction
+		if _, _, errno := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), 0, uintptr(unsafe.Pointer(&old)), 8, 0, 0); errno != 0 {
+			return fmt.Errorf("reading signal %d's handler: %w", sig, errno)
+		}
+		switch {
+		case uintptr(old.handler) == faultFilterPC():
+			continue // done already
+		case goFaultHandler == 0 && old.handler > 1:
+			goFaultHandler = uintptr(old.handler)
+		case uintptr(old.handler) != goFaultHandler:
+			return fmt.Errorf("signal %d's handler is not the runtime's", sig)
+		}
+		old.handler = uint64(faultFilterPC())
+		if _, _, errno := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&old)), 0, 8, 0, 0); errno != 0 {
+			return fmt.Errorf("filtering signal %d: %w", sig, errno)
 		}
 	}
 	return nil

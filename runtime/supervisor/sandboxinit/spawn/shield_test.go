@@ -3,12 +3,14 @@
 package spawn
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -46,4 +48,30 @@ func TestShieldInitHandlesWhatGoLeavesAtItsDefault(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestShieldInitDropsQueuedFaults: a fault signal queued by a process
+// (sigqueue's SI_QUEUE) no longer ends us, and a real fault still panics.
+func TestShieldInitDropsQueuedFaults(t *testing.T) {
+	if err := ShieldInit(); err != nil {
+		t.Fatal(err)
+	}
+	for _, sig := range faults {
+		info := unix.Siginfo{Signo: int32(sig), Code: -1} // SI_QUEUE
+		for range 20 {
+			if _, _, errno := unix.RawSyscall(unix.SYS_RT_SIGQUEUEINFO, uintptr(os.Getpid()), uintptr(sig), uintptr(unsafe.Pointer(&info))); errno != 0 {
+				t.Fatal(errno)
+			}
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	var p *int
+	func() {
+		defer func() {
+			if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "nil pointer") {
+				t.Errorf("a nil dereference recovered %v", r)
+			}
+		}()
+		_ = *p
+	}()
 }
