@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
+	"time"
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/client"
@@ -11,6 +13,9 @@ import (
 
 // kubeconfig is the cluster `make cluster` brings up.
 const kubeconfig = "/var/lib/sandboxd-cluster/admin.kubeconfig"
+
+// clusterAPI is where scripts/cluster.sh's API server listens.
+const clusterAPI = "127.0.0.1:6443"
 
 // kubernetesTwins are one python on the local engine and one in pods of
 // the cluster, sized alike (a quarter core, 256 MiB: what the 2-core
@@ -48,6 +53,13 @@ func kubernetesRuntime(bin string, n int) error {
 		fmt.Println("\nkubernetes: no cluster; `make cluster` and `make cluster-images` to measure pods")
 		return nil
 	}
+	// The kubeconfig outlives the cluster (a reboot ends it).
+	conn, err := net.DialTimeout("tcp", clusterAPI, time.Second)
+	if err != nil {
+		fmt.Printf("\nkubernetes: the cluster's API server (%s) does not answer; `make cluster` and `make cluster-images` to measure pods\n", clusterAPI)
+		return nil
+	}
+	conn.Close()
 	d, err := startDaemon(bin, "sandbox_uids = \"1000200000-1000201999\"\n"+kubernetesTwins())
 	if err != nil {
 		return err
