@@ -208,6 +208,39 @@ func TestRecycledItemsServeRunsNotSessions(t *testing.T) {
 	}
 }
 
+// Runs that took every fresh item (the used one being recycled at the
+// time) leave the pool making a fresh one, kept for a session past the
+// trims, so that a session's create finds one ready rather than paying
+// for a creation.
+func TestKeepsAFreshItemForSessions(t *testing.T) {
+	f := &fake{}
+	p := New(Options{Name: "x", MinIdle: 1, Max: 3, QueueTimeout: time.Second, IdleTimeout: 100 * time.Millisecond}, f.hooks())
+	eventually(t, "1 idle", func() bool { return p.Stats().Idle == 1 })
+	a, _ := p.Acquire(context.Background())
+	eventually(t, "a fresh one made", func() bool { return p.Stats().Idle == 1 })
+	release := make(chan struct{})
+	p.Recycle(a, func(context.Context, int) bool { <-release; return true })
+	b, _ := p.Acquire(context.Background()) // the fresh one: a is on its way back
+	close(release)
+	p.Recycle(b, func(context.Context, int) bool { return true })
+	eventually(t, "both back, and a fresh one made", func() bool {
+		s := p.Stats()
+		return s.IdleUsed == 2 && s.Idle == 3
+	})
+	time.Sleep(300 * time.Millisecond) // trims pass; the fresh one stays
+	if s := p.Stats(); s.Idle-s.IdleUsed != 1 {
+		t.Fatalf("no fresh item kept for a session: %+v", s)
+	}
+	taken, err := p.Take(context.Background())
+	if err != nil || taken == a || taken == b {
+		t.Fatalf("took %d (%v)", taken, err)
+	}
+	if s := p.Stats(); s.Misses != 0 {
+		t.Fatalf("the session's take was a miss: %+v", s)
+	}
+	p.Close(context.Background())
+}
+
 // A session finds the pool full of used items: one is destroyed to make
 // room for a fresh one.
 func TestTakeMakesRoomForAFreshItem(t *testing.T) {
