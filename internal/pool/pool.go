@@ -158,7 +158,15 @@ func (p *Pool[T]) targetLocked() int {
 func (p *Pool[T]) freshReserveLocked() int { return min(p.opts.MinIdle, 1) }
 
 // freshIdleLocked counts the idle items that never served a run.
-func (p *Pool[T]) freshIdleLocked() int { return p.idleForLocked(true) }
+func (p *Pool[T]) freshIdleLocked() int {
+	n := 0
+	for _, it := range p.idle {
+		if !it.used {
+			n++
+		}
+	}
+	return n
+}
 
 // usedLocked notes an item going into use, for the peak of demand.
 func (p *Pool[T]) usedLocked() {
@@ -323,15 +331,24 @@ func (p *Pool[T]) turnLocked(ticket uint64, fresh bool) bool {
 }
 
 // idleForLocked counts the idle items a caller may take: fresh ones for a
-// fresh caller, any for another.
+// fresh caller, any but the withheld reserve for another.
 func (p *Pool[T]) idleForLocked(fresh bool) int {
-	n := 0
-	for _, it := range p.idle {
-		if !fresh || !it.used {
-			n++
-		}
+	if fresh {
+		return p.freshIdleLocked()
 	}
-	return n
+	return len(p.idle) - p.withheldLocked()
+}
+
+// withheldLocked is how many fresh idle items runs leave alone now: the
+// fresh reserve, while a used item is on its way back from a recycle and
+// there is room to make the reserve again. A run waits for the recycle
+// (as it does where there is no reserve) rather than take the reserve
+// and have the pool create one for each run that comes during a recycle.
+func (p *Pool[T]) withheldLocked() int {
+	if p.recycling == 0 || p.totalLocked() >= p.opts.Max {
+		return 0
+	}
+	return min(p.freshIdleLocked(), p.freshReserveLocked())
 }
 
 // leaveLocked takes a caller out of the queue; those after it may take
@@ -351,6 +368,9 @@ func (p *Pool[T]) leaveLocked(ticket uint64) {
 // pickLocked is the index of the idle item to hand out next, -1 for none:
 // the newest used one (fresh ones are kept for sessions), else the newest.
 func (p *Pool[T]) pickLocked(fresh bool) int {
+	if !fresh && p.idleForLocked(false) <= 0 {
+		return -1
+	}
 	pick := -1
 	for i, it := range p.idle {
 		switch {

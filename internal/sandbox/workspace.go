@@ -120,13 +120,13 @@ func (w Workspace) Read(ctx context.Context, name string, dir bool, max int64, d
 // archive to data: at most max bytes, or too_large. It answers how many
 // entries it left out (FIFOs, sockets, devices).
 func (w Workspace) Archive(ctx context.Context, max int64, data func([]byte)) (skipped int, err error) {
-	res, err := w.do(ctx, "archiving the workspace", "the workspace", supervisor.OpTar, supervisor.FileRequest{Path: ".", Max: max, Snapshot: true}, nil, data)
+	res, err := w.do(ctx, "archiving the workspace", "", supervisor.OpTar, supervisor.FileRequest{Path: ".", Max: max, Snapshot: true}, nil, data)
 	return res.Skipped, err
 }
 
-// Extract unpacks a tar archive into the workspace.
+// Extract unpacks a snapshot's tar archive into the workspace.
 func (w Workspace) Extract(ctx context.Context, archive io.Reader) error {
-	_, err := w.do(ctx, "extracting an archive", "extracting an archive", supervisor.OpUntar, supervisor.FileRequest{Path: "."}, archive, nil)
+	_, err := w.do(ctx, "restoring the snapshot", "restoring the snapshot", supervisor.OpUntar, supervisor.FileRequest{Path: "."}, archive, nil)
 	return err
 }
 
@@ -230,10 +230,10 @@ func (w Workspace) Usage(ctx context.Context) (stats.SandboxUsage, error) {
 }
 
 // classify is the error for a workspace operation on p that the
-// supervisor refused.
+// supervisor refused ("": its message names what it refused).
 func classify(p string, res supervisor.FileResult) error {
 	msg := res.Error
-	if !strings.HasPrefix(msg, p) {
+	if p != "" && !strings.HasPrefix(msg, p) {
 		msg = p + ": " + msg
 	}
 	switch res.ErrorKind {

@@ -316,7 +316,7 @@ func (m *Sessions) resume(ctx context.Context, ss *Session) error {
 		return err
 	}
 	m.rearm(lease, rec, ss.Lang)
-	if aerr := restore(ctx, lease.Sandbox(), f); aerr != nil {
+	if aerr := sandbox.WorkspaceOf(lease.Sandbox()).Extract(ctx, f); aerr != nil {
 		lease.Remove()
 		return errdefs.Errorf(errdefs.KindOf(aerr), "resuming session %s (it stays hibernated): %w", rec.ID, aerr)
 	}

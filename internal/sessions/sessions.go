@@ -272,7 +272,7 @@ func (m *Sessions) Create(ctx context.Context, req Request) (*state.Session, err
 	arm(lease, allow, extras, secrets)
 	sb := lease.Sandbox()
 	if snapshot != nil {
-		if aerr := restore(ctx, sb, snapshot); aerr != nil {
+		if aerr := sandbox.WorkspaceOf(sb).Extract(ctx, snapshot); aerr != nil {
 			lease.Remove()
 			return nil, aerr
 		}

@@ -54,19 +54,11 @@ func archiveWorkspace(ctx context.Context, sb *runtime.Sandbox, id, purpose stri
 	case errdefs.Is(err, errdefs.TooLarge):
 		return 0, errdefs.Errorf(errdefs.TooLarge, "the workspace is too large to %s: %v (room left under %s: %s)", purpose, err, limit, units.ByteSize(room))
 	case err != nil:
-		return 0, fmt.Errorf("session %s: %w", id, err)
+		return 0, fmt.Errorf("session %s: %w", id, err) // which session's workspace
 	case werr != nil:
 		return 0, errdefs.Errorf(errdefs.NoSpace, "writing the archive: %v", werr)
 	}
 	return skipped, nil
-}
-
-// restore extracts a snapshot's archive into a new session's workspace.
-func restore(ctx context.Context, sb *runtime.Sandbox, archive io.Reader) error {
-	if err := sandbox.WorkspaceOf(sb).Extract(ctx, archive); err != nil {
-		return fmt.Errorf("restoring the snapshot: %w", err)
-	}
-	return nil
 }
 
 // ForkRequest says how many sessions a fork makes (0: one), the name of
