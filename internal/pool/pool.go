@@ -238,8 +238,10 @@ func (p *Pool[T]) acquire(ctx context.Context, fresh bool) (T, error) {
 			p.mu.Unlock()
 			return zero, p.exhausted()
 		}
-		if fresh && p.totalLocked() >= p.opts.Max {
-			// Room for a fresh item is taken by used ones waiting idle.
+		if fresh && p.totalLocked() >= p.opts.Max && p.starting == 0 && p.removing == 0 {
+			// Room for a fresh item is taken by used ones waiting idle:
+			// one goes, unless a fresh one is on its way or room is being
+			// made already (else each wake-up took another).
 			if i := p.oldestLocked(); i >= 0 {
 				it := p.idle[i]
 				p.idle = append(p.idle[:i], p.idle[i+1:]...)
@@ -258,7 +260,8 @@ func (p *Pool[T]) acquire(ctx context.Context, fresh bool) (T, error) {
 		// sooner, and callers each creating are a spiral (python at 4
 		// clients from a pool of 2: 14 creations at once, no run served for
 		// 3 s; node at 4 runs/s: runs of 80 ms waiting 5-12 s).
-		coming := p.idleForLocked(fresh) + p.starting
+		idle, _ := p.forCallerLocked(ticket, fresh)
+		coming := idle + p.starting
 		if !fresh {
 			coming += p.recycling
 		}
@@ -318,16 +321,32 @@ func (p *Pool[T]) acquire(ctx context.Context, fresh bool) (T, error) {
 // take an idle item: the callers queued before it for items of its kind
 // take theirs first, as many as there are.
 func (p *Pool[T]) turnLocked(ticket uint64, fresh bool) bool {
-	ahead := 0
+	idle, ahead := p.forCallerLocked(ticket, fresh)
+	return idle > ahead
+}
+
+// forCallerLocked counts the idle items a caller (ticket 0: one not
+// queued yet) may take, and the callers queued before it for items of its
+// kind. The fresh items that sessions queued before a run wait for are
+// theirs (the withheld reserve among them).
+func (p *Pool[T]) forCallerLocked(ticket uint64, fresh bool) (idle, ahead int) {
+	sessionsAhead := 0
 	for _, q := range p.queue {
 		if q.ticket == ticket {
 			break
 		}
-		if q.fresh == fresh {
+		switch {
+		case q.fresh == fresh:
 			ahead++
+		case q.fresh:
+			sessionsAhead++
 		}
 	}
-	return p.idleForLocked(fresh) > ahead
+	idle = p.idleForLocked(fresh)
+	if !fresh && sessionsAhead > 0 {
+		idle = len(p.idle) - max(p.withheldLocked(), min(sessionsAhead, p.freshIdleLocked()))
+	}
+	return idle, ahead
 }
 
 // idleForLocked counts the idle items a caller may take: fresh ones for a

@@ -250,6 +250,48 @@ func TestKeepsAFreshItemForSessions(t *testing.T) {
 	p.Close(context.Background())
 }
 
+// A run that comes after a queued session leaves it the fresh item it
+// waits for.
+func TestARunLeavesAQueuedSessionItsFreshItem(t *testing.T) {
+	f := &fake{}
+	p := New(Options{Name: "x", MinIdle: 0, Max: 4, QueueTimeout: time.Second}, f.hooks())
+	p.mu.Lock()
+	p.lastTicket++
+	p.queue = append(p.queue, waiter{ticket: p.lastTicket, fresh: true}) // a session, queued first
+	p.idle = append(p.idle, idleItem[int]{item: 99, since: time.Now()})  // the fresh item it waits for comes
+	p.mu.Unlock()
+	got, err := p.Acquire(context.Background()) // a run that came later
+	if err != nil || got == 99 {
+		t.Fatalf("the run got %d (%v): the fresh item was the queued session's", got, err)
+	}
+	p.mu.Lock()
+	p.queue = nil
+	p.mu.Unlock()
+	p.Release(got)
+	p.Close(context.Background())
+}
+
+// A session that finds a full pool of used items makes room by one.
+func TestTakeAtMaxRemovesOneUsedItem(t *testing.T) {
+	f := &fake{}
+	p := New(Options{Name: "x", MinIdle: 1, Max: 2, QueueTimeout: 2 * time.Second}, f.hooks())
+	eventually(t, "idle", func() bool { return p.Stats().Idle == 1 })
+	a, _ := p.Acquire(context.Background())
+	eventually(t, "refilled", func() bool { return p.Stats().Idle == 1 })
+	b, _ := p.Acquire(context.Background())
+	p.Recycle(a, func(context.Context, int) bool { return true })
+	p.Recycle(b, func(context.Context, int) bool { return true })
+	eventually(t, "both used idle", func() bool { return p.Stats().IdleUsed == 2 })
+	if _, err := p.Take(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if d := f.destroyed.Load(); d != 1 {
+		t.Fatalf("%d used items destroyed for one session: want 1", d)
+	}
+	p.Close(context.Background())
+}
+
 // A session finds the pool full of used items: one is destroyed to make
 // room for a fresh one.
 func TestTakeMakesRoomForAFreshItem(t *testing.T) {
