@@ -9,7 +9,7 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/sandboxd/sandboxd/internal/daemon.Version=$(VERSION) -X main.version=$(VERSION)
 LANGS   := python node typescript go java ruby php bash c cpp rust csharp r generic
 POLICIES := example
-IMAGES  := python node go java ruby php bash c rust lua csharp python311 go124
+IMAGES  := python node go java ruby php bash c rust lua csharp python311 go124 desktop
 
 # Tools from npm the end-to-end tests use (an MCP client, an OpenAPI
 # validator), pinned by their lockfile.

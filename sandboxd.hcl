@@ -234,6 +234,32 @@ language "csharp" {
   }
 }
 
+# A desktop to see and drive: a screen (Xvfb) with XFCE and Chromium that
+# starts with each session, driven through the desktop API (`sandboxctl
+# desktop`, the clients, MCP) and E2B Desktop's SDK. Its image is large
+# (about 1.5 GB), built when the first session asks for it, and a session
+# takes about 300 MiB: no warm containers wait.
+language "desktop" {
+  plugin          = "generic"
+  image           = "sandboxd/desktop:latest"
+  display_name    = "Desktop (XFCE, Chromium; programs in Bash)"
+  main_file       = "main.sh"
+  run             = ["bash", "{entry}"]
+  version_command = ["chromium", "--version"]
+  desktop {
+    screen = "1024x768"
+  }
+  limits {
+    memory       = "2GiB"
+    pids         = 512
+    output_limit = "16MiB"      # a screenshot comes back as one
+  }
+  pool {
+    min_idle = 0
+    max      = 4
+  }
+}
+
 # Policies: guard rails and audit, evaluated in this order for every run,
 # session exec and validate. mode: "enforce" (a deny blocks the request:
 # policy_denied, sandboxctl exit 126), "warn" (findings only) or "off";

@@ -964,6 +964,57 @@ const (
 	FileEventOverflow = "overflow"
 )
 
+// Desktop is a desktop session's screen (GET /v1/sessions/{id}/desktop,
+// and the answer of each action): its size in pixels, the pointer, the
+// focused window and the windows the window manager shows.
+type Desktop struct {
+	Width   int             `json:"width"`
+	Height  int             `json:"height"`
+	Cursor  Point           `json:"cursor"`
+	Focused string          `json:"focused,omitempty"` // a window's id
+	Windows []DesktopWindow `json:"windows"`
+}
+
+// Point is a place on a screen, in pixels from its top left corner.
+type Point struct {
+	X int `json:"x"`
+	Y int `json:"y"`
+}
+
+// DesktopWindow is one window on a desktop's screen.
+type DesktopWindow struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
+}
+
+// DesktopAction is the body of POST /v1/sessions/{id}/desktop/actions:
+// one thing done to the screen, as Action names it.
+//   - move: the pointer to x, y.
+//   - click, double_click: button (left, middle, right; left by
+//     default), at x, y or where the pointer is.
+//   - drag: button held from x, y to to_x, to_y.
+//   - scroll: amount wheel clicks (3 by default) in direction (up, down,
+//     left, right), at x, y or where the pointer is.
+//   - type: text, as keystrokes, to the focused window.
+//   - key: keys, a key or chord as xdotool names them ("Return",
+//     "ctrl+c", "ctrl+shift+t"), or several separated by spaces.
+//   - open: target, a URL or a path, in its application (a browser).
+//   - focus: window, by the id the screen's windows give.
+type DesktopAction struct {
+	Action    string `json:"action"`
+	X         *int   `json:"x,omitempty"`
+	Y         *int   `json:"y,omitempty"`
+	ToX       *int   `json:"to_x,omitempty"`
+	ToY       *int   `json:"to_y,omitempty"`
+	Button    string `json:"button,omitempty"`
+	Direction string `json:"direction,omitempty"`
+	Amount    int    `json:"amount,omitempty"`
+	Text      string `json:"text,omitempty"`
+	Keys      string `json:"keys,omitempty"`
+	Target    string `json:"target,omitempty"`
+	Window    string `json:"window,omitempty"`
+}
+
 // PortList is the body of GET /v1/sessions/{id}/ports: the TCP ports
 // listening inside the session's sandbox (its own loopback or any
 // address; the sandbox has no network of its own).

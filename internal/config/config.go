@@ -213,7 +213,19 @@ type Language struct {
 	// Contexts are the other languages whose contexts its sessions may
 	// run beside their own (its image has their interpreters), by name.
 	Contexts []string
+	// Desktop, when set, gives each session a screen that starts with it
+	// (the image's desktop-start), driven through the desktop API.
+	Desktop *Desktop
 }
+
+// Desktop is a language's screen: its size in pixels.
+type Desktop struct {
+	Width, Height int
+}
+
+// DefaultScreen is a desktop's size when its block names none: E2B
+// Desktop's.
+var DefaultScreen = Desktop{Width: 1024, Height: 768}
 
 // GenericPlugin is the plugin that runs languages defined in HCL alone.
 const GenericPlugin = "generic"
@@ -412,8 +424,9 @@ type languageSchema struct {
 	Limits   *limitsSchema  `hcl:"limits,block"`
 	Network  *networkSchema `hcl:"network,block"`
 	// Text, or file("instructions/python.md") relative to the file.
-	Instructions *string  `hcl:"instructions,optional"`
-	Contexts     []string `hcl:"contexts,optional"`
+	Instructions *string        `hcl:"instructions,optional"`
+	Contexts     []string       `hcl:"contexts,optional"`
+	Desktop      *desktopSchema `hcl:"desktop,block"`
 	// For plugin = "generic" only.
 	DisplayName    *string           `hcl:"display_name,optional"`
 	Extensions     []string          `hcl:"extensions,optional"`
@@ -426,6 +439,11 @@ type languageSchema struct {
 	InstallCommand []string          `hcl:"install_command,optional"`
 	Env            map[string]string `hcl:"env,optional"`
 	Body           hcl.Body          `hcl:",body"`
+}
+
+type desktopSchema struct {
+	Screen *string  `hcl:"screen,optional"`
+	Body   hcl.Body `hcl:",body"`
 }
 
 // Load reads, decodes and validates a configuration file. Relative paths in
@@ -659,6 +677,9 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 			v.fail(ls.Body, "instructions", fmt.Sprintf("are %d bytes", len(lang.Instructions)), fmt.Sprintf("at most %d: what an agent reads before every use", maxInstructions))
 		}
 		lang.Contexts = ls.Contexts
+		if ls.Desktop != nil {
+			lang.Desktop = v.desktop(ls.Desktop)
+		}
 		if ls.Warm != nil {
 			lang.Warm = *ls.Warm
 		}
@@ -693,6 +714,22 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 		})
 	}
 	return &cfg
+}
+
+// desktop reads a language's desktop block: screen = "WIDTHxHEIGHT".
+func (v *validator) desktop(ds *desktopSchema) *Desktop {
+	d := DefaultScreen
+	if ds.Screen != nil {
+		w, h, ok := strings.Cut(*ds.Screen, "x")
+		width, err1 := strconv.Atoi(w)
+		height, err2 := strconv.Atoi(h)
+		if !ok || err1 != nil || err2 != nil || width < 320 || height < 200 || width > 7680 || height > 4320 {
+			v.fail(ds.Body, "screen", fmt.Sprintf("is %q", *ds.Screen), `WIDTHxHEIGHT in pixels, from 320x200 to 7680x4320, such as "1024x768"`)
+		} else {
+			d = Desktop{Width: width, Height: height}
+		}
+	}
+	return &d
 }
 
 // dockerTLS checks the docker block's host and reads its tls block.

@@ -36,6 +36,7 @@ var (
 	fileBytes    = content{media: []string{"application/octet-stream"}}
 	fileOrTar    = content{media: []string{"application/octet-stream", api.ContentTypeTar}}
 	prometheus   = content{media: []string{"text/plain"}}
+	pngImage     = content{media: []string{"image/png"}}
 	executionEvt = reflect.TypeFor[api.Event]()
 )
 
@@ -98,6 +99,12 @@ func routes() []route {
 			summary: "Wake a hibernated or frozen session now (any call that needs its sandbox does so too)."},
 		{pattern: "GET /v1/sessions/{id}/ports", serve: sessionCall(ports), id: "listSessionPorts", status: 200, result: jsonOf[api.PortList](),
 			summary: "The TCP ports listening inside the session's sandbox."},
+		{pattern: "GET /v1/sessions/{id}/desktop", serve: (*handler).desktop, id: "getDesktop", status: 200, result: jsonOf[api.Desktop](),
+			summary: "A desktop session's screen: its size, the pointer, the focused window and the windows shown (sessions of a language with a desktop block)."},
+		{pattern: "GET /v1/sessions/{id}/desktop/screenshot", serve: (*handler).screenshot, id: "desktopScreenshot", status: 200, result: pngImage,
+			summary: "A desktop session's screen, pointer included, as a PNG image."},
+		{pattern: "POST /v1/sessions/{id}/desktop/actions", serve: (*handler).desktopAction, id: "desktopAction", request: jsonOf[api.DesktopAction](), status: 200, result: jsonOf[api.Desktop](),
+			summary: "Do one thing on a desktop session's screen (move, click, double_click, drag, scroll, type, key, open, focus), and get the screen as it is then. Each action is a command the policies judge and the history keeps (kind desktop)."},
 		{pattern: "GET /v1/sessions/{id}/metrics", serve: sessionCall(shown((*sessions.Sessions).Metrics, wire.SessionUsage)), id: "sessionMetrics", status: 200, result: jsonOf[api.SessionMetrics](),
 			summary: "What the session's sandbox uses (CPU, memory, processes, workspace and /tmp bytes, bytes through egress): now, and a sample every few seconds over the last minutes. Asking wakes no hibernated session."},
 		{pattern: "PATCH /v1/sessions/{id}/network", serve: (*handler).setNetwork, id: "setSessionNetwork", request: jsonOf[api.Network](), status: 200, result: jsonOf[api.Session](),

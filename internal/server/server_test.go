@@ -269,6 +269,9 @@ func TestAnswersAreTheDeclaredAPITypes(t *testing.T) {
 		if method != "GET" || r.result.json == nil {
 			continue
 		}
+		if strings.Contains(path, "/desktop") {
+			continue // a screen needs an X server: e2e's TestDesktop decodes these
+		}
 		if before, after, ok := strings.Cut(path, "{id}"); ok {
 			if strings.Contains(after, "{") || ids[before] == "" {
 				continue

@@ -393,3 +393,41 @@ func (h *handler) deleteSnapshot(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
+
+// desktop reports a desktop session's screen.
+func (h *handler) desktop(w http.ResponseWriter, r *http.Request) {
+	screen, err := h.d.DesktopState(r.Context(), r.PathValue("id"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, wire.Desktop(*screen))
+}
+
+// desktopAction does one action on a desktop session's screen.
+func (h *handler) desktopAction(w http.ResponseWriter, r *http.Request) {
+	var req api.DesktopAction
+	if err := decode(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	screen, err := h.d.DesktopAction(r.Context(), r.PathValue("id"), wire.DesktopAction(req))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, wire.Desktop(*screen))
+}
+
+// screenshot is a desktop session's screen as PNG.
+func (h *handler) screenshot(w http.ResponseWriter, r *http.Request) {
+	png, err := h.d.Screenshot(r.Context(), r.PathValue("id"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "image/png")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Length", strconv.Itoa(len(png)))
+	_, _ = w.Write(png)
+}

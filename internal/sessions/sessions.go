@@ -17,6 +17,7 @@
 package sessions
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -34,6 +35,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/sandboxd/sandboxd/internal/config"
+	"github.com/sandboxd/sandboxd/internal/desktop"
 	"github.com/sandboxd/sandboxd/internal/drain"
 	"github.com/sandboxd/sandboxd/internal/egress"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
@@ -45,6 +47,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/internal/stats"
 	"github.com/sandboxd/sandboxd/internal/units"
+	"github.com/sandboxd/sandboxd/plugins/language"
 	"github.com/sandboxd/sandboxd/runtime"
 )
 
@@ -273,6 +276,12 @@ func (m *Sessions) Create(ctx context.Context, req Request) (*state.Session, err
 	sb := lease.Sandbox()
 	if snapshot != nil {
 		if aerr := sandbox.WorkspaceOf(sb).Extract(ctx, snapshot); aerr != nil {
+			lease.Remove()
+			return nil, aerr
+		}
+	}
+	if screen := l.Config.Desktop; screen != nil {
+		if aerr := startDesktop(ctx, lease, screen, limits, env); aerr != nil {
 			lease.Remove()
 			return nil, aerr
 		}
@@ -1153,4 +1162,18 @@ func (m *Sessions) reattach(ctx context.Context, rec state.Session, byID map[str
 	}
 	m.rearm(lease, rec, l)
 	return l, lease, ""
+}
+
+// startDesktop starts a desktop session's screen (the image's
+// desktop-start), and returns once it answers.
+func startDesktop(ctx context.Context, lease *sandbox.Lease, screen *config.Desktop, limits runtime.Limits, env map[string]string) error {
+	job := sandbox.Job{Steps: []language.Step{{Name: "desktop", Argv: desktop.Start(screen.Width, screen.Height)}}, Env: runtime.EnvList(env)}
+	res, err := lease.Run(ctx, job, limits, nil)
+	if err == nil && (res.ExitCode != 0 || res.Error != "") {
+		err = fmt.Errorf("exit %d: %s%s", res.ExitCode, res.Error, bytes.TrimSpace(res.Stderr))
+	}
+	if err != nil {
+		return errdefs.Errorf(errdefs.Internal, "the session's desktop did not start (%s in its image): %v", desktop.StartCommand, err)
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/internal/desktop"
 	"github.com/sandboxd/sandboxd/internal/sessions"
 	"github.com/sandboxd/sandboxd/internal/state"
 )
@@ -69,3 +70,18 @@ func Port(p sessions.Port) api.Port { return api.Port(p) }
 // Limits are a request's limits as the daemon reads them (nil: none
 // asked, the ceilings').
 func Limits(l *api.Limits) *state.Limits { return (*state.Limits)(l) }
+
+// Desktop is a desktop session's screen on the wire.
+func Desktop(s desktop.Screen) api.Desktop {
+	out := api.Desktop{Width: s.Width, Height: s.Height, Cursor: api.Point{X: s.CursorX, Y: s.CursorY}, Focused: s.Focused, Windows: []api.DesktopWindow{}}
+	for _, w := range s.Windows {
+		out.Windows = append(out.Windows, api.DesktopWindow(w))
+	}
+	return out
+}
+
+// DesktopAction is an action on a desktop's screen as the daemon reads it.
+func DesktopAction(a api.DesktopAction) desktop.Action {
+	return desktop.Action{Kind: a.Action, X: a.X, Y: a.Y, ToX: a.ToX, ToY: a.ToY, Button: a.Button,
+		Direction: a.Direction, Amount: a.Amount, Text: a.Text, Keys: a.Keys, Target: a.Target, Window: a.Window}
+}

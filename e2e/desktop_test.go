@@ -1,0 +1,236 @@
+package e2e
+
+import (
+	"bytes"
+	"image"
+	"image/png"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandboxd/sandboxd/api"
+	"github.com/sandboxd/sandboxd/client"
+	"github.com/sandboxd/sandboxd/internal/testutil"
+)
+
+// desktopLanguage is the shipped config's desktop block, with a pool for
+// the test's sessions.
+const desktopLanguage = `
+language "desktop" {
+  plugin          = "generic"
+  image           = "sandboxd/desktop:latest"
+  display_name    = "Desktop"
+  main_file       = "main.sh"
+  run             = ["bash", "{entry}"]
+  desktop {
+    screen = "1024x768"
+  }
+  limits {
+    memory       = "2GiB"
+    pids         = 512
+    output_limit = "16MiB"
+  }
+  pool {
+    min_idle = 0
+    max      = 3
+  }
+}
+language "python" {
+  image = "sandboxd/python:latest"
+  pool {
+    min_idle = 0
+    max      = 1
+  }
+}
+`
+
+// desktopPage is a page whose button turns from red to blue when clicked,
+// and whose title says what its text field holds.
+const desktopPage = `<!doctype html><html><head><title>desktop test</title>
+<style>body{margin:0}#b{position:fixed;left:0;top:0;width:400px;height:300px;border:0;background:rgb(255,0,0)}</style></head>
+<body><button id=b onclick="this.style.background='rgb(0,0,255)'">press</button>
+<input id=t oninput="document.title='typed:'+this.value"></body></html>`
+
+// TestDesktop drives a desktop session as a computer-use agent does: it
+// serves a page in the session, opens it in the session's Chromium, finds
+// the red button in a screenshot, clicks it through the API and reads the
+// blue back from the next screenshot's pixels; it types into the focused
+// text field and presses chords. Two desktop sessions do not see each
+// other's screens, and what an agent types is never shell text.
+func TestDesktop(t *testing.T) {
+	d := testutil.StartDaemon(t, testutil.Options{Languages: desktopLanguage})
+	c := d.Client()
+	created := time.Now()
+	id := newSession(t, c, api.SessionRequest{Language: "desktop"})
+	screen, err := c.Desktop(ctx(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("a desktop session and its screen in %s", time.Since(created).Round(time.Millisecond))
+	if screen.Width != 1024 || screen.Height != 768 {
+		t.Fatalf("the screen: %+v", screen)
+	}
+
+	if _, err := c.PutFile(ctx(t), id, "site/index.html", strings.NewReader(desktopPage), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res := sh(t, c, id, "cd site && setsid -f python3 -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1"); res.ExitCode != 0 {
+		t.Fatalf("serving the page: %+v", res)
+	}
+	waitFor(t, "the page's server", func() bool {
+		ports, err := c.Ports(ctx(t), id)
+		return err == nil && len(ports) > 0
+	})
+	act(t, c, id, api.DesktopAction{Action: "open", Target: "http://127.0.0.1:8000/"})
+	waitForWithin(t, "the page in Chromium", 60*time.Second, func() bool { return windowTitled(t, c, id, "desktop test") != "" })
+
+	var red image.Point
+	waitForWithin(t, "the red button on the screen", 30*time.Second, func() bool {
+		var ok bool
+		red, ok = centreOf(screenshot(t, c, id), 255, 0, 0)
+		return ok
+	})
+	after := act(t, c, id, api.DesktopAction{Action: "click", X: &red.X, Y: &red.Y})
+	if after.Cursor.X != red.X || after.Cursor.Y != red.Y {
+		t.Fatalf("the pointer after the click: %+v, want %v", after.Cursor, red)
+	}
+	waitFor(t, "the button blue after the click", func() bool {
+		img := screenshot(t, c, id)
+		blue, ok := centreOf(img, 0, 0, 255)
+		_, stillRed := centreOf(img, 255, 0, 0)
+		return ok && !stillRed && blue.Sub(red).X*blue.Sub(red).X+blue.Sub(red).Y*blue.Sub(red).Y < 100
+	})
+
+	// The button has the focus; Tab moves it to the text field.
+	act(t, c, id, api.DesktopAction{Action: "key", Keys: "Tab"})
+	typed := `hello $(touch /workspace/pwned) ; "q" 'r'`
+	act(t, c, id, api.DesktopAction{Action: "type", Text: typed})
+	waitFor(t, "the typed text in the page's title", func() bool { return windowTitled(t, c, id, "typed:"+typed) != "" })
+	act(t, c, id, api.DesktopAction{Action: "key", Keys: "ctrl+a BackSpace"})
+	act(t, c, id, api.DesktopAction{Action: "type", Text: "x"})
+	waitFor(t, "a chord and a key", func() bool { return windowTitled(t, c, id, "typed:x") != "" })
+	if res := sh(t, c, id, "test -e /workspace/pwned && echo yes || echo no"); res.Stdout != "no\n" {
+		t.Fatalf("typed text ran as a shell command: %q", res.Stdout)
+	}
+	for _, bad := range []api.DesktopAction{
+		{Action: "click", X: ptrTo(1024), Y: ptrTo(0)},
+		{Action: "key", Keys: "--help"},
+		{Action: "key", Keys: "a;id"},
+		{Action: "launch"},
+	} {
+		if _, err := c.DesktopAction(ctx(t), id, bad); apiCode(err) != api.CodeInvalidRequest {
+			t.Errorf("%+v: %v, want invalid_request", bad, err)
+		}
+	}
+
+	t.Run("screens apart", func(t *testing.T) {
+		other := newSession(t, c, api.SessionRequest{Language: "desktop"})
+		theirs, err := c.Desktop(ctx(t), other)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range theirs.Windows {
+			if strings.Contains(w.Title, "typed:") {
+				t.Fatalf("another session's window shows on this screen: %+v", theirs.Windows)
+			}
+		}
+		// Its X server is its own (an abstract socket in its own network
+		// namespace): nothing there knows the first session's window.
+		res := sh(t, c, other, "xdotool search --name typed: ; echo end; DISPLAY=:1 xdpyinfo >/dev/null 2>&1 && echo display-1")
+		if res.Stdout != "end\n" {
+			t.Fatalf("another screen is reachable from this session: %q", res.Stdout)
+		}
+		a, b := screenshot(t, c, id), screenshot(t, c, other)
+		if _, ok := centreOf(b, 0, 0, 255); ok || bytes.Equal(encode(t, a), encode(t, b)) {
+			t.Fatal("the second session's screenshot shows the first's screen")
+		}
+	})
+
+	t.Run("a session without a desktop", func(t *testing.T) {
+		py := newSession(t, c, api.SessionRequest{Language: "python"})
+		_, err := c.Screenshot(ctx(t), py)
+		if apiCode(err) != api.CodeInvalidRequest || !strings.Contains(err.Error(), "has no desktop") {
+			t.Fatalf("%v", err)
+		}
+	})
+
+	t.Run("the screen comes back after a reset", func(t *testing.T) {
+		if _, err := c.ResetSession(ctx(t), id); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := centreOf(screenshot(t, c, id), 0, 0, 255); ok {
+			t.Fatal("the page survived the reset")
+		}
+	})
+}
+
+func act(t *testing.T, c *client.Client, id string, a api.DesktopAction) *api.Desktop {
+	t.Helper()
+	s, err := c.DesktopAction(ctx(t), id, a)
+	if err != nil {
+		t.Fatalf("%+v: %v", a, err)
+	}
+	return s
+}
+
+// windowTitled is the id of the first window whose title starts with
+// title, or "".
+func windowTitled(t *testing.T, c *client.Client, id, title string) string {
+	t.Helper()
+	s, err := c.Desktop(ctx(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range s.Windows {
+		if strings.HasPrefix(w.Title, title) {
+			return w.ID
+		}
+	}
+	return ""
+}
+
+func screenshot(t *testing.T, c *client.Client, id string) image.Image {
+	t.Helper()
+	b, err := c.Screenshot(ctx(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("the screenshot is no PNG: %v", err)
+	}
+	return img
+}
+
+func encode(t *testing.T, img image.Image) []byte {
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func pixel(img image.Image, p image.Point) (r, g, b uint8) {
+	r32, g32, b32, _ := img.At(p.X, p.Y).RGBA()
+	return uint8(r32 >> 8), uint8(g32 >> 8), uint8(b32 >> 8)
+}
+
+// centreOf is the centre of the pixels of exactly that colour, if there
+// are more than a few thousand of them (a button, not a glyph).
+func centreOf(img image.Image, r, g, b uint8) (image.Point, bool) {
+	var sum image.Point
+	n := 0
+	bounds := img.Bounds()
+	for y := bounds.Min.Y; y < bounds.Max.Y; y++ {
+		for x := bounds.Min.X; x < bounds.Max.X; x++ {
+			if pr, pg, pb := pixel(img, image.Pt(x, y)); pr == r && pg == g && pb == b {
+				sum = sum.Add(image.Pt(x, y))
+				n++
+			}
+		}
+	}
+	if n < 5000 {
+		return image.Point{}, false
+	}
+	return image.Pt(sum.X/n, sum.Y/n), true
+}
