@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"image"
 	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +17,7 @@ import (
 )
 
 // desktopLanguage is the shipped config's desktop block, with a pool for
-// the test's sessions.
+// the tests' sessions.
 const desktopLanguage = `
 language "desktop" {
   plugin          = "generic"
@@ -35,13 +38,6 @@ language "desktop" {
     max      = 3
   }
 }
-language "python" {
-  image = "sandboxd/python:latest"
-  pool {
-    min_idle = 0
-    max      = 1
-  }
-}
 `
 
 // desktopPage is a page whose button turns from red to blue when clicked,
@@ -58,7 +54,7 @@ const desktopPage = `<!doctype html><html><head><title>desktop test</title>
 // text field and presses chords. Two desktop sessions do not see each
 // other's screens, and what an agent types is never shell text.
 func TestDesktop(t *testing.T) {
-	d := testutil.StartDaemon(t, testutil.Options{Languages: desktopLanguage})
+	d := testutil.StartDaemon(t, testutil.Options{Languages: desktopLanguage + pythonOnly})
 	c := d.Client()
 	created := time.Now()
 	id := newSession(t, c, api.SessionRequest{Language: "desktop"})
@@ -112,8 +108,11 @@ func TestDesktop(t *testing.T) {
 	if res := sh(t, c, id, "test -e /workspace/pwned && echo yes || echo no"); res.Stdout != "no\n" {
 		t.Fatalf("typed text ran as a shell command: %q", res.Stdout)
 	}
+	if _, err := c.DesktopAction(ctx(t), id, api.DesktopAction{Action: "click", X: ptrTo(1024), Y: ptrTo(0)}); apiCode(err) != api.CodeInvalidRequest || !strings.Contains(err.Error(), "off the 1024x768 screen") {
+		t.Errorf("a click off the screen: %v", err)
+	}
 	for _, bad := range []api.DesktopAction{
-		{Action: "click", X: ptrTo(1024), Y: ptrTo(0)},
+		{Action: "click", X: ptrTo(-1), Y: ptrTo(0)},
 		{Action: "key", Keys: "--help"},
 		{Action: "key", Keys: "a;id"},
 		{Action: "launch"},
@@ -233,4 +232,22 @@ func centreOf(img image.Image, r, g, b uint8) (image.Point, bool) {
 		return image.Point{}, false
 	}
 	return image.Pt(sum.X/n, sum.Y/n), true
+}
+
+// TestE2BDesktopSDK runs E2B Desktop's own SDK (e2e/npm/e2b-desktop.test.mjs)
+// against the E2B listener's desktop template.
+func TestE2BDesktopSDK(t *testing.T) {
+	testutil.NPMTool(t, "node_modules/@e2b/desktop/package.json")
+	node, err := exec.LookPath("node")
+	if err != nil {
+		testutil.Missing(t, "node is not installed")
+	}
+	d, url := e2bDaemon(t, desktopLanguage)
+	cmd := exec.Command(node, "--test", "--test-force-exit", "--test-reporter=spec", filepath.Join(filepath.Dir(testutil.NPMTool(t, "package.json")), "e2b-desktop.test.mjs"))
+	cmd.Env = append(os.Environ(), "E2B_API_KEY="+e2bKey, "E2B_API_URL="+url, "E2B_SANDBOX_URL="+url)
+	out, err := cmd.CombinedOutput()
+	t.Logf("node --test e2b-desktop.test.mjs:\n%s", out)
+	if err != nil {
+		t.Fatalf("E2B Desktop's SDK failed against sandboxd: %v\nsandboxd's log:\n%s", err, d.Logs())
+	}
 }

@@ -122,6 +122,29 @@ language "bash" {
   }
 }
 
+# E2B Desktop's template (the `desktop` template its SDK creates by
+# default): a screen, XFCE and Chromium. The SDK starts the screen at the
+# size it asks for; the desktop API drives it too.
+language "desktop" {
+  plugin          = "generic"
+  image           = "sandboxd/desktop:latest"
+  display_name    = "Desktop (XFCE, Chromium; programs in Bash)"
+  main_file       = "main.sh"
+  run             = ["bash", "{entry}"]
+  version_command = ["chromium", "--version"]
+  desktop {
+    screen = "1024x768"
+  }
+  limits {
+    memory = "2GiB"
+    pids   = 512
+  }
+  pool {
+    min_idle = 0
+    max      = 4
+  }
+}
+
 policy "limits" {
   mode = "enforce"
 }

@@ -36,7 +36,7 @@ func (d *Daemon) DesktopAction(ctx context.Context, id string, a desktop.Action)
 	if err != nil {
 		return nil, err
 	}
-	argv, err := desktop.Command(a, screen.Width, screen.Height)
+	argv, err := desktop.Command(a)
 	if err != nil {
 		return nil, err
 	}
@@ -92,6 +92,8 @@ func (d *Daemon) desktopCommand(ctx context.Context, id string, screen *config.D
 		return nil, err
 	case res.Truncated:
 		return nil, errdefs.Errorf(errdefs.TooLarge, "session %s's desktop answered more than its output limit (%d bytes kept): raise the language's limits.output_limit", id, len(res.Stdout))
+	case res.ExitCode == desktop.OffScreen:
+		return nil, errdefs.Errorf(errdefs.Invalid, "%s", bytes.TrimSpace(res.Stderr))
 	case res.ExitCode != 0 || res.Error != "":
 		why := strings.TrimSpace(string(res.Stderr))
 		if why == "" {

@@ -93,40 +93,69 @@ func State() []string { return []string{StateCommand} }
 // its standard output as PNG.
 func Screenshot() []string { return []string{"scrot", "--pointer", "-"} }
 
-// Command is the command that does a on a screen of width×height and then
-// reports the screen, or an invalid-request error that says what is wrong.
-func Command(a Action, width, height int) ([]string, error) {
-	do, err := steps(a, width, height)
+// Command is the command that does a and then reports the screen, or an
+// invalid-request error that says what is wrong. The points it goes to are
+// checked against the screen's size in the sandbox, where the screen is
+// (a client may have started it at a size of its own): off it, the
+// command exits with OffScreen and says so.
+func Command(a Action) ([]string, error) {
+	do, points, err := steps(a)
 	if err != nil {
 		return nil, errdefs.Errorf(errdefs.Invalid, "desktop action %q: %v", a.Kind, err)
 	}
-	return append([]string{StateCommand}, do...), nil
+	argv := []string{StateCommand}
+	if len(points) > 0 {
+		argv = append(append(append(argv, "--within"), points...), "--")
+	}
+	return append(argv, do...), nil
 }
 
-func steps(a Action, width, height int) ([]string, error) {
-	at := func(x, y *int) ([]string, error) {
-		if x == nil && y == nil {
-			return nil, nil
-		}
-		if x == nil || y == nil {
-			return nil, fmt.Errorf("give both x and y, or neither")
-		}
-		if *x < 0 || *y < 0 || *x >= width || *y >= height {
-			return nil, fmt.Errorf("(%d, %d) is off the %dx%d screen", *x, *y, width, height)
-		}
-		return []string{"mousemove", "--sync", strconv.Itoa(*x), strconv.Itoa(*y)}, nil
+// OffScreen is desktop-state's exit status for a point off the screen.
+const OffScreen = 64
+
+// maxCoordinate bounds a point before the sandbox checks it against its
+// screen: the largest screen X has.
+const maxCoordinate = 32767
+
+// points gathers the points an action goes to, for desktop-state to
+// check against the screen.
+type points []string
+
+// at is the move to (x, y), or nothing when neither is given.
+func (p *points) at(x, y *int) ([]string, error) {
+	if x == nil && y == nil {
+		return nil, nil
 	}
+	if x == nil || y == nil {
+		return nil, fmt.Errorf("give both x and y, or neither")
+	}
+	if *x < 0 || *y < 0 || *x > maxCoordinate || *y > maxCoordinate {
+		return nil, fmt.Errorf("(%d, %d) is off any screen", *x, *y)
+	}
+	*p = append(*p, fmt.Sprintf("%d,%d", *x, *y))
+	return []string{"mousemove", "--sync", strconv.Itoa(*x), strconv.Itoa(*y)}, nil
+}
+
+func xdotool(parts ...[]string) []string {
+	argv := []string{"xdotool"}
+	for _, p := range parts {
+		argv = append(argv, p...)
+	}
+	return argv
+}
+
+func steps(a Action) ([]string, points, error) {
+	var p points
+	argv, err := p.steps(a)
+	return argv, p, err
+}
+
+func (p *points) steps(a Action) ([]string, error) {
 	button, ok := buttons[a.Button]
 	if !ok {
 		return nil, fmt.Errorf("button %q is not left, middle or right", a.Button)
 	}
-	xdotool := func(parts ...[]string) []string {
-		argv := []string{"xdotool"}
-		for _, p := range parts {
-			argv = append(argv, p...)
-		}
-		return argv
-	}
+	at := p.at
 	switch a.Kind {
 	case "move":
 		if a.X == nil || a.Y == nil {

@@ -15,21 +15,21 @@ func TestCommandBuildsArgvs(t *testing.T) {
 		a    Action
 		want string
 	}{
-		{Action{Kind: "move", X: at(10), Y: at(20)}, "xdotool mousemove --sync 10 20"},
+		{Action{Kind: "move", X: at(10), Y: at(20)}, "--within 10,20 -- xdotool mousemove --sync 10 20"},
 		{Action{Kind: "click"}, "xdotool click --repeat 1 1"},
-		{Action{Kind: "click", X: at(1), Y: at(2), Button: "right"}, "xdotool mousemove --sync 1 2 click --repeat 1 3"},
-		{Action{Kind: "double_click", X: at(0), Y: at(0)}, "xdotool mousemove --sync 0 0 click --repeat 2 1"},
-		{Action{Kind: "drag", X: at(1), Y: at(2), ToX: at(3), ToY: at(4)}, "xdotool mousemove --sync 1 2 mousedown 1 mousemove --sync 3 4 mouseup 1"},
+		{Action{Kind: "click", X: at(1), Y: at(2), Button: "right"}, "--within 1,2 -- xdotool mousemove --sync 1 2 click --repeat 1 3"},
+		{Action{Kind: "double_click", X: at(0), Y: at(0)}, "--within 0,0 -- xdotool mousemove --sync 0 0 click --repeat 2 1"},
+		{Action{Kind: "drag", X: at(1), Y: at(2), ToX: at(3), ToY: at(4)}, "--within 1,2 3,4 -- xdotool mousemove --sync 1 2 mousedown 1 mousemove --sync 3 4 mouseup 1"},
 		{Action{Kind: "scroll", Direction: "down"}, "xdotool click --repeat 3 5"},
-		{Action{Kind: "scroll", Direction: "left", Amount: 7, X: at(5), Y: at(5)}, "xdotool mousemove --sync 5 5 click --repeat 7 6"},
+		{Action{Kind: "scroll", Direction: "left", Amount: 7, X: at(5), Y: at(5)}, "--within 5,5 -- xdotool mousemove --sync 5 5 click --repeat 7 6"},
 		{Action{Kind: "key", Keys: " ctrl+shift+t  Return "}, "xdotool key -- ctrl+shift+t Return"},
 		{Action{Kind: "focus", Window: "25165827"}, "xdotool windowactivate --sync 25165827"},
 	} {
-		argv, err := Command(tc.a, 1024, 768)
+		argv, err := Command(tc.a)
 		if err != nil {
 			t.Fatalf("%+v: %v", tc.a, err)
 		}
-		if argv[0] != StateCommand || strings.Join(argv[1:], " ") != tc.want {
+		if strings.Join(argv, " ") != StateCommand+" "+tc.want {
 			t.Errorf("%+v: %q, want %s %s", tc.a, argv, StateCommand, tc.want)
 		}
 	}
@@ -39,14 +39,14 @@ func TestCommandBuildsArgvs(t *testing.T) {
 // cannot pass for an option.
 func TestTextAndTargetsStayArguments(t *testing.T) {
 	text := "; rm -rf / $(id) `x` --help \"q\" 'r'\n"
-	argv, err := Command(Action{Kind: "type", Text: text}, 100, 100)
+	argv, err := Command(Action{Kind: "type", Text: text})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{StateCommand, "xdotool", "type", "--delay", typeDelayMS, "--", text}; !reflect.DeepEqual(argv, want) {
 		t.Fatalf("%q", argv)
 	}
-	argv, err = Command(Action{Kind: "open", Target: "http://127.0.0.1:8000/a b?c=$(id)"}, 100, 100)
+	argv, err = Command(Action{Kind: "open", Target: "http://127.0.0.1:8000/a b?c=$(id)"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,12 +61,12 @@ func TestCommandRefusesWhatIsWrong(t *testing.T) {
 		{Kind: ""},
 		{Kind: "move"},
 		{Kind: "move", X: at(1)},
-		{Kind: "click", X: at(1024), Y: at(0)},
+		{Kind: "click", X: at(32768), Y: at(0)},
 		{Kind: "click", X: at(-1), Y: at(0)},
-		{Kind: "click", X: at(0), Y: at(768)},
+		{Kind: "click", X: at(0), Y: at(-5)},
 		{Kind: "click", Button: "fourth"},
 		{Kind: "drag", X: at(1), Y: at(1)},
-		{Kind: "drag", X: at(1), Y: at(1), ToX: at(5000), ToY: at(1)},
+		{Kind: "drag", X: at(1), Y: at(1), ToX: at(50000), ToY: at(1)},
 		{Kind: "scroll"},
 		{Kind: "scroll", Direction: "down", Amount: 1000},
 		{Kind: "scroll", Direction: "down", Amount: -1},
@@ -84,7 +84,7 @@ func TestCommandRefusesWhatIsWrong(t *testing.T) {
 		{Kind: "focus", Window: "0x1e00003"},
 		{Kind: "focus", Window: "1; id"},
 	} {
-		if argv, err := Command(a, 1024, 768); errdefs.KindOf(err) != errdefs.Invalid {
+		if argv, err := Command(a); errdefs.KindOf(err) != errdefs.Invalid {
 			t.Errorf("%+v: %q %v, want an invalid-request error", a, argv, err)
 		}
 	}

@@ -193,7 +193,9 @@ func (c *controller) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sreq.Network = network
-	sess, aerr := c.s.d.Sessions.Create(r.Context(), wire.SessionRequest(sreq))
+	create := wire.SessionRequest(sreq)
+	create.ClientStartsDesktop = true // E2B Desktop's SDK starts the screen, at the size it asks for
+	sess, aerr := c.s.d.Sessions.Create(r.Context(), create)
 	if aerr != nil {
 		writeAPIError(w, aerr)
 		return

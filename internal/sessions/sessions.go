@@ -186,6 +186,9 @@ type Request struct {
 	Network          *state.Network
 	Secrets          []string
 	FromSnapshot     string // id or name: the workspace it starts with
+	// ClientStartsDesktop leaves a desktop language's screen to the
+	// client, as E2B Desktop's SDK starts it, at the size it asks for.
+	ClientStartsDesktop bool
 }
 
 // Create takes a warm container for a new session.
@@ -280,7 +283,7 @@ func (m *Sessions) Create(ctx context.Context, req Request) (*state.Session, err
 			return nil, aerr
 		}
 	}
-	if screen := l.Config.Desktop; screen != nil {
+	if screen := l.Config.Desktop; screen != nil && !req.ClientStartsDesktop {
 		if aerr := startDesktop(ctx, lease, screen, limits, env); aerr != nil {
 			lease.Remove()
 			return nil, aerr
