@@ -87,7 +87,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newRunCmd(g), newStatusCmd(g), newLanguagesCmd(g), newPoolsCmd(g), newSecretsCmd(g),
 		newPluginsCmd(g), newHistoryCmd(g), newStatsCmd(g),
 		newSessionCmd(g), newExecCmd(g), newShellCmd(g), newPortForwardCmd(g), newWatchCmd(g), newContextCmd(g), newSnapshotCmd(g), newCpCmd(g), newProjectCmd(g), newImagesCmd(g), newValidateCmd(g),
-		newApprovalsCmd(g), newDashboardCmd(g), newMCPCmd(g))
+		newDesktopCmd(g), newApprovalsCmd(g), newDashboardCmd(g), newMCPCmd(g))
 	addCompletions(root, g)
 	return root
 }
