@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/json"
 	"image"
 	"image/png"
 	"os"
@@ -121,6 +123,29 @@ func TestDesktop(t *testing.T) {
 			t.Errorf("%+v: %v, want invalid_request", bad, err)
 		}
 	}
+
+	t.Run("MCP", func(t *testing.T) {
+		inspector := testutil.NPMTool(t, "node_modules/.bin/mcp-inspector")
+		a := mcpCall(t, inspector, d, "tools/call", "--tool-name", "desktop_action", "--tool-arg", "session_id="+id,
+			"--tool-arg", "action=move", "--tool-arg", "x=40", "--tool-arg", "y=50", "--tool-arg", "screenshot=true")
+		var s struct {
+			Width int `json:"width"`
+		}
+		var moved struct {
+			CursorX int `json:"cursor_x"`
+			CursorY int `json:"cursor_y"`
+		}
+		if a.IsError || json.Unmarshal(a.Structured, &moved) != nil || moved.CursorX != 40 || moved.CursorY != 50 || len(a.Content) != 2 || a.Content[1].Type != "image" || a.Content[1].MIMEType != "image/png" {
+			t.Fatalf("desktop_action: %s %+v", a.Structured, a.Content)
+		}
+		a = mcpCall(t, inspector, d, "tools/call", "--tool-name", "desktop_screenshot", "--tool-arg", "session_id="+id)
+		if a.IsError || json.Unmarshal(a.Structured, &s) != nil || s.Width != 1024 || len(a.Content) != 2 || a.Content[1].Type != "image" {
+			t.Fatalf("desktop_screenshot: %s", a.Structured)
+		}
+		if png, err := base64.StdEncoding.DecodeString(a.Content[1].Data); err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
+			t.Fatalf("the screenshot's image content is no PNG: %v", err)
+		}
+	})
 
 	t.Run("screens apart", func(t *testing.T) {
 		other := newSession(t, c, api.SessionRequest{Language: "desktop"})

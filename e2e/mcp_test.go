@@ -77,6 +77,22 @@ type mcpResult struct {
 	} `json:"languages"`
 }
 
+// mcpCall makes one MCP call to `sandboxctl mcp` on d with the MCP
+// inspector's CLI, in a process of its own as an agent's host starts it.
+func mcpCall(t *testing.T, inspector string, d *testutil.Daemon, method string, args ...string) mcpAnswer {
+	t.Helper()
+	argv := append([]string{"--cli", "-e", "SANDBOXD_SOCKET=" + d.Socket, filepath.Join(d.Bin, "sandboxctl"), "mcp", "--method", method}, args...)
+	cmd := exec.Command(inspector, argv...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var a mcpAnswer
+	if jerr := json.Unmarshal(out, &a); jerr != nil {
+		t.Fatalf("mcp-inspector %s: %v (%v)\nstdout: %s\nstderr: %s", method, err, jerr, out, stderr.String())
+	}
+	return a
+}
+
 // TestMCP drives `sandboxctl mcp` with a real MCP client from the npm
 // registry (the MCP inspector's CLI), one process per call as an agent's
 // host would start it, through a whole agent's flow.
@@ -87,20 +103,10 @@ policy "limits" {}
 policy "patterns" {}
 policy "commands" {}
 `})
-	ctl := filepath.Join(d.Bin, "sandboxctl")
 
 	call := func(t *testing.T, method string, args ...string) mcpAnswer {
 		t.Helper()
-		argv := append([]string{"--cli", "-e", "SANDBOXD_SOCKET=" + d.Socket, ctl, "mcp", "--method", method}, args...)
-		cmd := exec.Command(inspector, argv...)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		var a mcpAnswer
-		if jerr := json.Unmarshal(out, &a); jerr != nil {
-			t.Fatalf("mcp-inspector %s: %v (%v)\nstdout: %s\nstderr: %s", method, err, jerr, out, stderr.String())
-		}
-		return a
+		return mcpCall(t, inspector, d, method, args...)
 	}
 	tool := func(t *testing.T, name string, args ...string) (mcpResult, mcpAnswer) {
 		t.Helper()

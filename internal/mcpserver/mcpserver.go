@@ -106,6 +106,12 @@ func New(c *client.Client, version string) *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{Name: "watch_files", Annotations: readOnly,
 		Description: "Watch a directory of a session's /workspace for a while (seconds, at most 60) and return what was created, written, removed or renamed meanwhile: what a background build, server or test run changes. until_first returns at the first change."},
 		t.watchFiles)
+	mcp.AddTool(s, &mcp.Tool{Name: "desktop_screenshot", Annotations: readOnly,
+		Description: "See a desktop session's screen (a session of a language with a desktop, such as desktop: XFCE and Chromium): a PNG screenshot with the pointer, and the screen's size, the pointer's position and the windows."},
+		t.desktopScreenshot)
+	mcp.AddTool(s, &mcp.Tool{Name: "desktop_action", Annotations: acts,
+		Description: "Act on a desktop session's screen as a person would: move the pointer, click, double_click, drag, scroll, type text, press keys or chords, open a URL or file, focus a window. Coordinates are pixels from the top left corner, as in desktop_screenshot. Returns the screen after the action (with screenshot: true, a screenshot too)."},
+		t.desktopAction)
 	return s
 }
 
