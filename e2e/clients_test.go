@@ -11,9 +11,10 @@ import (
 )
 
 // clientDaemon is the daemon the client suites run against: python and
-// node, sessions and snapshots as shipped.
+// node, sessions and snapshots as shipped, and the desktop.
 func clientDaemon(t *testing.T) *testutil.Daemon {
-	return testutil.StartDaemon(t, testutil.Options{Defaults: `timeout = "10s"`, Extra: `policy "limits" {}`})
+	return testutil.StartDaemon(t, testutil.Options{Languages: desktopLanguage + testutil.DefaultLanguages,
+		Defaults: `timeout = "10s"`, Extra: `policy "limits" {}`})
 }
 
 // runSuite runs a client's test suite with the daemon's socket; its output

@@ -131,6 +131,38 @@ def test_async(client):
     asyncio.run(main())
 
 
+def test_desktop(client):
+    """A desktop session's screen, looked at and driven as an agent does
+    (its own desktop takes the keys: no browser)."""
+    with client.session("desktop", ttl="5m") as s:
+        screen = s.desktop()
+        assert (screen.width, screen.height) == (1024, 768) and isinstance(screen.windows, list)
+        assert s.screenshot().startswith(b"\x89PNG\r\n\x1a\n")
+        after = s.move(100, 200)
+        assert (after.cursor.x, after.cursor.y) == (100, 200) and after.width == 1024
+        after = s.click(300, 250)
+        assert (after.cursor.x, after.cursor.y) == (300, 250)
+        assert (s.desktop().cursor.x, s.desktop().cursor.y) == (300, 250)
+        s.type_text("hello $(touch /workspace/pwned)")
+        s.press("Escape")
+        assert s.desktop_action("scroll", direction="down", amount=2).cursor.y == 250
+        assert s.exec(["sh", "-c", "test -e /workspace/pwned && echo yes || echo no"]).stdout == "no\n"
+        with pytest.raises(sandboxd.InvalidRequest, match="off the 1024x768 screen") as e:
+            s.click(1024, 0)
+        assert e.value.code == "invalid_request" and e.value.status == 400
+
+        async def main():
+            a = sandboxd.AsyncSession(s)
+            assert (await a.move(10, 20)).cursor.y == 20
+            assert (await a.screenshot()).startswith(b"\x89PNG")
+            with pytest.raises(sandboxd.InvalidRequest):
+                await a.desktop_action("click", x=0, y=768)
+        asyncio.run(main())
+    with client.session("python") as p:
+        with pytest.raises(sandboxd.InvalidRequest, match="has no desktop"):
+            p.screenshot()
+
+
 def test_types_follow_the_openapi_document(client):
     """Every property the daemon's document gives a schema is a field of
     the class that stands for it."""
@@ -138,7 +170,8 @@ def test_types_follow_the_openapi_document(client):
     # Schemas the document nests rather than names: where they are.
     nested = {"Finding": ("RunResult", "findings"), "Display": ("RunResult", "display"), "Egress": ("RunResult", "egress"),
               "OutputFile": ("RunResult", "outputs"), "ContextState": ("RunResult", "context"), "Usage": ("RunResult", "usage"),
-              "Timings": ("RunResult", "timings"), "Step": ("RunResult", "steps"), "FileEntry": ("FileList", "entries")}
+              "Timings": ("RunResult", "timings"), "Step": ("RunResult", "steps"), "FileEntry": ("FileList", "entries"),
+              "DesktopWindow": ("Desktop", "windows"), "Point": ("Desktop", "cursor")}
     missing = []
     for name, cls in SCHEMAS.items():
         fields = {f.name for f in dataclasses.fields(cls)}

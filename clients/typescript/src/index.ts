@@ -6,7 +6,8 @@ import type { Duplex } from "node:stream";
 import { fromBody, Unreachable } from "./errors.js";
 import { connectPort } from "./ports.js";
 import type {
-  Context, Event, ExecRequest, FileEntry, FileEvent, Preview, RunRequest, SessionMetrics, RunResult, Session, SessionRequest, Snapshot,
+  Context, Desktop, DesktopAction, Event, ExecRequest, FileEntry, FileEvent, Preview, RunRequest, SessionMetrics, RunResult, Session,
+  SessionRequest, Snapshot,
 } from "./types.js";
 
 export * from "./errors.js";
@@ -247,6 +248,66 @@ export class SessionHandle {
   /** End every preview link of the session made so far. */
   async revokePreviews(): Promise<void> {
     await this.client.request("DELETE", this.path + "/previews");
+  }
+
+  /** The screen of a session whose language has a desktop (the shipped "desktop"): its size, the pointer, the focused window and the windows shown; InvalidRequest for a session without one. */
+  async desktop(): Promise<Desktop> {
+    return (await this.client.request<Desktop>("GET", this.path + "/desktop")).json;
+  }
+
+  /** The session's screen, pointer included, as PNG bytes. */
+  async screenshot(): Promise<Buffer> {
+    return (await this.client.request("GET", this.path + "/desktop/screenshot", undefined, "image/png")).body;
+  }
+
+  /** Do one thing on the session's screen and get the screen as it is then; a point off the screen is InvalidRequest. */
+  async desktopAction(action: DesktopAction): Promise<Desktop> {
+    return (await this.client.request<Desktop>("POST", this.path + "/desktop/actions", action)).json;
+  }
+
+  /** Move the pointer to x, y. */
+  move(x: number, y: number): Promise<Desktop> {
+    return this.desktopAction({ action: "move", x, y });
+  }
+
+  /** Click `button` (left by default) at x, y, or where the pointer is. */
+  click(x?: number, y?: number, button?: DesktopAction["button"]): Promise<Desktop> {
+    return this.desktopAction({ action: "click", x, y, button });
+  }
+
+  /** Double-click `button` (left by default) at x, y, or where the pointer is. */
+  doubleClick(x?: number, y?: number, button?: DesktopAction["button"]): Promise<Desktop> {
+    return this.desktopAction({ action: "double_click", x, y, button });
+  }
+
+  /** Hold `button` (left by default) from x, y to toX, toY. */
+  drag(x: number, y: number, toX: number, toY: number, button?: DesktopAction["button"]): Promise<Desktop> {
+    return this.desktopAction({ action: "drag", x, y, to_x: toX, to_y: toY, button });
+  }
+
+  /** Turn the wheel `amount` clicks (3 by default) up, down, left or right, at x, y or where the pointer is. */
+  scroll(direction: NonNullable<DesktopAction["direction"]>, amount?: number, x?: number, y?: number): Promise<Desktop> {
+    return this.desktopAction({ action: "scroll", direction, amount, x, y });
+  }
+
+  /** Type text, as keystrokes, to the focused window (never shell text). */
+  typeText(text: string): Promise<Desktop> {
+    return this.desktopAction({ action: "type", text });
+  }
+
+  /** Press a key or chord as xdotool names them ("Return", "ctrl+c"), or several separated by spaces. */
+  press(keys: string): Promise<Desktop> {
+    return this.desktopAction({ action: "key", keys });
+  }
+
+  /** Open a URL or a path of the sandbox in its application (a browser). */
+  open(target: string): Promise<Desktop> {
+    return this.desktopAction({ action: "open", target });
+  }
+
+  /** Raise and focus a window, by the id the screen's windows give. */
+  focus(window: string): Promise<Desktop> {
+    return this.desktopAction({ action: "focus", window });
   }
 
   /** Hibernate the session: its files sleep on disk, its sandbox goes away; the next call wakes it (processes and contexts' memory do not survive). */

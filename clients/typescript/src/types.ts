@@ -300,6 +300,50 @@ export interface Context {
   rss_bytes: number;
 }
 
+/** A desktop session's screen (GET /v1/sessions/{id}/desktop, and the answer to each action). */
+export interface Desktop {
+  width: number;
+  height: number;
+  /** Where the pointer is. */
+  cursor: Point;
+  /** The focused window's id; absent when none has the focus. */
+  focused?: string;
+  windows: DesktopWindow[];
+}
+
+/** A place on a screen, in pixels from its top left corner. */
+export interface Point {
+  x: number;
+  y: number;
+}
+
+/** One window on a desktop's screen. */
+export interface DesktopWindow {
+  id: string;
+  title: string;
+}
+
+/** One thing done to a desktop session's screen (POST /v1/sessions/{id}/desktop/actions):
+ * move (to x, y); click, double_click (button, at x, y or where the pointer is); drag (from x, y to to_x, to_y);
+ * scroll (amount wheel clicks, 3 by default, in direction, at x, y or where the pointer is); type (text, as keystrokes,
+ * to the focused window); key (keys as xdotool names them: "Return", "ctrl+c", or several separated by spaces);
+ * open (target, a URL or a path, in its application); focus (window, by the id the screen's windows give). */
+export interface DesktopAction {
+  action: "move" | "click" | "double_click" | "drag" | "scroll" | "type" | "key" | "open" | "focus";
+  x?: number;
+  y?: number;
+  to_x?: number;
+  to_y?: number;
+  /** left (the default), middle or right. */
+  button?: "left" | "middle" | "right";
+  direction?: "up" | "down" | "left" | "right";
+  amount?: number;
+  text?: string;
+  keys?: string;
+  target?: string;
+  window?: string;
+}
+
 /** How a person decided on a request a policy in mode "ask" held. */
 export interface ApprovalOutcome {
   id: string;

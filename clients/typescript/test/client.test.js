@@ -89,6 +89,36 @@ test("session", { skip }, async () => {
   for (const sn of await client.snapshots()) await client.deleteSnapshot(sn.id);
 });
 
+test("desktop", { skip }, async () => {
+  // A desktop session's screen, looked at and driven as an agent does (its
+  // own desktop takes the keys: no browser).
+  const s = await client.createSession({ language: "desktop", ttl: "5m" });
+  try {
+    const screen = await s.desktop();
+    assert.deepEqual([screen.width, screen.height], [1024, 768]);
+    assert.ok(Array.isArray(screen.windows));
+    const png = await s.screenshot();
+    assert.deepEqual(png.subarray(0, 8), Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]));
+    assert.deepEqual((await s.move(100, 200)).cursor, { x: 100, y: 200 });
+    assert.deepEqual((await s.click(300, 250)).cursor, { x: 300, y: 250 });
+    assert.deepEqual((await s.desktop()).cursor, { x: 300, y: 250 });
+    await s.typeText("hello $(touch /workspace/pwned)");
+    await s.press("Escape");
+    assert.equal((await s.desktopAction({ action: "scroll", direction: "down", amount: 2 })).cursor.y, 250);
+    assert.equal((await s.exec({ argv: ["sh", "-c", "test -e /workspace/pwned && echo yes || echo no"] })).stdout, "no\n");
+    await assert.rejects(s.click(1024, 0),
+      (e) => e instanceof InvalidRequest && e.code === "invalid_request" && /off the 1024x768 screen/.test(e.message));
+  } finally {
+    await s.close();
+  }
+  const py = await client.createSession({ language: "python" });
+  try {
+    await assert.rejects(py.screenshot(), (e) => e instanceof InvalidRequest && /has no desktop/.test(e.message));
+  } finally {
+    await py.close();
+  }
+});
+
 test("types follow the OpenAPI document", { skip }, async () => {
   const schemas = (await client.openapi()).components.schemas;
   // Schemas the document nests rather than names: where they are.
@@ -96,7 +126,7 @@ test("types follow the OpenAPI document", { skip }, async () => {
     Finding: ["RunResult", "findings"], Display: ["RunResult", "display"], Egress: ["RunResult", "egress"],
     OutputFile: ["RunResult", "outputs"], ContextState: ["RunResult", "context"], Usage: ["RunResult", "usage"],
     Timings: ["RunResult", "timings"], Step: ["RunResult", "steps"], FileEntry: ["FileList", "entries"],
-    Limits: ["RunRequest", "limits"],
+    Limits: ["RunRequest", "limits"], DesktopWindow: ["Desktop", "windows"], Point: ["Desktop", "cursor"],
   };
   const schemaOf = (name) => {
     if (!nested[name]) return schemas[name];
@@ -106,7 +136,8 @@ test("types follow the OpenAPI document", { skip }, async () => {
   const dts = readFileSync(new URL("../dist/types.d.ts", import.meta.url), "utf8");
   const missing = [];
   for (const name of ["RunResult", "RunRequest", "ExecRequest", "SessionRequest", "Finding", "Display", "Egress",
-    "OutputFile", "ContextState", "Usage", "Timings", "Step", "Event", "Session", "FileEntry", "Snapshot", "Context", "Limits"]) {
+    "OutputFile", "ContextState", "Usage", "Timings", "Step", "Event", "Session", "FileEntry", "Snapshot", "Context", "Limits",
+    "Desktop", "DesktopWindow", "Point", "DesktopAction"]) {
     const body = dts.match(new RegExp(`interface ${name} \\{([^}]*)\\}`))?.[1] ?? "";
     const fields = new Set([...body.matchAll(/^\s*(\w+)\??:/gm)].map((m) => m[1]));
     const schema = schemaOf(name);

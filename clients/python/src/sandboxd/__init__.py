@@ -12,14 +12,14 @@ from .client import Client, SessionHandle
 from .errors import (ApprovalDenied, ApprovalTimeout, Conflict, ImageBuilding, ImageMissing, InternalError, InvalidRequest, NoSpace, NotFound, PluginUnavailable,
                      PolicyDenied, PoolExhausted, RuntimeUnavailable, SandboxdError, SessionLost, ShuttingDown, TooLarge,
                      TooManySessions, Unreachable, UnknownLanguage)
-from .types import (Context, ContextState, Display, Egress, Event, FileEntry, FileEvent, Finding, OutputFile, Result,
-                    Session, Snapshot)
+from .types import (Context, ContextState, Desktop, DesktopWindow, Display, Egress, Event, FileEntry, FileEvent, Finding,
+                    OutputFile, Point, Result, Session, Snapshot)
 
 __all__ = [
     "AsyncClient", "AsyncSession", "Client", "SessionHandle",
     "SandboxdError", "ApprovalDenied", "ApprovalTimeout", "Conflict", "ImageBuilding", "ImageMissing", "InternalError", "InvalidRequest", "NoSpace", "NotFound",
     "PluginUnavailable", "PolicyDenied", "PoolExhausted", "RuntimeUnavailable", "SessionLost", "ShuttingDown",
     "TooLarge", "TooManySessions", "Unreachable", "UnknownLanguage",
-    "Context", "ContextState", "Display", "Egress", "Event", "FileEntry", "FileEvent", "Finding", "OutputFile", "Result",
-    "Session", "Snapshot",
+    "Context", "ContextState", "Desktop", "DesktopWindow", "Display", "Egress", "Event", "FileEntry", "FileEvent", "Finding",
+    "OutputFile", "Point", "Result", "Session", "Snapshot",
 ]

@@ -14,7 +14,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 from . import errors
 from . import ports as _ports
 from .ports import PortConnection
-from .types import Context, Event, FileEntry, FileEvent, Result, Session, Snapshot, build
+from .types import Context, Desktop, Event, FileEntry, FileEvent, Result, Session, Snapshot, build
 
 DEFAULT_SOCKET = "/run/sandboxd/sandboxd.sock"
 
@@ -346,6 +346,78 @@ class SessionHandle:
     def revoke_previews(self) -> None:
         """End every preview link of the session made so far."""
         self.client._call("DELETE", self._path + "/previews")
+
+    # --- the desktop of a session whose language has one (the shipped "desktop")
+
+    def desktop(self) -> Desktop:
+        """The session's screen: its size, the pointer (``cursor``), the focused
+        window and the windows shown. InvalidRequest when the session's
+        language has no desktop."""
+        return build(Desktop, self.client._call("GET", self._path + "/desktop"))
+
+    def screenshot(self) -> bytes:
+        """The session's screen, pointer included, as PNG bytes."""
+        resp = self.client._open("GET", self._path + "/desktop/screenshot", accept="image/png")
+        data = resp.read()
+        resp.close()
+        return data
+
+    def desktop_action(self, action: str, *, x: Optional[int] = None, y: Optional[int] = None,
+                       to_x: Optional[int] = None, to_y: Optional[int] = None, button: Optional[str] = None,
+                       direction: Optional[str] = None, amount: Optional[int] = None, text: Optional[str] = None,
+                       keys: Optional[str] = None, target: Optional[str] = None, window: Optional[str] = None) -> Desktop:
+        """Do one thing on the session's screen and get the screen as it is then.
+        ``action`` is move (to x, y), click or double_click (``button`` left, the
+        default, middle or right; at x, y or where the pointer is), drag (from
+        x, y to to_x, to_y), scroll (``amount`` wheel clicks, 3 by default, in
+        ``direction`` up, down, left or right; at x, y or where the pointer is),
+        type (``text``, as keystrokes, to the focused window), key (``keys`` as
+        xdotool names them: "Return", "ctrl+c", or several separated by spaces),
+        open (``target``, a URL or a path, in its application) or focus
+        (``window``, an id of the screen's windows). A point off the screen is
+        InvalidRequest."""
+        return build(Desktop, self.client._call("POST", self._path + "/desktop/actions", _clean({
+            "action": action, "x": x, "y": y, "to_x": to_x, "to_y": to_y, "button": button, "direction": direction,
+            "amount": amount, "text": text, "keys": keys, "target": target, "window": window})))
+
+    def move(self, x: int, y: int) -> Desktop:
+        """Move the pointer to x, y."""
+        return self.desktop_action("move", x=x, y=y)
+
+    def click(self, x: Optional[int] = None, y: Optional[int] = None, button: Optional[str] = None) -> Desktop:
+        """Click ``button`` (left by default) at x, y, or where the pointer is."""
+        return self.desktop_action("click", x=x, y=y, button=button)
+
+    def double_click(self, x: Optional[int] = None, y: Optional[int] = None, button: Optional[str] = None) -> Desktop:
+        """Double-click ``button`` (left by default) at x, y, or where the pointer is."""
+        return self.desktop_action("double_click", x=x, y=y, button=button)
+
+    def drag(self, x: int, y: int, to_x: int, to_y: int, button: Optional[str] = None) -> Desktop:
+        """Hold ``button`` (left by default) from x, y to to_x, to_y."""
+        return self.desktop_action("drag", x=x, y=y, to_x=to_x, to_y=to_y, button=button)
+
+    def scroll(self, direction: str, amount: Optional[int] = None, x: Optional[int] = None,
+               y: Optional[int] = None) -> Desktop:
+        """Turn the wheel ``amount`` clicks (3 by default) up, down, left or right,
+        at x, y or where the pointer is."""
+        return self.desktop_action("scroll", direction=direction, amount=amount, x=x, y=y)
+
+    def type_text(self, text: str) -> Desktop:
+        """Type text, as keystrokes, to the focused window (never shell text)."""
+        return self.desktop_action("type", text=text)
+
+    def press(self, keys: str) -> Desktop:
+        """Press a key or chord as xdotool names them ("Return", "ctrl+c"), or
+        several separated by spaces."""
+        return self.desktop_action("key", keys=keys)
+
+    def open(self, target: str) -> Desktop:
+        """Open a URL or a path of the sandbox in its application (a browser)."""
+        return self.desktop_action("open", target=target)
+
+    def focus(self, window: str) -> Desktop:
+        """Raise and focus a window, by the id the screen's windows give."""
+        return self.desktop_action("focus", window=window)
 
     def set_network(self, allow: List[str]) -> None:
         """Set what the session may reach through the egress proxy (HOST[:PORT]

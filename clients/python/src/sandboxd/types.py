@@ -274,9 +274,37 @@ class Context:
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
 
+@dataclass
+class Point:
+    """A place on a screen, in pixels from its top left corner."""
+    x: int = 0
+    y: int = 0
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+@dataclass
+class DesktopWindow:
+    id: str = ""
+    title: str = ""
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+@dataclass
+class Desktop:
+    """A desktop session's screen: its size, the pointer (``cursor``), the
+    focused window's id ("" when none has the focus) and the windows shown."""
+    width: int = 0
+    height: int = 0
+    cursor: Point = field(default_factory=Point)
+    focused: str = ""
+    windows: List[DesktopWindow] = field(default_factory=list)
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False)
+
+
 # The API schema each class follows (the OpenAPI document's names).
 SCHEMAS = {
     "RunResult": Result, "Finding": Finding, "Display": Display, "Egress": Egress, "OutputFile": OutputFile,
     "ContextState": ContextState, "Usage": Usage, "Timings": Timings, "Step": Step, "Event": Event,
     "Session": Session, "FileEntry": FileEntry, "FileEvent": FileEvent, "Snapshot": Snapshot, "Context": Context,
+    "Desktop": Desktop, "DesktopWindow": DesktopWindow, "Point": Point,
 }
