@@ -622,6 +622,9 @@ type Language struct {
 	// run beside their own (exec with "context" and "language"), as its
 	// block's contexts list them.
 	ContextLanguages []string `json:"context_languages,omitempty"`
+	// Desktop is the screen its sessions have ("1024x768"; the desktop
+	// API drives it), empty when they have none.
+	Desktop string `json:"desktop,omitempty"`
 	// Hibernation says what a hibernated session of it keeps: "memory"
 	// (its sandbox checkpointed: processes and contexts too) or
 	// "workspace" (files, env, limits, network; contexts' memory is lost).

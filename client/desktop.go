@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/sandboxd/sandboxd/api"
 )
@@ -34,4 +35,12 @@ func (c *Client) Screenshot(ctx context.Context, id string) ([]byte, error) {
 		return nil, decodeError(resp)
 	}
 	return io.ReadAll(resp.Body)
+}
+
+// DesktopPreview is a link that opens a desktop session's live view,
+// view-only, to a browser on sandboxd's TCP listener, good for ttl (0: an
+// hour).
+func (c *Client) DesktopPreview(ctx context.Context, id string, ttl time.Duration) (*api.Preview, error) {
+	var p api.Preview
+	return &p, c.call(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/desktop/preview", api.PreviewRequest{TTL: api.Duration(ttl)}, &p)
 }

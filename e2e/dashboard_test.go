@@ -160,15 +160,29 @@ func TestDashboardGuard(t *testing.T) {
 	}
 }
 
+// headlessChromium starts Debian's Chromium, headless, for the test.
+func headlessChromium(t *testing.T) context.Context {
+	t.Helper()
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		testutil.Missing(t, "Debian's chromium is not installed; run `make test-tools`")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium),
+		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.WindowSize(1280, 900))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancelBrowser(); cancelAlloc() })
+	return bctx
+}
+
 // TestDashboardInChromium drives the dashboard in a real headless
 // Chromium: the overview shows pools and executions live, code runs on the
 // run page with its output shown as text, a session's terminal echoes what
 // is typed, and a file goes up and comes back down.
 func TestDashboardInChromium(t *testing.T) {
-	chromium, err := exec.LookPath("chromium")
-	if err != nil {
-		testutil.Missing(t, "Debian's chromium is not installed; run `make test-tools`")
-	}
 	d, link := dashboardDaemon(t)
 	c := d.Client()
 	shots := os.Getenv("SANDBOXD_SCREENSHOTS") // a directory: docs/dashboard.md's pictures
@@ -177,15 +191,7 @@ func TestDashboardInChromium(t *testing.T) {
 	}
 	downloads := t.TempDir()
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium),
-		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.WindowSize(1280, 900))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
+	bctx := headlessChromium(t)
 	if _, err := chromedp.CallBrowser(bctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
 		Behavior: browser.SetDownloadBehaviorBehaviorAllow, DownloadPath: downloads}); err != nil {
 		t.Fatalf("starting chromium: %v", err)

@@ -2,16 +2,23 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"image"
 	"image/png"
+	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/client"
@@ -275,4 +282,126 @@ func TestE2BDesktopSDK(t *testing.T) {
 	if err != nil {
 		t.Fatalf("E2B Desktop's SDK failed against sandboxd: %v\nsandboxd's log:\n%s", err, d.Logs())
 	}
+}
+
+// TestDesktopLiveView watches a desktop session's screen in the dashboard
+// (noVNC on the session's VNC WebSocket) in a real Chromium: view-only, the
+// page's clicks do not reach the screen; once the person takes control,
+// they do. A preview link opens the same view. Neither opens without the
+// login or the link's token.
+func TestDesktopLiveView(t *testing.T) {
+	d := testutil.StartDaemon(t, testutil.Options{Languages: desktopLanguage + pythonOnly, Extra: `http { listen = "127.0.0.1:0" }`})
+	c := d.Client()
+	out, errOut, code := d.CtlAs(testutil.Nobody, "", "dashboard")
+	if code != 0 {
+		t.Fatalf("sandboxctl dashboard: %s", errOut)
+	}
+	link, err := url.Parse(strings.TrimSpace(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := newSession(t, c, api.SessionRequest{Language: "desktop"})
+	act(t, c, id, api.DesktopAction{Action: "move", X: ptrTo(10), Y: ptrTo(10)})
+
+	bctx := headlessChromium(t)
+	eval := func(expr string) any {
+		t.Helper()
+		v, err := chromedp.Run(bctx, chromedp.Evaluate[any](expr))
+		if err != nil {
+			t.Fatalf("%s: %v", expr, err)
+		}
+		return v
+	}
+	until := func(what, cond string) {
+		t.Helper()
+		waitForWithin(t, what, 30*time.Second, func() bool { return eval(cond) == true })
+	}
+	// clickScreen clicks the page where the live view shows the screen's
+	// point (x, y).
+	clickScreen := func(canvas string, x, y float64) {
+		t.Helper()
+		r := eval(fmt.Sprintf(`(() => { const c = document.querySelector(%q); c.scrollIntoView(); const r = c.getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; })()`, canvas)).([]any)
+		px, py := r[0].(float64)+x*r[2].(float64)/1024, r[1].(float64)+y*r[3].(float64)/768
+		if _, err := chromedp.Run(bctx, chromedp.MouseClickXY(px, py)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := chromedp.Run(bctx, chromedp.Navigate(link.String())); err != nil {
+		t.Fatal(err)
+	}
+	eval(fmt.Sprintf("location.hash = %q", "#/sessions/"+id))
+	until("the live view connected", `!!window.sandboxdLiveView && window.sandboxdLiveView.connected && !window.sandboxdLiveView.control`)
+	until("the screen on the page", `(document.querySelector("#screen canvas") || {}).width === 1024`)
+	if v := eval(`window.cspViolations.length`); v != float64(0) {
+		t.Fatalf("the page broke its Content Security Policy: %v", eval(`window.cspViolations`))
+	}
+
+	clickScreen("#screen canvas", 700, 500)
+	time.Sleep(time.Second)
+	if s, err := c.Desktop(ctx(t), id); err != nil || s.Cursor.X != 10 || s.Cursor.Y != 10 {
+		t.Fatalf("a click on the view-only screen moved the pointer: %+v %v", s, err)
+	}
+	if _, err := chromedp.Run(bctx, chromedp.Click("#take-control")); err != nil {
+		t.Fatal(err)
+	}
+	until("in control", `window.sandboxdLiveView.connected && window.sandboxdLiveView.control`)
+	clickScreen("#screen canvas", 700, 500)
+	waitFor(t, "the person's click on the screen", func() bool {
+		s, err := c.Desktop(ctx(t), id)
+		return err == nil && abs(s.Cursor.X-700) <= 3 && abs(s.Cursor.Y-500) <= 3
+	})
+
+	// The view's WebSocket on the TCP listener, without the login.
+	req, _ := http.NewRequest("GET", link.Scheme+"://"+link.Host+"/v1/sessions/"+id+"/desktop/vnc?control=true", nil)
+	for k, v := range map[string]string{"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="} {
+		req.Header.Set(k, v)
+	}
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode == http.StatusSwitchingProtocols || resp.StatusCode < 400 {
+		t.Fatalf("the live view without the login: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+
+	// A preview link: noVNC's own page, view-only, at the link's origin.
+	p, err := c.DesktopPreview(ctx(t), id, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	preview, err := url.Parse(p.URL)
+	if err != nil || preview.Path != "/vnc.html" || preview.Query().Get("view_only") != "true" {
+		t.Fatalf("the desktop's preview link: %q %v", p.URL, err)
+	}
+	if _, err := chromedp.Run(bctx, chromedp.Navigate(p.URL)); err != nil {
+		t.Fatal(err)
+	}
+	until("the screen through the preview link", `(document.querySelector("#noVNC_container canvas") || {}).width === 1024`)
+	act(t, c, id, api.DesktopAction{Action: "move", X: ptrTo(20), Y: ptrTo(20)})
+	clickScreen("#noVNC_container canvas", 300, 300)
+	time.Sleep(time.Second)
+	if s, err := c.Desktop(ctx(t), id); err != nil || s.Cursor.X != 20 {
+		t.Fatalf("a click through the view-only preview moved the pointer: %+v %v", s, err)
+	}
+	if dir := os.Getenv("SANDBOXD_SCREENSHOTS"); dir != "" {
+		if png, err := chromedp.Run(bctx, chromedp.CaptureScreenshot()); err == nil {
+			_ = os.WriteFile(filepath.Join(dir, "desktop-preview.png"), png, 0o644)
+		}
+	}
+	// Without the link's token, at the link's origin.
+	bare := *preview
+	bare.RawQuery = ""
+	plain := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, "127.0.0.1:"+preview.Port())
+	}}, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	if resp, err := plain.Get(bare.String()); err != nil || resp.StatusCode == http.StatusOK {
+		t.Fatalf("the preview without its token: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+}
+
+func abs(v int) int {
+	if v < 0 {
+		return -v
+	}
+	return v
 }

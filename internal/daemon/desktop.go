@@ -63,6 +63,22 @@ func (d *Daemon) Screenshot(ctx context.Context, id string) ([]byte, error) {
 	return png, nil
 }
 
+// DesktopLiveView starts a desktop session's live view, once, and says on
+// which of its loopback ports VNC serves it: in control, or view-only.
+func (d *Daemon) DesktopLiveView(ctx context.Context, id string, control bool) (int, error) {
+	screen, err := d.desktopOf(id)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := d.desktopCommand(ctx, id, screen, desktop.LiveView()); err != nil {
+		return 0, err
+	}
+	if control {
+		return desktop.ControlPort, nil
+	}
+	return desktop.ViewPort, nil
+}
+
 // desktopOf is the screen of session id's language, or why it has none.
 func (d *Daemon) desktopOf(id string) (*config.Desktop, error) {
 	rec, err := d.Sessions.Get(id)

@@ -81,6 +81,17 @@ var (
 	maxScrolls = 100
 )
 
+// The live view's ports on the sandbox's own loopback (desktop-vnc's):
+// VNC in control and view-only, and noVNC's page for the view-only one.
+const (
+	ControlPort = 5910
+	ViewPort    = 5911
+	PagePort    = 6081
+)
+
+// LiveView is the command that starts the live view's servers, once.
+func LiveView() []string { return []string{"desktop-vnc"} }
+
 // Start is the command that starts a screen of the size given.
 func Start(width, height int) []string {
 	return []string{StartCommand, fmt.Sprintf("%dx%d", width, height)}

@@ -248,6 +248,7 @@ type Entry struct {
 	Allow               []string // the most its sandboxes may reach
 	Contexts            bool     // sessions may keep its interpreters
 	ContextLanguages    []string // other languages whose contexts its sessions run
+	Desktop             string   // its sessions' screen, WIDTHxHEIGHT; "" for none
 	Hibernation         string   // what a hibernated session keeps: "memory" or "workspace"
 	Instructions        string
 	Pool                stats.Pool
@@ -269,6 +270,9 @@ func (p *Provider) List(ctx context.Context) []Entry {
 			Allow: l.Egress().Strings(), Contexts: len(l.Info.ContextCommand) > 0, ContextLanguages: l.ContextLanguages()[1:],
 			Hibernation: p.hibernation(ctx, l), Instructions: l.Instructions(),
 			Pool: l.poolStats(), Building: l.img.buildingNow(),
+		}
+		if d := l.Config.Desktop; d != nil {
+			entry.Desktop = fmt.Sprintf("%dx%d", d.Width, d.Height)
 		}
 		if entry.Building == nil && st.err != nil {
 			entry.Error = st.err.Error()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strconv"
 
 	"github.com/coder/websocket"
 	"github.com/sandboxd/sandboxd/internal/wire"
@@ -30,6 +31,26 @@ func (h *handler) connectPort(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr) // before the upgrade: a plain error answer
 		return
 	}
+	h.relay(w, r, id, port)
+}
+
+// desktopLiveView upgrades to a WebSocket that carries the VNC protocol
+// of a desktop session's screen (what noVNC speaks): view-only, or in
+// control with control=true.
+func (h *handler) desktopLiveView(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	control, _ := strconv.ParseBool(r.URL.Query().Get("control"))
+	port, aerr := h.d.DesktopLiveView(r.Context(), id, control)
+	if aerr != nil {
+		writeError(w, aerr) // before the upgrade: a plain error answer
+		return
+	}
+	h.relay(w, r, id, port)
+}
+
+// relay upgrades to a WebSocket and carries one TCP connection to port on
+// session id's loopback over it.
+func (h *handler) relay(w http.ResponseWriter, r *http.Request, id string, port int) {
 	conn := acceptWebSocket(w, r)
 	if conn == nil {
 		return

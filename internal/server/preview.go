@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/internal/daemon"
 	"github.com/sandboxd/sandboxd/internal/dashboard"
+	"github.com/sandboxd/sandboxd/internal/desktop"
 	"github.com/sandboxd/sandboxd/internal/sessions"
 )
 
@@ -44,6 +46,40 @@ func (h *handler) preview(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
+	writeJSON(w, http.StatusCreated, p)
+}
+
+// desktopPreview makes a link that opens a desktop session's live view,
+// view-only, to a browser: noVNC's page, served in the session.
+func (h *handler) desktopPreview(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var req api.PreviewRequest
+	if r.ContentLength != 0 {
+		if err := decode(w, r, &req); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	if _, aerr := h.d.DesktopLiveView(r.Context(), id, false); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	p, aerr := h.dash.Preview(id, desktop.PagePort, time.Duration(req.TTL))
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	link, err := url.Parse(p.URL)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	q := link.Query()
+	for k, v := range map[string]string{"autoconnect": "true", "view_only": "true", "resize": "scale", "reconnect": "true", "path": "websockify"} {
+		q.Set(k, v)
+	}
+	link.Path, link.RawQuery = "/vnc.html", q.Encode()
+	p.URL = link.String()
 	writeJSON(w, http.StatusCreated, p)
 }
 

@@ -12,7 +12,7 @@ func Language(e sandbox.Entry) api.Language {
 		Name: e.Name, DisplayName: e.DisplayName, Aliases: e.Aliases, Extensions: e.Extensions,
 		Image: e.Image, BaseImage: e.BaseImage, Packages: e.Packages, ImagePresent: e.ImagePresent,
 		Version: e.Version, Plugin: e.Plugin, Runtime: e.Runtime, Limits: APILimits(e.Limits),
-		Network: api.Network{Allow: e.Allow}, Contexts: e.Contexts, ContextLanguages: e.ContextLanguages, Hibernation: e.Hibernation,
+		Network: api.Network{Allow: e.Allow}, Contexts: e.Contexts, ContextLanguages: e.ContextLanguages, Desktop: e.Desktop, Hibernation: e.Hibernation,
 		Instructions: e.Instructions, Pool: PoolStats(e.Pool),
 		Building: ptr(e.Building, func(b sandbox.Building) api.ImageBuilding { return api.ImageBuilding(b) }),
 		Error:    e.Error,

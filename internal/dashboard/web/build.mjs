@@ -16,4 +16,18 @@ await esbuild.build({
   legalComments: "eof",
   logLevel: "warning",
 });
+// The desktop's live view (noVNC) is a module of its own: noVNC awaits at
+// its top level, which app.js's format cannot; app.js imports it on a
+// desktop session's page alone.
+await esbuild.build({
+  entryPoints: { vnc: "src/vnc.js" },
+  bundle: true,
+  minify: true,
+  format: "esm",
+  target: ["chrome110", "firefox110", "safari16"],
+  outdir: out,
+  entryNames: "[name]",
+  legalComments: "eof",
+  logLevel: "warning",
+});
 copyFileSync("src/index.html", out + "index.html");

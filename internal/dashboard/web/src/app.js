@@ -133,13 +133,15 @@ async function sessionsPage(root) {
 
 async function sessionPage(root, signal, id) {
   const [s, { languages }] = await Promise.all([api("GET", `/v1/sessions/${enc(id)}`), api("GET", "/v1/languages")]);
-  const contexts = (languages.find((l) => l.name === s.language) || {}).contexts;
+  const lang = languages.find((l) => l.name === s.language) || {};
+  const contexts = lang.contexts;
   const usage = h("div", { class: "usage", id: "usage" });
   const failure = h("div");
   const termBox = h("div", { class: "terminal", id: "terminal" });
   const files = h("div", { id: "files" });
   const execs = h("div");
   const ports = h("div", { id: "ports" });
+  const screen = lang.desktop ? desktopScreen(id, lang.desktop, signal) : "";
   root.replaceChildren(
     h("h1", {}, `Session ${s.id}`),
     h("div", { class: "toolbar" },
@@ -154,6 +156,7 @@ async function sessionPage(root, signal, id) {
       } }, "Delete")),
     failure,
     h("h2", {}, "What it uses"), usage,
+    screen,
     h("h2", {}, "Terminal"), termBox,
     h("h2", {}, "Ports"), ports,
     h("div", { class: "two" }, h("div", {}, h("h2", {}, "Files"), files), h("div", {}, h("h2", {}, "Executions"), execs)));
@@ -170,6 +173,21 @@ async function sessionPage(root, signal, id) {
   await drawExecs();
   const stop = live((type, data) => { if (type === "execution" && data.session === id) drawExecs(); });
   signal.addEventListener("abort", stop);
+}
+
+// desktopScreen is a desktop session's live view: watched, view-only,
+// until the person takes control; the view's module (noVNC) loads on
+// such a page alone.
+function desktopScreen(id, size, signal) {
+  const [width, height] = size.split("x").map(Number);
+  const view = h("div", { class: "screen", id: "screen" });
+  view.style.aspectRatio = `${width} / ${height}`; // CSSOM: the page's policy refuses style attributes
+  const status = h("span", { class: "muted", id: "screen-status" }, "connecting…");
+  const control = h("button", { class: "secondary", id: "take-control" }, "Take control");
+  import(new URL("vnc.js", document.baseURI).href)
+    .then(({ liveView }) => liveView(view, status, control, id, signal))
+    .catch((err) => status.replaceChildren(errorBox(err)));
+  return h("div", {}, h("h2", {}, "Screen"), h("div", { class: "toolbar" }, status, control), view);
 }
 
 // portList shows the ports servers listen on in the session, live, each
