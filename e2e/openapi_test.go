@@ -190,7 +190,7 @@ func (c *conformance) json(method, path string, body any) (int, []byte) {
 // successes and errors, against /v1/openapi.json; every operation the
 // document lists must have been answered with its success status.
 func TestOpenAPI(t *testing.T) {
-	d := testutil.StartDaemon(t, testutil.Options{Languages: pythonOnly, Extra: `policy "commands" {}
+	d := testutil.StartDaemon(t, testutil.Options{Languages: pythonOnly + desktopLanguage, Extra: `policy "commands" {}
 policy "review" {
   plugin  = "example"
   mode    = "ask"
@@ -376,6 +376,42 @@ http { listen = "127.0.0.1:0" }`})
 	}
 	_, _ = io.ReadAll(fwd) // nothing listens on port 1: refused after the upgrade
 	c.covered["connectPort 101"] = true
+
+	// A desktop session's screen, and its live view (VNC: the server
+	// speaks first, "RFB 003.008").
+	code, body = c.json("POST", "/v1/sessions", api.SessionRequest{Language: "desktop"})
+	want(201, code, body)
+	var ds api.Session
+	_ = json.Unmarshal(body, &ds)
+	t.Cleanup(func() { _ = d.Client().DeleteSession(context.Background(), ds.ID) })
+	dp := "/v1/sessions/" + ds.ID + "/desktop"
+	for _, step := range []struct {
+		method, path, body string
+		status             int
+	}{
+		{"GET", dp, "", 200},
+		{"GET", dp + "/screenshot", "", 200},
+		{"POST", dp + "/actions", `{"action":"move","x":1,"y":2}`, 200},
+		{"POST", dp + "/actions", `{"action":"click","x":5000,"y":0}`, 400},
+		{"POST", dp + "/actions", `{"action":"fly"}`, 400},
+		{"POST", dp + "/preview", `{"ttl":"10m"}`, 201},
+		{"GET", "/v1/sessions/" + ts.ID + "/desktop", "", 400}, // python's: no desktop
+	} {
+		code, body := c.do(step.method, step.path, "", []byte(step.body), "application/json")
+		if code != step.status {
+			t.Errorf("%s %s: status %d, want %d: %.300s", step.method, step.path, code, step.status, body)
+		}
+	}
+	vnc, err := d.Client().DesktopLiveView(ctx(t), ds.ID, false)
+	if err != nil {
+		t.Fatalf("the desktop's live view: %v", err)
+	}
+	hello := make([]byte, 12)
+	if _, err := io.ReadFull(vnc, hello); err != nil || string(hello) != "RFB 003.008\n" {
+		t.Errorf("the live view's first bytes: %q %v", hello, err)
+	}
+	vnc.Close()
+	c.covered["desktopLiveView 101"] = true
 
 	// The event stream does not end: its first event is enough.
 	resp, err := unixHTTP(d.Socket).Get("http://sandboxd/v1/events")
