@@ -11,6 +11,7 @@ images_dir = "images"        # Dockerfiles `sandboxctl images build` builds from
 # Dockerfile for (two at a time, in this file's order); each language
 # serves as soon as its image lands, and says `building` until then.
 build_missing_images = true
+# shutdown_timeout = "60s"  # SIGTERM: how long running executions may finish (below systemd's TimeoutStopSec)
 
 http {
   # The web dashboard (and the API behind its login): `sandboxctl dashboard`

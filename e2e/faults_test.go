@@ -112,13 +112,14 @@ func healthTurns(t *testing.T, c *client.Client, status string) {
 
 // An engine that stops answering (frozen, as one stuck removing a container
 // is) while sandboxd shuts down: the shutdown still ends within the bound a
-// service manager gives it (testutil's Stop fails the test past 90s), and
+// service manager gives it (testutil's Stop fails the test past 90s; the
+// daemon's shutdown_timeout is 10s here, where 60s ships), and
 // the containers it could not remove go at the next start (or, for the
 // removals it asked for, when the engine answers again).
 func TestShutdownWithAnEngineThatHangs(t *testing.T) {
 	t.Parallel() // on an engine of its own, mostly waiting for it
 	e := testutil.StartEngine(t, "sandboxd/bash:latest")
-	d := testutil.StartDaemon(t, testutil.Options{DockerHost: e.Host, Languages: `
+	d := testutil.StartDaemon(t, testutil.Options{DockerHost: e.Host, Extra: `shutdown_timeout = "10s"`, Languages: `
 language "bash" {
   image = "sandboxd/bash:latest"
   pool {

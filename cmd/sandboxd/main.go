@@ -33,10 +33,6 @@ import (
 	"github.com/sandboxd/sandboxd/runtime/kubernetes"
 )
 
-// drainTimeout bounds shutdown: executions past it are killed with their
-// containers.
-const drainTimeout = 60 * time.Second
-
 func main() {
 	configPath := flag.String("config", "sandboxd.hcl", "configuration file")
 	socket := flag.String("socket", "", "Unix socket to serve on (overrides the file)")
@@ -172,7 +168,7 @@ func run(cfg *config.Config, redactor *redact.Replacer, log hclog.Logger) error 
 		}
 	}
 	stop() // a second signal kills at once
-	drainCtx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	drainCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	// The daemon first (refuses new runs, waits for running ones, removes
 	// containers), then the server, whose handlers are done by then.

@@ -74,6 +74,9 @@ type Config struct {
 	E2B *E2B
 	// Secrets are the secret blocks, by name.
 	Secrets map[string]Secret
+	// ShutdownTimeout bounds a drain: how long running executions may
+	// go on after SIGTERM before they are killed with their containers.
+	ShutdownTimeout time.Duration
 	// ApprovalTimeout is how long a request a policy in mode "ask" holds
 	// waits for a person's decision; it is denied at the end of it.
 	ApprovalTimeout time.Duration
@@ -273,6 +276,7 @@ func Builtin() Config {
 		Network:   Network{MaxConnections: 16, MaxBytes: 1 << 30, ConnectTimeout: 10 * time.Second},
 
 		ApprovalTimeout: 5 * time.Minute,
+		ShutdownTimeout: time.Minute,
 	}
 }
 
@@ -311,6 +315,7 @@ type fileSchema struct {
 	Languages  []languageSchema `hcl:"language,block"`
 	Policies   []policySchema   `hcl:"policy,block"`
 	Approval   *string          `hcl:"approval_timeout,optional"`
+	Shutdown   *string          `hcl:"shutdown_timeout,optional"`
 	Approvals  *approvalsSchema `hcl:"approvals,block"`
 	Body       hcl.Body         `hcl:",body"`
 }
@@ -595,6 +600,9 @@ func (v *validator) build(path string, fs *fileSchema) *Config {
 	}
 	if fs.BuildMiss != nil {
 		cfg.BuildMissingImages = *fs.BuildMiss
+	}
+	if fs.Shutdown != nil {
+		cfg.ShutdownTimeout = v.duration(fs.Body, "shutdown_timeout", *fs.Shutdown, time.Second, time.Hour)
 	}
 	if fs.Approval != nil {
 		cfg.ApprovalTimeout = v.duration(fs.Body, "approval_timeout", *fs.Approval, time.Second, 24*time.Hour)

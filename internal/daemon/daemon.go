@@ -178,7 +178,8 @@ func (d *Daemon) Store() *state.Store { return d.store }
 // Draining says whether Close has begun.
 func (d *Daemon) Draining() bool { return d.gate.Closing() }
 
-// finalCleanupTimeout bounds Close's last sweep of containers left over.
+// finalCleanupTimeout bounds Close's last sweep of containers left over
+// (and half the shutdown_timeout does).
 const finalCleanupTimeout = 20 * time.Second
 
 // Close drains: new requests are refused, running executions finish (or
@@ -197,7 +198,11 @@ func (d *Daemon) Close(ctx context.Context) {
 	keep := d.Sessions.Close()
 	// Bounded, so that an engine slow to remove one container cannot hold
 	// the exit: what is left is removed by the next start's reconcile.
-	cleanup, cancel := context.WithTimeout(context.Background(), finalCleanupTimeout)
+	sweep := finalCleanupTimeout
+	if half := d.cfg.ShutdownTimeout / 2; half > 0 && half < sweep {
+		sweep = half
+	}
+	cleanup, cancel := context.WithTimeout(context.Background(), sweep)
 	defer cancel()
 	if list, err := d.rt.List(cleanup); err != nil {
 		d.log.Warn("final cleanup failed", "error", err)

@@ -742,9 +742,9 @@ func (p *Pool[T]) Stats() Stats {
 }
 
 // Close stops refilling, destroys idle items and waits until every
-// creation, recycling and destruction in flight has finished. Busy items
-// are the callers' to Release or Recycle (which destroy them now) before
-// Close returns.
+// creation, recycling and destruction in flight has finished, or ctx
+// ends. Busy items are the callers' to Release or Recycle (which destroy
+// them now) before Close returns.
 func (p *Pool[T]) Close(ctx context.Context) {
 	p.mu.Lock()
 	p.closed = true
@@ -769,11 +769,23 @@ func (p *Pool[T]) Close(ctx context.Context) {
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			p.wg.Wait()
+			p.waitDestroys(ctx)
 			return
 		}
 	}
-	p.wg.Wait()
+	p.waitDestroys(ctx)
+}
+
+// waitDestroys waits for the removals under way, until ctx ends: an engine
+// that does not answer holds each for its call's bound, and a shutdown
+// leaves them to the next start's reconcile rather than wait that long.
+func (p *Pool[T]) waitDestroys(ctx context.Context) {
+	done := make(chan struct{})
+	go func() { p.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 }
 
 // Renew replaces the idle items (their image was rebuilt) and forgets past
