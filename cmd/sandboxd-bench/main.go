@@ -49,7 +49,7 @@ func main() {
 	bin := flag.String("bin", "bin", "directory with sandboxd, sandboxctl, sandbox-init and plugins/")
 	n := flag.Int("n", 40, "iterations per sandboxd measurement")
 	nDocker := flag.Int("n-docker", 15, "iterations per docker baseline")
-	only := flag.String("only", "", "one section alone: runtimes (runc against runsc), kubernetes (pods against Docker), contexts, egress, e2b, warm, languages, paced, throughput, hibernation or density")
+	only := flag.String("only", "", "one section alone: runtimes (runc against runsc), kubernetes (pods against Docker), contexts, desktop, egress, e2b, warm, languages, paced, throughput, hibernation or density")
 	langs := flag.String("langs", "", "throughput: these languages of the corpus alone, comma separated")
 	sessions := flag.Int("sessions", 1000, "density: python sessions held frozen at once")
 	flag.Parse()
@@ -91,6 +91,12 @@ func main() {
 		err = e2bPath(*bin, *n)
 	case "density":
 		err = density(*bin, *n, *sessions)
+	case "desktop":
+		var d *daemon
+		if d, err = startDaemon(*bin, ""); err == nil {
+			err = desktopSessions(client.New(d.socket), max(*n/4, 5))
+			d.stop()
+		}
 	case "contexts":
 		var d *daemon
 		if d, err = startDaemon(*bin, ""); err == nil {
@@ -98,7 +104,7 @@ func main() {
 			d.stop()
 		}
 	default:
-		err = fmt.Errorf("-only %q: runtimes, kubernetes, contexts, egress, e2b, warm, languages, paced, throughput, hibernation or density", *only)
+		err = fmt.Errorf("-only %q: runtimes, kubernetes, contexts, desktop, egress, e2b, warm, languages, paced, throughput, hibernation or density", *only)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -205,6 +211,9 @@ func run(bin string, n, nDocker, sessions int) error {
 		return err
 	}
 	if err := warmRuntimes(bin, d, n); err != nil {
+		return err
+	}
+	if err := desktopSessions(c, max(n/4, 5)); err != nil {
 		return err
 	}
 	if err := ociRuntimes(bin, n, nDocker); err != nil {

@@ -144,7 +144,10 @@ func (p *points) at(x, y *int) ([]string, error) {
 		return nil, fmt.Errorf("(%d, %d) is off any screen", *x, *y)
 	}
 	*p = append(*p, fmt.Sprintf("%d,%d", *x, *y))
-	return []string{"mousemove", "--sync", strconv.Itoa(*x), strconv.Itoa(*y)}, nil
+	// Not --sync: it waits for a motion event, which a move to where the
+	// pointer already is never makes (15 s, xdotool's timeout). The X
+	// server takes one client's requests in order anyway.
+	return []string{"mousemove", strconv.Itoa(*x), strconv.Itoa(*y)}, nil
 }
 
 func xdotool(parts ...[]string) []string {

@@ -15,13 +15,13 @@ func TestCommandBuildsArgvs(t *testing.T) {
 		a    Action
 		want string
 	}{
-		{Action{Kind: "move", X: at(10), Y: at(20)}, "--within 10,20 -- xdotool mousemove --sync 10 20"},
+		{Action{Kind: "move", X: at(10), Y: at(20)}, "--within 10,20 -- xdotool mousemove 10 20"},
 		{Action{Kind: "click"}, "xdotool click --repeat 1 1"},
-		{Action{Kind: "click", X: at(1), Y: at(2), Button: "right"}, "--within 1,2 -- xdotool mousemove --sync 1 2 click --repeat 1 3"},
-		{Action{Kind: "double_click", X: at(0), Y: at(0)}, "--within 0,0 -- xdotool mousemove --sync 0 0 click --repeat 2 1"},
-		{Action{Kind: "drag", X: at(1), Y: at(2), ToX: at(3), ToY: at(4)}, "--within 1,2 3,4 -- xdotool mousemove --sync 1 2 mousedown 1 mousemove --sync 3 4 mouseup 1"},
+		{Action{Kind: "click", X: at(1), Y: at(2), Button: "right"}, "--within 1,2 -- xdotool mousemove 1 2 click --repeat 1 3"},
+		{Action{Kind: "double_click", X: at(0), Y: at(0)}, "--within 0,0 -- xdotool mousemove 0 0 click --repeat 2 1"},
+		{Action{Kind: "drag", X: at(1), Y: at(2), ToX: at(3), ToY: at(4)}, "--within 1,2 3,4 -- xdotool mousemove 1 2 mousedown 1 mousemove 3 4 mouseup 1"},
 		{Action{Kind: "scroll", Direction: "down"}, "xdotool click --repeat 3 5"},
-		{Action{Kind: "scroll", Direction: "left", Amount: 7, X: at(5), Y: at(5)}, "--within 5,5 -- xdotool mousemove --sync 5 5 click --repeat 7 6"},
+		{Action{Kind: "scroll", Direction: "left", Amount: 7, X: at(5), Y: at(5)}, "--within 5,5 -- xdotool mousemove 5 5 click --repeat 7 6"},
 		{Action{Kind: "key", Keys: " ctrl+shift+t  Return "}, "xdotool key -- ctrl+shift+t Return"},
 		{Action{Kind: "focus", Window: "25165827"}, "xdotool windowactivate --sync 25165827"},
 	} {
