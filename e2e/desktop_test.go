@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"image"
 	"image/png"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -63,7 +65,15 @@ const desktopPage = `<!doctype html><html><head><title>desktop test</title>
 // text field and presses chords. Two desktop sessions do not see each
 // other's screens, and what an agent types is never shell text.
 func TestDesktop(t *testing.T) {
-	d := testutil.StartDaemon(t, testutil.Options{Languages: desktopLanguage + pythonOnly})
+	// A site on the host the desktop's allow-list names, reached through
+	// the egress proxy (host.sandboxd.internal is the host's loopback).
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "<!doctype html><title>from the host</title>hello")
+	}))
+	t.Cleanup(site.Close)
+	sitePort := site.Listener.Addr().(*net.TCPAddr).Port
+	withEgress := strings.Replace(desktopLanguage, "  desktop {", fmt.Sprintf("  network {\n    allow = [\"host.sandboxd.internal:%d\"]\n  }\n  desktop {", sitePort), 1)
+	d := testutil.StartDaemon(t, testutil.Options{Languages: withEgress + pythonOnly})
 	c := d.Client()
 	created := time.Now()
 	id := newSession(t, c, api.SessionRequest{Language: "desktop"})
@@ -130,6 +140,11 @@ func TestDesktop(t *testing.T) {
 			t.Errorf("%+v: %v, want invalid_request", bad, err)
 		}
 	}
+
+	t.Run("Chromium through the egress proxy", func(t *testing.T) {
+		act(t, c, id, api.DesktopAction{Action: "open", Target: fmt.Sprintf("http://host.sandboxd.internal:%d/", sitePort)})
+		waitForWithin(t, "the host's page, through the egress proxy", 30*time.Second, func() bool { return windowTitled(t, c, id, "from the host") != "" })
+	})
 
 	t.Run("MCP", func(t *testing.T) {
 		inspector := testutil.NPMTool(t, "node_modules/.bin/mcp-inspector")
