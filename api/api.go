@@ -1001,7 +1001,7 @@ type DesktopWindow struct {
 //   - type: text, as keystrokes, to the focused window.
 //   - key: keys, a key or chord as xdotool names them ("Return",
 //     "ctrl+c", "ctrl+shift+t"), or several separated by spaces.
-//   - open: target, a URL or a path, in its application (a browser).
+//   - open: target, a URL or a path, in Chromium (a file is shown, never run).
 //   - focus: window, by the id the screen's windows give.
 type DesktopAction struct {
 	Action    string `json:"action"`

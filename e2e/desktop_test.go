@@ -127,6 +127,16 @@ func TestDesktop(t *testing.T) {
 	if res := sh(t, c, id, "test -e /workspace/pwned && echo yes || echo no"); res.Stdout != "no\n" {
 		t.Fatalf("typed text ran as a shell command: %q", res.Stdout)
 	}
+	// A .desktop file's Exec line is a command no policy sees: open shows
+	// the file, it never runs it (helper-23).
+	if _, err := c.PutFile(ctx(t), id, "evil.desktop", strings.NewReader("[Desktop Entry]\nType=Application\nName=evil\nExec=touch /workspace/pwned_open\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	act(t, c, id, api.DesktopAction{Action: "open", Target: "/workspace/evil.desktop"})
+	time.Sleep(3 * time.Second)
+	if res := sh(t, c, id, "test -e /workspace/pwned_open && echo yes || echo no"); res.Stdout != "no\n" {
+		t.Fatal("open ran a .desktop file's Exec line")
+	}
 	if _, err := c.DesktopAction(ctx(t), id, api.DesktopAction{Action: "click", X: ptrTo(1024), Y: ptrTo(0)}); apiCode(err) != api.CodeInvalidRequest || !strings.Contains(err.Error(), "off the 1024x768 screen") {
 		t.Errorf("a click off the screen: %v", err)
 	}
@@ -134,6 +144,7 @@ func TestDesktop(t *testing.T) {
 		{Action: "click", X: ptrTo(-1), Y: ptrTo(0)},
 		{Action: "key", Keys: "--help"},
 		{Action: "key", Keys: "a;id"},
+		{Action: "key", Keys: "shift EXEC touch pwned"}, // xdotool would run it (helper-23)
 		{Action: "launch"},
 	} {
 		if _, err := c.DesktopAction(ctx(t), id, bad); apiCode(err) != api.CodeInvalidRequest {
@@ -349,6 +360,21 @@ func TestDesktopLiveView(t *testing.T) {
 	until("the screen on the page", `(document.querySelector("#screen canvas") || {}).width === 1024`)
 	if v := eval(`window.cspViolations.length`); v != float64(0) {
 		t.Fatalf("the page broke its Content Security Policy: %v", eval(`window.cspViolations`))
+	}
+	if dir := os.Getenv("SANDBOXD_SCREENSHOTS"); dir != "" { // docs/desktop.md's picture
+		if _, err := c.PutFile(ctx(t), id, "site/index.html", strings.NewReader(desktopPage), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sh(t, c, id, "cd site && setsid -f python3 -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1; sleep 1")
+		act(t, c, id, api.DesktopAction{Action: "open", Target: "http://127.0.0.1:8000/"})
+		waitForWithin(t, "the page in Chromium", 60*time.Second, func() bool { return windowTitled(t, c, id, "desktop test") != "" })
+		act(t, c, id, api.DesktopAction{Action: "move", X: ptrTo(10), Y: ptrTo(10)})
+		time.Sleep(2 * time.Second)
+		eval(`document.querySelector("#screen").scrollIntoView()`)
+		time.Sleep(time.Second)
+		if png, err := chromedp.Run(bctx, chromedp.CaptureScreenshot()); err == nil {
+			_ = os.WriteFile(filepath.Join(dir, "desktop.png"), png, 0o644)
+		}
 	}
 
 	clickScreen("#screen canvas", 700, 500)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -123,7 +124,7 @@ as it is then (its size, the pointer, the focused window and the windows;
 		act("key SESSION KEY...", `Press keys or chords, one after another ("Return", "ctrl+c", "ctrl+shift+t")`, cobra.MinimumNArgs(2), func(args []string) (api.DesktopAction, error) {
 			return api.DesktopAction{Action: "key", Keys: strings.Join(args, " ")}, nil
 		}),
-		act("open SESSION URL|PATH", "Open a URL or a file in its application (a browser)", cobra.ExactArgs(2), func(args []string) (api.DesktopAction, error) {
+		act("open SESSION URL|PATH", "Open a URL or a file in Chromium (a file is shown, never run)", cobra.ExactArgs(2), func(args []string) (api.DesktopAction, error) {
 			return api.DesktopAction{Action: "open", Target: args[0]}, nil
 		}),
 		act("focus SESSION WINDOW", "Raise and focus a window, by the id state lists", cobra.ExactArgs(2), func(args []string) (api.DesktopAction, error) {
@@ -154,7 +155,20 @@ func printScreen(s *api.Desktop, asJSON bool) error {
 		if w.ID == s.Focused {
 			mark = "*"
 		}
-		fmt.Printf("%s %-10s %s\n", mark, w.ID, w.Title)
+		fmt.Printf("%s %-10s %s\n", mark, w.ID, printable(w.Title))
 	}
 	return nil
+}
+
+// printable is a title a program in the sandbox chose, made safe for a
+// terminal: control characters (escape sequences that would set the
+// terminal's title or clipboard, carriage returns that would hide a
+// line) and bidirectional overrides become U+FFFD.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
+			return unicode.ReplacementChar
+		}
+		return r
+	}, s)
 }

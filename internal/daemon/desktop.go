@@ -79,6 +79,12 @@ func (d *Daemon) DesktopLiveView(ctx context.Context, id string, control bool) (
 	return desktop.ViewPort, nil
 }
 
+// HasDesktop says why session id has no desktop, or nil when it has one.
+func (d *Daemon) HasDesktop(id string) error {
+	_, err := d.desktopOf(id)
+	return err
+}
+
 // desktopOf is the screen of session id's language, or why it has none.
 func (d *Daemon) desktopOf(id string) (*config.Desktop, error) {
 	rec, err := d.Sessions.Get(id)
@@ -97,27 +103,41 @@ func (d *Daemon) desktopOf(id string) (*config.Desktop, error) {
 // hibernation that kept no processes, or a program ended it) is started
 // again, once, and the command tried again.
 func (d *Daemon) desktopCommand(ctx context.Context, id string, screen *config.Desktop, argv []string) ([]byte, error) {
-	res, err := d.Command(ctx, id, Command{Kind: "desktop", Argv: argv})
+	ran := argv
+	res, err := d.Command(ctx, id, Command{Kind: "desktop", Argv: ran})
 	if err == nil && res.ExitCode != 0 && noDisplay.Match(res.Stderr) {
-		if res, err = d.Command(ctx, id, Command{Kind: "desktop", Argv: desktop.Start(screen.Width, screen.Height)}); err == nil && res.ExitCode == 0 {
-			res, err = d.Command(ctx, id, Command{Kind: "desktop", Argv: argv})
+		ran = desktop.Start(screen.Width, screen.Height)
+		if res, err = d.Command(ctx, id, Command{Kind: "desktop", Argv: ran}); err == nil && res.ExitCode == 0 {
+			ran = argv
+			res, err = d.Command(ctx, id, Command{Kind: "desktop", Argv: ran})
 		}
 	}
 	switch {
 	case err != nil:
 		return nil, err
+	case res.TimedOut:
+		return nil, errdefs.Errorf(errdefs.Conflict, "the desktop command %s did not end within the session's timeout: its screen does not answer (a program in the session may have stopped it; a reset starts it again)", ran[0])
 	case res.Truncated:
 		return nil, errdefs.Errorf(errdefs.TooLarge, "session %s's desktop answered more than its output limit (%d bytes kept): raise the language's limits.output_limit", id, len(res.Stdout))
-	case res.ExitCode == desktop.OffScreen:
-		return nil, errdefs.Errorf(errdefs.Invalid, "%s", bytes.TrimSpace(res.Stderr))
+	case res.ExitCode == desktop.OffScreen && ran[0] == desktop.StateCommand:
+		return nil, errdefs.Errorf(errdefs.Invalid, "%s", said(res.Stderr, ""))
 	case res.ExitCode != 0 || res.Error != "":
-		why := strings.TrimSpace(string(res.Stderr))
-		if why == "" {
-			why = res.Error
-		}
-		return nil, errdefs.Errorf(errdefs.Conflict, "the desktop command %s failed (exit %d): %s", argv[0], res.ExitCode, why)
+		return nil, errdefs.Errorf(errdefs.Conflict, "the desktop command %s failed (exit %d): %s", ran[0], res.ExitCode, said(res.Stderr, res.Error))
 	}
 	return res.Stdout, nil
+}
+
+// said is what a desktop command wrote on its standard error (or else
+// why it could not start), cut to a line's worth.
+func said(stderr []byte, otherwise string) string {
+	why := strings.TrimSpace(string(stderr))
+	if why == "" {
+		why = otherwise
+	}
+	if len(why) > 500 {
+		why = why[:500] + "..."
+	}
+	return why
 }
 
 // noDisplay is how xdotool ("Can't open display") and scrot ("Can't open

@@ -65,8 +65,12 @@ const (
 	StateCommand = "desktop-state"
 )
 
-// MaxText bounds what one type action types.
-const MaxText = 64 << 10
+// MaxText bounds what one type action types; MaxTarget, what an open
+// action opens.
+const (
+	MaxText   = 64 << 10
+	MaxTarget = 8 << 10
+)
 
 // typeDelayMS is xdotool's pause between two keystrokes: none at all
 // loses keys in some applications (Chromium's fields among them).
@@ -79,7 +83,23 @@ var (
 	windowID   = regexp.MustCompile(`^[0-9]{1,12}$`)
 	maxKeys    = 32
 	maxScrolls = 100
+	// xdotoolCommands are xdotool's commands (`xdotool help`, and those of
+	// later versions). xdotool ends a key command's keys at the first word
+	// that names one, in any case, and runs it: "shift exec mount" would
+	// run mount, out of the policies' sight. None is a key's name.
+	xdotoolCommands = map[string]bool{}
 )
+
+func init() {
+	for _, c := range strings.Fields(`getactivewindow getwindowfocus getwindowname getwindowpid getwindowgeometry
+		getwindowclassname getdisplaygeometry search selectwindow help version behave behave_screen_edge click
+		getmouselocation key keydown keyup mousedown mousemove mousemove_relative mouseup set_window type
+		windowactivate windowfocus windowkill windowclose windowquit windowstate windowmap windowminimize windowmove
+		windowraise windowreparent windowsize windowunmap set_num_desktops get_num_desktops set_desktop get_desktop
+		set_desktop_for_window get_desktop_for_window get_desktop_viewport set_desktop_viewport exec sleep`) {
+		xdotoolCommands[c] = true
+	}
+}
 
 // The live view's ports on the sandbox's own loopback (desktop-vnc's):
 // VNC in control and view-only, and noVNC's page for the view-only one.
@@ -224,18 +244,20 @@ func (p *points) steps(a Action) ([]string, error) {
 			return nil, fmt.Errorf("give from 1 to %d keys or chords, such as \"ctrl+c\" or \"Return\"", maxKeys)
 		}
 		for _, k := range keys {
-			if !keyName.MatchString(k) {
+			if !keyName.MatchString(k) || xdotoolCommands[strings.ToLower(k)] {
 				return nil, fmt.Errorf("%q is not a key or chord as xdotool names them (\"ctrl+shift+t\", \"Return\", \"a\")", k)
 			}
 		}
 		return xdotool(append([]string{"key", "--"}, keys...)), nil
 	case "open":
-		if a.Target == "" || strings.HasPrefix(a.Target, "-") || strings.ContainsRune(a.Target, 0) {
-			return nil, fmt.Errorf("give a URL or a path to open (not starting with -)")
+		if a.Target == "" || strings.HasPrefix(a.Target, "-") || strings.ContainsAny(a.Target, "\x00\n") || len(a.Target) > MaxTarget {
+			return nil, fmt.Errorf("give a URL or a path to open (not starting with -, at most %d bytes)", MaxTarget)
 		}
-		// Detached, its output dropped: the application it starts
-		// outlives the action. The target is an argument, not shell text.
-		return []string{"setsid", "-f", "sh", "-c", `exec xdg-open "$1" >/dev/null 2>&1 </dev/null`, "xdg-open", a.Target}, nil
+		// In Chromium, not xdg-open: that runs a .desktop file's Exec
+		// line, a command no policy sees. Detached, its output dropped:
+		// the browser outlives the action (a running one takes the URL
+		// over). The target is an argument after --, never shell text.
+		return []string{"setsid", "-f", "sh", "-c", `exec chromium -- "$1" >/dev/null 2>&1 </dev/null`, "chromium", a.Target}, nil
 	case "focus":
 		if !windowID.MatchString(a.Window) {
 			return nil, fmt.Errorf("window %q is not a window id (the windows' ids are in the desktop's state)", a.Window)
@@ -277,6 +299,9 @@ func ParseScreen(out []byte) (*Screen, error) {
 			id, title, _ := strings.Cut(rest, " ")
 			s.Windows = append(s.Windows, Window{ID: id, Title: title})
 		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("the desktop's state: %w", err)
 	}
 	if seen != 3 {
 		return nil, fmt.Errorf("the desktop's state has no screen or pointer: %q", out)

@@ -50,7 +50,7 @@ func TestTextAndTargetsStayArguments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if last := argv[len(argv)-1]; last != "http://127.0.0.1:8000/a b?c=$(id)" || strings.Contains(argv[len(argv)-3], "$(id)") {
+	if last := argv[len(argv)-1]; last != "http://127.0.0.1:8000/a b?c=$(id)" || strings.Contains(argv[len(argv)-3], "$(id)") || !strings.Contains(argv[len(argv)-3], "exec chromium -- ") {
 		t.Fatalf("the target must be the script's argument, not its text: %q", argv)
 	}
 }
@@ -78,6 +78,12 @@ func TestCommandRefusesWhatIsWrong(t *testing.T) {
 		{Kind: "key", Keys: "--help"},
 		{Kind: "key", Keys: "a;b"},
 		{Kind: "key", Keys: "ctrl+"},
+		{Kind: "key", Keys: "shift exec mount"},
+		{Kind: "key", Keys: "shift EXEC touch pwned"},
+		{Kind: "key", Keys: "Sleep 40"},
+		{Kind: "key", Keys: "a windowKill"},
+		{Kind: "open", Target: strings.Repeat("a", MaxTarget+1)},
+		{Kind: "open", Target: "a\nb"},
 		{Kind: "key", Keys: strings.Repeat("a ", maxKeys+1)},
 		{Kind: "open"},
 		{Kind: "open", Target: "--version"},

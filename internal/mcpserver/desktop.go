@@ -45,7 +45,7 @@ type desktopActionIn struct {
 	Amount     int    `json:"amount,omitempty" jsonschema:"scroll: wheel clicks (default 3)"`
 	Text       string `json:"text,omitempty" jsonschema:"type: the text to type into the focused window"`
 	Keys       string `json:"keys,omitempty" jsonschema:"key: a key or chord as xdotool names them (Return, Escape, Tab, BackSpace, ctrl+c, ctrl+shift+t), or several separated by spaces"`
-	Target     string `json:"target,omitempty" jsonschema:"open: a URL or a file path to open in its application (a browser)"`
+	Target     string `json:"target,omitempty" jsonschema:"open: a URL or a file path to open in Chromium (a file is shown, never run)"`
 	Window     string `json:"window,omitempty" jsonschema:"focus: a window's id from the screen's windows"`
 	Screenshot bool   `json:"screenshot,omitempty" jsonschema:"also return a screenshot taken after the action"`
 }

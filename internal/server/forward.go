@@ -31,7 +31,7 @@ func (h *handler) connectPort(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr) // before the upgrade: a plain error answer
 		return
 	}
-	h.relay(w, r, id, port)
+	h.relay(w, r, id, func() (int, error) { return port, nil })
 }
 
 // desktopLiveView upgrades to a WebSocket that carries the VNC protocol
@@ -40,22 +40,28 @@ func (h *handler) connectPort(w http.ResponseWriter, r *http.Request) {
 func (h *handler) desktopLiveView(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	control, _ := strconv.ParseBool(r.URL.Query().Get("control"))
-	port, aerr := h.d.DesktopLiveView(r.Context(), id, control)
-	if aerr != nil {
+	if aerr := h.d.HasDesktop(id); aerr != nil {
 		writeError(w, aerr) // before the upgrade: a plain error answer
 		return
 	}
-	h.relay(w, r, id, port)
+	// The view's servers start once the upgrade is accepted (its Origin
+	// checked), not for a request that is refused.
+	h.relay(w, r, id, func() (int, error) { return h.d.DesktopLiveView(r.Context(), id, control) })
 }
 
-// relay upgrades to a WebSocket and carries one TCP connection to port on
-// session id's loopback over it.
-func (h *handler) relay(w http.ResponseWriter, r *http.Request, id string, port int) {
+// relay upgrades to a WebSocket and carries one TCP connection to the port
+// on session id's loopback that port gives, once the upgrade is accepted.
+func (h *handler) relay(w http.ResponseWriter, r *http.Request, id string, port func() (int, error)) {
 	conn := acceptWebSocket(w, r)
 	if conn == nil {
 		return
 	}
 	defer conn.CloseNow()
+	to, aerr := port()
+	if aerr != nil {
+		conn.Close(StatusForwardFail, closeReason(wire.ErrorOf(aerr).Error()))
+		return
+	}
 	conn.SetReadLimit(maxTerminalFrame)
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
@@ -75,7 +81,7 @@ func (h *handler) relay(w http.ResponseWriter, r *http.Request, id string, port 
 		}
 	}()
 	send, flush := toClient(ctx, conn, cancel)
-	refused, aerr := h.d.Forward(ctx, id, port, in, send)
+	refused, aerr := h.d.Forward(ctx, id, to, in, send)
 	in.Close()
 	flush()
 	switch {

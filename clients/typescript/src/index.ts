@@ -300,7 +300,7 @@ export class SessionHandle {
     return this.desktopAction({ action: "key", keys });
   }
 
-  /** Open a URL or a path of the sandbox in its application (a browser). */
+  /** Open a URL or a path of the sandbox in Chromium (a file is shown, never run). */
   open(target: string): Promise<Desktop> {
     return this.desktopAction({ action: "open", target });
   }

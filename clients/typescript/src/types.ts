@@ -327,7 +327,7 @@ export interface DesktopWindow {
  * move (to x, y); click, double_click (button, at x, y or where the pointer is); drag (from x, y to to_x, to_y);
  * scroll (amount wheel clicks, 3 by default, in direction, at x, y or where the pointer is); type (text, as keystrokes,
  * to the focused window); key (keys as xdotool names them: "Return", "ctrl+c", or several separated by spaces);
- * open (target, a URL or a path, in its application); focus (window, by the id the screen's windows give). */
+ * open (target, a URL or a path, in Chromium); focus (window, by the id the screen's windows give). */
 export interface DesktopAction {
   action: "move" | "click" | "double_click" | "drag" | "scroll" | "type" | "key" | "open" | "focus";
   x?: number;

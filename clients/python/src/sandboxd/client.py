@@ -373,7 +373,7 @@ class SessionHandle:
         ``direction`` up, down, left or right; at x, y or where the pointer is),
         type (``text``, as keystrokes, to the focused window), key (``keys`` as
         xdotool names them: "Return", "ctrl+c", or several separated by spaces),
-        open (``target``, a URL or a path, in its application) or focus
+        open (``target``, a URL or a path, in Chromium) or focus
         (``window``, an id of the screen's windows). A point off the screen is
         InvalidRequest."""
         return build(Desktop, self.client._call("POST", self._path + "/desktop/actions", _clean({
@@ -412,7 +412,7 @@ class SessionHandle:
         return self.desktop_action("key", keys=keys)
 
     def open(self, target: str) -> Desktop:
-        """Open a URL or a path of the sandbox in its application (a browser)."""
+        """Open a URL or a path of the sandbox in Chromium (a file is shown, never run)."""
         return self.desktop_action("open", target=target)
 
     def focus(self, window: str) -> Desktop:
