@@ -370,7 +370,7 @@ func TestDesktopLiveView(t *testing.T) {
 		waitForWithin(t, "the page in Chromium", 60*time.Second, func() bool { return windowTitled(t, c, id, "desktop test") != "" })
 		act(t, c, id, api.DesktopAction{Action: "move", X: ptrTo(10), Y: ptrTo(10)})
 		time.Sleep(2 * time.Second)
-		eval(`document.querySelector("#screen").scrollIntoView()`)
+		eval(`document.querySelector("#screen").parentElement.scrollIntoView()`)
 		time.Sleep(time.Second)
 		if png, err := chromedp.Run(bctx, chromedp.CaptureScreenshot()); err == nil {
 			_ = os.WriteFile(filepath.Join(dir, "desktop.png"), png, 0o644)
