@@ -65,6 +65,7 @@ const desktopPage = `<!doctype html><html><head><title>desktop test</title>
 // text field and presses chords. Two desktop sessions do not see each
 // other's screens, and what an agent types is never shell text.
 func TestDesktop(t *testing.T) {
+	t.Parallel() // at the end, beside the tests that mostly wait: a screen mostly waits too
 	// A site on the host the desktop's allow-list names, reached through
 	// the egress proxy (host.sandboxd.internal is the host's loopback).
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -295,14 +296,16 @@ func centreOf(img image.Image, r, g, b uint8) (image.Point, bool) {
 // TestE2BDesktopSDK runs E2B Desktop's own SDK (e2e/npm/e2b-desktop.test.mjs)
 // against the E2B listener's desktop template.
 func TestE2BDesktopSDK(t *testing.T) {
+	t.Parallel()
 	testutil.NPMTool(t, "node_modules/@e2b/desktop/package.json")
 	node, err := exec.LookPath("node")
 	if err != nil {
 		testutil.Missing(t, "node is not installed")
 	}
-	d, url := e2bDaemon(t, desktopLanguage)
+	d, url := e2bDaemon(t, desktopLanguage, `http { listen = "127.0.0.1:0" }`)
 	cmd := exec.Command(node, "--test", "--test-force-exit", "--test-reporter=spec", filepath.Join(filepath.Dir(testutil.NPMTool(t, "package.json")), "e2b-desktop.test.mjs"))
-	cmd.Env = append(os.Environ(), "E2B_API_KEY="+e2bKey, "E2B_API_URL="+url, "E2B_SANDBOX_URL="+url)
+	cmd.Env = append(os.Environ(), "E2B_API_KEY="+e2bKey, "E2B_API_URL="+url, "E2B_SANDBOX_URL="+url,
+		"SANDBOXCTL="+filepath.Join(d.Bin, "sandboxctl"), "SANDBOXD_SOCKET="+d.Socket)
 	out, err := cmd.CombinedOutput()
 	t.Logf("node --test e2b-desktop.test.mjs:\n%s", out)
 	if err != nil {
@@ -316,6 +319,7 @@ func TestE2BDesktopSDK(t *testing.T) {
 // they do. A preview link opens the same view. Neither opens without the
 // login or the link's token.
 func TestDesktopLiveView(t *testing.T) {
+	t.Parallel()
 	d := testutil.StartDaemon(t, testutil.Options{Languages: desktopLanguage + pythonOnly, Extra: `http { listen = "127.0.0.1:0" }`})
 	c := d.Client()
 	out, errOut, code := d.CtlAs(testutil.Nobody, "", "dashboard")

@@ -7,6 +7,8 @@
 // E2B_API_URL and E2B_SANDBOX_URL set as examples/e2b.env does.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import http from 'node:http';
 import { Sandbox } from '@e2b/desktop';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -76,6 +78,23 @@ test('E2B Desktop: screen, mouse, keyboard, windows, open and launch', async () 
     assert.match(desktop.stream.getUrl(), /vnc\.html/);
     const vnc = await desktop.commands.run('pgrep -x x11vnc >/dev/null && curl -sf http://127.0.0.1:6080/vnc.html | grep -c noVNC');
     assert.ok(Number(vnc.stdout.trim()) > 0, 'noVNC serves the screen in the sandbox');
+    // The stream through a preview link of the sandbox's port 6080 (the
+    // sandbox's id is its session's), opened as a browser would.
+    const link = new URL(execFileSync(process.env.SANDBOXCTL, ['--socket', process.env.SANDBOXD_SOCKET, 'session', 'preview', desktop.sandboxId, '6080']).toString().trim());
+    const viaPreview = await new Promise((resolve, reject) => {
+      const get = (path, cookie) => http.get({ host: '127.0.0.1', port: link.port, path, headers: { Host: link.host, ...(cookie ? { Cookie: cookie } : {}) } }, (res) => {
+        if (res.statusCode >= 300 && res.statusCode < 400) {
+          res.resume();
+          return get(new URL(res.headers.location, link).pathname + 'vnc.html', (res.headers['set-cookie'] || []).map((c) => c.split(';')[0]).join('; '));
+        }
+        let body = '';
+        res.on('data', (d) => { body += d; });
+        res.on('end', () => resolve({ status: res.statusCode, body }));
+      }).on('error', reject);
+      get(link.pathname + link.search);
+    });
+    assert.equal(viaPreview.status, 200);
+    assert.match(viaPreview.body, /noVNC/, 'noVNC\'s page through the preview link');
     await desktop.stream.stop();
   } finally {
     await desktop.kill().catch(() => {});
