@@ -226,7 +226,7 @@ func e2bSuiteDaemon(t *testing.T) (*testutil.Daemon, []string) {
 	}))
 	t.Cleanup(origin.Close)
 	originAddr := strings.TrimPrefix(origin.URL, "http://")
-	d, url := e2bDaemon(t, fmt.Sprintf("network {\n  allow = [%q, %q]\n}", originAddr, socks.Addr))
+	d, url := e2bDaemon(t, fmt.Sprintf("network {\n  allow = [%q, %q]\n}", originAddr, socks.Addr), desktopLanguage)
 	return d, append(os.Environ(), "E2B_API_KEY="+e2bKey, "E2B_API_URL="+url, "E2B_SANDBOX_URL="+url,
 		"E2B_OTHER_KEY="+e2bOtherKey, "SANDBOXCTL="+filepath.Join(d.Bin, "sandboxctl"), "SANDBOXD_SOCKET="+d.Socket,
 		"ORIGIN="+originAddr, "SOCKS="+socks.Addr)

@@ -1,4 +1,4 @@
-// E2B's own SDK tests (js-sdk/tests, code-interpreter/tests: copied
+// E2B's own SDK tests (js-sdk/tests, code-interpreter/tests, desktop/tests: copied
 // unchanged from E2B's repositories, see README.md) run against
 // sandboxd with the SDKs from the npm registry. The tests import the SDK
 // from its source tree (`../src`); here that is the published package.
@@ -16,7 +16,8 @@ function sdkFromNpm() {
     enforce: 'pre',
     resolveId(source, importer) {
       if (!importer || !entry.test(source)) return null
-      const sdk = importer.includes('/code-interpreter/tests/') ? '@e2b/code-interpreter' : 'e2b'
+      const sdk = importer.includes('/code-interpreter/tests/') ? '@e2b/code-interpreter'
+        : importer.includes('/desktop/tests/') ? '@e2b/desktop' : 'e2b'
       return this.resolve(sdk, importer, { skipSelf: true })
     },
   }
@@ -39,6 +40,7 @@ export default defineConfig({
     projects: [
       { plugins: [sdkFromNpm()], test: { ...common, name: 'js-sdk', include: ['js-sdk/tests/**/*.test.ts'] } },
       { plugins: [sdkFromNpm()], test: { ...common, name: 'code-interpreter', include: ['code-interpreter/tests/**/*.test.ts'] } },
+      { plugins: [sdkFromNpm()], test: { ...common, name: 'desktop', include: ['desktop/tests/**/*.test.ts'] } },
     ],
   },
 })
