@@ -998,7 +998,7 @@ type DesktopWindow struct {
 //   - drag: button held from x, y to to_x, to_y.
 //   - scroll: amount wheel clicks (3 by default) in direction (up, down,
 //     left, right), at x, y or where the pointer is.
-//   - type: text, as keystrokes, to the focused window.
+//   - type: text (at most 4 KiB), as keystrokes, to the focused window.
 //   - key: keys, a key or chord as xdotool names them ("Return",
 //     "ctrl+c", "ctrl+shift+t"), or several separated by spaces.
 //   - open: target, a URL or a path, in Chromium (a file is shown, never run).

@@ -119,7 +119,7 @@ func TestDesktop(t *testing.T) {
 
 	// The button has the focus; Tab moves it to the text field.
 	act(t, c, id, api.DesktopAction{Action: "key", Keys: "Tab"})
-	typed := `hello $(touch /workspace/pwned) ; "q" 'r'`
+	typed := `hello $(touch /workspace/pwned) ; "q" 'r' ` + strings.Repeat("the quick brown fox jumps over the lazy dog ", 6)
 	act(t, c, id, api.DesktopAction{Action: "type", Text: typed})
 	waitFor(t, "the typed text in the page's title", func() bool { return windowTitled(t, c, id, "typed:"+typed) != "" })
 	act(t, c, id, api.DesktopAction{Action: "key", Keys: "ctrl+a BackSpace"})
@@ -140,6 +140,15 @@ func TestDesktop(t *testing.T) {
 	}
 	if _, err := c.DesktopAction(ctx(t), id, api.DesktopAction{Action: "click", X: ptrTo(1024), Y: ptrTo(0)}); apiCode(err) != api.CodeInvalidRequest || !strings.Contains(err.Error(), "off the 1024x768 screen") {
 		t.Errorf("a click off the screen: %v", err)
+	}
+	if _, err := c.DesktopAction(ctx(t), id, api.DesktopAction{Action: "key", Keys: "Retrun"}); apiCode(err) != api.CodeInvalidRequest || !strings.Contains(err.Error(), `no key "Retrun"`) {
+		t.Errorf("a key X has no name for: %v", err)
+	}
+	if _, err := c.DesktopAction(ctx(t), id, api.DesktopAction{Action: "focus", Window: "12345"}); apiCode(err) != api.CodeNotFound {
+		t.Errorf("focus on a window that is not there: %v", err)
+	}
+	if s, err := c.Desktop(ctx(t), id); err != nil || windowTitled(t, c, id, "xfce4-panel") != "" || len(s.Windows) == 0 {
+		t.Errorf("the windows should be the applications' alone: %+v %v", s, err)
 	}
 	for _, bad := range []api.DesktopAction{
 		{Action: "click", X: ptrTo(-1), Y: ptrTo(0)},

@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/sandboxd/sandboxd/api"
 )
@@ -49,6 +50,9 @@ as it is then (its size, the pointer, the focused window and the windows;
 	point := func(kind string) func([]string) (api.DesktopAction, error) {
 		return func(args []string) (api.DesktopAction, error) {
 			a := api.DesktopAction{Action: kind}
+			if len(args) == 1 {
+				return a, fail("give both X and Y, or neither (then where the pointer is)")
+			}
 			if len(args) == 2 {
 				x, y, err := coordinates(args[0], args[1])
 				if err != nil {
@@ -73,10 +77,25 @@ as it is then (its size, the pointer, the focused window and the windows;
 		return a, err
 	})
 	scroll.Flags().IntVar(&amount, "amount", 3, "wheel clicks")
+	var dragButton string
+	drag := act("drag SESSION X Y TO_X TO_Y", "Drag with a button held from X, Y to TO_X, TO_Y", cobra.ExactArgs(5), func(args []string) (api.DesktopAction, error) {
+		a, err := point("drag")(args[:2])
+		if err == nil {
+			var x, y int
+			x, y, err = coordinates(args[2], args[3])
+			a.ToX, a.ToY = &x, &y
+		}
+		a.Button = dragButton
+		return a, err
+	})
+	drag.Flags().StringVar(&dragButton, "button", "left", "left, middle or right")
 	screenshot := &cobra.Command{
-		Use: "screenshot SESSION", Short: "Save the screen as PNG (-o FILE; - or nothing: standard output)", Args: cobra.ExactArgs(1),
+		Use: "screenshot SESSION", Short: "Save the screen as PNG (-o FILE; - or nothing: standard output, not a terminal)", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out, _ := cmd.Flags().GetString("output")
+			if out == "" && term.IsTerminal(int(os.Stdout.Fd())) {
+				return fail("a screenshot is PNG: give -o FILE (or -o - for standard output), or redirect it")
+			}
 			png, err := g.client().Screenshot(cmd.Context(), args[0])
 			if err != nil {
 				return apiFailure(err)
@@ -108,15 +127,7 @@ as it is then (its size, the pointer, the focused window and the windows;
 		act("move SESSION X Y", "Move the pointer to X, Y", cobra.ExactArgs(3), point("move")),
 		click,
 		act("double-click SESSION [X Y]", "Double-click (at X, Y, or where the pointer is)", cobra.RangeArgs(1, 3), point("double_click")),
-		act("drag SESSION X Y TO_X TO_Y", "Drag with the left button held from X, Y to TO_X, TO_Y", cobra.ExactArgs(5), func(args []string) (api.DesktopAction, error) {
-			a, err := point("drag")(args[:2])
-			if err == nil {
-				var x, y int
-				x, y, err = coordinates(args[2], args[3])
-				a.ToX, a.ToY = &x, &y
-			}
-			return a, err
-		}),
+		drag,
 		scroll,
 		act("type SESSION TEXT", "Type TEXT, as keystrokes, into the focused window", cobra.ExactArgs(2), func(args []string) (api.DesktopAction, error) {
 			return api.DesktopAction{Action: "type", Text: args[0]}, nil

@@ -260,7 +260,7 @@ func newHistoryCmd(g *globals) *cobra.Command {
 	cmd.Flags().IntVar(&limit, "limit", 20, "how many")
 	cmd.Flags().StringVar(&filter.Language, "lang", "", "only this language")
 	cmd.Flags().StringVar(&filter.Session, "session", "", "only this session's")
-	cmd.Flags().StringVar(&filter.Kind, "kind", "", "only runs, execs, terminals or E2B processes: run, exec, terminal or process")
+	cmd.Flags().StringVar(&filter.Kind, "kind", "", "only runs, execs, terminals, E2B processes or desktop actions: run, exec, terminal, process or desktop")
 	cmd.Flags().StringVar(&filter.Outcome, "outcome", "", "only these: ok, nonzero, timeout, oom, error or denied")
 	return cmd
 }

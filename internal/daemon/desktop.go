@@ -22,7 +22,7 @@ func (d *Daemon) DesktopState(ctx context.Context, id string) (*desktop.Screen, 
 	if err != nil {
 		return nil, err
 	}
-	out, err := d.desktopCommand(ctx, id, screen, desktop.State())
+	out, err := d.desktopCommand(ctx, id, screen, "screen's state", desktop.State())
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +40,7 @@ func (d *Daemon) DesktopAction(ctx context.Context, id string, a desktop.Action)
 	if err != nil {
 		return nil, err
 	}
-	out, err := d.desktopCommand(ctx, id, screen, argv)
+	out, err := d.desktopCommand(ctx, id, screen, a.Kind+" action", argv)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +53,7 @@ func (d *Daemon) Screenshot(ctx context.Context, id string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	png, err := d.desktopCommand(ctx, id, screen, desktop.Screenshot())
+	png, err := d.desktopCommand(ctx, id, screen, "screenshot", desktop.Screenshot())
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +70,7 @@ func (d *Daemon) DesktopLiveView(ctx context.Context, id string, control bool) (
 	if err != nil {
 		return 0, err
 	}
-	if _, err := d.desktopCommand(ctx, id, screen, desktop.LiveView()); err != nil {
+	if _, err := d.desktopCommand(ctx, id, screen, "live view", desktop.LiveView()); err != nil {
 		return 0, err
 	}
 	if control {
@@ -98,31 +98,37 @@ func (d *Daemon) desktopOf(id string) (*config.Desktop, error) {
 	return l.Config.Desktop, nil
 }
 
-// desktopCommand runs argv in the session and returns its standard
-// output. A screen that does not answer (its session woke from a
-// hibernation that kept no processes, or a program ended it) is started
-// again, once, and the command tried again.
-func (d *Daemon) desktopCommand(ctx context.Context, id string, screen *config.Desktop, argv []string) ([]byte, error) {
-	ran := argv
-	res, err := d.Command(ctx, id, Command{Kind: "desktop", Argv: ran})
+// desktopCommand runs argv, the desktop's what, in the session and
+// returns its standard output. A screen that does not answer (its session
+// woke from a hibernation that kept no processes, or a program ended it)
+// is started again, once, and the command tried again.
+func (d *Daemon) desktopCommand(ctx context.Context, id string, screen *config.Desktop, what string, argv []string) ([]byte, error) {
+	res, err := d.Command(ctx, id, Command{Kind: "desktop", Argv: argv})
 	if err == nil && res.ExitCode != 0 && noDisplay.Match(res.Stderr) {
-		ran = desktop.Start(screen.Width, screen.Height)
-		if res, err = d.Command(ctx, id, Command{Kind: "desktop", Argv: ran}); err == nil && res.ExitCode == 0 {
-			ran = argv
-			res, err = d.Command(ctx, id, Command{Kind: "desktop", Argv: ran})
+		asked := what
+		what = "screen's start"
+		if res, err = d.Command(ctx, id, Command{Kind: "desktop", Argv: desktop.Start(screen.Width, screen.Height)}); err == nil && res.ExitCode == 0 {
+			what = asked
+			res, err = d.Command(ctx, id, Command{Kind: "desktop", Argv: argv})
 		}
 	}
 	switch {
 	case err != nil:
 		return nil, err
 	case res.TimedOut:
-		return nil, errdefs.Errorf(errdefs.Conflict, "the desktop command %s did not end within the session's timeout: its screen does not answer (a program in the session may have stopped it; a reset starts it again)", ran[0])
+		return nil, errdefs.Errorf(errdefs.Conflict, "the desktop's %s did not end within the session's timeout: type less text at once, or the screen does not answer (a program in the session may have stopped it; a reset starts it again)", what)
 	case res.Truncated:
 		return nil, errdefs.Errorf(errdefs.TooLarge, "session %s's desktop answered more than its output limit (%d bytes kept): raise the language's limits.output_limit", id, len(res.Stdout))
-	case res.ExitCode == desktop.OffScreen && ran[0] == desktop.StateCommand:
+	case res.ExitCode == desktop.OffScreen:
 		return nil, errdefs.Errorf(errdefs.Invalid, "%s", said(res.Stderr, ""))
+	case res.ExitCode != 0 && badWindow.Match(res.Stderr):
+		return nil, errdefs.Errorf(errdefs.NotFound, "no such window on session %s's screen: its windows are in the desktop's state", id)
 	case res.ExitCode != 0 || res.Error != "":
-		return nil, errdefs.Errorf(errdefs.Conflict, "the desktop command %s failed (exit %d): %s", ran[0], res.ExitCode, said(res.Stderr, res.Error))
+		return nil, errdefs.Errorf(errdefs.Conflict, "the desktop's %s failed (exit %d): %s", what, res.ExitCode, said(res.Stderr, res.Error))
+	}
+	// xdotool skips a key it has no name for, says so and succeeds.
+	if m := noKey.FindSubmatch(res.Stderr); m != nil {
+		return nil, errdefs.Errorf(errdefs.Invalid, "no key %q (the keys pressed before it were): xdotool names keys as X does, e.g. Return, Tab, Escape, BackSpace, Delete, Home, Page_Down, F5, ctrl+c", m[1])
 	}
 	return res.Stdout, nil
 }
@@ -140,9 +146,14 @@ func said(stderr []byte, otherwise string) string {
 	return why
 }
 
-// noDisplay is how xdotool ("Can't open display") and scrot ("Can't open
-// X display") say that no X server answers.
-var noDisplay = regexp.MustCompile(`Can't open (X )?display`)
+// What the X tools say on their standard error: that no X server answers
+// (xdotool's "Can't open display", scrot's "Can't open X display"), that
+// a window id names none, and that a key has no such name.
+var (
+	noDisplay = regexp.MustCompile(`Can't open (X )?display`)
+	badWindow = regexp.MustCompile(`BadWindow`)
+	noKey     = regexp.MustCompile(`No such key name '([^']*)'`)
+)
 
 func parseScreen(out []byte) (*desktop.Screen, error) {
 	s, err := desktop.ParseScreen(out)

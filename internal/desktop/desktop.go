@@ -65,16 +65,17 @@ const (
 	StateCommand = "desktop-state"
 )
 
-// MaxText bounds what one type action types; MaxTarget, what an open
-// action opens.
+// MaxText bounds what one type action types: about 15 s of keystrokes,
+// within a session's usual timeout. MaxTarget bounds what an open action
+// opens.
 const (
-	MaxText   = 64 << 10
+	MaxText   = 4 << 10
 	MaxTarget = 8 << 10
 )
 
 // typeDelayMS is xdotool's pause between two keystrokes: none at all
 // loses keys in some applications (Chromium's fields among them).
-const typeDelayMS = "8"
+const typeDelayMS = "4"
 
 var (
 	buttons    = map[string]string{"": "1", "left": "1", "middle": "2", "right": "3"}

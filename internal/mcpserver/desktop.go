@@ -43,9 +43,9 @@ type desktopActionIn struct {
 	Button     string `json:"button,omitempty" jsonschema:"left (default), middle or right"`
 	Direction  string `json:"direction,omitempty" jsonschema:"scroll: up, down, left or right"`
 	Amount     int    `json:"amount,omitempty" jsonschema:"scroll: wheel clicks (default 3)"`
-	Text       string `json:"text,omitempty" jsonschema:"type: the text to type into the focused window"`
+	Text       string `json:"text,omitempty" jsonschema:"type: the text to type into the focused window, at most 4 KiB"`
 	Keys       string `json:"keys,omitempty" jsonschema:"key: a key or chord as xdotool names them (Return, Escape, Tab, BackSpace, ctrl+c, ctrl+shift+t), or several separated by spaces"`
-	Target     string `json:"target,omitempty" jsonschema:"open: a URL or a file path to open in Chromium (a file is shown, never run)"`
+	Target     string `json:"target,omitempty" jsonschema:"open: a URL or a file path to open in Chromium (a file is shown, never run); the page shows a moment after the action returns: look again before acting on it"`
 	Window     string `json:"window,omitempty" jsonschema:"focus: a window's id from the screen's windows"`
 	Screenshot bool   `json:"screenshot,omitempty" jsonschema:"also return a screenshot taken after the action"`
 }

@@ -37,6 +37,9 @@ back in display, and figures as images. Every result
 has exit_code, stdout, stderr, timed_out, oom_killed and truncated; findings
 are the policies' warnings. A request the policies deny fails with the
 findings that denied it; one they hold for a person's approval waits for it.
+A session of a language with a desktop (list_languages shows its screen
+size) has a screen with a browser: desktop_screenshot shows it,
+desktop_action clicks, types and opens pages on it.
 list_languages says what can run; the resource sandboxd://languages/NAME
 and the prompt NAME say how to use each language here.`
 
@@ -268,6 +271,7 @@ type Language struct {
 	Packages   []string `json:"packages,omitempty" jsonschema:"extra packages installed in its image"`
 	Ready      bool     `json:"ready" jsonschema:"false when its image is missing: runs fail until an operator builds it"`
 	Network    []string `json:"network,omitempty" jsonschema:"hosts its programs may reach through the egress proxy (HTTP_PROXY and HTTPS_PROXY are set); nothing else is reachable"`
+	Desktop    string   `json:"desktop,omitempty" jsonschema:"its sessions' screen size (WIDTHxHEIGHT): desktop_screenshot and desktop_action drive it"`
 }
 
 type listLanguagesOut struct {
@@ -282,7 +286,7 @@ func (t tools) listLanguages(ctx context.Context, _ *mcp.CallToolRequest, _ stru
 	out := listLanguagesOut{Languages: []Language{}}
 	for _, l := range ls {
 		out.Languages = append(out.Languages, Language{Name: l.Name, Display: l.DisplayName, Aliases: nonNil(l.Aliases), Extensions: nonNil(l.Extensions),
-			Version: l.Version, Packages: l.Packages, Ready: l.ImagePresent, Network: l.Network.Allow})
+			Version: l.Version, Packages: l.Packages, Ready: l.ImagePresent, Network: l.Network.Allow, Desktop: l.Desktop})
 	}
 	return nil, out, nil
 }
