@@ -77,7 +77,7 @@ language "python" {
   # packages = ["scipy"]      # baked into a derived image by `sandboxctl images build python`
   pool {
     min_idle = 2
-    max      = 16
+    max      = 32   # after a burst of sessions it keeps as many idle (up to this) for the next
   }
 }
 

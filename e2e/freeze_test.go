@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,14 +21,32 @@ import (
 	"github.com/sandboxd/sandboxd/internal/testutil"
 )
 
-// paused says whether the engine holds session id's container paused.
+// paused says whether session id's container is frozen: paused by the
+// engine (gVisor), or in its freezer cgroup (runc), which the engine
+// reports running.
 func paused(t *testing.T, id string) bool {
 	t.Helper()
-	out, err := exec.Command("docker", "ps", "-a", "--filter", "label=io.sandboxd.session="+id, "--format", "{{.State}}").Output()
+	out, err := exec.Command("docker", "ps", "-a", "--filter", "label=io.sandboxd.session="+id, "--format", "{{.ID}} {{.State}}").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return strings.TrimSpace(string(out)) == "paused"
+	cid, state, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
+	if state != "running" {
+		return state == "paused"
+	}
+	for line := range strings.Lines(hostProcFile(t, cid, "cgroup")) {
+		if _, dir, ok := strings.Cut(strings.TrimSpace(line), ":freezer:"); ok {
+			state, err := os.ReadFile(filepath.Join("/sys/fs/cgroup/freezer", dir, "freezer.state"))
+			return err == nil && strings.TrimSpace(string(state)) == "FROZEN"
+		}
+		if dir, ok := strings.CutPrefix(strings.TrimSpace(line), "0::"); ok {
+			state, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", dir, "cgroup.freeze"))
+			if err == nil && strings.TrimSpace(string(state)) == "1" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // stateOf is a session's state.

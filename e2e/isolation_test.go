@@ -19,18 +19,25 @@ import (
 	"github.com/sandboxd/sandboxd/internal/testutil"
 )
 
-// hostUID reads, on the host, the uid the container's PID 1 runs as.
-func hostUID(t *testing.T, container string) string {
+// hostProcFile reads, on the host, file name of the container's PID 1's
+// /proc entry.
+func hostProcFile(t *testing.T, container, name string) string {
 	t.Helper()
 	pid, err := exec.Command("docker", "inspect", "-f", "{{.State.Pid}}", container).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
-	status, err := os.ReadFile("/proc/" + strings.TrimSpace(string(pid)) + "/status")
+	b, err := os.ReadFile("/proc/" + strings.TrimSpace(string(pid)) + "/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(string(status), "\n") {
+	return string(b)
+}
+
+// hostUID reads, on the host, the uid the container's PID 1 runs as.
+func hostUID(t *testing.T, container string) string {
+	t.Helper()
+	for _, line := range strings.Split(hostProcFile(t, container, "status"), "\n") {
 		if rest, ok := strings.CutPrefix(line, "Uid:"); ok {
 			return strings.Fields(rest)[0] // real uid
 		}

@@ -6,8 +6,10 @@
 // runs, each in a fresh sandbox the owner's recycle made), never to Take
 // (a session keeps only an item that never ran anything). How many items
 // to keep follows demand: the pool aims to hold as many idle as were in
-// use at the recent peak (at least MinIdle), so a steady stream finds one
-// ready, and destroys idle items beyond that after IdleTimeout.
+// use (or, for sessions, asked for) at once at the recent peak (at least
+// MinIdle), so a steady stream finds one ready and a burst of sessions
+// finds the next burst's, and destroys idle items beyond that after
+// IdleTimeout.
 //
 // The pool owns the count of its items (idle + busy + recycling +
 // starting + being destroyed never exceeds Max) and the goroutines that
@@ -79,8 +81,9 @@ type Pool[T any] struct {
 	creating  int // of starting: made on a caller's request path
 	removing  int
 	// Demand: the most items busy at once in this window of IdleTimeout
-	// and in the one before.
+	// and in the one before, sessions asking within a second included.
 	peak, lastPeak int
+	asks           []time.Time // when sessions asked, this last second
 
 	waiting int // callers queued in Acquire for room
 	// Callers waiting for an item, in the order they came: an item goes
@@ -144,9 +147,9 @@ func (p *Pool[T]) totalLocked() int {
 
 // targetLocked is how many items the pool wants ready (idle, or on their
 // way back from recycling): what the recent peak of demand would take
-// beyond the items busy now, and MinIdle at least.
+// beyond the items busy now, and MinIdle at least, within Max.
 func (p *Pool[T]) targetLocked() int {
-	return max(p.opts.MinIdle, max(p.peak, p.lastPeak)-p.busy)
+	return min(p.opts.Max, max(p.opts.MinIdle, max(p.peak, p.lastPeak)-p.busy))
 }
 
 // freshReserveLocked is how many never-used items the pool keeps ready
@@ -172,6 +175,24 @@ func (p *Pool[T]) freshIdleLocked() int {
 func (p *Pool[T]) usedLocked() {
 	p.busy++
 	p.peak = max(p.peak, p.busy)
+}
+
+// askedLocked notes a session asking for an item, for the peak of demand:
+// a session's item never comes back, so a burst of sessions needs as many
+// items as asked within a second, though none stays busy. The pool holds
+// as many for the next burst.
+func (p *Pool[T]) askedLocked(now time.Time) {
+	recent := p.asks[:0]
+	for _, at := range p.asks {
+		if now.Sub(at) < time.Second {
+			recent = append(recent, at)
+		}
+	}
+	if len(recent) < p.opts.Max { // past Max, demand is the same
+		recent = append(recent, now)
+	}
+	p.asks = recent
+	p.peak = max(p.peak, p.busy+len(p.asks))
 }
 
 func (p *Pool[T]) notifyLocked() {
@@ -433,6 +454,9 @@ func (p *Pool[T]) unwait() {
 // container): a fresh one, never used. The pool stops counting it,
 // refills at once, and the caller destroys it when done.
 func (p *Pool[T]) Take(ctx context.Context) (T, error) {
+	p.mu.Lock()
+	p.askedLocked(time.Now())
+	p.mu.Unlock()
 	item, err := p.acquire(ctx, true)
 	if err != nil {
 		return item, err

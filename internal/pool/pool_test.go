@@ -332,6 +332,34 @@ func TestTargetFollowsDemand(t *testing.T) {
 	p.Close(context.Background())
 }
 
+// A burst of sessions is demand though none stays busy: after 8 at once
+// the pool holds about as many for the next burst, within Max.
+func TestBurstOfSessionsGrowsThePool(t *testing.T) {
+	f := &fake{}
+	hooks := f.hooks()
+	create := hooks.Create
+	hooks.Create = func(ctx context.Context, waiting func(string)) (int, error) {
+		time.Sleep(20 * time.Millisecond) // a container's start: the burst queues
+		return create(ctx, waiting)
+	}
+	p := New(Options{Name: "x", MinIdle: 1, Max: 6, QueueTimeout: 5 * time.Second, IdleTimeout: time.Minute}, hooks)
+	eventually(t, "1 idle", func() bool { return p.Stats().Idle == 1 })
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if _, err := p.Take(context.Background()); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if s := p.Stats(); s.Target < 4 || s.Target > 6 {
+		t.Fatalf("after a burst of 8 sessions: target %d; want most of the burst, within max 6", s.Target)
+	}
+	eventually(t, "the pool grown for the next burst", func() bool { s := p.Stats(); return s.Idle == s.Target })
+	p.Close(context.Background())
+}
+
 // A run that finds no idle item while one is being recycled waits for it
 // rather than paying for a new one.
 func TestWaitsForARecyclingItem(t *testing.T) {

@@ -113,9 +113,8 @@ func (m *Sessions) freeze(ctx context.Context, ss *Session, evenInUse bool) erro
 	now := time.Now().UTC()
 	ss.mu.Lock()
 	ss.rec.State, ss.rec.FrozenAt = state.SessionFrozen, &now
-	rec = ss.rec
 	ss.mu.Unlock()
-	if err := m.store.PutSession(rec); err != nil {
+	if _, err := m.save(ss); err != nil {
 		if terr := m.sandboxes.Thaw(ctx, sb.ID); terr != nil {
 			m.log.Error("thawing a session whose freeze could not be stored failed", "session", rec.ID, "error", terr)
 		}

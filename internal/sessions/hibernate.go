@@ -192,10 +192,9 @@ func (m *Sessions) hibernateRunning(ctx context.Context, ss *Session) error {
 	if !memory {
 		ss.forgetContexts(contexts)
 	}
-	ss.lease, ss.dirty = nil, false
-	rec = ss.rec
+	ss.lease = nil
 	ss.mu.Unlock()
-	if err := m.store.PutSession(rec); err != nil {
+	if _, err := m.save(ss); err != nil {
 		ss.mu.Lock()
 		ss.rec, ss.lease = before, lease
 		ss.mu.Unlock()
@@ -227,9 +226,8 @@ func (m *Sessions) withoutMemory(ss *Session) {
 	h.Memory = false
 	ss.rec.Hibernation, ss.rec.ContainerID = &h, ""
 	ss.forgetContexts(h.Contexts)
-	rec := ss.rec
 	ss.mu.Unlock()
-	if err := m.store.PutSession(rec); err != nil {
+	if rec, err := m.save(ss); err != nil {
 		m.log.Error("storing a hibernated session failed", "session", rec.ID, "error", err)
 	}
 }
@@ -335,9 +333,9 @@ func (m *Sessions) woke(ctx context.Context, ss *Session, lease *sandbox.Lease, 
 	ss.rec.Resumes++
 	ss.rec.ResumeMS = float64(took.Microseconds()) / 1000
 	ss.lease, ss.idleFrom = lease, time.Time{}
-	rec := ss.rec
 	ss.mu.Unlock()
-	if err := m.store.PutSession(rec); err != nil {
+	rec, err := m.save(ss)
+	if err != nil {
 		// The archive stays: at the next start the record says hibernated
 		// still, and this container is nobody's (or, checkpointed before,
 		// fails to restore and goes).

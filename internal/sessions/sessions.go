@@ -60,9 +60,12 @@ type Session struct {
 	Limits runtime.Limits // its ceilings, at most the language's
 	turn   chan struct{}  // holds one token: whoever has it may use sb
 
-	mu    sync.Mutex // guards what follows
-	rec   state.Session
-	lease *sandbox.Lease // its container; nil while hibernated, and once lost or closed; kept while frozen
+	// saving orders the writes of its record, each of the record as it is
+	// then, so that the last stored is the newest (save).
+	saving sync.Mutex
+	mu     sync.Mutex // guards what follows
+	rec    state.Session
+	lease  *sandbox.Lease // its container; nil while hibernated, and once lost or closed; kept while frozen
 	// detached is the container of a session frozen when sandboxd
 	// started, connected to once it thaws.
 	detached *runtime.Container
@@ -711,7 +714,7 @@ func (m *Sessions) MarkLost(ss *Session, why string) {
 	m.lost[rec.ID] = rec
 	m.mu.Unlock()
 	m.log.Warn("session lost", "session", rec.ID, "why", why)
-	if err := m.store.PutSession(rec); err != nil {
+	if _, err := m.save(ss); err != nil {
 		m.log.Error("storing a lost session failed", "session", rec.ID, "error", err)
 	}
 	m.close(ss, "lost")
@@ -762,10 +765,9 @@ func (m *Sessions) renew(ctx context.Context, ss *Session, sb *runtime.Sandbox, 
 		fresh.Remove()
 		return noSession(rec.ID)
 	}
-	ss.lease, ss.rec.ContainerID, ss.dirty = fresh, fresh.Sandbox().ID, true
-	rec = ss.rec
+	ss.lease, ss.rec.ContainerID = fresh, fresh.Sandbox().ID
 	ss.mu.Unlock()
-	if err := m.store.PutSession(rec); err != nil {
+	if rec, err = m.save(ss); err != nil {
 		m.log.Error("storing a session's new container failed", "session", rec.ID, "error", err)
 	}
 	m.log.Warn("session reset with a new container", "session", rec.ID, "why", why,
@@ -790,10 +792,9 @@ func (m *Sessions) Expire(id string, ttl time.Duration) (*state.Session, error) 
 	ss.mu.Lock()
 	ss.rec.ExpiresAt = time.Now().UTC().Add(ttl)
 	ss.rec.IdleTimeout = units.Duration(m.cfg.MaxTTL)
-	ss.dirty = true // stored again by flush, whatever another store wrote meanwhile
-	rec := ss.rec
 	ss.mu.Unlock()
-	if err := m.store.PutSession(rec); err != nil {
+	rec, err := m.save(ss)
+	if err != nil {
 		return nil, fmt.Errorf("storing the session: %w", err)
 	}
 	return &rec, nil
@@ -819,10 +820,9 @@ func (m *Sessions) SetNetwork(ctx context.Context, id string, req *state.Network
 		ss.mu.Lock()
 		before := ss.rec.Network.Allow
 		ss.rec.Network = network(list, req)
-		ss.dirty = true
-		rec := ss.rec
 		ss.mu.Unlock()
-		if err := m.store.PutSession(rec); err != nil {
+		rec, err := m.save(ss)
+		if err != nil {
 			m.log.Error("storing a session's network failed", "session", id, "error", err)
 		}
 		m.log.Info("a session's network changed", "session", id, "from", before, "to", rec.Network.Allow)
@@ -1038,21 +1038,35 @@ func frozenAt(ss *Session) time.Time {
 // flush stores the sessions whose usage changed.
 func (m *Sessions) flush() {
 	m.mu.Lock()
-	var dirty []state.Session
+	var dirty []*Session
 	for _, ss := range m.live {
 		ss.mu.Lock()
 		if ss.dirty {
-			ss.dirty = false
-			dirty = append(dirty, ss.rec)
+			dirty = append(dirty, ss)
 		}
 		ss.mu.Unlock()
 	}
 	m.mu.Unlock()
-	for _, rec := range dirty {
-		if err := m.store.PutSession(rec); err != nil {
+	for _, ss := range dirty {
+		if rec, err := m.save(ss); err != nil {
 			m.log.Error("storing a session failed", "session", rec.ID, "error", err)
 		}
 	}
+}
+
+// save stores ss's record as it is now, and returns it. A session's
+// saves are in order, each of the record as it was when its turn came:
+// a flush that copied a record before a freeze changed it and wrote it
+// after the freeze's own write left the session stored active, and a
+// restart thawed it (1 of 200 frozen sessions, in the bench).
+func (m *Sessions) save(ss *Session) (state.Session, error) {
+	ss.saving.Lock()
+	defer ss.saving.Unlock()
+	ss.mu.Lock()
+	rec := ss.rec
+	ss.dirty = false
+	ss.mu.Unlock()
+	return rec, m.store.PutSession(rec)
 }
 
 // Recover runs at start: each stored session gets its container back if it
