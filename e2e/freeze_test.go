@@ -18,34 +18,23 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/client"
-	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/internal/testutil"
 )
 
-// paused says whether session id's container is frozen.
+// paused says whether session id's container is frozen: paused by the
+// engine (gVisor), or in its freezer cgroup (runc), which the engine
+// reports running.
 func paused(t *testing.T, id string) bool {
 	t.Helper()
-	ids := testutil.Containers(t, "io.sandboxd.session="+id)
-	return len(ids) == 1 && containerFrozen(t, ids[0])
-}
-
-// containerFrozen says whether container cid is frozen: paused by the
-// engine, or in its freezer cgroup, which the engine reports running.
-func containerFrozen(t *testing.T, cid string) bool {
-	t.Helper()
-	out, err := exec.Command("docker", "inspect", "-f", "{{.State.Status}} {{.State.Pid}}", cid).Output()
+	out, err := exec.Command("docker", "ps", "-a", "--filter", "label=io.sandboxd.session="+id, "--format", "{{.ID}} {{.State}}").Output()
 	if err != nil {
-		return false // gone
+		t.Fatal(err)
 	}
-	state, pid, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
+	cid, state, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
 	if state != "running" {
 		return state == "paused"
 	}
-	cgroups, err := os.ReadFile("/proc/" + pid + "/cgroup")
-	if err != nil {
-		return false // ended
-	}
-	for line := range strings.Lines(string(cgroups)) {
+	for line := range strings.Lines(hostProcFile(t, cid, "cgroup")) {
 		if _, dir, ok := strings.Cut(strings.TrimSpace(line), ":freezer:"); ok {
 			state, err := os.ReadFile(filepath.Join("/sys/fs/cgroup/freezer", dir, "freezer.state"))
 			return err == nil && strings.TrimSpace(string(state)) == "FROZEN"
@@ -58,29 +47,6 @@ func containerFrozen(t *testing.T, cid string) bool {
 		}
 	}
 	return false
-}
-
-// Under gVisor, whose sentry spends CPU idle, the pool's idle containers
-// wait frozen; the one a run or a session takes is thawed as it leaves.
-func TestIdleGVisorContainersWaitFrozen(t *testing.T) {
-	testutil.RequireRuntime(t, "runsc")
-	t.Parallel() // it mostly waits
-	d := testutil.StartDaemon(t, testutil.Options{Runtime: "runsc"})
-	c := d.Client()
-	waitForWithin(t, "the idle python containers frozen", 30*time.Second, func() bool {
-		out, err := exec.Command("docker", "ps", "-q", "--filter", "label=io.sandboxd.instance="+state.InstanceOf(d.StateDir),
-			"--filter", "label=io.sandboxd.language=python").Output()
-		ids := strings.Fields(string(out))
-		return err == nil && len(ids) > 0 && !slices.ContainsFunc(ids, func(id string) bool { return !containerFrozen(t, id) })
-	})
-	if res := run(t, c, api.RunRequest{Language: "python", Code: "print(6 * 7)"}); res.Stdout != "42\n" {
-		t.Fatalf("a run from a frozen pool: %+v", res)
-	}
-	id := newSession(t, c, api.SessionRequest{Language: "python"})
-	if paused(t, id) {
-		t.Fatal("a session's container left the pool frozen")
-	}
-	sh(t, c, id, "true")
 }
 
 // stateOf is a session's state.

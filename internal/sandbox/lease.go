@@ -79,10 +79,6 @@ func (p *Provider) take(ctx context.Context, l *kind, limits runtime.Limits) (sb
 	if limits.Resized(l.Limits()) && l.fixedLimits.Load() {
 		sb, err = p.create(ctx, l, limits, nil, "")
 	} else if sb, err = l.pool.Acquire(ctx); err == nil {
-		if err := p.unpark(ctx, sb); err != nil {
-			l.pool.Release(sb)
-			return nil, nil, err
-		}
 		warm := sb
 		if sb, err = p.fit(ctx, l, warm, limits, func() { l.pool.Release(warm) }); sb == warm {
 			lowered := limits.Resized(l.Limits())
@@ -223,7 +219,6 @@ func (p *Provider) recycle(ctx context.Context, l *kind, sb *runtime.Sandbox, lo
 		p.warmed(l, sb, warm, nil)
 	}
 	p.metrics.Recycled(l.Name(), "kept")
-	p.park(l, sb)
 	return true
 }
 

@@ -47,7 +47,6 @@ type Provider struct {
 	kinds   []*kind
 	of      map[*languages.Language]*kind
 	starts  chan struct{}   // background container creates at once
-	parked  sync.Map        // *runtime.Sandbox -> true: idle in a pool, frozen (park.go)
 	closing context.Context // done at Close: ends version probes and background builds
 	close   context.CancelFunc
 	work    sync.WaitGroup // version probes and background builds
@@ -112,14 +111,10 @@ func (p *Provider) Start() {
 				spec := p.spec(l)
 				spec.Waiting = waiting
 				sb, err := p.createFor(ctx, l, spec)
-				if err != nil {
-					return nil, err
-				}
-				if l.Warm() {
+				if err == nil && l.Warm() {
 					p.warmUp(ctx, l, sb)
 				}
-				p.park(l, sb)
-				return sb, nil
+				return sb, err
 			},
 			Destroy: p.remove,
 			Alive:   func(sb *runtime.Sandbox) bool { return sb.Alive() },
@@ -152,10 +147,6 @@ func (p *Provider) keep(ctx context.Context, lang *languages.Language, limits ru
 	}
 	sb, err := l.pool.Take(ctx)
 	if err != nil {
-		return nil, err
-	}
-	if err := p.unpark(ctx, sb); err != nil {
-		p.remove(sb)
 		return nil, err
 	}
 	return p.fit(ctx, l, sb, limits, func() { p.remove(sb) })
@@ -228,7 +219,6 @@ func (p *Provider) start(ctx context.Context, spec runtime.Spec) (*runtime.Sandb
 // remove removes a container; every removal of a sandbox comes through
 // here.
 func (p *Provider) remove(sb *runtime.Sandbox) {
-	_ = p.unpark(context.Background(), sb) // or the runtime thaws it to remove it
 	err := p.rt.Remove(context.Background(), sb.ID)
 	if err != nil {
 		p.log.Warn("removing a sandbox failed", "container_id", runtime.ShortID(sb.ID), "error", err)
