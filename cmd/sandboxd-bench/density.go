@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -90,10 +91,11 @@ func density(bin string, n, count int) error {
 		return err
 	}
 	d.stop()
-	// Under gVisor a frozen sandbox's sentry is frozen too, and spends no
-	// CPU; but each sandbox is a sentry of its own, which spends about 4%
-	// of a core while it runs, so sessions are frozen one by one as they
-	// are opened. gVisor's sessions take about 40 MiB each: at most 200.
+	// Under gVisor, a sandbox is a sentry of its own, which spends about
+	// 4.5% of a core idle, frozen (`runsc pause`) or not
+	// (docs/benchmarks.md): 80 filled this 2-core host and the engine's
+	// calls passed their deadlines. Twenty per core leave the host a core
+	// for the rest.
 	d, err = startDaemon(bin, "sandbox_uids = \"1000300000-1000302999\"\ndocker {\n  runtime = \"runsc\"\n}\n"+
 		"sessions {\n  max = 32\n  max_frozen = 4000\n  freeze_after = \"0s\"\n  ttl = \"2h\"\n}\n")
 	if err != nil {
@@ -101,7 +103,7 @@ func density(bin string, n, count int) error {
 	}
 	c = client.New(d.socket)
 	waitAllQuiet(c)
-	hold, err = frozenHold(c, d, "runsc", min(count, 200))
+	hold, err = frozenHold(c, d, "runsc", min(count, 20*goruntime.NumCPU()))
 	fmt.Print(hold)
 	deleteAll(c)
 	return err

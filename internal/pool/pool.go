@@ -177,11 +177,16 @@ func (p *Pool[T]) usedLocked() {
 	p.peak = max(p.peak, p.busy)
 }
 
-// askedLocked notes a session asking for an item, for the peak of demand:
-// a session's item never comes back, so a burst of sessions needs as many
-// items as asked within a second, though none stays busy. The pool holds
-// as many for the next burst.
-func (p *Pool[T]) askedLocked(now time.Time) {
+// Asked notes a session asked for, whose item Take will be asked for
+// soon, for the peak of demand: a session's item never comes back, so a
+// burst of sessions needs as many items as were asked for within a
+// second, though none stays busy. The pool holds as many for the next
+// burst. (Noted as the request comes: in a burst past sessions.max the
+// Takes come later, as other sessions freeze to make room.)
+func (p *Pool[T]) Asked() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
 	recent := p.asks[:0]
 	for _, at := range p.asks {
 		if now.Sub(at) < time.Second {
@@ -193,6 +198,7 @@ func (p *Pool[T]) askedLocked(now time.Time) {
 	}
 	p.asks = recent
 	p.peak = max(p.peak, p.busy+len(p.asks))
+	p.fillLocked()
 }
 
 func (p *Pool[T]) notifyLocked() {
@@ -209,7 +215,11 @@ func (p *Pool[T]) Acquire(ctx context.Context) (T, error) { return p.acquire(ctx
 func (p *Pool[T]) acquire(ctx context.Context, fresh bool) (T, error) {
 	var zero T
 	began := time.Now()
-	queue := time.NewTimer(p.opts.QueueTimeout)
+	timeout := p.opts.QueueTimeout
+	if fresh {
+		timeout = max(timeout, sessionQueueTimeout)
+	}
+	queue := time.NewTimer(timeout)
 	defer queue.Stop()
 	queued, expired := queue.C, false
 	recycleWaited := time.NewTimer(recycleWait)
@@ -257,7 +267,7 @@ func (p *Pool[T]) acquire(ctx context.Context, fresh bool) (T, error) {
 			// Past the timeout, the caller waited only for its own
 			// creation, and it went to another caller.
 			p.mu.Unlock()
-			return zero, p.exhausted()
+			return zero, p.exhausted(timeout)
 		}
 		if fresh && p.totalLocked() >= p.opts.Max && p.starting == 0 && p.removing == 0 {
 			// Room for a fresh item is taken by used ones waiting idle:
@@ -280,7 +290,12 @@ func (p *Pool[T]) acquire(ctx context.Context, fresh bool) (T, error) {
 		// for the CPU with the runs and recycles that would free an item
 		// sooner, and callers each creating are a spiral (python at 4
 		// clients from a pool of 2: 14 creations at once, no run served for
-		// 3 s; node at 4 runs/s: runs of 80 ms waiting 5-12 s).
+		// 3 s; node at 4 runs/s: runs of 80 ms waiting 5-12 s). And as
+		// many callers make theirs at once as the start limit lets
+		// refills run, the rest waiting for them: the engine makes no more
+		// a second with more at once (about 8 here from 2 on), and 30 at
+		// once took each 3.6 s where 2 at a time served the first in
+		// tenths of a second.
 		idle, _ := p.forCallerLocked(ticket, fresh)
 		coming := idle + p.starting
 		if !fresh {
@@ -288,7 +303,7 @@ func (p *Pool[T]) acquire(ctx context.Context, fresh bool) (T, error) {
 		}
 		held := p.busy + p.recycling + len(p.idle)
 		wait := time.Since(began) < recycleWait && (coming > p.waiting || (held > 0 && p.creating > 0))
-		if !wait && made == nil && p.totalLocked() < p.opts.Max {
+		if !wait && made == nil && p.totalLocked() < p.opts.Max && p.creating < cap(p.opts.Starts) {
 			// A miss: make one for this caller, outside the start limit
 			// (the caller is waiting; refills are not). It joins the idle
 			// items, and the caller takes the first one free, its own or
@@ -327,7 +342,7 @@ func (p *Pool[T]) acquire(ctx context.Context, fresh bool) (T, error) {
 		case <-queued:
 			p.unwait()
 			if made == nil {
-				return zero, p.exhausted()
+				return zero, p.exhausted(timeout)
 			}
 			// Its own creation is under way, bounded by its own timeout.
 			queued, expired = nil, true
@@ -437,12 +452,19 @@ func (p *Pool[T]) oldestLocked() int {
 // exhausted says what held the pool's containers when a caller gave up:
 // runs (raise max), or creations and cleanups the engine is slow to finish
 // (a loaded host; raise queue_timeout).
-func (p *Pool[T]) exhausted() error {
+func (p *Pool[T]) exhausted(waited time.Duration) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return fmt.Errorf("%w: no %s container free for %s: of at most %d, %d running programs, %d being started, %d being cleaned, %d being removed; retry later, or raise the pool's max or queue_timeout",
-		ErrExhausted, p.opts.Name, p.opts.QueueTimeout, p.opts.Max, p.busy, p.starting, p.recycling, p.removing)
+		ErrExhausted, p.opts.Name, waited, p.opts.Max, p.busy, p.starting, p.recycling, p.removing)
 }
+
+// sessionQueueTimeout is how long a session (Take) waits at least: a
+// burst of sessions past the pool waits for the engine to make their
+// containers, about ten a second on two cores, and one that gave up
+// after queue_timeout's 5 s with containers on their way failed for
+// nothing.
+const sessionQueueTimeout = 30 * time.Second
 
 func (p *Pool[T]) unwait() {
 	p.mu.Lock()
@@ -454,9 +476,6 @@ func (p *Pool[T]) unwait() {
 // container): a fresh one, never used. The pool stops counting it,
 // refills at once, and the caller destroys it when done.
 func (p *Pool[T]) Take(ctx context.Context) (T, error) {
-	p.mu.Lock()
-	p.askedLocked(time.Now())
-	p.mu.Unlock()
 	item, err := p.acquire(ctx, true)
 	if err != nil {
 		return item, err
@@ -523,8 +542,13 @@ func (p *Pool[T]) destroyLocked(item T) {
 	}()
 }
 
-// fillLocked starts background creations until MinIdle are idle or starting,
-// within Max, after any backoff from failures.
+// fillLocked starts background creations until the target is idle or
+// starting, within Max, after any backoff from failures; as many at once
+// as the pools' shared start limit lets run, the next as each ends. A
+// pool that queued its whole target on the limit at once (32 after a
+// burst) held every place up to Max for creations that waited behind
+// other pools' refills, and a session asking for one gave up after its
+// queue timeout, none made.
 func (p *Pool[T]) fillLocked() {
 	if p.closed {
 		return
@@ -541,7 +565,7 @@ func (p *Pool[T]) fillLocked() {
 		return
 	}
 	for (len(p.idle)+p.recycling+p.starting < p.targetLocked() || p.freshIdleLocked()+p.starting < p.freshReserveLocked()) &&
-		p.totalLocked() < p.opts.Max {
+		p.totalLocked() < p.opts.Max && p.starting-p.creating < cap(p.opts.Starts) {
 		p.starting++
 		p.wg.Add(1)
 		go p.createIdle()
@@ -665,6 +689,7 @@ func (p *Pool[T]) createIdle() {
 	}
 	p.stats.LastError = ""
 	p.idle = append(p.idle, idleItem[T]{item: item, since: time.Now()})
+	p.fillLocked() // the next of a refill
 }
 
 // trim ends each window of IdleTimeout: the peak of demand moves on, and

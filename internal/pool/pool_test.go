@@ -168,7 +168,7 @@ func TestClosedWhileWaitingForATurn(t *testing.T) {
 	var destroyedZero atomic.Bool
 	hooks.Destroy = func(i int) { destroyedZero.Store(destroyedZero.Load() || i == 0) }
 	p := New(Options{Name: "x", MinIdle: 3, Max: 3, QueueTimeout: time.Second, Starts: starts}, hooks)
-	eventually(t, "3 starting", func() bool { return p.Stats().Starting == 3 })
+	eventually(t, "1 starting (the limit's one place)", func() bool { return p.Stats().Starting == 1 })
 	time.Sleep(20 * time.Millisecond) // until they wait for a turn
 	p.Close(context.Background())
 	if destroyedZero.Load() || f.created.Load() != 0 {
@@ -347,6 +347,7 @@ func TestBurstOfSessionsGrowsThePool(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
+			p.Asked()
 			if _, err := p.Take(context.Background()); err != nil {
 				t.Error(err)
 			}

@@ -14,6 +14,14 @@ import (
 // replace it, and Remove ends it. Its warm runtimes start with the
 // session's environment.
 
+// Expect notes a session of l asked for, whose container Hold will take
+// soon: the pool follows how many are asked for at once.
+func (p *Provider) Expect(l *languages.Language) {
+	if k := p.of[l]; k.pool != nil {
+		k.pool.Asked()
+	}
+}
+
 // Hold leases a container of l, under limits, for a session whose
 // environment is env: a warm one, or with mounts (a project's files) a
 // new one, as mounts are fixed at create time. Its egress gate lets

@@ -266,6 +266,9 @@ func (m *Sessions) Create(ctx context.Context, req Request) (*state.Session, err
 	}
 
 	// Reserve a place under the ceilings before the (possibly slow) create.
+	if len(mounts) == 0 {
+		m.sandboxes.Expect(l) // the pool's to give, now or once there is room
+	}
 	if aerr := roomForThreads(); aerr != nil {
 		return nil, aerr
 	}
@@ -1066,7 +1069,13 @@ func (m *Sessions) save(ss *Session) (state.Session, error) {
 	rec := ss.rec
 	ss.dirty = false
 	ss.mu.Unlock()
-	return rec, m.store.PutSession(rec)
+	err := m.store.PutSession(rec)
+	if err != nil {
+		ss.mu.Lock()
+		ss.dirty = true // the janitor's flush tries again
+		ss.mu.Unlock()
+	}
+	return rec, err
 }
 
 // Recover runs at start: each stored session gets its container back if it

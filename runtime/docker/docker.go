@@ -547,9 +547,13 @@ func (d *Docker) Remove(ctx context.Context, id string) error {
 	d.detach(id)
 	unlock := d.lockPause(id) // a pause under way lands first, and is undone
 	defer unlock()
-	d.mu.Lock()
-	delete(d.pauseLocks, id)
-	d.mu.Unlock()
+	defer func() {
+		// Only now: a freeze asked for meanwhile waited for the lock,
+		// and finds the container gone.
+		d.mu.Lock()
+		delete(d.pauseLocks, id)
+		d.mu.Unlock()
+	}()
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	if c, was := d.unfreeze(id); was {
@@ -608,31 +612,33 @@ func (d *Docker) findFrozenInCgroups(ctx context.Context, list []runtime.Contain
 		if !c.Running {
 			continue
 		}
-		if !d.freezers.settled() {
-			if _, err := d.freezers.of(ctx, c.ID, d.processOf); err != nil {
+		cg, frozen, found := d.freezers.frozenInCgroup(c.ID)
+		if !found { // none known yet, or this one elsewhere: its process says
+			if cg, _ = d.freezers.of(ctx, c.ID, d.processOf); cg.viaEngine() {
 				continue
 			}
+			frozen = cg.frozen()
 		}
-		if cg, frozen := d.freezers.frozenInCgroup(c.ID); frozen {
+		if frozen {
 			c.Running, c.Paused = false, true
 			d.setFrozen(c.ID, cg)
 		}
 	}
 }
 
-// processOf is container id's first process.
-func (d *Docker) processOf(ctx context.Context, id string) (int, error) {
+// processOf is container id's OCI runtime and first process.
+func (d *Docker) processOf(ctx context.Context, id string) (string, int, error) {
 	info, err := d.cli.ContainerInspect(ctx, id)
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
-			return 0, fmt.Errorf("%w: %s", runtime.ErrGone, runtime.ShortID(id))
+			return "", 0, fmt.Errorf("%w: %s", runtime.ErrGone, runtime.ShortID(id))
 		}
-		return 0, d.engineError("inspecting container "+runtime.ShortID(id), err)
+		return "", 0, d.engineError("inspecting container "+runtime.ShortID(id), err)
 	}
-	if info.State == nil || info.State.Pid == 0 {
-		return 0, fmt.Errorf("container %s is not running", runtime.ShortID(id))
+	if info.State == nil || info.State.Pid == 0 || info.HostConfig == nil {
+		return "", 0, fmt.Errorf("container %s is not running", runtime.ShortID(id))
 	}
-	return info.State.Pid, nil
+	return info.HostConfig.Runtime, info.State.Pid, nil
 }
 
 // Close implements runtime.Runtime.
@@ -751,7 +757,7 @@ var _ runtime.Checkpointer = (*Docker)(nil)
 var _ runtime.Freezer = (*Docker)(nil)
 
 // Freeze implements runtime.Freezer: through the container's freezer
-// cgroup (freezer.go), or `docker pause` where that cannot be used.
+// cgroup under runc (freezer.go), `docker pause` otherwise.
 func (d *Docker) Freeze(ctx context.Context, id string) error {
 	unlock := d.lockPause(id)
 	defer unlock()
@@ -767,7 +773,10 @@ func (d *Docker) Freeze(ctx context.Context, id string) error {
 	d.setFrozen(id, cg) // before: a Remove after the pause must thaw
 	if !cg.viaEngine() {
 		if err := cg.set(cgroups.Frozen); err != nil {
-			d.unfreeze(id)
+			// v1 thaws back a freeze it could not finish; v2 leaves it.
+			if terr := cg.set(cgroups.Thawed); terr == nil {
+				d.unfreeze(id)
+			}
 			return fmt.Errorf("freezing container %s: %w", runtime.ShortID(id), err)
 		}
 		return nil
@@ -801,10 +810,19 @@ func (d *Docker) Thaw(ctx context.Context, id string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	if err := d.cli.ContainerUnpause(ctx, id); err != nil && !strings.Contains(err.Error(), "is not paused") {
-		if cerrdefs.IsNotFound(err) {
-			return fmt.Errorf("%w: %s", runtime.ErrGone, runtime.ShortID(id))
+	err := d.cli.ContainerUnpause(ctx, id)
+	switch {
+	case err != nil && strings.Contains(err.Error(), "is not paused"):
+		// Not the engine's pause: frozen in its cgroup with no record of
+		// it (a restart that did not find it), or running.
+		if cg, _ := d.freezers.of(ctx, id, d.processOf); !cg.viaEngine() && cg.frozen() {
+			if err := cg.set(cgroups.Thawed); err != nil {
+				return fmt.Errorf("thawing container %s: %w", runtime.ShortID(id), err)
+			}
 		}
+	case cerrdefs.IsNotFound(err):
+		return fmt.Errorf("%w: %s", runtime.ErrGone, runtime.ShortID(id))
+	case err != nil:
 		return d.engineError("thawing container "+runtime.ShortID(id), err)
 	}
 	d.unfreeze(id)

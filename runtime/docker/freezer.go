@@ -15,22 +15,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A container is frozen through its freezer cgroup, with runc's own
-// freezer code: what `docker pause` ends in under runc, without the round
-// trip to it (dockerd asks containerd, whose shim execs runc, which
-// writes the same file). A thaw takes about a millisecond that way, where
-// the engine's took 10 to 40, and more with a thousand containers.
-//
-// Under gVisor the cgroup holds the sandbox's sentry and gofer: frozen
-// there, an idle sandbox spends no CPU, where `runsc pause` stops the
-// sandbox's tasks and leaves the sentry's own (about 4% of a core each).
+// A runc container is frozen through its freezer cgroup, with runc's own
+// freezer code: what `docker pause` ends in, without the round trip to it
+// (dockerd asks containerd, whose shim execs runc, which writes the same
+// file). A thaw takes about a millisecond that way, where the engine's
+// took 10 to 40, and more with a thousand containers.
 //
 // The engine is not told. It reports such a container running (runc,
 // which reads the cgroup, says paused); so what is frozen here is thawed
 // here, and what the engine paused (an operator, an older sandboxd) is
-// thawed by the engine. Where this process cannot see or write the
-// containers' cgroups (an engine on another host, or in another cgroup
-// namespace), containers are paused through the engine.
+// thawed by the engine. Killing a frozen runc container works (runc
+// thaws it), so the engine can still stop and remove it.
+//
+// gVisor's sandboxes are paused through the engine (`runsc pause`): a
+// sandbox frozen in its cgroup spends no CPU, but its sentry then answers
+// no `runsc kill`, and the engine's stop or removal of it waits for ever.
+// So are containers whose cgroups this process cannot see or write (an
+// engine on another host, or in another cgroup namespace).
 
 // freezerCgroup is one container's freezer cgroup directory. The zero
 // value stands for the engine's pause.
@@ -118,25 +119,25 @@ type freezers struct {
 }
 
 // of is container id's freezer cgroup, or the zero value (the engine's
-// pause) where this process cannot use it; an error wrapping
-// errEngineFreezes says why, the first time. pid gives the container's
-// first process.
-func (f *freezers) of(ctx context.Context, id string, pid func(context.Context, string) (int, error)) (freezerCgroup, error) {
+// pause) for a gVisor container or where this process cannot use the
+// cgroups; an error wrapping errEngineFreezes says why, the first time.
+// inspect gives the container's OCI runtime and first process.
+func (f *freezers) of(ctx context.Context, id string, inspect func(context.Context, string) (ociRuntime string, pid int, err error)) (freezerCgroup, error) {
 	f.mu.Lock()
 	broken := f.broken
 	f.mu.Unlock()
 	if broken != nil {
 		return freezerCgroup{}, nil
 	}
-	first, err := pid(ctx, id)
-	if err != nil {
+	ociRuntime, first, err := inspect(ctx, id)
+	if err != nil || ociRuntime == "runsc" {
 		return freezerCgroup{}, err
 	}
 	c, err := cgroupOfProcess(first, id)
 	if errors.Is(err, os.ErrNotExist) {
 		// The process ended (the container stopped meanwhile), or this
 		// process sees another pid namespace than the engine's.
-		if again, perr := pid(ctx, id); perr != nil || again != first {
+		if _, again, perr := inspect(ctx, id); perr != nil || again != first {
 			return freezerCgroup{}, fmt.Errorf("container %s stopped while being frozen", id)
 		}
 	}
@@ -157,17 +158,17 @@ var errEngineFreezes = errors.New("containers are paused through the engine")
 // frozenInCgroup is container id's freezer cgroup and whether it is
 // frozen there, found without asking the engine once one container's
 // cgroup is known: how a restart finds the containers frozen before it.
-func (f *freezers) frozenInCgroup(id string) (freezerCgroup, bool) {
+// found is false where the cgroup is not where the others' are.
+func (f *freezers) frozenInCgroup(id string) (c freezerCgroup, frozen, found bool) {
 	f.mu.Lock()
-	c := freezerCgroup{dir: f.before + id + f.after, v2: f.v2}
+	c = freezerCgroup{dir: f.before + id + f.after, v2: f.v2}
 	known := f.before != ""
 	f.mu.Unlock()
-	return c, known && c.frozen()
-}
-
-// settled says whether it is known how containers freeze here.
-func (f *freezers) settled() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.before != "" || f.broken != nil
+	if !known {
+		return freezerCgroup{}, false, false
+	}
+	if _, err := os.Stat(c.dir); err != nil {
+		return freezerCgroup{}, false, false
+	}
+	return c, c.frozen(), true
 }
