@@ -633,7 +633,9 @@ func testSessionMetrics(t *testing.T, runtime string) {
 	// runsc subtest's beside it on two cores (it took under half at
 	// times in CI).
 	var m *api.SessionMetrics
-	measured := func() bool { return m.Now != nil && m.Now.CPUPercent > 25 && m.Now.Processes >= 4 && len(m.Series) >= 2 }
+	measured := func() bool {
+		return m.Now != nil && m.Now.CPUPercent > 25 && m.Now.Processes >= 4 && len(m.Series) >= 2
+	}
 	for deadline := time.Now().Add(40 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		var err error
 		if m, err = c.Metrics(ctx(t), id); err != nil {
