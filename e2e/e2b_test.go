@@ -77,12 +77,16 @@ sessions { max_transfer = "1MiB" }
 	return d, e2bURL(t, d)
 }
 
-// e2bURL is where the daemon last said its E2B listener is.
+// e2bURL is where the daemon last said its E2B listener is. The line may
+// come a moment after the socket answers healthy: it is waited for.
 func e2bURL(t *testing.T, d *testutil.Daemon) string {
 	t.Helper()
-	all := regexp.MustCompile(`E2B-compatible API on (http://127\.0\.0\.1:\d+)`).FindAllStringSubmatch(d.Logs(), -1)
-	if all == nil {
-		t.Fatalf("sandboxd did not say where the E2B listener is:\n%s", d.Logs())
+	said := regexp.MustCompile(`E2B-compatible API on (http://127\.0\.0\.1:\d+)`)
+	var all [][]string
+	for deadline := time.Now().Add(10 * time.Second); all == nil; time.Sleep(20 * time.Millisecond) {
+		if all = said.FindAllStringSubmatch(d.Logs(), -1); all == nil && time.Now().After(deadline) {
+			t.Fatalf("sandboxd did not say where the E2B listener is:\n%s", d.Logs())
+		}
 	}
 	return all[len(all)-1][1]
 }
