@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"math"
 	"os"
@@ -60,12 +61,9 @@ type Session struct {
 	Limits runtime.Limits // its ceilings, at most the language's
 	turn   chan struct{}  // holds one token: whoever has it may use sb
 
-	// saving orders the writes of its record, each of the record as it is
-	// then, so that the last stored is the newest (save).
-	saving sync.Mutex
-	mu     sync.Mutex // guards what follows
-	rec    state.Session
-	lease  *sandbox.Lease // its container; nil while hibernated, and once lost or closed; kept while frozen
+	mu    sync.Mutex // guards what follows
+	rec   state.Session
+	lease *sandbox.Lease // its container; nil while hibernated, and once lost or closed; kept while frozen
 	// detached is the container of a session frozen when sandboxd
 	// started, connected to once it thaws.
 	detached *runtime.Container
@@ -146,7 +144,10 @@ type Sessions struct {
 	live    map[string]*Session      // by id, active and hibernated
 	lost    map[string]state.Session // lost, kept until deleted or past their TTL
 	pending int                      // sessions being created or resumed
-	making  int                      // sessions frozen now to make room (see reserveFreezing)
+	// records orders each session's record writes and its deletion in the
+	// store (striped by id): see save and forget.
+	records [64]sync.Mutex
+	making  int // sessions frozen now to make room (see reserveFreezing)
 	// idleSlots bounds the idle sessions hibernating at once.
 	idleSlots chan struct{}
 	stop      chan struct{} // ends the janitor and the usage sampler
@@ -428,7 +429,7 @@ func (m *Sessions) Delete(id string) error {
 	if !ok && !wasLost {
 		return noSession(id)
 	}
-	if err := m.store.DeleteSession(id); err != nil {
+	if err := m.forget(id); err != nil {
 		m.log.Error("forgetting a session failed", "session", id, "error", err)
 	}
 	m.dropArchive(id)
@@ -976,21 +977,25 @@ func (m *Sessions) expire(now time.Time) {
 		default:
 		}
 	}
+	var expiredLost []string
 	for id, rec := range m.lost {
 		if now.After(rec.ExpiresAt) {
 			delete(m.lost, id)
-			_ = m.store.DeleteSession(id)
-			m.dropArchive(id)
+			expiredLost = append(expiredLost, id)
 		}
 	}
 	m.mu.Unlock()
+	for _, id := range expiredLost {
+		_ = m.forget(id)
+		m.dropArchive(id)
+	}
 	for _, ss := range due {
 		rec := ss.Record()
 		why := "idle timeout"
 		if now.After(rec.ExpiresAt) {
 			why = "ttl"
 		}
-		if err := m.store.DeleteSession(rec.ID); err != nil {
+		if err := m.forget(rec.ID); err != nil {
 			m.log.Error("forgetting an expired session failed", "session", rec.ID, "error", err)
 		}
 		m.dropArchive(rec.ID)
@@ -1061,14 +1066,19 @@ func (m *Sessions) flush() {
 // saves are in order, each of the record as it was when its turn came:
 // a flush that copied a record before a freeze changed it and wrote it
 // after the freeze's own write left the session stored active, and a
-// restart thawed it (1 of 200 frozen sessions, in the bench).
+// restart thawed it (1 of 200 frozen sessions, in the bench). A session
+// deleted or expired meanwhile is not written back (see forget).
 func (m *Sessions) save(ss *Session) (state.Session, error) {
-	ss.saving.Lock()
-	defer ss.saving.Unlock()
+	order := m.recordOrder(ss.Record().ID)
+	order.Lock()
+	defer order.Unlock()
 	ss.mu.Lock()
 	rec := ss.rec
 	ss.dirty = false
 	ss.mu.Unlock()
+	if !m.stored(ss, rec) {
+		return rec, nil
+	}
 	err := m.store.PutSession(rec)
 	if err != nil {
 		ss.mu.Lock()
@@ -1076,6 +1086,34 @@ func (m *Sessions) save(ss *Session) (state.Session, error) {
 		ss.mu.Unlock()
 	}
 	return rec, err
+}
+
+// stored says whether ss's record rec belongs in the store: ss is live,
+// or lost and not yet deleted.
+func (m *Sessions) stored(ss *Session, rec state.Session) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, lost := m.lost[rec.ID]; lost {
+		return rec.State == state.SessionLost
+	}
+	return m.live[rec.ID] == ss
+}
+
+// forget deletes a session's record, which has left m.live and m.lost. It
+// waits for a save under way, whose write would otherwise come after the
+// deletion and bring the session back at the next start.
+func (m *Sessions) forget(id string) error {
+	order := m.recordOrder(id)
+	order.Lock()
+	defer order.Unlock()
+	return m.store.DeleteSession(id)
+}
+
+// recordOrder is the lock that orders id's record writes.
+func (m *Sessions) recordOrder(id string) *sync.Mutex {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return &m.records[h.Sum32()%uint32(len(m.records))]
 }
 
 // Recover runs at start: each stored session gets its container back if it
