@@ -96,12 +96,15 @@ func TestKilledDaemonLeavesNoOrphans(t *testing.T) {
 	if _, err := os.Stat(d.Socket); err != nil {
 		t.Fatalf("expected a stale socket: %v", err)
 	}
-	d.Restart()
-	for _, id := range before {
-		if err := exec.Command("docker", "inspect", id).Run(); err == nil {
-			t.Errorf("container %s from the killed daemon still exists", id[:12])
+	d.Restart() // serves at once, and removes them in the background
+	waitFor(t, "the killed daemon's containers removed", func() bool {
+		for _, id := range before {
+			if exec.Command("docker", "inspect", id).Run() == nil {
+				return false
+			}
 		}
-	}
+		return true
+	})
 	if out, _, code := d.Ctl("", "run", writeFile(t, "a.py", "print('after restart')")); code != 0 || out != "after restart\n" {
 		t.Fatalf("after restart: %d %q", code, out)
 	}

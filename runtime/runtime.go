@@ -13,11 +13,13 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/runtime/supervisor"
+	"golang.org/x/sync/errgroup"
 )
 
 // Labels every sandbox container carries. They are set after any operator
@@ -332,17 +334,32 @@ func (noCheckpoints) Restore(context.Context, string) error      { return ErrNoC
 // RemoveUnclaimed removes the containers of list that keep does not
 // claim: what a previous run of the daemon left behind, or what is left
 // at its end. Like Nomad's dangling-container reconciler, it touches only
-// containers labelled as this daemon's (List returns no others).
+// containers labelled as this daemon's (List returns no others). A few
+// at a time: the engine removes a few at once faster than one by one.
 func RemoveUnclaimed(ctx context.Context, rt Runtime, list []Container, keep map[string]bool, log hclog.Logger) error {
-	var errs []error
+	var (
+		group errgroup.Group
+		mu    sync.Mutex
+		errs  []error
+	)
+	group.SetLimit(removeParallel)
 	for _, c := range list {
 		if keep[c.ID] {
 			continue
 		}
-		log.Info("removing a container no session claims", "container_id", ShortID(c.ID), "language", c.Language)
-		if err := rt.Remove(ctx, c.ID); err != nil {
-			errs = append(errs, err) // the others are still removed
-		}
+		group.Go(func() error {
+			log.Info("removing a container no session claims", "container_id", ShortID(c.ID), "language", c.Language)
+			if err := rt.Remove(ctx, c.ID); err != nil {
+				mu.Lock()
+				errs = append(errs, err) // the others are still removed
+				mu.Unlock()
+			}
+			return nil
+		})
 	}
+	_ = group.Wait()
 	return errors.Join(errs...)
 }
+
+// removeParallel is how many containers RemoveUnclaimed removes at once.
+const removeParallel = 4

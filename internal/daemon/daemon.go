@@ -69,11 +69,16 @@ type Daemon struct {
 	timeline     *timeline.Timeline
 	timelineStop chan struct{}
 	timelineDone chan struct{}
+
+	// sweeping removes what a previous run left (see reconcile); Close
+	// stops it and waits.
+	stopSweep context.CancelFunc
+	swept     chan struct{}
 }
 
 // New starts the plugins, gives stored sessions their containers back,
-// removes every other container a previous run of this daemon left
-// behind, and starts the warm pools. A start that fails closes what it
+// starts the warm pools, and removes in the background every other
+// container a previous run of this daemon left behind. A start that fails closes what it
 // had opened, and nothing else.
 func New(ctx context.Context, cfg *config.Config, rt runtime.Runtime, store *state.Store, log hclog.Logger) (_ *Daemon, err error) {
 	var opened []func() // closed in reverse if a later step fails
@@ -115,11 +120,13 @@ func New(ctx context.Context, cfg *config.Config, rt runtime.Runtime, store *sta
 	d.Projects = projects.New(cfg.StateDir, store, cfg.Sessions.MaxTransfer, cfg.Projects)
 	d.Snapshots = snapshots.New(cfg.StateDir, store, cfg.Snapshots)
 	d.Sessions = sessions.New(cfg.Sessions, cfg.StateDir, d.Languages, d.Sandboxes, d.Projects, d.Snapshots, store, &d.gate, log)
-	if err = d.reconcile(ctx); err != nil {
+	unclaimed, err := d.reconcile(ctx)
+	if err != nil {
 		return nil, err
 	}
 	d.Sandboxes.Start()
 	d.Sessions.Start()
+	d.sweep(unclaimed)
 	d.sampleTimeline()
 	return d, nil
 }
@@ -143,21 +150,23 @@ func upstreamRoots(caFile string) (*x509.CertPool, error) {
 }
 
 // reconcile gives stored sessions their containers back (or marks them
-// lost) and removes every other container labelled as this daemon's.
-func (d *Daemon) reconcile(ctx context.Context) error {
+// lost) and returns every other container labelled as this daemon's.
+func (d *Daemon) reconcile(ctx context.Context) ([]runtime.Container, error) {
 	list, err := d.rt.List(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	keep, err := d.Sessions.Recover(ctx, list)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := runtime.RemoveUnclaimed(ctx, d.rt, list, keep, d.log); err != nil {
-		// Left for the next start (or the operator): serving goes on.
-		d.log.Error("some containers no session claims could not be removed", "error", err)
+	var unclaimed []runtime.Container
+	for _, c := range list {
+		if !keep[c.ID] {
+			unclaimed = append(unclaimed, c)
+		}
 	}
-	d.egress.Prune() // the sockets of the containers just removed
+	d.egress.Prune() // the sockets of those containers, before any new one's
 	if left, _ := filepath.Glob(filepath.Join(d.cfg.StateDir, SpoolPrefix+"*")); len(left) > 0 {
 		for _, f := range left { // uploads a crash left while they were judged
 			_ = os.Remove(f)
@@ -168,7 +177,22 @@ func (d *Daemon) reconcile(ctx context.Context) error {
 			d.log.Error("skipped a project record that does not decode", "key", c.Key, "error", c.Err)
 		}
 	}
-	return nil
+	return unclaimed, nil
+}
+
+// sweep removes the containers no session claimed at start, in the
+// background: a killed daemon's warm pools took 14-22 s to remove (132
+// containers), and the daemon served only after.
+func (d *Daemon) sweep(unclaimed []runtime.Container) {
+	ctx, stop := context.WithCancel(context.Background())
+	d.stopSweep, d.swept = stop, make(chan struct{})
+	go func() {
+		defer close(d.swept)
+		if err := runtime.RemoveUnclaimed(ctx, d.rt, unclaimed, nil, d.log); err != nil && ctx.Err() == nil {
+			// Left for the next start (or the operator): serving goes on.
+			d.log.Error("some containers no session claims could not be removed", "error", err)
+		}
+	}()
 }
 
 // Store is the daemon's state store, for the listeners that keep records
@@ -196,6 +220,8 @@ func (d *Daemon) Close(ctx context.Context) {
 	close(d.timelineStop)
 	<-d.timelineDone
 	keep := d.Sessions.Close()
+	d.stopSweep() // what it has not removed, the sweep below does
+	<-d.swept
 	// Bounded, so that an engine slow to remove one container cannot hold
 	// the exit: what is left is removed by the next start's reconcile.
 	sweep := finalCleanupTimeout
