@@ -40,7 +40,7 @@ sessions {
   idle_timeout = "10m"        # after this long unused, on_idle applies
   freeze_after = "30s"        # after this long unused, freeze: processes and memory kept, no CPU; the next call thaws it ("0s": never)
   max_frozen   = 1000         # frozen sessions at once; past it, the longest frozen hibernates
-  memory_low   = "1GiB"       # under this much available memory, frozen sessions hibernate, longest frozen first
+  memory_low   = "1GiB"       # under this much available memory, frozen sessions hibernate, longest frozen first, and pools keep min_idle at most
   on_idle      = "hibernate"  # "hibernate": the workspace sleeps on disk, the next call wakes it; "end"
   max          = 32           # running sessions at once (not frozen or hibernated); more get too_many_sessions (429)
   max_hibernated       = 1000 # hibernated sessions at once (state_dir/sessions)

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -292,5 +293,36 @@ func TestMemoryPressureHibernatesTheLongestFrozen(t *testing.T) {
 		if res := sh(t, c, id, "cat mine"); res.Stdout != strconv.Itoa(i)+"\n" {
 			t.Errorf("session %d after its hibernation: %+v", i, res)
 		}
+	}
+}
+
+// Under memory pressure a pool does not grow ahead of a burst of sessions:
+// it keeps min_idle, where without pressure it would keep as many idle
+// containers as the burst asked for.
+func TestMemoryPressureKeepsPoolsAtMinIdle(t *testing.T) {
+	d := testutil.StartDaemon(t, testutil.Options{Languages: `
+language "python" {
+  image = "sandboxd/python:latest"
+  pool {
+    min_idle = 1
+    max      = 8
+  }
+}`, Extra: "sessions {\n  memory_low = \"64TiB\"\n}"})
+	c := d.Client()
+	waitFor(t, "the warm container", func() bool { p, err := c.Pools(ctx(t)); return err == nil && p["python"].Idle == 1 })
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() { newSession(t, c, api.SessionRequest{}) })
+	}
+	wg.Wait()
+	for range 6 { // the pool's checks come every second
+		p, err := c.Pools(ctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if py := p["python"]; py.Target > 1 || py.Idle+py.Starting > 1 {
+			t.Fatalf("under memory pressure, after 4 sessions at once: %+v; want min_idle (1)", py)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/api"
 	"github.com/sandboxd/sandboxd/client"
+	"github.com/sandboxd/sandboxd/internal/hostmem"
 )
 
 // densityFloor is the memory the host keeps available: density stops
@@ -255,15 +256,6 @@ func hostThreads() int {
 
 // memAvailable is the host's MemAvailable in bytes, 0 if unknown.
 func memAvailable() int64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return n << 10
-		}
-	}
-	return 0
+	n, _ := hostmem.Available()
+	return n
 }

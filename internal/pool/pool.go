@@ -9,7 +9,9 @@
 // use (or, for sessions, asked for) at once at the recent peak (at least
 // MinIdle), so a steady stream finds one ready and a burst of sessions
 // finds the next burst's, and destroys idle items beyond that after
-// IdleTimeout.
+// IdleTimeout. While the host is low on memory (Options.Pressure) it
+// forgets that demand, keeps MinIdle at most, and destroys the idle items
+// past it at once.
 //
 // The pool owns the count of its items (idle + busy + recycling +
 // starting + being destroyed never exceeds Max) and the goroutines that
@@ -64,7 +66,9 @@ type Options struct {
 	IdleTimeout time.Duration
 	// Starts bounds container creations across all pools sharing it.
 	Starts chan struct{}
-	Logger hclog.Logger
+	// Pressure, checked every second, says the host is low on memory.
+	Pressure func() bool
+	Logger   hclog.Logger
 }
 
 // Pool is a warm pool of T.
@@ -84,6 +88,7 @@ type Pool[T any] struct {
 	// and in the one before, sessions asking within a second included.
 	peak, lastPeak int
 	asks           []time.Time // when sessions asked, this last second
+	pressed        bool        // the host was low on memory at the last check
 
 	waiting int // callers queued in Acquire for room
 	// Callers waiting for an item, in the order they came: an item goes
@@ -133,6 +138,7 @@ func New[T any](opts Options, hooks Hooks[T]) *Pool[T] {
 	p := &Pool[T]{opts: opts, hooks: hooks, log: opts.Logger.Named("pool").With("language", opts.Name), changed: make(chan struct{}),
 		waits: map[uint64]string{}}
 	p.closing, p.cancel = context.WithCancel(context.Background())
+	p.pressed = opts.Pressure != nil && opts.Pressure()
 	p.mu.Lock()
 	p.fillLocked()
 	p.mu.Unlock()
@@ -149,6 +155,9 @@ func (p *Pool[T]) totalLocked() int {
 // way back from recycling): what the recent peak of demand would take
 // beyond the items busy now, and MinIdle at least, within Max.
 func (p *Pool[T]) targetLocked() int {
+	if p.pressed {
+		return min(p.opts.Max, p.opts.MinIdle)
+	}
 	return min(p.opts.Max, max(p.opts.MinIdle, max(p.peak, p.lastPeak)-p.busy))
 }
 
@@ -186,6 +195,9 @@ func (p *Pool[T]) usedLocked() {
 func (p *Pool[T]) Asked() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.pressed {
+		return // no growing ahead of demand while memory is low
+	}
 	now := time.Now()
 	recent := p.asks[:0]
 	for _, at := range p.asks {
@@ -696,7 +708,8 @@ func (p *Pool[T]) createIdle() {
 // idle items beyond the target that waited a whole window are destroyed,
 // the longest idle first. Every second it also destroys idle items that
 // died (a container removed, a pod evicted from a drained node), so that
-// the pool makes their replacements before a request finds them dead.
+// the pool makes their replacements before a request finds them dead,
+// and sheds idle items while the host is low on memory.
 func (p *Pool[T]) trim() {
 	defer p.wg.Done()
 	tick := time.NewTicker(p.opts.IdleTimeout)
@@ -708,34 +721,59 @@ func (p *Pool[T]) trim() {
 		case <-p.closing.Done():
 			return
 		case <-check.C:
+			pressed := p.opts.Pressure != nil && p.opts.Pressure()
 			p.mu.Lock()
 			p.destroyDeadLocked()
+			if pressed {
+				p.shedLocked()
+			} else if p.pressed {
+				p.log.Info("host memory available again: the pool follows demand")
+			}
+			p.pressed = pressed
 			p.mu.Unlock()
 		case now := <-tick.C:
 			p.mu.Lock()
 			p.lastPeak, p.peak = p.peak, p.busy
-			for len(p.idle) > p.targetLocked() {
-				i := p.trimmableLocked(now)
-				if i < 0 {
-					break
-				}
-				it := p.idle[i]
-				p.idle = append(p.idle[:i], p.idle[i+1:]...)
-				p.stats.Trimmed++
-				p.destroyLocked(it.item)
-			}
+			p.trimLocked(now, p.opts.IdleTimeout)
 			p.mu.Unlock()
 		}
 	}
 }
 
+// shedLocked is trim while the host is low on memory: the demand seen is
+// forgotten, so that the pool does not grow back to it when memory comes
+// back, and the idle items past MinIdle go now, however briefly idle.
+func (p *Pool[T]) shedLocked() {
+	if !p.pressed {
+		p.log.Warn("host memory low (sessions.memory_low): the pool keeps min_idle at most", "idle", len(p.idle), "min_idle", p.opts.MinIdle)
+	}
+	p.pressed = true
+	p.peak, p.lastPeak, p.asks = p.busy, 0, nil
+	p.trimLocked(time.Now(), 0)
+}
+
+// trimLocked destroys idle items beyond the target that were idle at
+// least idleFor at now, the longest idle first.
+func (p *Pool[T]) trimLocked(now time.Time, idleFor time.Duration) {
+	for len(p.idle) > p.targetLocked() {
+		i := p.trimmableLocked(now, idleFor)
+		if i < 0 {
+			return
+		}
+		it := p.idle[i]
+		p.idle = append(p.idle[:i], p.idle[i+1:]...)
+		p.stats.Trimmed++
+		p.destroyLocked(it.item)
+	}
+}
+
 // trimmableLocked is the index of the idle item to trim at now, -1 for
-// none: the longest idle of those idle a whole window, but the fresh
+// none: the longest idle of those idle at least idleFor, but the fresh
 // reserve.
-func (p *Pool[T]) trimmableLocked(now time.Time) int {
+func (p *Pool[T]) trimmableLocked(now time.Time, idleFor time.Duration) int {
 	spare := p.freshIdleLocked() > p.freshReserveLocked()
 	for i, it := range p.idle {
-		if now.Sub(it.since) >= p.opts.IdleTimeout && (it.used || spare) {
+		if now.Sub(it.since) >= idleFor && (it.used || spare) {
 			return i
 		}
 	}

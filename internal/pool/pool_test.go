@@ -361,6 +361,47 @@ func TestBurstOfSessionsGrowsThePool(t *testing.T) {
 	p.Close(context.Background())
 }
 
+// While the host is low on memory the pool sheds what it grew for a
+// burst, down to MinIdle, at once, and does not grow for the demand it
+// saw (or sees then) once memory comes back.
+func TestMemoryPressureShedsThePool(t *testing.T) {
+	f := &fake{}
+	var low atomic.Bool
+	p := New(Options{Name: "x", MinIdle: 2, Max: 8, QueueTimeout: time.Second, IdleTimeout: time.Minute, Pressure: low.Load}, f.hooks())
+	for range 6 {
+		p.Asked()
+	}
+	eventually(t, "the pool grown for the next burst", func() bool { s := p.Stats(); return s.Idle == 6 && s.Target == 6 })
+	low.Store(true)
+	within(t, 3*time.Second, "the pool shed to min_idle", func() bool { s := p.Stats(); return s.Idle == 2 && s.Trimmed == 4 })
+	p.Asked()
+	p.Asked()
+	p.Asked()
+	if s := p.Stats(); s.Target != 2 {
+		t.Fatalf("sessions asked for under pressure grew the target to %d", s.Target)
+	}
+	low.Store(false)
+	time.Sleep(1500 * time.Millisecond) // a check or two without pressure
+	if s := p.Stats(); s.Idle != 2 || s.Target != 2 {
+		t.Fatalf("after the pressure: %+v; want min_idle, the demand seen before forgotten", s)
+	}
+	p.Close(context.Background())
+	if f.created.Load() != f.destroyed.Load() {
+		t.Fatalf("created %d, destroyed %d after Close", f.created.Load(), f.destroyed.Load())
+	}
+}
+
+// within is eventually for conditions checked on the pool's one-second
+// ticks.
+func within(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(limit); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %s", limit, what)
+		}
+	}
+}
+
 // A run that finds no idle item while one is being recycled waits for it
 // rather than paying for a new one.
 func TestWaitsForARecyclingItem(t *testing.T) {

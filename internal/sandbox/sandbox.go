@@ -25,6 +25,7 @@ import (
 	"github.com/sandboxd/sandboxd/images"
 	"github.com/sandboxd/sandboxd/internal/config"
 	"github.com/sandboxd/sandboxd/internal/egress"
+	"github.com/sandboxd/sandboxd/internal/hostmem"
 	"github.com/sandboxd/sandboxd/internal/languages"
 	"github.com/sandboxd/sandboxd/internal/metrics"
 	"github.com/sandboxd/sandboxd/internal/pool"
@@ -98,6 +99,9 @@ func (p *Provider) Start() {
 		l.pool = pool.New(pool.Options{
 			Name: l.Config.Name, MinIdle: l.Config.Pool.MinIdle, Max: l.Config.Pool.Max,
 			QueueTimeout: l.Config.Pool.QueueTimeout, Starts: p.starts, Logger: p.log,
+			// What frozen sessions go to disk under, idle containers
+			// past min_idle go under.
+			Pressure: func() bool { return hostmem.Low(p.cfg.Sessions.MemoryLow) },
 		}, pool.Hooks[*runtime.Sandbox]{
 			// A container joins the pool once its warm runtime, if any,
 			// is ready (or has failed, and it will run programs cold).

@@ -23,13 +23,10 @@ import (
 	"fmt"
 	"hash/fnv"
 	"maps"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -40,6 +37,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/drain"
 	"github.com/sandboxd/sandboxd/internal/egress"
 	"github.com/sandboxd/sandboxd/internal/errdefs"
+	"github.com/sandboxd/sandboxd/internal/hostmem"
 	"github.com/sandboxd/sandboxd/internal/languages"
 	"github.com/sandboxd/sandboxd/internal/projects"
 	"github.com/sandboxd/sandboxd/internal/request"
@@ -152,23 +150,6 @@ type Sessions struct {
 	idleSlots chan struct{}
 	stop      chan struct{} // ends the janitor and the usage sampler
 	workers   sync.WaitGroup
-}
-
-// memoryAvailable is the host's MemAvailable, in bytes (a very large
-// number when it cannot be read: no pressure).
-func memoryAvailable() int64 {
-	data, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return math.MaxInt64
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
-			if kib, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64); err == nil {
-				return kib << 10
-			}
-		}
-	}
-	return math.MaxInt64
 }
 
 // New returns the sessions, none yet: Recover brings back the stored ones.
@@ -1010,7 +991,7 @@ func (m *Sessions) expire(now time.Time) {
 	// Past max_frozen, or under memory pressure, the longest frozen go to
 	// disk.
 	over := len(frozen) + len(freeze) - m.cfg.MaxFrozen
-	if m.cfg.MemoryLow > 0 && memoryAvailable() < m.cfg.MemoryLow {
+	if hostmem.Low(m.cfg.MemoryLow) {
 		over = max(over, hibernateParallel)
 	}
 	for _, ss := range longestFrozen(frozen, over) {
