@@ -301,17 +301,22 @@ func (d *Docker) ociRuntime(spec runtime.Spec) string {
 func (d *Docker) Attach(ctx context.Context, c runtime.Container) (*runtime.Sandbox, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	// The engine lets one attach to a stopped container, which would then
-	// never answer hello.
-	info, err := d.cli.ContainerInspect(ctx, c.ID)
-	if err != nil {
-		return nil, d.engineError("inspecting container "+runtime.ShortID(c.ID), err)
-	}
-	if info.State == nil || !info.State.Running {
-		return nil, fmt.Errorf("container %s is not running", runtime.ShortID(c.ID))
+	token, uid := channelOfLabels(c)
+	if token == "" {
+		// The engine lets one attach to a stopped container, which would
+		// then never answer hello.
+		info, err := d.cli.ContainerInspect(ctx, c.ID)
+		if err != nil {
+			return nil, d.engineError("inspecting container "+runtime.ShortID(c.ID), err)
+		}
+		if info.State == nil || !info.State.Running {
+			return nil, fmt.Errorf("container %s is not running", runtime.ShortID(c.ID))
+		}
+		token, uid = channelOf(info)
 	}
 	var conn *supervisor.Conn
-	if token, uid := channelOf(info); token != "" && d.channels != nil {
+	var err error
+	if token != "" && d.channels != nil {
 		// Its supervisor dials again once its last connection is closed.
 		admitted := d.channels.expect(token, uid)
 		d.detach(c.ID)
@@ -341,6 +346,22 @@ func (d *Docker) connect(ctx context.Context, id, token string, admitted chan di
 	d.conns[id] = closer
 	d.mu.Unlock()
 	return conn, nil
+}
+
+// channelLabel carries the token of a container's channel, so that a
+// session frozen across a restart connects to its supervisor when it
+// thaws without asking the engine: an inspect took 5 / 59 ms p50 / p99
+// while the engine removed the previous instance's containers.
+const channelLabel = "io.sandboxd.channel"
+
+// channelOfLabels is channelOf from the labels of c, listed running: ""
+// for a container made before the label, or not running then.
+func channelOfLabels(c runtime.Container) (token string, uid uint32) {
+	n, err := strconv.ParseUint(c.Labels[runtime.LabelUID], 10, 32)
+	if !c.Running || err != nil {
+		return "", 0
+	}
+	return c.Labels[channelLabel], uint32(n)
 }
 
 // channelOf is the token and uid of a container whose supervisor dials
@@ -510,6 +531,7 @@ func (d *Docker) containerConfig(spec runtime.Spec, uid uint32, token string) (*
 		},
 	}
 	if token != "" {
+		labels[channelLabel] = token
 		cfg.Env = append(cfg.Env, supervisor.EnvDial+"="+supervisor.ChannelSocket, supervisor.EnvToken+"="+token)
 		cfg.AttachStdin, cfg.AttachStdout, cfg.AttachStderr, cfg.OpenStdin = false, false, false, false
 		hostCfg.Mounts = append(hostCfg.Mounts, mount.Mount{
