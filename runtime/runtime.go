@@ -334,18 +334,26 @@ func (noCheckpoints) Restore(context.Context, string) error      { return ErrNoC
 // RemoveUnclaimed removes the containers of list that keep does not
 // claim: what a previous run of the daemon left behind, or what is left
 // at its end. Like Nomad's dangling-container reconciler, it touches only
-// containers labelled as this daemon's (List returns no others). A few
-// at a time: the engine removes a few at once faster than one by one.
-func RemoveUnclaimed(ctx context.Context, rt Runtime, list []Container, keep map[string]bool, log hclog.Logger) error {
+// containers labelled as this daemon's (List returns no others).
+// parallel removals run at once: the engine removes a few at once faster
+// than one by one (12 in 0.45 s four at a time, 0.78 s one at a time),
+// but they take both cores of a small host from whatever else runs.
+func RemoveUnclaimed(ctx context.Context, rt Runtime, list []Container, keep map[string]bool, parallel int, log hclog.Logger) error {
 	var (
 		group errgroup.Group
 		mu    sync.Mutex
 		errs  []error
 	)
-	group.SetLimit(removeParallel)
+	group.SetLimit(max(parallel, 1))
 	for _, c := range list {
 		if keep[c.ID] {
 			continue
+		}
+		if ctx.Err() != nil {
+			mu.Lock()
+			errs = append(errs, ctx.Err()) // the rest are left for later
+			mu.Unlock()
+			break
 		}
 		group.Go(func() error {
 			log.Info("removing a container no session claims", "container_id", ShortID(c.ID), "language", c.Language)
@@ -360,6 +368,3 @@ func RemoveUnclaimed(ctx context.Context, rt Runtime, list []Container, keep map
 	_ = group.Wait()
 	return errors.Join(errs...)
 }
-
-// removeParallel is how many containers RemoveUnclaimed removes at once.
-const removeParallel = 4

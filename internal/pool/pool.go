@@ -9,9 +9,9 @@
 // use (or, for sessions, asked for) at once at the recent peak (at least
 // MinIdle), so a steady stream finds one ready and a burst of sessions
 // finds the next burst's, and destroys idle items beyond that after
-// IdleTimeout. While the host is low on memory (Options.Pressure) it
-// forgets that demand, keeps MinIdle at most, and destroys the idle items
-// past it at once.
+// IdleTimeout. While the host is low on memory (Options.Pressure), and
+// for IdleTimeout after, it forgets that demand, keeps MinIdle at most,
+// and destroys the idle items past it at once.
 //
 // The pool owns the count of its items (idle + busy + recycling +
 // starting + being destroyed never exceeds Max) and the goroutines that
@@ -88,7 +88,11 @@ type Pool[T any] struct {
 	// and in the one before, sessions asking within a second included.
 	peak, lastPeak int
 	asks           []time.Time // when sessions asked, this last second
-	pressed        bool        // the host was low on memory at the last check
+	// pressed: the host was low on memory within IdleTimeout (at
+	// pressedAt), so that a pool that shed does not grow back and shed
+	// again every second.
+	pressed   bool
+	pressedAt time.Time
 
 	waiting int // callers queued in Acquire for room
 	// Callers waiting for an item, in the order they came: an item goes
@@ -138,7 +142,9 @@ func New[T any](opts Options, hooks Hooks[T]) *Pool[T] {
 	p := &Pool[T]{opts: opts, hooks: hooks, log: opts.Logger.Named("pool").With("language", opts.Name), changed: make(chan struct{}),
 		waits: map[uint64]string{}}
 	p.closing, p.cancel = context.WithCancel(context.Background())
-	p.pressed = opts.Pressure != nil && opts.Pressure()
+	if opts.Pressure != nil && opts.Pressure() {
+		p.pressed, p.pressedAt = true, time.Now()
+	}
 	p.mu.Lock()
 	p.fillLocked()
 	p.mu.Unlock()
@@ -720,21 +726,22 @@ func (p *Pool[T]) trim() {
 		select {
 		case <-p.closing.Done():
 			return
-		case <-check.C:
+		case now := <-check.C:
 			pressed := p.opts.Pressure != nil && p.opts.Pressure()
 			p.mu.Lock()
 			p.destroyDeadLocked()
-			if pressed {
-				p.shedLocked()
-			} else if p.pressed {
+			switch {
+			case pressed:
+				p.shedLocked(now)
+			case p.pressed && now.Sub(p.pressedAt) >= p.opts.IdleTimeout:
+				p.pressed = false
 				p.log.Info("host memory available again: the pool follows demand")
 			}
-			p.pressed = pressed
 			p.mu.Unlock()
 		case now := <-tick.C:
 			p.mu.Lock()
 			p.lastPeak, p.peak = p.peak, p.busy
-			p.trimLocked(now, p.opts.IdleTimeout)
+			p.trimLocked(now, p.opts.IdleTimeout, p.targetLocked())
 			p.mu.Unlock()
 		}
 	}
@@ -742,20 +749,21 @@ func (p *Pool[T]) trim() {
 
 // shedLocked is trim while the host is low on memory: the demand seen is
 // forgotten, so that the pool does not grow back to it when memory comes
-// back, and the idle items past MinIdle go now, however briefly idle.
-func (p *Pool[T]) shedLocked() {
+// back, and the idle items past MinIdle go now, however briefly idle, but
+// those the callers waiting now will take.
+func (p *Pool[T]) shedLocked(now time.Time) {
 	if !p.pressed {
 		p.log.Warn("host memory low (sessions.memory_low): the pool keeps min_idle at most", "idle", len(p.idle), "min_idle", p.opts.MinIdle)
 	}
-	p.pressed = true
+	p.pressed, p.pressedAt = true, now
 	p.peak, p.lastPeak, p.asks = p.busy, 0, nil
-	p.trimLocked(time.Now(), 0)
+	p.trimLocked(now, 0, p.targetLocked()+len(p.queue))
 }
 
-// trimLocked destroys idle items beyond the target that were idle at
-// least idleFor at now, the longest idle first.
-func (p *Pool[T]) trimLocked(now time.Time, idleFor time.Duration) {
-	for len(p.idle) > p.targetLocked() {
+// trimLocked destroys idle items beyond keep that were idle at least
+// idleFor at now, the longest idle first.
+func (p *Pool[T]) trimLocked(now time.Time, idleFor time.Duration, keep int) {
+	for len(p.idle) > keep {
 		i := p.trimmableLocked(now, idleFor)
 		if i < 0 {
 			return

@@ -57,7 +57,9 @@ func (p *Provider) createFor(ctx context.Context, l *kind, spec runtime.Spec) (*
 // dropped while the sandbox may run on (its runtime's control plane
 // restarted): the sandbox as it is, with a new channel.
 func (p *Provider) reconnect(ctx context.Context, sb *runtime.Sandbox) (*runtime.Sandbox, error) {
-	return p.rt.Attach(ctx, runtime.Container{ID: sb.ID, Labels: sb.Labels, Created: sb.Created, Running: true, Language: sb.Language})
+	// Not known to run (its channel dropped): the runtime asks first,
+	// rather than waiting for a supervisor that may be gone.
+	return p.rt.Attach(ctx, runtime.Container{ID: sb.ID, Labels: sb.Labels, Created: sb.Created, Language: sb.Language})
 }
 
 // attach connects again to a container of l a previous sandboxd made,

@@ -14,9 +14,12 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,6 +90,19 @@ func New(ctx context.Context, cfg *config.Config, langs *languages.Registry, rt 
 	return p
 }
 
+// memoryPressure says when l's pool is to shed its idle containers past
+// min_idle: when this host, which runs them, has less memory available
+// than sessions.memory_low, under which frozen sessions go to disk too.
+// Never for containers elsewhere (pods, a remote engine), whose hosts'
+// memory sandboxd does not see.
+func (p *Provider) memoryPressure(l *kind) func() bool {
+	engine := cmp.Or(p.cfg.Docker.Host, os.Getenv("DOCKER_HOST")) // as the engine's client takes it
+	if l.Config.Runtime == config.KubernetesRuntime || engine != "" && !strings.HasPrefix(engine, "unix://") {
+		return nil
+	}
+	return func() bool { return hostmem.Low(p.cfg.Sessions.MemoryLow) }
+}
+
 // Start starts the warm pools, the builds of missing images if the
 // config asks for them (see buildMissing) and, once the pools have
 // filled, the probes of the runtimes' versions.
@@ -99,9 +115,7 @@ func (p *Provider) Start() {
 		l.pool = pool.New(pool.Options{
 			Name: l.Config.Name, MinIdle: l.Config.Pool.MinIdle, Max: l.Config.Pool.Max,
 			QueueTimeout: l.Config.Pool.QueueTimeout, Starts: p.starts, Logger: p.log,
-			// What frozen sessions go to disk under, idle containers
-			// past min_idle go under.
-			Pressure: func() bool { return hostmem.Low(p.cfg.Sessions.MemoryLow) },
+			Pressure: p.memoryPressure(l),
 		}, pool.Hooks[*runtime.Sandbox]{
 			// A container joins the pool once its warm runtime, if any,
 			// is ready (or has failed, and it will run programs cold).

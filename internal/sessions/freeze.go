@@ -11,6 +11,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/internal/errdefs"
 	"github.com/sandboxd/sandboxd/internal/request"
+	"github.com/sandboxd/sandboxd/internal/sandbox"
 	"github.com/sandboxd/sandboxd/internal/state"
 	"github.com/sandboxd/sandboxd/runtime"
 )
@@ -166,7 +167,9 @@ func (m *Sessions) unfreeze(ctx context.Context, ss *Session) error {
 	if lease != nil {
 		lease.Sandbox().Thawed()
 	} else {
-		again, err := m.sandboxes.Attach(ctx, ss.Lang, *detached, rec.Env)
+		c := *detached
+		c.Running, c.Paused = true, false // thawed: it runs (Attach need not ask the engine)
+		again, err := m.sandboxes.Attach(ctx, ss.Lang, c, rec.Env)
 		if err != nil {
 			return m.lose(ss, "its container did not answer once thawed: "+err.Error())
 		}
@@ -180,8 +183,32 @@ func (m *Sessions) unfreeze(ctx context.Context, ss *Session) error {
 	ss.rec.State, ss.rec.FrozenAt = state.SessionActive, nil
 	ss.lease, ss.detached, ss.idleFrom, ss.dirty = lease, nil, time.Time{}, true
 	ss.mu.Unlock()
+	if detached != nil && !m.kept(ss, lease) {
+		return noSession(rec.ID)
+	}
 	m.log.Debug("session thawed", "session", rec.ID, "took", time.Since(started).Round(time.Microsecond))
 	return nil
+}
+
+// kept says whether ss, which was just given lease, is still live. A
+// session deleted (or expired, or lost) meanwhile may have found no
+// container to remove (hibernated, or frozen since the start): the lease
+// is removed here instead, or it would run on, nobody's, until the next
+// start.
+func (m *Sessions) kept(ss *Session, lease *sandbox.Lease) bool {
+	if m.isLive(ss) {
+		return true
+	}
+	ss.mu.Lock()
+	mine := ss.lease == lease // not taken by the deletion's close
+	if mine {
+		ss.lease = nil
+	}
+	ss.mu.Unlock()
+	if mine {
+		lease.Remove()
+	}
+	return false
 }
 
 // reserveFreezing reserves a place for one more running session: when

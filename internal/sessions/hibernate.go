@@ -201,6 +201,11 @@ func (m *Sessions) hibernateRunning(ctx context.Context, ss *Session) error {
 		m.dropArchive(rec.ID)
 		return errdefs.Errorf(errdefs.Internal, "storing session %s as hibernated: %v; it stays active", rec.ID, err)
 	}
+	if !m.isLive(ss) { // deleted meanwhile, maybe before its archive was there
+		m.dropArchive(rec.ID)
+		lease.Remove()
+		return noSession(rec.ID)
+	}
 	if memory {
 		if err := lease.Checkpoint(ctx); err != nil {
 			// The archive has the files: the session sleeps without its memory.
@@ -294,8 +299,7 @@ func (m *Sessions) resume(ctx context.Context, ss *Session) error {
 		lease, err := m.sandboxes.Restore(ctx, ss.Lang, rec.ContainerID, rec.Env)
 		if err == nil {
 			m.rearm(lease, rec, ss.Lang)
-			m.woke(ctx, ss, lease, started)
-			return nil
+			return m.woke(ctx, ss, lease, started)
 		}
 		m.log.Warn("restoring a session's checkpoint failed; it resumes from its workspace archive", "session", rec.ID, "error", err)
 		m.sandboxes.RemoveStopped(ss.Lang, rec.ContainerID)
@@ -319,12 +323,12 @@ func (m *Sessions) resume(ctx context.Context, ss *Session) error {
 		return errdefs.Errorf(errdefs.KindOf(aerr), "resuming session %s (it stays hibernated): %w", rec.ID, aerr)
 	}
 
-	m.woke(ctx, ss, lease, started)
-	return nil
+	return m.woke(ctx, ss, lease, started)
 }
 
-// woke makes ss active in sb, its resume begun at started, and says so.
-func (m *Sessions) woke(ctx context.Context, ss *Session, lease *sandbox.Lease, started time.Time) {
+// woke makes ss active in sb, its resume begun at started, and says so;
+// a session deleted meanwhile is not brought back.
+func (m *Sessions) woke(ctx context.Context, ss *Session, lease *sandbox.Lease, started time.Time) error {
 	sb := lease.Sandbox()
 	took := time.Since(started)
 	ss.mu.Lock()
@@ -334,6 +338,10 @@ func (m *Sessions) woke(ctx context.Context, ss *Session, lease *sandbox.Lease, 
 	ss.rec.ResumeMS = float64(took.Microseconds()) / 1000
 	ss.lease, ss.idleFrom = lease, time.Time{}
 	ss.mu.Unlock()
+	if !m.kept(ss, lease) {
+		m.dropArchive(ss.Record().ID)
+		return noSession(ss.Record().ID)
+	}
 	rec, err := m.save(ss)
 	if err != nil {
 		// The archive stays: at the next start the record says hibernated
@@ -345,6 +353,7 @@ func (m *Sessions) woke(ctx context.Context, ss *Session, lease *sandbox.Lease, 
 	}
 	m.log.Info("session resumed", "session", rec.ID, "memory", memory, "took", took.Round(time.Millisecond), "container_id", runtime.ShortID(sb.ID))
 	noticeResume(ctx, took)
+	return nil
 }
 
 // lose makes a hibernated session lost for why, and says so.

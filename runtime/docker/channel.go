@@ -34,7 +34,7 @@ type channels struct {
 	ln net.Listener
 
 	mu       sync.Mutex
-	expected map[string]expected // by token
+	expected map[string]expected // by the token's sum (supervisor.TokenSum)
 	opening  map[uint32]int      // connections yet to send their token, by uid
 }
 
@@ -109,15 +109,15 @@ func (c *channels) admit(conn net.Conn) {
 	in := bufio.NewReaderSize(conn, 64<<10)
 	line, err := in.ReadSlice('\n') // no longer than the buffer
 	_ = conn.SetReadDeadline(time.Time{})
-	token := strings.TrimSuffix(string(line), "\n")
+	key := supervisor.TokenSum(strings.TrimSuffix(string(line), "\n"))
 	c.mu.Lock()
 	if c.opening[uid]--; c.opening[uid] == 0 {
 		delete(c.opening, uid)
 	}
-	e, ok := c.expected[token]
+	e, ok := c.expected[key]
 	ok = ok && err == nil && e.uid == uid
 	if ok {
-		delete(c.expected, token)
+		delete(c.expected, key)
 	}
 	c.mu.Unlock()
 	if !ok {
@@ -149,23 +149,25 @@ func peerUID(conn net.Conn) (uint32, error) {
 }
 
 // expect readies c for the supervisor of the sandbox that runs as uid and
-// opens with token, before it can dial; wait takes its connection.
-func (c *channels) expect(token string, uid uint32) chan dialed {
+// opens with the token whose sum is key, before it can dial; wait takes
+// its connection. Keyed by the sum, which is all a container's label
+// shows (channelLabel).
+func (c *channels) expect(key string, uid uint32) chan dialed {
 	ch := make(chan dialed, 1)
 	c.mu.Lock()
-	c.expected[token] = expected{uid: uid, admitted: ch}
+	c.expected[key] = expected{uid: uid, admitted: ch}
 	c.mu.Unlock()
 	return ch
 }
 
 // wait returns the connection of the supervisor ch expects, or gives up
 // on it when ctx ends.
-func (c *channels) wait(ctx context.Context, token string, ch chan dialed) (*supervisor.Conn, io.Closer, error) {
+func (c *channels) wait(ctx context.Context, key string, ch chan dialed) (*supervisor.Conn, io.Closer, error) {
 	select {
 	case d := <-ch:
 		return supervisor.NewConn(d.in, d.conn), d.conn, nil
 	case <-ctx.Done():
-		c.forget(token)
+		c.forget(key)
 		select {
 		case d := <-ch: // admitted meanwhile
 			_ = d.conn.Close()
@@ -175,10 +177,10 @@ func (c *channels) wait(ctx context.Context, token string, ch chan dialed) (*sup
 	}
 }
 
-// forget stops expecting the supervisor that opens with token.
-func (c *channels) forget(token string) {
+// forget stops expecting the supervisor whose token's sum is key.
+func (c *channels) forget(key string) {
 	c.mu.Lock()
-	delete(c.expected, token)
+	delete(c.expected, key)
 	c.mu.Unlock()
 }
 

@@ -55,31 +55,35 @@ func TestChannelsAdmitOnlyAnExpectedToken(t *testing.T) {
 	if !closed(dial("unexpected")) {
 		t.Error("a connection with a token no one expects stayed open")
 	}
-	admitted := c.expect("t0k", me)
+	sum := supervisor.TokenSum
+	admitted := c.expect(sum("t0k"), me)
 	if !closed(dial("guess")) {
 		t.Error("a connection with the wrong token stayed open")
+	}
+	if !closed(dial(sum("t0k"))) {
+		t.Error("a connection with the token's sum (a container's label) stayed open")
 	}
 	dial("t0k")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	if _, conn, err := c.wait(ctx, "t0k", admitted); err != nil || conn == nil {
+	if _, conn, err := c.wait(ctx, sum("t0k"), admitted); err != nil || conn == nil {
 		t.Fatalf("the expected supervisor: %v", err)
 	}
 	if !closed(dial("t0k")) {
 		t.Error("a token was admitted twice")
 	}
 
-	admitted = c.expect("late", me)
+	admitted = c.expect(sum("late"), me)
 	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if _, _, err := c.wait(short, "late", admitted); err == nil {
+	if _, _, err := c.wait(short, sum("late"), admitted); err == nil {
 		t.Fatal("waited past the deadline")
 	}
 	if !closed(dial("late")) {
 		t.Error("a token given up on was admitted")
 	}
 
-	c.expect("other's", me+1)
+	c.expect(sum("other's"), me+1)
 	if !closed(dial("other's")) {
 		t.Error("a token was admitted from another sandbox's uid")
 	}

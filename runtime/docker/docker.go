@@ -186,13 +186,14 @@ func (d *Docker) Create(ctx context.Context, spec runtime.Spec) (sb *runtime.San
 	if err != nil {
 		return nil, err
 	}
-	token := "" // the channel's, when it is the socket
+	token, key := "", "" // the channel's, and its sum, when it is the socket
 	var admitted chan dialed
 	if d.channels != nil && d.ociRuntime(spec) != "runsc" {
 		// gVisor checkpoints a hibernating session, which a connection
 		// to a host socket would keep it from: its channel is attached.
 		token = supervisor.NewToken()
-		admitted = d.channels.expect(token, uid)
+		key = supervisor.TokenSum(token)
+		admitted = d.channels.expect(key, uid)
 	}
 	cfg, hostCfg := d.containerConfig(spec, uid, token)
 	// Not cancelled half-way: the engine may make a container whose id a
@@ -209,7 +210,7 @@ func (d *Docker) Create(ctx context.Context, spec runtime.Spec) (sb *runtime.San
 	if err != nil {
 		d.uids.Release(uid)
 		if token != "" {
-			d.channels.forget(token)
+			d.channels.forget(key)
 		}
 		if cerrdefs.IsNotFound(err) {
 			return nil, fmt.Errorf("%w: %s (build it with `make images` or `images/build.sh %s`)", runtime.ErrImageMissing, spec.Image, spec.Language)
@@ -231,12 +232,12 @@ func (d *Docker) Create(ctx context.Context, spec runtime.Spec) (sb *runtime.San
 	}
 	if err := d.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
 		if token != "" {
-			d.channels.forget(token)
+			d.channels.forget(key)
 		}
 		return nil, d.engineError("starting a container", err)
 	}
 	if token != "" {
-		if conn, err = d.connect(ctx, id, token, admitted); err != nil {
+		if conn, err = d.connect(ctx, id, key, admitted); err != nil {
 			return nil, err
 		}
 	}
@@ -301,8 +302,8 @@ func (d *Docker) ociRuntime(spec runtime.Spec) string {
 func (d *Docker) Attach(ctx context.Context, c runtime.Container) (*runtime.Sandbox, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	token, uid := channelOfLabels(c)
-	if token == "" {
+	key, uid := channelOfLabels(c)
+	if key == "" {
 		// The engine lets one attach to a stopped container, which would
 		// then never answer hello.
 		info, err := d.cli.ContainerInspect(ctx, c.ID)
@@ -312,15 +313,15 @@ func (d *Docker) Attach(ctx context.Context, c runtime.Container) (*runtime.Sand
 		if info.State == nil || !info.State.Running {
 			return nil, fmt.Errorf("container %s is not running", runtime.ShortID(c.ID))
 		}
-		token, uid = channelOf(info)
+		key, uid = channelOf(info)
 	}
 	var conn *supervisor.Conn
 	var err error
-	if token != "" && d.channels != nil {
+	if key != "" && d.channels != nil {
 		// Its supervisor dials again once its last connection is closed.
-		admitted := d.channels.expect(token, uid)
+		admitted := d.channels.expect(key, uid)
 		d.detach(c.ID)
-		conn, err = d.connect(ctx, c.ID, token, admitted)
+		conn, err = d.connect(ctx, c.ID, key, admitted)
 	} else {
 		conn, err = d.attach(c.ID)
 	}
@@ -336,9 +337,9 @@ func (d *Docker) Attach(ctx context.Context, c runtime.Container) (*runtime.Sand
 }
 
 // connect waits for the supervisor of container id to dial the channels'
-// socket with token.
-func (d *Docker) connect(ctx context.Context, id, token string, admitted chan dialed) (*supervisor.Conn, error) {
-	conn, closer, err := d.channels.wait(ctx, token, admitted)
+// socket with the token whose sum is key.
+func (d *Docker) connect(ctx context.Context, id, key string, admitted chan dialed) (*supervisor.Conn, error) {
+	conn, closer, err := d.channels.wait(ctx, key, admitted)
 	if err != nil {
 		return nil, err
 	}
@@ -348,15 +349,18 @@ func (d *Docker) connect(ctx context.Context, id, token string, admitted chan di
 	return conn, nil
 }
 
-// channelLabel carries the token of a container's channel, so that a
-// session frozen across a restart connects to its supervisor when it
-// thaws without asking the engine: an inspect took 5 / 59 ms p50 / p99
-// while the engine removed the previous instance's containers.
+// channelLabel carries the sum of a container's channel token (the key
+// its supervisor is expected by), so that a session frozen across a
+// restart connects to its supervisor when it thaws without asking the
+// engine: an inspect took 5 / 59 ms p50 / p99 while the engine removed
+// the previous instance's containers. The sum, not the token: labels are
+// listed (docker ps) and exported (monitoring) more widely than env.
 const channelLabel = "io.sandboxd.channel"
 
-// channelOfLabels is channelOf from the labels of c, listed running: ""
-// for a container made before the label, or not running then.
-func channelOfLabels(c runtime.Container) (token string, uid uint32) {
+// channelOfLabels is channelOf from the labels of c, known to run (a
+// container listed running, or just thawed): "" for a container made
+// before the label, or not known to run, which is asked of the engine.
+func channelOfLabels(c runtime.Container) (key string, uid uint32) {
 	n, err := strconv.ParseUint(c.Labels[runtime.LabelUID], 10, 32)
 	if !c.Running || err != nil {
 		return "", 0
@@ -364,9 +368,11 @@ func channelOfLabels(c runtime.Container) (token string, uid uint32) {
 	return c.Labels[channelLabel], uint32(n)
 }
 
-// channelOf is the token and uid of a container whose supervisor dials
-// the channels' socket; "" for one whose channel is its stdio.
-func channelOf(info container.InspectResponse) (token string, uid uint32) {
+// channelOf is the key (the token's sum) and uid of a container whose
+// supervisor dials the channels' socket; "" for one whose channel is its
+// stdio.
+func channelOf(info container.InspectResponse) (key string, uid uint32) {
+	var token string
 	if info.Config == nil {
 		return "", 0
 	}
@@ -385,7 +391,7 @@ func channelOf(info container.InspectResponse) (token string, uid uint32) {
 	if !dials || err != nil {
 		return "", 0
 	}
-	return token, uint32(n)
+	return supervisor.TokenSum(token), uint32(n)
 }
 
 // attach opens the container's stdio, on a context that outlives the
@@ -530,8 +536,9 @@ func (d *Docker) containerConfig(spec runtime.Spec, uid uint32, token string) (*
 			},
 		},
 	}
+	delete(labels, channelLabel) // sandboxd's alone: an operator's would make Attach wait for a dial
 	if token != "" {
-		labels[channelLabel] = token
+		labels[channelLabel] = supervisor.TokenSum(token)
 		cfg.Env = append(cfg.Env, supervisor.EnvDial+"="+supervisor.ChannelSocket, supervisor.EnvToken+"="+token)
 		cfg.AttachStdin, cfg.AttachStdout, cfg.AttachStderr, cfg.OpenStdin = false, false, false, false
 		hostCfg.Mounts = append(hostCfg.Mounts, mount.Mount{

@@ -102,12 +102,31 @@ func TestTheChannelSocketIsMountedReadOnly(t *testing.T) {
 	if m := host.Mounts[len(host.Mounts)-1]; m.Source != "/state/channel" || m.Target != supervisor.ChannelDir || !m.ReadOnly {
 		t.Errorf("channel mount %+v", m)
 	}
-	if token, uid := channelOf(container.InspectResponse{Config: cfg}); token != "t0k" || uid != 1000000007 {
-		t.Errorf("token and uid read back: %q %d", token, uid)
+	if key, uid := channelOf(container.InspectResponse{Config: cfg}); key != supervisor.TokenSum("t0k") || uid != 1000000007 {
+		t.Errorf("token's sum and uid read back: %q %d", key, uid)
 	}
+	// The labels carry the same, and not the token.
+	listed := runtime.Container{Labels: cfg.Labels, Running: true}
+	if key, uid := channelOfLabels(listed); key != supervisor.TokenSum("t0k") || uid != 1000000007 {
+		t.Errorf("token's sum and uid from the labels: %q %d", key, uid)
+	}
+	for k, v := range cfg.Labels {
+		if strings.Contains(v, "t0k") {
+			t.Errorf("label %s carries the token: %q", k, v)
+		}
+	}
+	listed.Running = false
+	if key, _ := channelOfLabels(listed); key != "" {
+		t.Error("the labels were trusted for a container not known to run")
+	}
+	// An operator's label of that name does not make it one that dials.
+	d.opts.Labels = map[string]string{channelLabel: supervisor.TokenSum("x")}
 	cfg, _ = d.containerConfig(runtime.Spec{Language: "python", Image: "img"}, 1000000007, "")
-	if token, _ := channelOf(container.InspectResponse{Config: cfg}); token != "" {
-		t.Errorf("an attached container's token: %q", token)
+	if key, _ := channelOfLabels(runtime.Container{Labels: cfg.Labels, Running: true}); key != "" {
+		t.Errorf("an attached container's channel label: %q", key)
+	}
+	if key, _ := channelOf(container.InspectResponse{Config: cfg}); key != "" {
+		t.Errorf("an attached container's token: %q", key)
 	}
 }
 
