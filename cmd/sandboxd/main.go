@@ -132,7 +132,6 @@ func run(cfg *config.Config, redactor *redact.Replacer, log hclog.Logger) error 
 	apiHandler := server.New(d, dash, log)
 	srv := &http.Server{Handler: redactor.Handler(apiHandler), ReadHeaderTimeout: 10 * time.Second, ConnContext: principal.ConnContext}
 	serveErr := make(chan error, 3)
-	go func() { serveErr <- srv.Serve(ln) }()
 	if cfg.HTTPListen != "" {
 		tln, err := net.Listen("tcp", cfg.HTTPListen)
 		if err != nil {
@@ -157,6 +156,9 @@ func run(cfg *config.Config, redactor *redact.Replacer, log hclog.Logger) error 
 		}
 		defer stopE2B()
 	}
+	// The socket last: a client that finds it healthy finds the other
+	// listeners up, and their addresses logged.
+	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("sandboxd ready", "socket", cfg.Socket, "state_dir", cfg.StateDir, "instance", store.Instance(), "languages", len(cfg.Languages))
 
 	select {
