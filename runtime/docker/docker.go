@@ -801,7 +801,7 @@ func (d *Docker) Freeze(ctx context.Context, id string) error {
 	}
 	d.setFrozen(id, cg) // before: a Remove after the pause must thaw
 	if !cg.viaEngine() {
-		if err := cg.set(cgroups.Frozen); err != nil {
+		if err := cg.freeze(ctx); err != nil {
 			// v1 thaws back a freeze it could not finish; v2 leaves it.
 			if terr := cg.set(cgroups.Thawed); terr == nil {
 				d.unfreeze(id)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/opencontainers/cgroups"
 	"github.com/opencontainers/cgroups/fs"
@@ -55,6 +56,30 @@ func (c freezerCgroup) set(state cgroups.FreezerState) error {
 	}
 	return (&fs.FreezerGroup{}).Set(c.dir, &cgroups.Resources{Freezer: state})
 }
+
+// freeze freezes the cgroup. Under cgroup v1 a freeze stays FREEZING
+// while a process in it is busy in the kernel, and runc's loop gives up
+// after a few hundred milliseconds (thawing it back): on a loaded host an
+// E2B pause failed so in CI. It is tried again a few times, further apart,
+// before the freeze fails.
+func (c freezerCgroup) freeze(ctx context.Context) error {
+	wait := 20 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := c.set(cgroups.Frozen)
+		if err == nil || attempt == freezeAttempts {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
+}
+
+// freezeAttempts bounds freeze's tries: about a second and a half in all.
+const freezeAttempts = 5
 
 // frozen says whether the cgroup itself is frozen (not through a parent).
 func (c freezerCgroup) frozen() bool {
